@@ -1,0 +1,19 @@
+// Helpers to declare buffers and compute element offsets. The Buffer node itself is defined in
+// kiln/ir/expr.h, next to the loads that name it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/ir/expr.h"
+
+namespace kiln::ir {
+
+// A new buffer with a fresh data variable, compact strides and zero offset.
+Ref<Buffer> decl_buffer(std::vector<Expr> shape, DataType dtype, std::string name,
+                        std::string scope = "global");
+
+// The element offset of `indices` in `buffer` (row-major when strides are empty).
+Expr buffer_offset(const Buffer& buffer, const std::vector<Expr>& indices);
+
+}  // namespace kiln::ir

@@ -1,0 +1,73 @@
+// The builtins a Call node can name: math intrinsics and operations of the IR itself.
+// One list; each entry gives the name printed and parsed, the number of arguments (-1: any),
+// and whether the call is pure (no side effect, may be moved or removed when unused).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kiln::ir {
+
+// X(Name, "printed name", arity, pure)
+#define KILN_BUILTIN_LIST(X)                                                                      \
+  /* Float math, element-wise on float types (float16/bfloat16 computed in float32). */           \
+  X(Exp, "exp", 1, true)                                                                          \
+  X(Exp2, "exp2", 1, true)                                                                        \
+  X(Log, "log", 1, true)                                                                          \
+  X(Log2, "log2", 1, true)                                                                        \
+  X(Log1p, "log1p", 1, true)                                                                      \
+  X(Sqrt, "sqrt", 1, true)                                                                        \
+  X(Rsqrt, "rsqrt", 1, true)                                                                      \
+  X(Sin, "sin", 1, true)                                                                          \
+  X(Cos, "cos", 1, true)                                                                          \
+  X(Tan, "tan", 1, true)                                                                          \
+  X(Tanh, "tanh", 1, true)                                                                        \
+  X(Sigmoid, "sigmoid", 1, true)                                                                  \
+  X(Erf, "erf", 1, true)                                                                          \
+  X(Floor, "floor", 1, true)                                                                      \
+  X(Ceil, "ceil", 1, true)                                                                        \
+  X(Round, "round", 1, true) /* half to even, as numpy.round */                                   \
+  X(Trunc, "trunc", 1, true)                                                                      \
+  X(Pow, "pow", 2, true)                                                                          \
+  X(IsNan, "isnan", 1, true)                                                                      \
+  /* Any numeric type. */                                                                         \
+  X(Abs, "abs", 1, true)                                                                          \
+  /* Integers: bit operations; shifts by a negative or too large amount are undefined. */         \
+  X(ShiftLeft, "shift_left", 2, true)                                                             \
+  X(ShiftRight, "shift_right", 2, true)                                                           \
+  X(BitwiseAnd, "bitwise_and", 2, true)                                                           \
+  X(BitwiseOr, "bitwise_or", 2, true)                                                             \
+  X(BitwiseXor, "bitwise_xor", 2, true)                                                           \
+  X(BitwiseNot, "bitwise_not", 1, true)                                                           \
+  X(Popcount, "popcount", 1, true)                                                                \
+  /* if_then_else(cond, a, b): evaluates only the arm it picks (guards padded loads). */          \
+  X(IfThenElse, "if_then_else", 3, true)                                                          \
+  /* likely(cond): cond, with a hint that it is usually true (loop partition uses it). */         \
+  X(Likely, "likely", 1, true)                                                                    \
+  /* reinterpret(x): the bits of x as the call's dtype (same total width). */                     \
+  X(Reinterpret, "reinterpret", 1, true)                                                          \
+  /* address_of(load): the address of a BufferLoad's element, as a handle. */                     \
+  X(AddressOf, "address_of", 1, true)                                                             \
+  /* call_pure_extern("name", args…) and call_extern: a C function by name. */                  \
+  X(CallPureExtern, "call_pure_extern", -1, true)                                                 \
+  X(CallExtern, "call_extern", -1, false)                                                         \
+  /* call_llvm_intrin("llvm.x86.…", args…): an LLVM intrinsic by name (tensor intrinsics). */ \
+  X(CallLLVMPureIntrin, "call_llvm_pure_intrin", -1, true)                                        \
+  /* Barrier of the threads of a GPU block over the given storage scope ("shared"). */            \
+  X(StorageSync, "storage_sync", 1, false)
+
+enum class Builtin : uint8_t {
+#define KILN_DECLARE_BUILTIN(Name, text, arity, pure) Name,
+  KILN_BUILTIN_LIST(KILN_DECLARE_BUILTIN)
+#undef KILN_DECLARE_BUILTIN
+};
+
+const char* builtin_name(Builtin op);
+// -1 when the builtin takes any number of arguments.
+int builtin_arity(Builtin op);
+bool builtin_is_pure(Builtin op);
+// The builtin printed as `name`, if there is one.
+std::optional<Builtin> builtin_from_name(const std::string& name);
+
+}  // namespace kiln::ir
