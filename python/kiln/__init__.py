@@ -1,0 +1,14 @@
+"""kiln: a tensor-expression compiler with an auto-tuner.
+
+Describe an operator with ``kiln.te``, transform its loops with ``kiln.tir.Schedule``, and run
+it with ``kiln.tir.interpret`` (the reference interpreter) or build it for a target.
+"""
+from . import error
+from .error import KilnError, KilnTypeError, KilnValueError, KilnIndexError, InternalError
+from . import ir
+from .ir import IRModule
+from . import tir
+from . import te  # noqa: F401
+
+__all__ = ["error", "ir", "tir", "te", "IRModule", "KilnError", "KilnTypeError",
+           "KilnValueError", "KilnIndexError", "InternalError"]

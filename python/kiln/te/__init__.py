@@ -1,0 +1,1 @@
+"""Tensor expressions: placeholder, compute, reduce_axis and reducers."""

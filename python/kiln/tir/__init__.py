@@ -1,0 +1,28 @@
+"""TensorIR: expressions, statements, buffers and functions."""
+from .._kiln import ir as _ir
+
+# Expressions
+PrimExpr = _ir.PrimExpr
+IntImm = _ir.IntImm
+FloatImm = _ir.FloatImm
+StringImm = _ir.StringImm
+Var = _ir.Var
+SizeVar = _ir.SizeVar
+Add, Sub, Mul, Div, Mod = _ir.Add, _ir.Sub, _ir.Mul, _ir.Div, _ir.Mod
+FloorDiv, FloorMod, Min, Max = _ir.FloorDiv, _ir.FloorMod, _ir.Min, _ir.Max
+EQ, NE, LT, LE, GT, GE = _ir.EQ, _ir.NE, _ir.LT, _ir.LE, _ir.GT, _ir.GE
+And, Or, Not = _ir.And, _ir.Or, _ir.Not
+Select, Cast, Call, Ramp, Broadcast, Let = _ir.Select, _ir.Cast, _ir.Call, _ir.Ramp, _ir.Broadcast, _ir.Let
+BufferLoad, Reduce, CommReducer = _ir.BufferLoad, _ir.Reduce, _ir.CommReducer
+Range, IterVar = _ir.Range, _ir.IterVar
+
+# Statements
+Stmt = _ir.Stmt
+LetStmt, AssertStmt, BufferStore, Allocate = _ir.LetStmt, _ir.AssertStmt, _ir.BufferStore, _ir.Allocate
+For, SeqStmt, IfThenElse, Evaluate = _ir.For, _ir.SeqStmt, _ir.IfThenElse, _ir.Evaluate
+Block, BlockRealize, BufferRegion = _ir.Block, _ir.BlockRealize, _ir.BufferRegion
+
+# Buffers and functions
+Buffer = _ir.Buffer
+decl_buffer = _ir.decl_buffer
+PrimFunc = _ir.PrimFunc

@@ -1,0 +1,10 @@
+// The binding functions of kiln._kiln's submodules, one per file, called by module.cc.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace kiln::python {
+
+void bind_ir(pybind11::module_& m);  // ir_py.cc: node classes, IRModule, dtype helpers
+
+}  // namespace kiln::python

@@ -1,0 +1,44 @@
+// The extension module kiln._kiln: translates kiln's C++ errors to the Python classes of
+// kiln.error and calls the binding function of each submodule.
+#include <pybind11/pybind11.h>
+
+#include "bindings.h"
+#include "kiln/support/error.h"
+
+namespace py = pybind11;
+
+namespace {
+
+const char* python_class_of(kiln::ErrorKind kind) {
+  switch (kind) {
+    case kiln::ErrorKind::kValue:
+      return "KilnValueError";
+    case kiln::ErrorKind::kType:
+      return "KilnTypeError";
+    case kiln::ErrorKind::kIndex:
+      return "KilnIndexError";
+    case kiln::ErrorKind::kSchedule:
+      return "ScheduleError";
+    case kiln::ErrorKind::kRuntime:
+      return "KilnRuntimeError";
+    case kiln::ErrorKind::kInternal:
+      return "InternalError";
+  }
+  return "KilnError";
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_kiln, m) {
+  m.doc() = "kiln's C++ core; use the kiln package rather than this module.";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const kiln::Error& e) {
+      py::object cls = py::module_::import("kiln.error").attr(python_class_of(e.kind()));
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
+  auto ir = m.def_submodule("ir", "IR nodes, modules, structural comparison");
+  kiln::python::bind_ir(ir);
+}

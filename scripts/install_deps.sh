@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what kiln needs on Debian 12: system packages from apt (only those missing, so a
+# second run is quick) and Python packages from pip into the default python3.
+set -euo pipefail
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build ccache clang-format
+  llvm-16-dev libsqlite3-dev libxgboost-dev libgtest-dev libdlpack-dev
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install_deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PYTHON="${PYTHON:-python3}"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+if ! "$PYTHON" -c "import sys; from importlib.metadata import version
+import re
+req=[l.split('>=')[0].strip() for l in open('$here/python/requirements.txt') if l.strip() and not l.startswith('#')]
+[version(r) for r in req]" >/dev/null 2>&1; then
+  echo "install_deps: installing Python packages"
+  "$PYTHON" -m pip install -q --disable-pip-version-check -r "$here/python/requirements.txt"
+fi
