@@ -1,0 +1,72 @@
+"""kiln's main demo: define a few operators in the tensor-expression language, print their
+TensorIR, run them on the reference interpreter and compare with NumPy."""
+import numpy as np
+
+from kiln import te, tir
+
+
+def matmul(m, n, k):
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def softmax(rows, cols):
+    X = te.placeholder((rows, cols), "float32", name="X")
+    k1 = te.reduce_axis((0, cols), name="k1")
+    row_max = te.compute((rows,), lambda i: te.max(X[i, k1], axis=k1), name="row_max")
+    e = te.compute((rows, cols), lambda i, j: te.exp(X[i, j] - row_max[i]), name="exp")
+    k2 = te.reduce_axis((0, cols), name="k2")
+    total = te.compute((rows,), lambda i: te.sum(e[i, k2], axis=k2), name="total")
+    Y = te.compute((rows, cols), lambda i, j: e[i, j] / total[i], name="Y")
+    return te.create_prim_func([X, Y])
+
+
+def rms_norm(rows, cols, eps=1e-6):
+    X = te.placeholder((rows, cols), "float32", name="X")
+    W = te.placeholder((cols,), "float32", name="W")
+    k = te.reduce_axis((0, cols), name="k")
+    sq = te.compute((rows,), lambda i: te.sum(X[i, k] * X[i, k], axis=k), name="sum_sq")
+    Y = te.compute((rows, cols),
+                   lambda i, j: X[i, j] * te.rsqrt(sq[i] / cols + eps) * W[j], name="Y")
+    return te.create_prim_func([X, W, Y])
+
+
+def main():
+    rng = np.random.default_rng(0)
+
+    func = matmul(32, 24, 16)
+    print(func)
+    a = rng.standard_normal((32, 16), dtype=np.float32)
+    b = rng.standard_normal((16, 24), dtype=np.float32)
+    c = np.zeros((32, 24), np.float32)
+    tir.interpret(func, a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    print("matmul: matches NumPy\n")
+
+    func = softmax(8, 50)
+    print(func)
+    x = rng.standard_normal((8, 50), dtype=np.float32)
+    y = np.zeros_like(x)
+    tir.interpret(func, x, y)
+    ref = np.exp(x - x.max(axis=1, keepdims=True))
+    ref /= ref.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+    print("softmax: matches NumPy\n")
+
+    func = rms_norm(4, 64)
+    print(func)
+    x = rng.standard_normal((4, 64), dtype=np.float32)
+    w = rng.standard_normal(64, dtype=np.float32)
+    y = np.zeros_like(x)
+    tir.interpret(func, x, w, y)
+    ref = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+    print("rms_norm: matches NumPy")
+    print("\ndemo finished: every result matches NumPy")
+
+
+if __name__ == "__main__":
+    main()
