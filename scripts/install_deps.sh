@@ -5,7 +5,7 @@ set -euo pipefail
 
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache clang-format
-  llvm-16-dev libsqlite3-dev libxgboost-dev libgtest-dev libdlpack-dev
+  llvm-16-dev libsqlite3-dev libxgboost-dev libgtest-dev libdlpack-dev nlohmann-json3-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
 )
 
