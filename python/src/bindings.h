@@ -6,5 +6,6 @@
 namespace kiln::python {
 
 void bind_ir(pybind11::module_& m);  // ir_py.cc: node classes, IRModule, dtype helpers
+void bind_te(pybind11::module_& m);  // te_py.cc: tensors, compute, reducers, create_prim_func
 
 }  // namespace kiln::python

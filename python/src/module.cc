@@ -41,4 +41,6 @@ PYBIND11_MODULE(_kiln, m) {
   });
   auto ir = m.def_submodule("ir", "IR nodes, modules, structural comparison");
   kiln::python::bind_ir(ir);
+  auto te = m.def_submodule("te", "Tensor expressions: placeholder, compute, reducers");
+  kiln::python::bind_te(te);
 }
