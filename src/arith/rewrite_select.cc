@@ -1,0 +1,65 @@
+// Rewrite rules for Select and the if_then_else builtin: each arm is simplified knowing that
+// the condition holds (true arm) or not (false arm); a constant condition picks its arm.
+#include "src/arith/rewrite_simplify.h"
+
+namespace kiln::arith {
+
+using namespace ir;
+using namespace pattern;
+
+Expr RewriteSimplifier::visit(const Select* op) {
+  Expr c = mutate(op->condition);
+  Expr t, f;
+  if (!c.is<IntImm>() && c->dtype.is_scalar()) {
+    {
+      FactScope scope(impl_, c);
+      t = mutate(op->true_value);
+    }
+    FactScope scope(impl_, mutate(logical_not(c)));
+    f = mutate(op->false_value);
+  } else {
+    t = mutate(op->true_value);
+    f = mutate(op->false_value);
+  }
+  bool same = c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value) &&
+              !c.is<IntImm>();
+  Expr e = same ? Expr(op) : select(c, t, f);
+  if (!e.is<Select>()) return e;
+  PVar x, y, z;
+  Rewriter rewrite(e);
+  if (rewrite(select(x, y, y), y)) return rewrite.result();
+  if (rewrite(select(!x, y, z), select(x, z, y))) return resimplify(rewrite.result());
+  // clang-format off
+  if (is_index(e) &&
+      (rewrite(select(x < y, x, y), min(x, y)) ||
+       rewrite(select(x < y, y, x), max(x, y)) ||
+       rewrite(select(x <= y, x, y), min(x, y)) ||
+       rewrite(select(x <= y, y, x), max(x, y)))) {
+    return resimplify(rewrite.result());
+  }
+  // clang-format on
+  return e;
+}
+
+Expr RewriteSimplifier::visit_if_then_else(const Call* op) {
+  Expr c = mutate(op->args[0]);
+  Expr t, f;
+  if (!c.is<IntImm>()) {
+    {
+      FactScope scope(impl_, c);
+      t = mutate(op->args[1]);
+    }
+    FactScope scope(impl_, mutate(logical_not(c)));
+    f = mutate(op->args[2]);
+  } else {
+    t = mutate(op->args[1]);
+    f = mutate(op->args[2]);
+  }
+  if (const int64_t* value = as_const_int(c)) return *value != 0 ? t : f;
+  // Both arms equal: evaluating either one is the same.
+  if (deep_equal(t, f)) return t;
+  if (c.same_as(op->args[0]) && t.same_as(op->args[1]) && f.same_as(op->args[2])) return op;
+  return make<Call>(op->dtype, Builtin::IfThenElse, std::vector<Expr>{c, t, f});
+}
+
+}  // namespace kiln::arith
