@@ -1,0 +1,316 @@
+// Reads a module manifest from JSON and decides whether this runtime can run the module. Every
+// malformed field is reported with its place in the manifest ("functions[0].args[1].dtype").
+#include "manifest.h"
+
+#include "cpu_features.h"
+#include "dtype.h"
+#include "json.h"
+
+namespace kiln {
+namespace runtime {
+namespace {
+
+class ManifestReader {
+ public:
+  explicit ManifestReader(std::string* error) : error_(error) {}
+
+  bool read(const JsonValue& root, Manifest* out) {
+    if (root.kind != JsonValue::Kind::kObject) return fail_at("", "expected an object", root);
+    const JsonValue* abi = root.find("abi_version");
+    if (abi == nullptr) return missing("", "abi_version");
+    if (!read_integer(*abi, "abi_version", &out->abi_version)) return false;
+    const JsonValue* target = root.find("target");
+    if (target == nullptr) return missing("", "target");
+    if (!read_string(*target, "target", &out->target)) return false;
+    if (const JsonValue* features = root.find("host_features")) {
+      if (!read_string_array(*features, "host_features", &out->host_features)) return false;
+    }
+    const JsonValue* functions = root.find("functions");
+    if (functions == nullptr) return missing("", "functions");
+    if (functions->kind != JsonValue::Kind::kArray) {
+      return fail_at("functions", "expected an array", *functions);
+    }
+    for (size_t i = 0; i < functions->array.size(); ++i) {
+      out->functions.emplace_back();
+      std::string where = "functions[" + std::to_string(i) + "]";
+      if (!read_function(functions->array[i], where, &out->functions.back())) return false;
+      for (size_t j = 0; j < i; ++j) {
+        if (out->functions[j].name == out->functions.back().name) {
+          return fail(where + ".name: function '" + out->functions[j].name + "' is defined twice");
+        }
+      }
+    }
+    if (const JsonValue* blobs = root.find("device_blobs")) {
+      if (!read_device_blobs(*blobs, out)) return false;
+    }
+    return true;
+  }
+
+ private:
+  bool fail(const std::string& message) {
+    *error_ = message;
+    return false;
+  }
+
+  bool fail_at(const std::string& where, const std::string& expected, const JsonValue& found) {
+    return fail((where.empty() ? "" : where + ": ") + expected + ", found " +
+                json_kind_name(found.kind));
+  }
+
+  bool missing(const std::string& where, const std::string& key) {
+    return fail((where.empty() ? "" : where + ": ") + "missing key \"" + key + "\"");
+  }
+
+  bool read_integer(const JsonValue& value, const std::string& where, int64_t* out) {
+    if (value.kind != JsonValue::Kind::kNumber || !value.is_integer) {
+      return fail_at(where, "expected an integer", value);
+    }
+    *out = value.integer;
+    return true;
+  }
+
+  bool read_string(const JsonValue& value, const std::string& where, std::string* out) {
+    if (value.kind != JsonValue::Kind::kString) return fail_at(where, "expected a string", value);
+    *out = value.string;
+    return true;
+  }
+
+  bool read_string_array(const JsonValue& value, const std::string& where,
+                         std::vector<std::string>* out) {
+    if (value.kind != JsonValue::Kind::kArray) return fail_at(where, "expected an array", value);
+    for (size_t i = 0; i < value.array.size(); ++i) {
+      out->emplace_back();
+      if (!read_string(value.array[i], where + "[" + std::to_string(i) + "]", &out->back())) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Reads a shape or strides array: integers (>= 0 for shapes) or names of sym_vars.
+  bool read_extents(const JsonValue& value, const std::string& where, bool is_shape,
+                    const FunctionSpec& function, std::vector<int64_t>* out) {
+    if (value.kind != JsonValue::Kind::kArray) return fail_at(where, "expected an array", value);
+    for (size_t i = 0; i < value.array.size(); ++i) {
+      const JsonValue& entry = value.array[i];
+      std::string at = where + "[" + std::to_string(i) + "]";
+      if (entry.kind == JsonValue::Kind::kString) {
+        int64_t index = -1;
+        for (size_t k = 0; k < function.sym_var_names.size(); ++k) {
+          if (function.sym_var_names[k] == entry.string) index = static_cast<int64_t>(k);
+        }
+        if (index < 0) {
+          return fail(at + ": '" + entry.string + "' is not one of the function's sym_vars");
+        }
+        out->push_back(-(index + 1));
+      } else if (entry.kind == JsonValue::Kind::kNumber && entry.is_integer) {
+        if (entry.integer < 0) {
+          return fail(at + ": expected " + (is_shape ? "an extent" : "a stride") + " >= 0, found " +
+                      std::to_string(entry.integer));
+        }
+        out->push_back(entry.integer);
+      } else {
+        return fail_at(at, "expected an integer or a sym_var name", entry);
+      }
+    }
+    return true;
+  }
+
+  bool read_arg(const JsonValue& value, const std::string& where, FunctionSpec* function,
+                KilnArgSpec* arg) {
+    if (value.kind != JsonValue::Kind::kObject) return fail_at(where, "expected an object", value);
+    *arg = KilnArgSpec{};
+    const JsonValue* name = value.find("name");
+    if (name == nullptr) return missing(where, "name");
+    function->arg_names.emplace_back();
+    if (!read_string(*name, where + ".name", &function->arg_names.back())) return false;
+    arg->name = function->arg_names.back().c_str();
+
+    const JsonValue* kind = value.find("kind");
+    if (kind == nullptr) return missing(where, "kind");
+    std::string kind_name;
+    if (!read_string(*kind, where + ".kind", &kind_name)) return false;
+    if (kind_name == "tensor") {
+      arg->kind = kKilnArgTensor;
+    } else if (kind_name == "scalar") {
+      arg->kind = kKilnArgScalar;
+    } else {
+      return fail(where + ".kind: expected \"tensor\" or \"scalar\", found \"" + kind_name + "\"");
+    }
+
+    const JsonValue* dtype = value.find("dtype");
+    if (dtype == nullptr) return missing(where, "dtype");
+    std::string dtype_text;
+    if (!read_string(*dtype, where + ".dtype", &dtype_text)) return false;
+    if (!parse_dtype(dtype_text, &arg->dtype)) {
+      return fail(where + ".dtype: unknown dtype '" + dtype_text + "'");
+    }
+    arg->device_type = kDLCPU;
+    arg->alignment = 1;
+    if (arg->kind == kKilnArgScalar) {
+      if (arg->dtype.lanes != 1) return fail(where + ".dtype: a scalar must have one lane");
+      return true;
+    }
+
+    const JsonValue* shape = value.find("shape");
+    if (shape == nullptr) return missing(where, "shape");
+    function->shapes.emplace_back();
+    if (!read_extents(*shape, where + ".shape", true, *function, &function->shapes.back())) {
+      return false;
+    }
+    arg->shape = function->shapes.back().data();
+    arg->ndim = static_cast<int32_t>(function->shapes.back().size());
+    if (const JsonValue* ndim = value.find("ndim")) {
+      int64_t declared;
+      if (!read_integer(*ndim, where + ".ndim", &declared)) return false;
+      if (declared != arg->ndim) {
+        return fail(where + ".ndim: " + std::to_string(declared) + " does not match the shape's " +
+                    std::to_string(arg->ndim) + " entries");
+      }
+    }
+    const JsonValue* strides = value.find("strides");
+    if (strides != nullptr && strides->kind != JsonValue::Kind::kNull) {
+      function->strides.emplace_back();
+      if (!read_extents(*strides, where + ".strides", false, *function,
+                        &function->strides.back())) {
+        return false;
+      }
+      if (static_cast<int32_t>(function->strides.back().size()) != arg->ndim) {
+        return fail(where + ".strides: expected " + std::to_string(arg->ndim) +
+                    " entries like the shape, found " +
+                    std::to_string(function->strides.back().size()));
+      }
+      arg->strides = function->strides.back().data();
+    }
+    if (const JsonValue* device = value.find("device")) {
+      std::string device_name;
+      if (!read_string(*device, where + ".device", &device_name)) return false;
+      if (!parse_device_type(device_name, &arg->device_type)) {
+        return fail(where + ".device: unknown device '" + device_name + "'");
+      }
+    }
+    if (const JsonValue* alignment = value.find("alignment")) {
+      int64_t bytes;
+      if (!read_integer(*alignment, where + ".alignment", &bytes)) return false;
+      if (bytes < 1 || bytes > (1 << 30) || (bytes & (bytes - 1)) != 0) {
+        return fail(where + ".alignment: expected a power of two, found " + std::to_string(bytes));
+      }
+      arg->alignment = static_cast<int32_t>(bytes);
+    }
+    return true;
+  }
+
+  bool read_function(const JsonValue& value, const std::string& where, FunctionSpec* function) {
+    if (value.kind != JsonValue::Kind::kObject) return fail_at(where, "expected an object", value);
+    const JsonValue* name = value.find("name");
+    if (name == nullptr) return missing(where, "name");
+    if (!read_string(*name, where + ".name", &function->name)) return false;
+    const JsonValue* symbol = value.find("symbol");
+    if (symbol == nullptr) return missing(where, "symbol");
+    if (!read_string(*symbol, where + ".symbol", &function->symbol)) return false;
+    if (const JsonValue* sym_vars = value.find("sym_vars")) {
+      if (!read_string_array(*sym_vars, where + ".sym_vars", &function->sym_var_names)) {
+        return false;
+      }
+    }
+    const JsonValue* args = value.find("args");
+    if (args == nullptr) return missing(where, "args");
+    if (args->kind != JsonValue::Kind::kArray) {
+      return fail_at(where + ".args", "expected an array", *args);
+    }
+    function->args.resize(args->array.size());
+    for (size_t i = 0; i < args->array.size(); ++i) {
+      std::string at = where + ".args[" + std::to_string(i) + "]";
+      if (!read_arg(args->array[i], at, function, &function->args[i])) return false;
+    }
+    for (const std::string& sym_var : function->sym_var_names) {
+      function->sym_var_pointers.push_back(sym_var.c_str());
+    }
+    KilnFuncSpec& spec = function->spec;
+    spec.name = function->name.c_str();
+    spec.symbol = function->symbol.c_str();
+    spec.num_args = static_cast<int32_t>(function->args.size());
+    spec.args = function->args.data();
+    spec.num_sym_vars = static_cast<int32_t>(function->sym_var_names.size());
+    spec.sym_var_names = function->sym_var_pointers.data();
+    return true;
+  }
+
+  bool read_device_blobs(const JsonValue& value, Manifest* out) {
+    if (value.kind != JsonValue::Kind::kArray) {
+      return fail_at("device_blobs", "expected an array", value);
+    }
+    for (size_t i = 0; i < value.array.size(); ++i) {
+      const JsonValue* kind = value.array[i].find("kind");
+      std::string kind_name = "unknown";
+      if (kind != nullptr && kind->kind == JsonValue::Kind::kString) kind_name = kind->string;
+      out->device_blob_kinds.push_back(kind_name);
+    }
+    return true;
+  }
+
+  std::string* error_;
+};
+
+// Splits a target string into whitespace-separated words.
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t start = text.find_first_not_of(" \t", pos);
+    if (start == std::string::npos) break;
+    size_t end = text.find_first_of(" \t", start);
+    if (end == std::string::npos) end = text.size();
+    words.push_back(text.substr(start, end - start));
+    pos = end;
+  }
+  return words;
+}
+
+}  // namespace
+
+bool parse_manifest(const char* json, Manifest* out, std::string* error) {
+  JsonValue root;
+  std::string json_error;
+  if (!parse_json(json, &root, &json_error)) {
+    *error = "invalid JSON: " + json_error;
+    return false;
+  }
+  ManifestReader reader(error);
+  return reader.read(root, out);
+}
+
+std::string check_manifest_runnable(const Manifest& manifest) {
+  if (manifest.abi_version != KILN_RUNTIME_ABI_VERSION) {
+    return "module has ABI version " + std::to_string(manifest.abi_version) +
+           ", this runtime runs ABI version " + std::to_string(KILN_RUNTIME_ABI_VERSION);
+  }
+  std::vector<std::string> words = split_words(manifest.target);
+  if (words.empty()) return "target is empty";
+  if (words[0] != "llvm" && words[0] != "c") {
+    return "target kind '" + words[0] +
+           "' is not a host target (expected llvm or c; device code belongs in device_blobs)";
+  }
+  const std::string triple_option = "-mtriple=";
+  for (const std::string& word : words) {
+    if (word.compare(0, triple_option.size(), triple_option) == 0) {
+      std::string mismatch = check_target_triple(word.substr(triple_option.size()));
+      if (!mismatch.empty()) return "target '" + manifest.target + "': " + mismatch;
+    }
+  }
+  std::vector<std::string> missing = missing_cpu_features(manifest.host_features);
+  if (!missing.empty()) {
+    std::string names;
+    for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
+    return "module needs CPU features this CPU lacks: " + names + " (target '" + manifest.target +
+           "')";
+  }
+  if (!manifest.device_blob_kinds.empty()) {
+    return "module carries device code (" + manifest.device_blob_kinds[0] +
+           "), which this runtime cannot load: it runs host code only";
+  }
+  return "";
+}
+
+}  // namespace runtime
+}  // namespace kiln

@@ -1,0 +1,319 @@
+// The argument checks KilnFuncCall runs before a kernel: one test per failure mode, asserting the
+// message, plus the layouts that must be accepted (explicit compact strides, byte offsets, empty
+// tensors, pinned host memory).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/c_runtime_api.h"
+#include "test_util.h"
+
+namespace kiln {
+namespace runtime {
+namespace testing {
+namespace {
+
+class ArgCheck : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_EQ(KilnModuleLoadFromFile(fake_module_path("ok").c_str(), &module_), 0)
+        << KilnGetLastError();
+  }
+  static void TearDownTestSuite() {
+    KilnModuleFree(module_);
+    module_ = nullptr;
+  }
+
+  static const KilnFuncSpec* spec(const char* name) {
+    KilnFunctionHandle function = nullptr;
+    const KilnFuncSpec* result = nullptr;
+    EXPECT_EQ(KilnModuleGetFunction(module_, name, &function), 0);
+    EXPECT_EQ(KilnFuncGetSpec(function, &result), 0);
+    return result;
+  }
+
+  // Checks `args` against function `name`; returns "" when accepted, else the message.
+  static std::string check(const char* name, const PackedArgs& args) {
+    if (KilnFuncCheckArgs(spec(name), args.values.data(), args.codes.data(), args.size()) == 0) {
+      return "";
+    }
+    return KilnGetLastError();
+  }
+
+  // Valid arguments for scale_add(A: float32[4, n], B: float32[4, n], alpha, C: float32[4, n]).
+  ArgCheck()
+      : a_(4 * 8),
+        b_(4 * 8),
+        c_(4 * 8),
+        ta_(a_.data(), {4, 8}, float32()),
+        tb_(b_.data(), {4, 8}, float32()),
+        tc_(c_.data(), {4, 8}, float32()) {}
+
+  PackedArgs scale_add_args() {
+    PackedArgs args;
+    args.tensor(&ta_.tensor).tensor(&tb_.tensor).floating(2.0).tensor(&tc_.tensor);
+    return args;
+  }
+
+  static KilnModuleHandle module_;
+  AlignedBuffer<float> a_, b_, c_;
+  TensorView ta_, tb_, tc_;
+};
+
+KilnModuleHandle ArgCheck::module_ = nullptr;
+
+TEST_F(ArgCheck, AcceptsValidArguments) {
+  EXPECT_EQ(check("scale_add", scale_add_args()), "");
+}
+
+TEST_F(ArgCheck, CallRunsKernelAfterChecks) {
+  for (int i = 0; i < 32; ++i) {
+    a_[i] = static_cast<float>(i);
+    b_[i] = 1.0f;
+  }
+  KilnFunctionHandle function = nullptr;
+  ASSERT_EQ(KilnModuleGetFunction(module_, "scale_add", &function), 0);
+  PackedArgs args = scale_add_args();
+  ASSERT_EQ(KilnFuncCall(function, args.values.data(), args.codes.data(), args.size()), 0)
+      << KilnGetLastError();
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(c_[i], 2.0f * i + 1.0f);
+}
+
+TEST_F(ArgCheck, ArgumentCount) {
+  PackedArgs args;
+  args.tensor(&ta_.tensor).tensor(&tb_.tensor).floating(2.0);
+  EXPECT_EQ(check("scale_add", args), "scale_add: expected 4 arguments, found 3");
+}
+
+TEST_F(ArgCheck, Dtype) {
+  ta_.tensor.dtype = int64();
+  EXPECT_EQ(check("scale_add", scale_add_args()),
+            "scale_add: argument A: expected dtype float32, found int64");
+}
+
+TEST_F(ArgCheck, VectorDtypeIsNotScalarDtype) {
+  ta_.tensor.dtype = DLDataType{kDLFloat, 32, 4};
+  EXPECT_EQ(check("scale_add", scale_add_args()),
+            "scale_add: argument A: expected dtype float32, found float32x4");
+}
+
+TEST_F(ArgCheck, Ndim) {
+  TensorView three_d(a_.data(), {4, 2, 4}, float32());
+  PackedArgs args;
+  args.tensor(&three_d.tensor).tensor(&tb_.tensor).floating(2.0).tensor(&tc_.tensor);
+  EXPECT_EQ(check("scale_add", args), "scale_add: argument A: expected ndim 2, found 3");
+}
+
+TEST_F(ArgCheck, FixedExtent) {
+  ta_.shape[0] = 5;
+  EXPECT_EQ(check("scale_add", scale_add_args()),
+            "scale_add: argument A: dimension 0: expected 4, found 5");
+}
+
+TEST_F(ArgCheck, SymbolicExtentBoundByEarlierArgument) {
+  ta_.shape[1] = 64;
+  tb_.shape[1] = 65;
+  EXPECT_EQ(check("scale_add", scale_add_args()),
+            "scale_add: argument B: dimension 1 is n = 64 (bound by argument A), found 65");
+}
+
+TEST_F(ArgCheck, SymbolicExtentBindsPerCall) {
+  // n is bound afresh by every call: 8 here, 2 in a second call.
+  EXPECT_EQ(check("scale_add", scale_add_args()), "");
+  ta_.shape[1] = tb_.shape[1] = tc_.shape[1] = 2;
+  EXPECT_EQ(check("scale_add", scale_add_args()), "");
+}
+
+TEST_F(ArgCheck, NegativeExtent) {
+  ta_.shape[1] = -3;
+  EXPECT_EQ(check("scale_add", scale_add_args()),
+            "scale_add: argument A: dimension 1 has negative extent -3");
+}
+
+TEST_F(ArgCheck, NullData) {
+  tc_.tensor.data = nullptr;
+  EXPECT_EQ(check("scale_add", scale_add_args()), "scale_add: argument C: data pointer is NULL");
+}
+
+TEST_F(ArgCheck, Misaligned) {
+  tc_.tensor.data = c_.data() + 1;
+  std::string message = check("scale_add", scale_add_args());
+  EXPECT_EQ(message.rfind("scale_add: argument C: data pointer 0x", 0), 0u) << message;
+  EXPECT_NE(message.find(" is not aligned to 64 bytes"), std::string::npos) << message;
+}
+
+TEST_F(ArgCheck, ByteOffsetThatBreaksAlignment) {
+  tc_.tensor.byte_offset = 4;
+  std::string message = check("scale_add", scale_add_args());
+  EXPECT_NE(message.find(" + byte_offset 4 is not aligned to 64 bytes"), std::string::npos)
+      << message;
+}
+
+TEST_F(ArgCheck, ByteOffsetThatKeepsAlignment) {
+  AlignedBuffer<float> wide(4 * 8 + 16);
+  TensorView tc(wide.data(), {4, 8}, float32());
+  tc.tensor.byte_offset = 64;
+  PackedArgs args;
+  args.tensor(&ta_.tensor).tensor(&tb_.tensor).floating(2.0).tensor(&tc.tensor);
+  EXPECT_EQ(check("scale_add", args), "");
+}
+
+TEST_F(ArgCheck, NonCompactStrides) {
+  ta_.shape = {4, 4};
+  tb_.shape = {4, 4};
+  tc_.shape = {4, 4};
+  ta_.set_strides({1, 4});
+  EXPECT_EQ(check("scale_add", scale_add_args()),
+            "scale_add: argument A: expected a compact row-major tensor, found strides (1, 4) "
+            "for shape (4, 4)");
+}
+
+TEST_F(ArgCheck, ExplicitCompactStridesAccepted) {
+  ta_.set_strides({8, 1});
+  EXPECT_EQ(check("scale_add", scale_add_args()), "");
+}
+
+TEST_F(ArgCheck, StrideOfUnitDimensionIsFree) {
+  TensorView a(a_.data(), {4, 1}, float32()), b(b_.data(), {4, 1}, float32()),
+      c(c_.data(), {4, 1}, float32());
+  a.set_strides({1, 99});
+  PackedArgs args;
+  args.tensor(&a.tensor).tensor(&b.tensor).floating(2.0).tensor(&c.tensor);
+  EXPECT_EQ(check("scale_add", args), "");
+}
+
+TEST_F(ArgCheck, Device) {
+  ta_.tensor.device = DLDevice{kDLCUDA, 0};
+  EXPECT_EQ(check("scale_add", scale_add_args()),
+            "scale_add: argument A: device: expected cpu, found cuda:0");
+}
+
+TEST_F(ArgCheck, PinnedHostMemoryCountsAsCpu) {
+  ta_.tensor.device = DLDevice{kDLCUDAHost, 0};
+  EXPECT_EQ(check("scale_add", scale_add_args()), "");
+}
+
+TEST_F(ArgCheck, ScalarTypeMismatch) {
+  PackedArgs args;
+  args.tensor(&ta_.tensor).tensor(&tb_.tensor).integer(2).tensor(&tc_.tensor);
+  EXPECT_EQ(check("scale_add", args),
+            "scale_add: argument alpha: expected a float32 scalar, found an int scalar (type "
+            "code 0)");
+}
+
+TEST_F(ArgCheck, ScalarWhereTensorExpected) {
+  PackedArgs args;
+  args.floating(1.0).tensor(&tb_.tensor).floating(2.0).tensor(&tc_.tensor);
+  EXPECT_EQ(check("scale_add", args),
+            "scale_add: argument A: expected a tensor (DLTensor*), found a float scalar (type "
+            "code 2)");
+}
+
+TEST_F(ArgCheck, NullTensorHandle) {
+  PackedArgs args;
+  args.tensor(nullptr).tensor(&tb_.tensor).floating(2.0).tensor(&tc_.tensor);
+  EXPECT_EQ(check("scale_add", args), "scale_add: argument A: DLTensor pointer is NULL");
+  PackedArgs null_args;
+  null_args.null().tensor(&tb_.tensor).floating(2.0).tensor(&tc_.tensor);
+  EXPECT_EQ(check("scale_add", null_args),
+            "scale_add: argument A: expected a tensor (DLTensor*), found null (type code 4)");
+}
+
+TEST_F(ArgCheck, IntegerScalarRange) {
+  std::vector<int64_t> out(3);
+  TensorView t(out.data(), {3}, int64());
+  PackedArgs args;
+  args.tensor(&t.tensor).integer(5000000000).integer(1);
+  EXPECT_EQ(check("fill", args), "fill: argument value: value 5000000000 does not fit in int32");
+  PackedArgs bool_args;
+  bool_args.tensor(&t.tensor).integer(1).integer(2);
+  EXPECT_EQ(check("fill", bool_args), "fill: argument flag: value 2 does not fit in bool");
+}
+
+TEST_F(ArgCheck, EmptyTensorMayHaveNullData) {
+  TensorView a(nullptr, {4, 0}, float32()), b(nullptr, {4, 0}, float32()),
+      c(nullptr, {4, 0}, float32());
+  PackedArgs args;
+  args.tensor(&a.tensor).tensor(&b.tensor).floating(2.0).tensor(&c.tensor);
+  EXPECT_EQ(check("scale_add", args), "");
+}
+
+TEST_F(ArgCheck, NullArgumentArrays) {
+  EXPECT_NE(KilnFuncCheckArgs(spec("scale_add"), nullptr, nullptr, 4), 0);
+  EXPECT_STREQ(KilnGetLastError(), "scale_add: the argument or type code array is NULL");
+}
+
+// A hand-written spec: out(X: float32[m, n] with strides [s, 1], Y: float32[m, n] with strides
+// [s, 1], Z: bool[m]), for stride binding and bool spellings.
+class HandSpec : public ::testing::Test {
+ protected:
+  HandSpec() {
+    const int64_t m = -1, n = -2, s = -3;
+    shape_ = {m, n};
+    strides_ = {s, 1};
+    bool_shape_ = {m};
+    args_[0] =
+        KilnArgSpec{"X", kKilnArgTensor, float32(), 2, shape_.data(), strides_.data(), kDLCPU, 1};
+    args_[1] =
+        KilnArgSpec{"Y", kKilnArgTensor, float32(), 2, shape_.data(), strides_.data(), kDLCPU, 1};
+    args_[2] = KilnArgSpec{
+        "Z", kKilnArgTensor, DLDataType{KILN_DL_BOOL, 8, 1}, 1, bool_shape_.data(), nullptr, kDLCPU,
+        1};
+    spec_ = KilnFuncSpec{"strided", "kiln_strided", 3, args_, 3, names_};
+  }
+
+  std::string check(DLTensor* x, DLTensor* y, DLTensor* z) {
+    PackedArgs args;
+    args.tensor(x).tensor(y).tensor(z);
+    if (KilnFuncCheckArgs(&spec_, args.values.data(), args.codes.data(), args.size()) == 0) {
+      return "";
+    }
+    return KilnGetLastError();
+  }
+
+  std::vector<int64_t> shape_, strides_, bool_shape_;
+  const char* names_[3] = {"m", "n", "s"};
+  KilnArgSpec args_[3];
+  KilnFuncSpec spec_;
+  float data_[64] = {};
+  uint8_t flags_[8] = {};
+};
+
+TEST_F(HandSpec, SymbolicStrideBoundByEarlierArgument) {
+  TensorView x(data_, {2, 3}, float32()), y(data_, {2, 3}, float32()), z(flags_, {2}, {});
+  z.tensor.dtype = DLDataType{KILN_DL_BOOL, 8, 1};
+  x.set_strides({8, 1});
+  y.set_strides({4, 1});
+  EXPECT_EQ(check(&x.tensor, &y.tensor, &z.tensor),
+            "strided: argument Y: stride 0 is s = 8 (bound by argument X), found 4");
+}
+
+TEST_F(HandSpec, FixedStride) {
+  TensorView x(data_, {2, 3}, float32()), y(data_, {2, 3}, float32()), z(flags_, {2}, {});
+  z.tensor.dtype = DLDataType{KILN_DL_BOOL, 8, 1};
+  x.set_strides({8, 2});
+  EXPECT_EQ(check(&x.tensor, &y.tensor, &z.tensor),
+            "strided: argument X: stride 1: expected 1, found 2");
+}
+
+TEST_F(HandSpec, NullStridesMeanCompactForExplicitSpec) {
+  TensorView x(data_, {2, 3}, float32()), y(data_, {2, 3}, float32()), z(flags_, {2}, {});
+  z.tensor.dtype = DLDataType{KILN_DL_BOOL, 8, 1};
+  y.set_strides({3, 1});  // x has NULL strides: compact, so s = 3 from x
+  EXPECT_EQ(check(&x.tensor, &y.tensor, &z.tensor), "");
+}
+
+TEST_F(HandSpec, BoolSpelledAsUInt1) {
+  TensorView x(data_, {2, 3}, float32()), y(data_, {2, 3}, float32()), z(flags_, {2}, {});
+  z.tensor.dtype = DLDataType{kDLUInt, 1, 1};
+  EXPECT_EQ(check(&x.tensor, &y.tensor, &z.tensor), "");
+  z.tensor.dtype = DLDataType{kDLUInt, 8, 1};
+  EXPECT_EQ(check(&x.tensor, &y.tensor, &z.tensor),
+            "strided: argument Z: expected dtype bool, found uint8");
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace runtime
+}  // namespace kiln
