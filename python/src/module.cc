@@ -43,4 +43,8 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_ir(ir);
   auto te = m.def_submodule("te", "Tensor expressions: placeholder, compute, reducers");
   kiln::python::bind_te(te);
+  auto tir = m.def_submodule("tir", "TensorIR tools: the reference interpreter");
+  kiln::python::bind_interpreter(tir);
+  auto schedule = m.def_submodule("schedule", "tir.Schedule, its handles and traces");
+  kiln::python::bind_schedule(schedule);
 }

@@ -26,3 +26,11 @@ Block, BlockRealize, BufferRegion = _ir.Block, _ir.BlockRealize, _ir.BufferRegio
 Buffer = _ir.Buffer
 decl_buffer = _ir.decl_buffer
 PrimFunc = _ir.PrimFunc
+
+# The reference interpreter: runs a PrimFunc on NumPy arrays without a code generator.
+from .._kiln import tir as _tir_tools  # noqa: E402
+
+interpret = _tir_tools.interpret
+
+# Scheduling: primitives that transform loops and blocks, recorded in replayable traces.
+from .schedule import Schedule, Trace, BlockRV, LoopRV, ExprRV, ScheduleError  # noqa: E402,F401

@@ -1,0 +1,177 @@
+// Python bindings of tir.Schedule (module kiln._kiln.schedule): the schedule, its handles
+// (BlockRV, LoopRV, ExprRV), traces, and one line per primitive. ScheduleErrors become the
+// kiln.tir.ScheduleError subclass named by their error class.
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "convert.h"
+#include "kiln/schedule/getters.h"
+#include "kiln/schedule/sampling.h"
+#include "kiln/schedule/schedule.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+
+using namespace kiln::schedule;
+using ir::Ref;
+
+namespace {
+
+// The three Python handle classes share the C++ RV.
+struct BlockRV : RV {};
+struct LoopRV : RV {};
+struct ExprRV : RV {};
+
+py::object to_python(const RV& rv) {
+  switch (rv.kind) {
+    case RVKind::kBlock:
+      return py::cast(BlockRV{rv});
+    case RVKind::kLoop:
+      return py::cast(LoopRV{rv});
+    case RVKind::kExpr:
+      return py::cast(ExprRV{rv});
+  }
+  return py::none();
+}
+
+py::list to_python(const std::vector<RV>& rvs) {
+  py::list out;
+  for (const RV& rv : rvs) out.append(to_python(rv));
+  return out;
+}
+
+RV to_rv(py::handle obj, const char* primitive, const char* what) {
+  if (py::isinstance<RV>(obj)) return obj.cast<RV>();
+  user_error(ErrorKind::kType)
+      << primitive << ": " << what
+      << " must be a schedule handle (BlockRV, LoopRV or ExprRV), found "
+      << py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>();
+}
+
+Json to_json(py::handle obj) {
+  return Json::parse(py::module_::import("json").attr("dumps")(obj).cast<std::string>());
+}
+
+py::object from_json(const Json& json) {
+  return py::module_::import("json").attr("loads")(json.dump());
+}
+
+Ref<ir::IRModule> to_module(py::handle obj) {
+  if (py::isinstance<ir::IRModule>(obj)) return obj.cast<Ref<ir::IRModule>>();
+  if (py::isinstance<ir::PrimFunc>(obj)) {
+    auto mod = ir::make<ir::IRModule>();
+    mod->functions["main"] = obj.cast<Ref<ir::PrimFunc>>();
+    return mod;
+  }
+  user_error(ErrorKind::kType)
+      << "tir.Schedule: expected a PrimFunc or an IRModule, found "
+      << py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>();
+}
+
+}  // namespace
+
+void bind_schedule(py::module_& m) {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ScheduleError& e) {
+      py::object cls =
+          py::module_::import("kiln.tir.schedule").attr("_error_class")(e.error_class());
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
+
+  py::class_<RV>(m, "RV")
+      .def_property_readonly("name", &RV::name)
+      .def("__repr__", [](const RV& rv) { return rv.name(); })
+      .def("__eq__",
+           [](const RV& a, py::handle b) { return py::isinstance<RV>(b) && a == b.cast<RV>(); })
+      .def("__hash__", [](const RV& rv) { return std::hash<int64_t>()(rv.id); });
+  py::class_<BlockRV, RV>(m, "BlockRV");
+  py::class_<LoopRV, RV>(m, "LoopRV");
+  py::class_<ExprRV, RV>(m, "ExprRV");
+
+  py::class_<Trace>(m, "Trace")
+      .def("as_json", [](const Trace& t) { return from_json(t.as_json()); })
+      .def("as_python", &Trace::as_python)
+      .def("__str__", &Trace::as_python)
+      .def("__len__", [](const Trace& t) { return t.instructions().size(); })
+      .def(
+          "with_decision",
+          [](const Trace& t, size_t index, py::handle decision) {
+            return t.with_decision(index, to_json(decision));
+          },
+          py::arg("index"), py::arg("decision"))
+      .def(
+          "apply_to_schedule", [](const Trace& t, Schedule& sch) { t.apply_to(&sch); },
+          py::arg("sch"))
+      .def_static(
+          "apply_json_to_schedule",
+          [](py::handle json, Schedule& sch) { Trace::apply_json(to_json(json), &sch); },
+          py::arg("json_obj"), py::arg("sch"));
+
+  py::class_<Schedule>(m, "Schedule")
+      .def(py::init([](py::handle mod, std::optional<uint64_t> seed) {
+             return Schedule(to_module(mod), seed);
+           }),
+           py::arg("mod"), py::arg("seed") = py::none())
+      .def_property_readonly("mod", &Schedule::mod)
+      .def_property_readonly("trace", &Schedule::trace)
+      .def("copy", &Schedule::copy)
+      .def("seed", &Schedule::seed, py::arg("seed"))
+      .def(
+          "get",
+          [](Schedule& sch, py::handle handle) -> py::object {
+            RV rv = to_rv(handle, "Schedule.get", "the argument");
+            if (rv.kind == RVKind::kBlock)
+              return py::cast(Ref<ir::Block>(sch.block(rv, "get").block));
+            if (rv.kind == RVKind::kLoop) return py::cast(Ref<ir::For>(sch.loop(rv, "get").loop));
+            ir::Expr value = sch.expr(rv, "get");
+            if (const int64_t* c = ir::as_const_int(value)) return py::int_(*c);
+            return py::cast(value);
+          },
+          py::arg("rv"))
+      // Getters
+      .def(
+          "get_block",
+          [](Schedule& s, const std::string& name, const std::string& func_name) {
+            return to_python(get_block(s, name, func_name));
+          },
+          py::arg("name"), py::arg("func_name") = "main")
+      .def(
+          "get_loops", [](Schedule& s, const BlockRV& b) { return to_python(get_loops(s, b)); },
+          py::arg("block"))
+      .def(
+          "get_child_blocks",
+          [](Schedule& s, py::handle b) {
+            return to_python(get_child_blocks(s, to_rv(b, "get_child_blocks", "block_or_loop")));
+          },
+          py::arg("block_or_loop"))
+      .def(
+          "get_producers",
+          [](Schedule& s, const BlockRV& b) { return to_python(get_producers(s, b)); },
+          py::arg("block"))
+      .def(
+          "get_consumers",
+          [](Schedule& s, const BlockRV& b) { return to_python(get_consumers(s, b)); },
+          py::arg("block"))
+      // Sampling
+      .def(
+          "sample_perfect_tile",
+          [](Schedule& s, const LoopRV& loop, int n, int max_innermost_factor,
+             std::optional<std::vector<int64_t>> decision) {
+            return to_python(sample_perfect_tile(s, loop, n, max_innermost_factor, decision));
+          },
+          py::arg("loop"), py::arg("n"), py::arg("max_innermost_factor") = 16,
+          py::arg("decision") = py::none())
+      .def(
+          "sample_categorical",
+          [](Schedule& s, std::vector<int64_t> candidates, std::vector<double> probs,
+             std::optional<int64_t> decision) {
+            return to_python(sample_categorical(s, candidates, probs, decision));
+          },
+          py::arg("candidates"), py::arg("probs"), py::arg("decision") = py::none());
+}
+
+}  // namespace kiln::python

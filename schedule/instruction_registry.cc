@@ -1,0 +1,29 @@
+// Every instruction kind a trace may contain, gathered from the primitive families.
+#include "instruction_registry.h"
+
+#include <mutex>
+
+namespace kiln::schedule {
+
+namespace {
+
+const std::vector<InstructionKind>& all_kinds() {
+  static const std::vector<InstructionKind> kinds = [] {
+    std::vector<InstructionKind> k;
+    register_getter_instructions(&k);
+    register_sampling_instructions(&k);
+    return k;
+  }();
+  return kinds;
+}
+
+}  // namespace
+
+const InstructionKind* find_instruction_kind(const std::string& name) {
+  for (const InstructionKind& kind : all_kinds()) {
+    if (name == kind.name) return &kind;
+  }
+  return nullptr;
+}
+
+}  // namespace kiln::schedule

@@ -1,0 +1,14 @@
+// The registration function of each primitive family, called once by instruction_registry.cc.
+// A family's .cc appends one InstructionKind per primitive it defines.
+#pragma once
+
+#include <vector>
+
+#include "kiln/schedule/trace.h"
+
+namespace kiln::schedule {
+
+void register_getter_instructions(std::vector<InstructionKind>* kinds);
+void register_sampling_instructions(std::vector<InstructionKind>* kinds);
+
+}  // namespace kiln::schedule
