@@ -2,8 +2,9 @@
 // one block per compute op (see create_prim_func.h for the shape of the result).
 #include "kiln/te/create_prim_func.h"
 
+#include <algorithm>
 #include <functional>
-#include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -35,8 +36,40 @@ bool same_index(const Expr& a, const Expr& b) {
   return false;
 }
 
+// `e` as base + offset with a constant offset (base is null for a constant).
+std::pair<Expr, int64_t> split_offset(const Expr& e) {
+  if (const int64_t* c = as_const_int(e)) return {nullptr, *c};
+  if (const auto* add = e.as<Add>()) {
+    if (const int64_t* c = as_const_int(add->b)) return {add->a, *c};
+  }
+  if (const auto* sub = e.as<Sub>()) {
+    if (const int64_t* c = as_const_int(sub->b)) return {sub->a, -*c};
+  }
+  return {e, 0};
+}
+
+// The range covering `indices` when they differ only by constant offsets from one base
+// (A[i], A[i + 1], A[i - 1] give [i - 1, i - 1 + 3)); nullopt otherwise.
+std::optional<Range> offset_range(const std::vector<Expr>& indices) {
+  auto [base, lo] = split_offset(indices[0]);
+  int64_t hi = lo;
+  for (size_t i = 1; i < indices.size(); ++i) {
+    auto [b, offset] = split_offset(indices[i]);
+    if (!(b.defined() == base.defined() && (!b.defined() || same_index(b, base)))) {
+      return std::nullopt;
+    }
+    lo = std::min(lo, offset);
+    hi = std::max(hi, offset);
+  }
+  DataType t = indices[0]->dtype;
+  Expr start = make_const(t, lo);
+  if (base.defined()) start = lo == 0 ? base : lo > 0 ? base + lo : base - (-lo);
+  return Range{start, make_const(t, hi - lo + 1)};
+}
+
 // The region of `buffer` that covers every access in `accesses` (each a list of indices): per
-// dimension the index itself when all accesses agree, else [min, max + 1) of the indices.
+// dimension the index itself when all accesses agree, base + [lo, hi] when they differ by
+// constant offsets, else [min, max + 1) of the indices.
 BufferRegion covering_region(const Ref<Buffer>& buffer,
                              const std::vector<std::vector<Expr>>& accesses) {
   BufferRegion region{buffer, {}};
@@ -49,6 +82,10 @@ BufferRegion covering_region(const Ref<Buffer>& buffer,
     }
     if (distinct.size() == 1) {
       region.region.push_back(Range{distinct[0], make_one(distinct[0]->dtype)});
+      continue;
+    }
+    if (std::optional<Range> range = offset_range(distinct)) {
+      region.region.push_back(*range);
       continue;
     }
     Expr lo = distinct[0], hi = distinct[0];

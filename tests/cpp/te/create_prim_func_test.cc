@@ -123,15 +123,29 @@ TEST(CreatePrimFunc, ReductionHasInitAndUpdate) {
   EXPECT_TRUE(add->b.is<Mul>());
 }
 
-TEST(CreatePrimFunc, RepeatedAccessesShareOneCoveringRegion) {
+TEST(CreatePrimFunc, AccessesAtConstantOffsetsShareOneRegion) {
   Tensor a = placeholder({c(10)}, DataType::float32(), "A");
   Tensor b = compute(
-      {c(8)}, [&](const std::vector<Ref<Var>>& v) { return a({v[0]}) + a({v[0] + 2}) + a({v[0]}); },
+      {c(8)},
+      [&](const std::vector<Ref<Var>>& v) { return a({v[0] + 2}) + a({v[0] - 1}) + a({v[0]}); },
       "B");
   Ref<PrimFunc> func = create_prim_func({a, b});
   const Block* block = block_at(func, 0, nullptr);
   ASSERT_EQ(block->reads.size(), 1u);
   const Range& r = block->reads[0].region[0];
+  const auto* start = r.min.as<Sub>();
+  ASSERT_NE(start, nullptr);
+  EXPECT_TRUE(start->a.same_as(Expr(block->iter_vars[0].var)));
+  EXPECT_TRUE(is_const_int(start->b, 1));
+  EXPECT_TRUE(is_const_int(r.extent, 4));
+}
+
+TEST(CreatePrimFunc, OtherRepeatedAccessesAreCoveredByMinAndMax) {
+  Tensor a = placeholder({c(16)}, DataType::float32(), "A");
+  Tensor b = compute(
+      {c(8)}, [&](const std::vector<Ref<Var>>& v) { return a({v[0]}) + a({v[0] * 2}); }, "B");
+  Ref<PrimFunc> func = create_prim_func({a, b});
+  const Range& r = block_at(func, 0, nullptr)->reads[0].region[0];
   EXPECT_TRUE(r.min.is<Min>());
   EXPECT_TRUE(r.extent.is<Sub>());
 }
