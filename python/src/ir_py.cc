@@ -9,6 +9,8 @@
 #include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/structural.h"
 #include "kiln/support/error.h"
 
 namespace py = pybind11;
@@ -90,6 +92,9 @@ void bind_comparison_truth(py::class_<T, BinaryNode, Ref<T>>& cls, bool negate) 
   cls.def("__bool__", [negate](const T& self) { return self.a.same_as(self.b) != negate; });
   cls.def("__hash__", [](const T& self) { return identity_hash(self); });
 }
+
+// Printing and structural comparison; defined in their section at the end of this file.
+void bind_script_and_structural(py::module_& m);
 
 }  // namespace
 
@@ -371,6 +376,89 @@ void bind_ir(py::module_& m) {
              return names;
            })
       .def_readonly("functions", &IRModule::functions);
+  bind_script_and_structural(m);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Printing (str/repr of every node, PrimFunc/IRModule.script() and .show()) and structural
+// comparison (structural_equal, structural_hash, assert_structural_equal).
+
+namespace {
+
+// A Node or None; anything else is a type error that names the API.
+Ref<Node> to_node(const py::handle& obj, const char* api, const char* what) {
+  if (obj.is_none()) return nullptr;
+  type_check(py::isinstance<Node>(obj))
+      << api << ": " << what << " must be an IR node (an expression, statement, buffer, PrimFunc "
+      << "or IRModule), found " << py::str(py::type::of(obj).attr("__name__")).cast<std::string>();
+  return obj.cast<Ref<Node>>();
+}
+
+// The name a function prints under: its global_symbol when it has one.
+std::string func_name(const PrimFunc& f, const py::object& name) {
+  if (!name.is_none()) return name.cast<std::string>();
+  auto it = f.attrs.find("global_symbol");
+  if (it != f.attrs.end()) {
+    if (const auto* s = it->second.as<StringImm>()) return s->value;
+  }
+  return "main";
+}
+
+void bind_script_and_structural(py::module_& m) {
+  auto node = py::reinterpret_borrow<py::class_<Node, Ref<Node>>>(m.attr("Node"));
+  node.def("__str__", [](const Ref<Node>& self) { return to_script_node(self); });
+  node.def("__repr__", [](const Ref<Node>& self) { return to_script_node(self); });
+
+  auto func = py::reinterpret_borrow<py::class_<PrimFunc, Node, Ref<PrimFunc>>>(m.attr("PrimFunc"));
+  func.def(
+      "script",
+      [](const Ref<PrimFunc>& self, const py::object& name) {
+        return to_script(self, func_name(*self, name));
+      },
+      py::arg("name") = py::none(),
+      "The function as TVMScript-like text, named `name` (default: its global_symbol or main).");
+  func.def(
+      "show",
+      [](const Ref<PrimFunc>& self, const py::object& name) {
+        py::print(to_script(self, func_name(*self, name)));
+      },
+      py::arg("name") = py::none(), "Prints script() to stdout.");
+
+  auto mod = py::reinterpret_borrow<py::class_<IRModule, Node, Ref<IRModule>>>(m.attr("IRModule"));
+  mod.def(
+      "script", [](const Ref<IRModule>& self) { return to_script(self); },
+      "The module as TVMScript-like text.");
+  mod.def(
+      "show", [](const Ref<IRModule>& self) { py::print(to_script(self)); },
+      "Prints script() to stdout.");
+
+  m.def(
+      "structural_equal",
+      [](const py::object& lhs, const py::object& rhs, bool map_free_vars) {
+        return structural_equal(to_node(lhs, "structural_equal", "lhs"),
+                                to_node(rhs, "structural_equal", "rhs"), map_free_vars);
+      },
+      py::arg("lhs"), py::arg("rhs"), py::arg("map_free_vars") = false);
+  m.def(
+      "structural_hash",
+      [](const py::object& node, bool map_free_vars) {
+        return structural_hash(to_node(node, "structural_hash", "node"), map_free_vars);
+      },
+      py::arg("node"), py::arg("map_free_vars") = false);
+  m.def(
+      "assert_structural_equal",
+      [](const py::object& lhs, const py::object& rhs, bool map_free_vars) {
+        std::string diff =
+            structural_diff(to_node(lhs, "assert_structural_equal", "lhs"),
+                            to_node(rhs, "assert_structural_equal", "rhs"), map_free_vars);
+        user_check(diff.empty())
+            << "assert_structural_equal: the two objects are not structurally equal; first "
+               "difference at "
+            << diff;
+      },
+      py::arg("lhs"), py::arg("rhs"), py::arg("map_free_vars") = false);
+}
+
+}  // namespace
 
 }  // namespace kiln::python

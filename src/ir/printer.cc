@@ -160,8 +160,12 @@ std::string to_script_node(const Ref<Node>& node, const PrintOptions& options) {
   }
   script::ScriptPrinter printer(options);
   switch (node->kind()) {
-    case NodeKind::PrimFunc:
-      return to_script(Ref<PrimFunc>(static_cast<const PrimFunc*>(node.get())), "main", options);
+    case NodeKind::PrimFunc: {
+      Ref<PrimFunc> f(static_cast<const PrimFunc*>(node.get()));
+      auto symbol = f->attrs.find("global_symbol");
+      const auto* name = symbol != f->attrs.end() ? symbol->second.as<StringImm>() : nullptr;
+      return to_script(f, name != nullptr ? name->value : "main", options);
+    }
     case NodeKind::IRModule:
       return to_script(Ref<IRModule>(static_cast<const IRModule*>(node.get())), options);
     case NodeKind::Buffer:

@@ -31,7 +31,8 @@ std::string to_script(const Ref<PrimFunc>& f, const std::string& name = "main",
                       const PrintOptions& options = {});
 // A module as `@I.ir_module class Module:` with its functions in name order.
 std::string to_script(const Ref<IRModule>& m, const PrintOptions& options = {});
-// Any node: dispatches on its kind. A Buffer prints as `A: T.Buffer(...)`, a CommReducer as
+// Any node: dispatches on its kind. A PrimFunc is named by its "global_symbol" attribute (or
+// main), a Buffer prints as `A: T.Buffer(...)`, a CommReducer as
 // `T.comm_reducer(lambda x, y: ..., [identity])`. Null prints as `None`.
 std::string to_script_node(const Ref<Node>& node, const PrintOptions& options = {});
 
