@@ -1,0 +1,183 @@
+// The LLVM code generator's class, private to src/codegen. Its methods are split by concern:
+// codegen_llvm.cc (module, functions, types, variables), codegen_llvm_expr.cc (expressions),
+// codegen_llvm_builtin.cc (Call builtins), codegen_llvm_stmt.cc (statements and memory) and
+// codegen_llvm_parallel.cc (outlined parallel loops).
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/codegen/target.h"
+#include "kiln/ir/functor.h"
+
+namespace llvm {
+class TargetMachine;
+}
+
+namespace kiln::codegen {
+
+// Emits PrimFuncs into one module; see kiln/codegen/codegen_llvm.h for the input contract.
+class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
+ public:
+  CodeGenLLVM(const Target& target, llvm::TargetMachine& machine, llvm::LLVMContext& context);
+
+  // Emits `func` as an exported function with the packed signature.
+  void add_function(const ir::PrimFunc& func);
+  // Adds the manifest string global `kiln_module_manifest`.
+  void add_manifest(const std::string& manifest_json);
+  // Verifies the module and hands it over.
+  std::unique_ptr<llvm::Module> finish();
+
+ private:
+  // The state of the function being emitted; outlining a parallel loop saves and restores it.
+  struct FunctionState {
+    llvm::Function* function = nullptr;
+    llvm::BasicBlock* entry = nullptr;   // allocas are placed here
+    llvm::Value* packed_args = nullptr;  // the `args` parameter of the packed function
+    std::unordered_map<const ir::Var*, llvm::Value*> vars;
+    std::vector<llvm::Value*> workspaces;  // live KilnBackendAllocWorkspace results, in order
+    int max_vector_bits = 0;               // for the "min-legal-vector-width" attribute
+  };
+  // kiln.noalias: the scope of a data Var's buffer and the list of every other buffer's scope.
+  struct AliasInfo {
+    llvm::MDNode* scope = nullptr;
+    llvm::MDNode* others = nullptr;
+  };
+  // The predicates of a comparison for signed integers, unsigned integers (and bool), floats.
+  struct Predicates {
+    llvm::CmpInst::Predicate is, iu, f;
+  };
+
+  // ---- Functions, types and variables (codegen_llvm.cc) ----
+  // Attributes every emitted function carries (target CPU and features, nounwind).
+  void set_function_attributes(llvm::Function* function);
+  // Adds the attributes known once the current function's body is emitted.
+  void finish_function();
+  // Records the widest vector used, so that the backend keeps such vectors whole.
+  void note_vector(ir::DataType dtype);
+  // The type of a value in registers: bool is i1, bfloat16 is i16, vectors are LLVM vectors.
+  llvm::Type* value_type(ir::DataType dtype);
+  // The type of an element in memory: as value_type, except that bool is i8.
+  llvm::Type* storage_type(ir::DataType dtype);
+  llvm::Value* emit(const ir::Expr& e) { return dispatch(e); }
+  // The value of a variable in the current function; a kValue error when unbound.
+  llvm::Value* lookup_var(const ir::Var* var);
+  // Binds `var` to `value` and returns the previous binding (null if none) for restore_var.
+  llvm::Value* bind_var(const ir::Var* var, llvm::Value* value);
+  void restore_var(const ir::Var* var, llvm::Value* previous);
+  // A private global holding a NUL-terminated string; returns its address.
+  llvm::Value* string_constant(const std::string& text);
+  // Declares (once) the C function `name` of the given type.
+  llvm::FunctionCallee runtime_function(const char* name, llvm::FunctionType* type);
+  // An alloca in the entry block of the current function.
+  llvm::AllocaInst* entry_alloca(llvm::Type* type, llvm::Value* count, llvm::Align align,
+                                 const std::string& name);
+
+  // ---- Expressions (codegen_llvm_expr.cc) ----
+  // Converts `value` of dtype `from` to `to` (the semantics of a Cast node).
+  llvm::Value* cast_value(llvm::Value* value, ir::DataType from, ir::DataType to);
+  // float16/bfloat16 values widened to float32 for arithmetic, and narrowed back (round to
+  // nearest even, NaN kept a NaN). Other types pass through.
+  llvm::Value* widen_float(llvm::Value* value, ir::DataType dtype);
+  llvm::Value* narrow_float(llvm::Value* value, ir::DataType dtype);
+  // The dtype the arithmetic of `dtype` is done in (float32 for the 16-bit floats).
+  static ir::DataType compute_dtype(ir::DataType dtype);
+  // A float binary operation `op`, in float32 for the 16-bit float types.
+  template <class F>
+  llvm::Value* float_binary(ir::DataType dtype, llvm::Value* a, llvm::Value* b, F op);
+  llvm::Value* compare(const ir::BinaryNode* op, Predicates predicates);
+  // Whether `e` may be evaluated unconditionally: no loads, no calls but cheap exact ones, no
+  // integer division by a non-constant.
+  static bool is_cheap_and_safe(const ir::Expr& e);
+
+  using ir::ExprFunctor<llvm::Value*>::visit;
+  llvm::Value* visit(const ir::IntImm* op) override;
+  llvm::Value* visit(const ir::FloatImm* op) override;
+  llvm::Value* visit(const ir::StringImm* op) override;
+  llvm::Value* visit(const ir::Var* op) override;
+  llvm::Value* visit(const ir::Add* op) override;
+  llvm::Value* visit(const ir::Sub* op) override;
+  llvm::Value* visit(const ir::Mul* op) override;
+  llvm::Value* visit(const ir::Div* op) override;
+  llvm::Value* visit(const ir::Mod* op) override;
+  llvm::Value* visit(const ir::FloorDiv* op) override;
+  llvm::Value* visit(const ir::FloorMod* op) override;
+  llvm::Value* visit(const ir::Min* op) override;
+  llvm::Value* visit(const ir::Max* op) override;
+  llvm::Value* visit(const ir::EQ* op) override;
+  llvm::Value* visit(const ir::NE* op) override;
+  llvm::Value* visit(const ir::LT* op) override;
+  llvm::Value* visit(const ir::LE* op) override;
+  llvm::Value* visit(const ir::GT* op) override;
+  llvm::Value* visit(const ir::GE* op) override;
+  llvm::Value* visit(const ir::And* op) override;
+  llvm::Value* visit(const ir::Or* op) override;
+  llvm::Value* visit(const ir::Not* op) override;
+  llvm::Value* visit(const ir::Select* op) override;
+  llvm::Value* visit(const ir::Cast* op) override;
+  llvm::Value* visit(const ir::Call* op) override;
+  llvm::Value* visit(const ir::Ramp* op) override;
+  llvm::Value* visit(const ir::Broadcast* op) override;
+  llvm::Value* visit(const ir::Let* op) override;
+  llvm::Value* visit(const ir::BufferLoad* op) override;  // in codegen_llvm_stmt.cc
+  llvm::Value* visit(const ir::Reduce* op) override;
+
+  // ---- Builtins (codegen_llvm_builtin.cc) ----
+  llvm::Value* emit_builtin(const ir::Call* op);
+  llvm::Value* emit_float_math(const ir::Call* op);
+  // Calls libm's `name` (with the "f" suffix for float32) on each lane of `x`.
+  llvm::Value* emit_libm_call(const char* name, llvm::Value* x, ir::DataType dtype);
+  llvm::Value* emit_if_then_else(const ir::Call* op);
+  llvm::Value* emit_extern_call(const ir::Call* op);
+  llvm::Value* emit_packed_arg(const ir::Call* op);
+
+  // ---- Statements and memory (codegen_llvm_stmt.cc) ----
+  void emit_stmt(const ir::Stmt& s);
+  void emit_store(const ir::BufferStore* op);
+  void emit_allocate(const ir::Allocate* op);
+  void emit_for(const ir::For* op);
+  // A serial loop over [begin, end) binding `var`; `unroll` asks LLVM to unroll it fully.
+  void emit_serial_loop(const ir::Var* var, llvm::Value* begin, llvm::Value* end,
+                        const ir::Stmt& body, bool unroll);
+  // The address of element `index` of `buffer` (a vector of addresses for a vector index).
+  llvm::Value* element_address(const ir::Buffer& buffer, llvm::Value* index,
+                               ir::DataType index_dtype);
+  // The alignment provable for an access at `index` of `buffer` from its data alignment.
+  llvm::Align access_alignment(const ir::Buffer& buffer, const ir::Expr& index);
+  // Tags a load, store, gather or scatter with the buffer's alias scopes (kiln.noalias).
+  void add_alias_info(llvm::Instruction* inst, const ir::Buffer& buffer);
+  // Continues when `ok` holds; otherwise sets `message` (unless empty: the runtime has set one),
+  // frees the live workspaces and returns -1.
+  void emit_check(llvm::Value* ok, const std::string& message);
+  void emit_error_return(const std::string& message);
+  llvm::Value* emit_free_workspace(llvm::Value* pointer);
+
+  // ---- Parallel loops (codegen_llvm_parallel.cc) ----
+  // Rejects a parallel loop nested inside another one, before any code is emitted.
+  void check_parallel_nesting(const ir::PrimFunc& func);
+  void emit_parallel_for(const ir::For* op);
+
+  const Target& target_;
+  llvm::TargetMachine& machine_;
+  llvm::LLVMContext& context_;
+  std::unique_ptr<llvm::Module> module_;
+  llvm::IRBuilder<> builder_;
+  llvm::MDBuilder md_;
+  std::string symbol_;  // the exported symbol of the PrimFunc being emitted
+  FunctionState fn_;
+  int num_tasks_ = 0;  // parallel tasks outlined from the current PrimFunc
+  std::unordered_map<const ir::Var*, AliasInfo> alias_info_;
+  // Data Var -> a Buffer that uses it (for the alignment of the pointer bound to it).
+  std::unordered_map<const ir::Var*, const ir::Buffer*> buffer_of_data_;
+  std::map<std::string, llvm::Value*> strings_;
+};
+
+}  // namespace kiln::codegen

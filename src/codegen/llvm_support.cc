@@ -1,0 +1,177 @@
+// LLVM initialization, TargetMachine creation, the optimization pipeline and emission of
+// object files and assembly, shared by the JIT and the library export.
+#include "llvm_support.h"
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "kiln/support/error.h"
+
+namespace kiln::codegen::detail {
+
+void initialize_llvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+    llvm::InitializeAllAsmParsers();
+  });
+}
+
+const llvm::Target& lookup_llvm_target(const std::string& triple, const char* api) {
+  initialize_llvm();
+  std::string message;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, message);
+  if (target == nullptr) {
+    std::string known;
+    for (const llvm::Target& t : llvm::TargetRegistry::targets()) {
+      if (!known.empty()) known += ", ";
+      known += t.getName();
+    }
+    user_error(ErrorKind::kValue) << api << ": -mtriple=" << triple
+                                  << " names no target LLVM was built with (" << message
+                                  << "); the registered architectures are " << known;
+  }
+  return *target;
+}
+
+namespace {
+
+llvm::CodeGenOpt::Level codegen_level(int opt_level) {
+  switch (opt_level) {
+    case 0:
+      return llvm::CodeGenOpt::None;
+    case 1:
+      return llvm::CodeGenOpt::Less;
+    case 2:
+      return llvm::CodeGenOpt::Default;
+    default:
+      return llvm::CodeGenOpt::Aggressive;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const Target& target) {
+  const llvm::Target& llvm_target = lookup_llvm_target(target.triple, "codegen");
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(llvm_target.createTargetMachine(
+      target.triple, target.cpu, target.llvm_features, options, llvm::Reloc::PIC_,
+      llvm::CodeModel::Small, codegen_level(target.opt_level)));
+  internal_check(machine != nullptr)
+      << "codegen: LLVM could not create a TargetMachine for " << target.str();
+  return machine;
+}
+
+namespace {
+
+class MachinePool {
+ public:
+  static MachinePool& get() {
+    static MachinePool* pool = new MachinePool();  // never destroyed: leases may outlive statics
+    return *pool;
+  }
+
+  std::unique_ptr<llvm::TargetMachine> take(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = idle_.find(key);
+    if (it == idle_.end() || it->second.empty()) return nullptr;
+    std::unique_ptr<llvm::TargetMachine> machine = std::move(it->second.back());
+    it->second.pop_back();
+    return machine;
+  }
+
+  void give_back(const std::string& key, llvm::TargetMachine* machine) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::unique_ptr<llvm::TargetMachine>>& idle = idle_[key];
+    if (idle.size() < kMaxIdlePerTarget) {
+      idle.emplace_back(machine);
+    } else {
+      delete machine;
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxIdlePerTarget = 8;
+  std::mutex mutex_;
+  std::map<std::string, std::vector<std::unique_ptr<llvm::TargetMachine>>> idle_;
+};
+
+}  // namespace
+
+std::shared_ptr<llvm::TargetMachine> lease_target_machine(const Target& target) {
+  std::string key = target.triple + " " + target.cpu + " " + target.llvm_features + " " +
+                    std::to_string(target.opt_level);
+  MachinePool& pool = MachinePool::get();
+  std::unique_ptr<llvm::TargetMachine> machine = pool.take(key);
+  if (machine == nullptr) machine = create_target_machine(target);
+  return std::shared_ptr<llvm::TargetMachine>(
+      machine.release(), [key](llvm::TargetMachine* m) { MachinePool::get().give_back(key, m); });
+}
+
+void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, int opt_level) {
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = opt_level >= 2;
+  tuning.SLPVectorization = opt_level >= 2;
+  tuning.LoopUnrolling = opt_level >= 1;
+  llvm::PassBuilder builder(&machine, tuning);
+
+  llvm::LoopAnalysisManager loop_analyses;
+  llvm::FunctionAnalysisManager function_analyses;
+  llvm::CGSCCAnalysisManager cgscc_analyses;
+  llvm::ModuleAnalysisManager module_analyses;
+  builder.registerModuleAnalyses(module_analyses);
+  builder.registerCGSCCAnalyses(cgscc_analyses);
+  builder.registerFunctionAnalyses(function_analyses);
+  builder.registerLoopAnalyses(loop_analyses);
+  builder.crossRegisterProxies(loop_analyses, function_analyses, cgscc_analyses, module_analyses);
+
+  llvm::ModulePassManager passes;
+  switch (opt_level) {
+    case 0:
+      passes = builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
+      break;
+    case 1:
+      passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1);
+      break;
+    case 2:
+      passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+      break;
+    default:
+      passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+      break;
+  }
+  passes.run(module, module_analyses);
+}
+
+std::string emit_machine_code(llvm::Module& module, llvm::TargetMachine& machine,
+                              MachineCodeKind kind) {
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager passes;
+  llvm::CodeGenFileType file_type =
+      kind == MachineCodeKind::kObject ? llvm::CGFT_ObjectFile : llvm::CGFT_AssemblyFile;
+  bool cannot_emit = machine.addPassesToEmitFile(passes, stream, nullptr, file_type);
+  internal_check(!cannot_emit) << "codegen: the TargetMachine of "
+                               << machine.getTargetTriple().str() << " cannot emit "
+                               << (kind == MachineCodeKind::kObject ? "object files" : "assembly");
+  passes.run(module);
+  return std::string(buffer.data(), buffer.size());
+}
+
+}  // namespace kiln::codegen::detail

@@ -1,0 +1,221 @@
+// Parsing and validation of "llvm" target strings against LLVM's tables of triples, CPUs and
+// features, and the canonical form that keys the tuning database.
+#include "kiln/codegen/target.h"
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
+#include <llvm/TargetParser/X86TargetParser.h>
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+
+#include "kiln/support/error.h"
+#include "llvm_support.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+constexpr const char* kOptions =
+    "-mtriple=<triple>, -mcpu=<cpu>, -mattr=<+f,-g,...>, -opt-level=<0-3>";
+
+// The ISA features that decide whether compiled code runs on a CPU, by architecture.
+const std::vector<std::string>& isa_feature_names(const llvm::Triple& triple) {
+  static const std::vector<std::string> x86 = {
+      "sse4.2",     "avx",        "avx2",       "fma",        "f16c",
+      "avx512f",    "avx512cd",   "avx512dq",   "avx512bw",   "avx512vl",
+      "avx512vnni", "avx512bf16", "avx512fp16", "avx512vbmi", "avxvnni",
+      "amx-tile",   "amx-int8",   "amx-bf16",   "avx512ifma", "avx512vpopcntdq"};
+  static const std::vector<std::string> aarch64 = {"neon", "fullfp16", "dotprod", "i8mm",
+                                                   "bf16", "sve",      "sve2"};
+  static const std::vector<std::string> none;
+  if (triple.isX86()) return x86;
+  if (triple.isAArch64()) return aarch64;
+  return none;
+}
+
+// The feature names an -mattr entry may use; empty when the architecture has no table here.
+const std::vector<std::string>& known_feature_names(const llvm::Triple& triple) {
+  static const std::vector<std::string> x86 = {
+#define X86_FEATURE(ENUM, STR) STR,
+#include <llvm/TargetParser/X86TargetParser.def>
+  };
+  static const std::vector<std::string> none;
+  if (triple.isX86()) return x86;
+  return none;
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += sep;
+    out += item;
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream stream(text);
+  while (std::getline(stream, item, sep)) out.push_back(item);
+  return out;
+}
+
+std::string valid_cpus(const llvm::Triple& triple) {
+  if (!triple.isX86()) return "see `llc -mtriple=" + triple.str() + " -mcpu=help`";
+  llvm::SmallVector<llvm::StringRef, 64> names;
+  llvm::X86::fillValidCPUArchList(names, triple.isArch64Bit());
+  std::vector<std::string> list(names.begin(), names.end());
+  return join(list, ", ");
+}
+
+std::unique_ptr<llvm::MCSubtargetInfo> subtarget_info(const llvm::Target& llvm_target,
+                                                      const std::string& triple,
+                                                      const std::string& cpu,
+                                                      const std::string& features) {
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      llvm_target.createMCSubtargetInfo(triple, cpu, features));
+  internal_check(info != nullptr) << "parse_target: LLVM has no subtarget information for "
+                                  << triple;
+  return info;
+}
+
+std::vector<std::string> features_in_effect(const llvm::MCSubtargetInfo& info,
+                                            const llvm::Triple& triple) {
+  std::vector<std::string> out;
+  for (const std::string& name : isa_feature_names(triple)) {
+    if (info.checkFeatures("+" + name)) out.push_back(name);
+  }
+  return out;
+}
+
+void parse_attrs(const std::string& value, const llvm::Triple& triple, Target* target) {
+  const std::vector<std::string>& known = known_feature_names(triple);
+  for (const std::string& entry : split(value, ',')) {
+    user_check(entry.size() >= 2 && (entry[0] == '+' || entry[0] == '-'))
+        << "parse_target: malformed -mattr entry '" << entry << "' in -mattr=" << value
+        << ": expected a comma-separated list of +feature or -feature, e.g. "
+           "-mattr=+avx512f,+avx512bw";
+    std::string name = entry.substr(1);
+    if (!known.empty()) {
+      user_check(std::find(known.begin(), known.end(), name) != known.end())
+          << "parse_target: unknown feature '" << name << "' in -mattr=" << value << " for "
+          << triple.str() << "; the valid features are " << join(known, ", ");
+    }
+    target->attrs.erase(std::remove_if(target->attrs.begin(), target->attrs.end(),
+                                       [&](const std::string& a) { return a.substr(1) == name; }),
+                        target->attrs.end());
+    target->attrs.push_back(entry);
+  }
+  std::sort(target->attrs.begin(), target->attrs.end(),
+            [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
+}
+
+}  // namespace
+
+Target parse_target(const std::string& text) {
+  detail::initialize_llvm();
+  std::istringstream stream(text);
+  std::string kind;
+  stream >> kind;
+  user_check(kind == "llvm") << "parse_target: unknown target kind '" << kind << "' in '" << text
+                             << "'; the LLVM backend accepts 'llvm' with the options " << kOptions;
+
+  Target target;
+  target.triple = llvm::sys::getProcessTriple();
+  std::string mattr;
+  bool has_mattr = false;
+  std::string option;
+  while (stream >> option) {
+    size_t eq = option.find('=');
+    std::string key = option.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : option.substr(eq + 1);
+    user_check(eq != std::string::npos && !value.empty() &&
+               (key == "-mtriple" || key == "-mcpu" || key == "-mattr" || key == "-opt-level"))
+        << "parse_target: unknown option '" << option << "' in '" << text
+        << "'; the valid options are " << kOptions;
+    if (key == "-mtriple") {
+      target.triple = llvm::Triple::normalize(value);
+    } else if (key == "-mcpu") {
+      target.cpu = value;
+    } else if (key == "-mattr") {
+      mattr = value;
+      has_mattr = true;
+    } else {
+      user_check(value.size() == 1 && value[0] >= '0' && value[0] <= '3')
+          << "parse_target: -opt-level must be 0, 1, 2 or 3, found '" << value << "' in '" << text
+          << "'";
+      target.opt_level = value[0] - '0';
+    }
+  }
+
+  llvm::Triple triple(target.triple);
+  const llvm::Target& llvm_target = detail::lookup_llvm_target(target.triple, "parse_target");
+  if (has_mattr) parse_attrs(mattr, triple, &target);
+
+  bool native = triple.getArch() == llvm::Triple(llvm::sys::getProcessTriple()).getArch();
+  target.is_host = target.cpu.empty() && native;
+  std::vector<std::string> features;
+  if (target.is_host) {
+    target.cpu = llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> host;
+    if (llvm::sys::getHostCPUFeatures(host)) {
+      for (const auto& entry : host) {
+        features.push_back((entry.getValue() ? "+" : "-") + entry.getKey().str());
+      }
+      std::sort(features.begin(), features.end());
+    }
+  } else if (target.cpu.empty()) {
+    target.cpu = "generic";
+  }
+  features.insert(features.end(), target.attrs.begin(), target.attrs.end());
+  target.llvm_features = join(features, ",");
+
+  // The CPU table is the same for every CPU; asking a generic subtarget avoids LLVM's warning.
+  user_check(subtarget_info(llvm_target, target.triple, "", "")->isCPUStringValid(target.cpu))
+      << "parse_target: unknown CPU '" << target.cpu << "' (-mcpu) for " << target.triple
+      << "; the valid CPUs are " << valid_cpus(triple);
+  std::unique_ptr<llvm::MCSubtargetInfo> plain =
+      subtarget_info(llvm_target, target.triple, target.cpu, "");
+  std::unique_ptr<llvm::MCSubtargetInfo> info =
+      subtarget_info(llvm_target, target.triple, target.cpu, target.llvm_features);
+  target.isa = features_in_effect(*info, triple);
+
+  if (target.is_host) {
+    // Record where the host differs from the named CPU, so the canonical string says it.
+    std::vector<std::string> defaults = features_in_effect(*plain, triple);
+    for (const std::string& name : isa_feature_names(triple)) {
+      bool on = std::find(target.isa.begin(), target.isa.end(), name) != target.isa.end();
+      bool by_default = std::find(defaults.begin(), defaults.end(), name) != defaults.end();
+      bool given = std::any_of(target.attrs.begin(), target.attrs.end(),
+                               [&](const std::string& a) { return a.substr(1) == name; });
+      if (on != by_default && !given) target.attrs.push_back((on ? "+" : "-") + name);
+    }
+    std::sort(target.attrs.begin(), target.attrs.end(),
+              [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
+  }
+  return target;
+}
+
+std::string Target::str() const {
+  std::string out = "llvm -mtriple=" + triple + " -mcpu=" + cpu;
+  if (!attrs.empty()) out += " -mattr=" + join(attrs, ",");
+  if (opt_level != 3) out += " -opt-level=" + std::to_string(opt_level);
+  return out;
+}
+
+bool Target::has_feature(const std::string& name) const {
+  return std::find(isa.begin(), isa.end(), name) != isa.end();
+}
+
+const Target& host_target() {
+  static const Target host = parse_target("llvm");
+  return host;
+}
+
+}  // namespace kiln::codegen
