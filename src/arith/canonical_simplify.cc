@@ -437,14 +437,28 @@ class Canonicalizer : public IRMutator {
     return true;
   }
 
+  // Whether every term of r splits an index that a term of a splits too (r introduces no new
+  // floordiv/floormod of a whole sum).
+  static bool uses_only_indices_of(const Sum& r, const Sum& a) {
+    for (const Term& t : r.terms) {
+      bool found = false;
+      for (const Term& u : a.terms) found = found || deep_equal(t.index, u.index);
+      if (!found) return false;
+    }
+    return true;
+  }
+
   // truncdiv(a, c) for c > 0.
   Sum truncdiv_sum(const Sum& a, int64_t c) {
     if (a.terms.empty()) return constant(a.dtype, truncdiv_int(a.base, c));
     if (all_multiples(a, c)) return floordiv_sum(a, c);
     ConstIntBound b = sum_bound(a);
     if (b.min_value >= 0) return floordiv_sum(a, c);
-    // For a <= 0: truncdiv(a, c) == -floordiv(-a, c).
-    if (b.max_value <= 0) return scale(floordiv_sum(scale(a, -1), c), -1);
+    // For a <= 0: truncdiv(a, c) == -floordiv(-a, c), when that resolves into the terms of a.
+    if (b.max_value <= 0) {
+      Sum r = scale(floordiv_sum(scale(a, -1), c), -1);
+      if (uses_only_indices_of(r, a)) return r;
+    }
     return leaf(make<Div>(a.dtype, to_expr(a), make_const(a.dtype, c)));
   }
 
@@ -454,8 +468,11 @@ class Canonicalizer : public IRMutator {
     if (all_multiples(a, c)) return constant(a.dtype, 0);
     ConstIntBound b = sum_bound(a);
     if (b.min_value >= 0) return floormod_sum(a, c);
-    // For a <= 0: truncmod(a, c) == -floormod(-a, c).
-    if (b.max_value <= 0) return scale(floormod_sum(scale(a, -1), c), -1);
+    // For a <= 0: truncmod(a, c) == -floormod(-a, c), when that resolves into the terms of a.
+    if (b.max_value <= 0) {
+      Sum r = scale(floormod_sum(scale(a, -1), c), -1);
+      if (uses_only_indices_of(r, a)) return r;
+    }
     return leaf(make<Mod>(a.dtype, to_expr(a), make_const(a.dtype, c)));
   }
 

@@ -117,7 +117,17 @@ Expr RewriteSimplifier::compare_index(NodeKind kind, const Expr& a, const Expr& 
     }
   }
   if (flip) m = -m;
-  // Step 3. Place the constant: q < m is left < right + m.
+  // Step 3. Place the constant: q < m is left < right + m. Between two sums, left < right + 1
+  // reads better as left <= right, and left + 1 <= right as left < right.
+  if (!left.terms.empty() && !right.terms.empty()) {
+    if (kind == NodeKind::LT && m == 1) {
+      kind = NodeKind::LE;
+      m = 0;
+    } else if (kind == NodeKind::LE && m == -1) {
+      kind = NodeKind::LT;
+      m = 0;
+    }
+  }
   Expr lhs, rhs;
   if (right.terms.empty()) {
     left.base = 0;

@@ -53,18 +53,9 @@ Expr RewriteSimplifier::visit(const Not* op) {
 
 Expr RewriteSimplifier::visit(const And* op) {
   Expr a = mutate(op->a);
-  Expr b;
-  if (!is_const(a) && a->dtype.is_scalar()) {
-    FactScope scope(impl_, a);
-    b = mutate(op->b);
-  } else {
-    b = mutate(op->b);
-  }
+  Expr b = mutate_assuming(op->b, a);
   // Once more for a, knowing b (only for an atom, so that chains stay linear).
-  if (!is_const(b) && b->dtype.is_scalar() && !is_const(a) && !a.is<And>()) {
-    FactScope scope(impl_, b);
-    a = mutate(a);
-  }
+  if (!is_const(b) && !is_const(a) && !a.is<And>()) a = mutate_assuming(a, b);
   Expr e = a.same_as(op->a) && b.same_as(op->b) && !is_const(a) && !is_const(b) ? Expr(op)
                                                                                 : logical_and(a, b);
   if (!e.is<And>() || !e->dtype.is_scalar()) return e;
@@ -78,17 +69,8 @@ Expr RewriteSimplifier::visit(const And* op) {
 
 Expr RewriteSimplifier::visit(const Or* op) {
   Expr a = mutate(op->a);
-  Expr b;
-  if (!is_const(a) && a->dtype.is_scalar()) {
-    FactScope scope(impl_, mutate(logical_not(a)));
-    b = mutate(op->b);
-  } else {
-    b = mutate(op->b);
-  }
-  if (!is_const(b) && b->dtype.is_scalar() && !is_const(a) && !a.is<Or>()) {
-    FactScope scope(impl_, mutate(logical_not(b)));
-    a = mutate(a);
-  }
+  Expr b = mutate_assuming(op->b, negation(a));
+  if (!is_const(b) && !is_const(a) && !a.is<Or>()) a = mutate_assuming(a, negation(b));
   Expr e = a.same_as(op->a) && b.same_as(op->b) && !is_const(a) && !is_const(b) ? Expr(op)
                                                                                 : logical_or(a, b);
   if (!e.is<Or>() || !e->dtype.is_scalar()) return e;

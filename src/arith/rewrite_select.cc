@@ -9,18 +9,10 @@ using namespace pattern;
 
 Expr RewriteSimplifier::visit(const Select* op) {
   Expr c = mutate(op->condition);
-  Expr t, f;
-  if (!c.is<IntImm>() && c->dtype.is_scalar()) {
-    {
-      FactScope scope(impl_, c);
-      t = mutate(op->true_value);
-    }
-    FactScope scope(impl_, mutate(logical_not(c)));
-    f = mutate(op->false_value);
-  } else {
-    t = mutate(op->true_value);
-    f = mutate(op->false_value);
-  }
+  // Both arms are evaluated: an arm simplified under the condition must not trap when the
+  // condition is false (mutate_assuming sees to that).
+  Expr t = mutate_assuming(op->true_value, c);
+  Expr f = mutate_assuming(op->false_value, negation(c));
   bool same = c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value) &&
               !c.is<IntImm>();
   Expr e = same ? Expr(op) : select(c, t, f);

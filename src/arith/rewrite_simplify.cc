@@ -61,6 +61,39 @@ bool RewriteSimplifier::prove_le(const Expr& a, const Expr& b) {
   return is_index(a) && impl_->prove_nonneg(sub(b, a));
 }
 
+namespace {
+
+bool has_variable_divisor(const Expr& e) {
+  bool found = false;
+  post_order_visit(e, [&found](const Node* n) {
+    const Expr* divisor = nullptr;
+    if (found || !is_expr_kind(n->kind())) return;
+    switch (n->kind()) {
+      case NodeKind::Div:
+      case NodeKind::Mod:
+      case NodeKind::FloorDiv:
+      case NodeKind::FloorMod:
+        divisor = &static_cast<const BinaryNode*>(n)->b;
+        break;
+      default:
+        return;
+    }
+    // Only integer division traps.
+    if (!(*divisor)->dtype.is_integer()) return;
+    const int64_t* c = as_const_int(*divisor);
+    found = c == nullptr || *c == 0;
+  });
+  return found;
+}
+
+}  // namespace
+
+Expr RewriteSimplifier::mutate_assuming(const Expr& e, const Expr& fact) {
+  if (fact.is<IntImm>() || !fact->dtype.is_scalar() || has_variable_divisor(e)) return mutate(e);
+  FactScope scope(impl_, fact);
+  return mutate(e);
+}
+
 Expr RewriteSimplifier::decide_by_facts(const Expr& e) {
   if (impl_->facts.empty() || e.is<IntImm>() || !e->dtype.is_scalar()) return e;
   int truth = impl_->known_truth(e);

@@ -63,7 +63,9 @@ class RewriteSimplifier : public ir::IRMutator {
   // itself when the children did not change and are not both constants.
   template <class Node>
   ir::Expr rebuild(const Node* op, const ir::Expr& a, const ir::Expr& b) {
-    if (a.same_as(op->a) && b.same_as(op->b) && !(a.is<ir::IntImm>() && b.is<ir::IntImm>())) {
+    bool constants = (a.is<ir::IntImm>() && b.is<ir::IntImm>()) ||
+                     (a.is<ir::FloatImm>() && b.is<ir::FloatImm>());
+    if (a.same_as(op->a) && b.same_as(op->b) && !constants) {
       return ir::Expr(op);
     }
     return pattern::detail::build<Node>(a, b);
@@ -89,6 +91,14 @@ class RewriteSimplifier : public ir::IRMutator {
   auto can_prove(const P& p) {
     return pattern::when([this, p] { return prove(p.eval(ir::DataType::bool_())); });
   }
+
+  // `e` simplified knowing that `fact` holds, for an operand that is evaluated whether or not
+  // the fact holds (And, Or, Select). Simplifying under a fact may change the value of `e`
+  // where the fact is false, so an operand with a division by a non-constant divisor is
+  // simplified without the fact: that divisor could become zero there.
+  ir::Expr mutate_assuming(const ir::Expr& e, const ir::Expr& fact);
+  // The simplified negation of a condition.
+  ir::Expr negation(const ir::Expr& cond) { return mutate(ir::logical_not(cond)); }
 
   // A bool result replaced by a constant when a known condition decides it.
   ir::Expr decide_by_facts(const ir::Expr& e);
