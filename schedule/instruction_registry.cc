@@ -12,6 +12,7 @@ const std::vector<InstructionKind>& all_kinds() {
     std::vector<InstructionKind> k;
     register_getter_instructions(&k);
     register_sampling_instructions(&k);
+    register_loop_transformation_instructions(&k);
     return k;
   }();
   return kinds;

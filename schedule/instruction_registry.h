@@ -10,5 +10,6 @@ namespace kiln::schedule {
 
 void register_getter_instructions(std::vector<InstructionKind>* kinds);
 void register_sampling_instructions(std::vector<InstructionKind>* kinds);
+void register_loop_transformation_instructions(std::vector<InstructionKind>* kinds);
 
 }  // namespace kiln::schedule

@@ -164,8 +164,16 @@ std::string Trace::as_python() const {
     out << "sch." << inst.kind << "(";
     bool first = true;
     for (size_t i = 0; i < inst.inputs.size() && i < info->input_names.size(); ++i) {
-      out << (first ? "" : ", ") << info->input_names[i] << "="
-          << python_value(inst.inputs[i], true);
+      const char* name = info->input_names[i];
+      if (name[0] == '*') {
+        // A variadic input (fuse(*loops)) is printed as positional arguments.
+        for (const Json& item : inst.inputs[i]) {
+          out << (first ? "" : ", ") << python_value(item, true);
+          first = false;
+        }
+        continue;
+      }
+      out << (first ? "" : ", ") << name << "=" << python_value(inst.inputs[i], true);
       first = false;
     }
     for (const auto& [key, value] : inst.attrs.items()) {

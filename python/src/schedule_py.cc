@@ -6,6 +6,7 @@
 #include "bindings.h"
 #include "convert.h"
 #include "kiln/schedule/getters.h"
+#include "kiln/schedule/loop_transformation.h"
 #include "kiln/schedule/sampling.h"
 #include "kiln/schedule/schedule.h"
 
@@ -47,6 +48,26 @@ RV to_rv(py::handle obj, const char* primitive, const char* what) {
       << primitive << ": " << what
       << " must be a schedule handle (BlockRV, LoopRV or ExprRV), found "
       << py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>();
+}
+
+SplitFactor to_factor(py::handle obj) {
+  if (obj.is_none()) return std::monostate{};
+  if (py::isinstance<RV>(obj)) return obj.cast<RV>();
+  if (py::isinstance<py::int_>(obj) || py::hasattr(obj, "__index__")) return obj.cast<int64_t>();
+  user_error(ErrorKind::kType) << "split: a factor must be an int, an ExprRV or None, found "
+                               << py::str(obj).cast<std::string>();
+}
+
+std::vector<RV> to_rvs(const py::args& args, const char* primitive) {
+  std::vector<RV> out;
+  for (py::handle a : args) {
+    if (py::isinstance<py::list>(a) || py::isinstance<py::tuple>(a)) {
+      for (py::handle b : a) out.push_back(to_rv(b, primitive, "a loop"));
+    } else {
+      out.push_back(to_rv(a, primitive, "a loop"));
+    }
+  }
+  return out;
 }
 
 Json to_json(py::handle obj) {
@@ -156,6 +177,23 @@ void bind_schedule(py::module_& m) {
           "get_consumers",
           [](Schedule& s, const BlockRV& b) { return to_python(get_consumers(s, b)); },
           py::arg("block"))
+      // Loop transformations
+      .def(
+          "split",
+          [](Schedule& s, const LoopRV& loop, const py::list& factors, bool preserve_unit_iters) {
+            std::vector<SplitFactor> fs;
+            for (py::handle f : factors) fs.push_back(to_factor(f));
+            return to_python(split(s, loop, fs, preserve_unit_iters));
+          },
+          py::arg("loop"), py::arg("factors"), py::arg("preserve_unit_iters") = true)
+      .def(
+          "fuse",
+          [](Schedule& s, const py::args& loops, bool preserve_unit_iters) {
+            return to_python(fuse(s, to_rvs(loops, "fuse"), preserve_unit_iters));
+          },
+          py::arg("preserve_unit_iters") = true)
+      .def("reorder",
+           [](Schedule& s, const py::args& loops) { reorder(s, to_rvs(loops, "reorder")); })
       // Sampling
       .def(
           "sample_perfect_tile",

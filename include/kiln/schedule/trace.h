@@ -75,8 +75,9 @@ using ApplyFn = std::function<std::vector<RV>(Schedule& sch, const Json& inputs,
                                               const Json& decision)>;
 struct InstructionKind {
   const char* name;
-  std::vector<const char*> input_names;  // the Python keyword of each input
-  bool returns_list;                     // the Python method returns a list of handles
+  // The Python keyword of each input; "*name" marks a list passed as positional arguments.
+  std::vector<const char*> input_names;
+  bool returns_list;  // the Python method returns a list of handles
   ApplyFn apply;
 };
 const InstructionKind* find_instruction_kind(const std::string& name);

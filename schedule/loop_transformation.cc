@@ -1,0 +1,327 @@
+// Loop transformations: split, fuse, reorder.
+#include "kiln/schedule/loop_transformation.h"
+
+#include <algorithm>
+#include <set>
+
+#include "instruction_registry.h"
+#include "kiln/arith/analyzer.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "kiln/ir/printer.h"
+#include "schedule_util.h"
+
+namespace kiln::schedule {
+
+using namespace kiln::ir;
+
+namespace {
+
+std::string describe_factor(const SplitFactor& factor) {
+  if (std::holds_alternative<std::monostate>(factor)) return "None";
+  if (const int64_t* v = std::get_if<int64_t>(&factor)) return std::to_string(*v);
+  return std::get<RV>(factor).name();
+}
+
+Json factor_json(const SplitFactor& factor) {
+  if (std::holds_alternative<std::monostate>(factor)) return Json();
+  if (const int64_t* v = std::get_if<int64_t>(&factor)) return Json(*v);
+  return Json(std::get<RV>(factor).name());
+}
+
+SplitFactor factor_from_json(const Json& value) {
+  if (value.is_null()) return std::monostate{};
+  if (value.is_number_integer()) return value.get<int64_t>();
+  return rv_from_json(value, "split");
+}
+
+Json rv_names(const std::vector<RV>& rvs) {
+  Json out = Json::array();
+  for (const RV& rv : rvs) out.push_back(rv.name());
+  return out;
+}
+
+// The loops of `rvs`, checked to be distinct.
+std::vector<const LoopLocation*> distinct_loops(Schedule& sch, const std::vector<RV>& rvs,
+                                                const char* primitive) {
+  if (rvs.empty()) schedule_error("InvalidLoopsError", primitive, "no loop was given");
+  std::vector<const LoopLocation*> loops;
+  std::set<const For*> seen;
+  for (const RV& rv : rvs) {
+    const LoopLocation& loc = sch.loop(rv, primitive);
+    if (!seen.insert(loc.loop).second) {
+      schedule_error("InvalidLoopsError", primitive,
+                     "loop '" + loc.loop->loop_var->name + "' is given more than once",
+                     sch.func(sch.func_name(rv)), loc.loop);
+    }
+    if (sch.func_name(rv) != sch.func_name(rvs[0])) {
+      schedule_error("InvalidLoopsError", primitive, "the loops belong to different functions");
+    }
+    loops.push_back(&loc);
+  }
+  return loops;
+}
+
+Ref<For> make_loop(const Ref<Var>& var, Expr min, Expr extent, Stmt body) {
+  return make<For>(var, std::move(min), std::move(extent), ForKind::kSerial, std::move(body));
+}
+
+}  // namespace
+
+std::vector<RV> split(Schedule& sch, const RV& loop_rv, const std::vector<SplitFactor>& factors,
+                      bool preserve_unit_iters) {
+  const char* primitive = "split";
+  // Step 1. Resolve the loop and the factors.
+  const LoopLocation& loc = sch.loop(loop_rv, primitive);
+  const std::string& func_name = sch.func_name(loop_rv);
+  Ref<PrimFunc> func = sch.func(func_name);
+  const For* loop = loc.loop;
+  std::string factor_text;
+  for (const SplitFactor& f : factors) {
+    factor_text += (factor_text.empty() ? "" : ", ") + describe_factor(f);
+  }
+  factor_text = "[" + factor_text + "]";
+  if (factors.empty()) {
+    schedule_error("InvalidSplitFactorsError", primitive, "no factors were given", func, loop);
+  }
+  int none_index = -1;
+  std::vector<int64_t> values(factors.size(), 1);
+  for (size_t k = 0; k < factors.size(); ++k) {
+    const SplitFactor& f = factors[k];
+    if (std::holds_alternative<std::monostate>(f)) {
+      if (none_index >= 0) {
+        schedule_error("InvalidSplitFactorsError", primitive,
+                       "factors " + factor_text + " of loop '" + loop->loop_var->name +
+                           "' have more than one None; at most one factor can be inferred",
+                       func, loop);
+      }
+      none_index = static_cast<int>(k);
+      continue;
+    }
+    int64_t value = 0;
+    if (const int64_t* v = std::get_if<int64_t>(&f)) {
+      value = *v;
+    } else {
+      const int64_t* c = as_const_int(sch.expr(std::get<RV>(f), primitive));
+      if (c == nullptr) {
+        schedule_error("InvalidSplitFactorsError", primitive,
+                       "factor " + describe_factor(f) + " is not a constant", func, loop);
+      }
+      value = *c;
+    }
+    if (value <= 0) {
+      schedule_error("InvalidSplitFactorsError", primitive,
+                     "factors " + factor_text + " of loop '" + loop->loop_var->name +
+                         "' must be positive, found " + std::to_string(value),
+                     func, loop);
+    }
+    values[k] = value;
+  }
+  // Step 2. Infer the missing factor and decide whether a predicate is needed.
+  arith::Analyzer analyzer;
+  DataType index_type = loop->loop_var->dtype;
+  int64_t known_product = 1;
+  for (size_t k = 0; k < values.size(); ++k) {
+    if (static_cast<int>(k) != none_index) known_product *= values[k];
+  }
+  std::vector<Expr> extents(factors.size());
+  for (size_t k = 0; k < values.size(); ++k) extents[k] = make_const(index_type, values[k]);
+  if (none_index >= 0) {
+    Expr product = make_const(index_type, known_product);
+    extents[none_index] = analyzer.simplify(floordiv(loop->extent + (known_product - 1), product));
+  } else if (!analyzer.can_prove(ge(make_const(index_type, known_product), loop->extent))) {
+    schedule_error("InvalidSplitFactorsError", primitive,
+                   "factors " + factor_text + " multiply to " + std::to_string(known_product) +
+                       ", less than the extent " + to_script(loop->extent) + " of loop '" +
+                       loop->loop_var->name + "'",
+                   func, loop);
+  }
+  // Step 3. Build the new loops: the old variable is min + a mixed-radix sum of the new ones.
+  std::vector<Ref<Var>> vars;
+  Expr index;
+  for (size_t k = 0; k < extents.size(); ++k) {
+    vars.push_back(make_var(loop->loop_var->name + "_" + std::to_string(k), index_type));
+    index = index.defined() ? index * extents[k] + vars.back() : Expr(vars.back());
+  }
+  Expr total = extents[0];
+  for (size_t k = 1; k < extents.size(); ++k) total = total * extents[k];
+  total = analyzer.simplify(total);
+  Expr value = is_const_int(loop->min, 0) ? index : loop->min + index;
+  Stmt body = substitute(loop->body, VarMap{{loop->loop_var.get(), value}});
+  if (!analyzer.can_prove_equal(total, loop->extent)) {
+    body = add_predicate(body, lt(index, loop->extent));
+  }
+  Stmt nest = body;
+  for (size_t k = extents.size(); k-- > 0;) {
+    nest = make_loop(vars[k], make_zero(index_type), extents[k], nest);
+  }
+  // Step 4. Replace and record.
+  sch.replace(func_name, with_body(func, replace_stmt(func->body, loop, nest)), primitive,
+              {loop->loop_var.get()});
+  std::vector<RV> out;
+  for (const Ref<Var>& v : vars) out.push_back(sch.new_loop_rv(func_name, v));
+  Json factor_list = Json::array();
+  for (const SplitFactor& f : factors) factor_list.push_back(factor_json(f));
+  sch.record(Instruction{primitive,
+                         Json::array({loop_rv.name(), factor_list}),
+                         {{"preserve_unit_iters", preserve_unit_iters}},
+                         out,
+                         Json()});
+  return out;
+}
+
+RV fuse(Schedule& sch, const std::vector<RV>& loop_rvs, bool preserve_unit_iters) {
+  const char* primitive = "fuse";
+  // Step 1. Resolve the loops and check that they are directly nested.
+  std::vector<const LoopLocation*> locs = distinct_loops(sch, loop_rvs, primitive);
+  const std::string& func_name = sch.func_name(loop_rvs[0]);
+  Ref<PrimFunc> func = sch.func(func_name);
+  for (size_t k = 0; k + 1 < locs.size(); ++k) {
+    if (locs[k]->loop->body.get() != locs[k + 1]->loop) {
+      schedule_error("LoopsNotNestedError", primitive,
+                     "loop '" + locs[k + 1]->loop->loop_var->name +
+                         "' is not the only statement in the body of loop '" +
+                         locs[k]->loop->loop_var->name + "'",
+                     func, locs[k]->loop);
+    }
+  }
+  // Step 2. Build the fused loop: each old variable is a digit of the fused one.
+  arith::Analyzer analyzer;
+  DataType index_type = locs[0]->loop->loop_var->dtype;
+  std::string name;
+  for (const LoopLocation* l : locs) {
+    if (l->loop->loop_var->dtype.bits() > index_type.bits()) index_type = l->loop->loop_var->dtype;
+    name += l->loop->loop_var->name + "_";
+  }
+  Ref<Var> fused = make_var(name + "fused", index_type);
+  VarMap vmap;
+  Expr stride = make_one(index_type);
+  for (size_t k = locs.size(); k-- > 0;) {
+    const For* l = locs[k]->loop;
+    Expr digit = is_const_int(stride, 1) ? Expr(fused) : floordiv(fused, stride);
+    if (k > 0) digit = floormod(digit, cast(index_type, l->extent));
+    digit = analyzer.simplify(digit);
+    if (!is_const_int(l->min, 0)) digit = cast(index_type, l->min) + digit;
+    vmap[l->loop_var.get()] = cast(l->loop_var->dtype, digit);
+    stride = analyzer.simplify(stride * cast(index_type, l->extent));
+  }
+  Stmt body = substitute(locs.back()->loop->body, vmap);
+  Stmt fused_loop = make_loop(fused, make_zero(index_type), stride, body);
+  // Step 3. Replace and record.
+  std::vector<const Var*> removed;
+  for (const LoopLocation* l : locs) removed.push_back(l->loop->loop_var.get());
+  sch.replace(func_name, with_body(func, replace_stmt(func->body, locs[0]->loop, fused_loop)),
+              primitive, removed);
+  RV out = sch.new_loop_rv(func_name, fused);
+  sch.record(Instruction{primitive,
+                         Json::array({rv_names(loop_rvs)}),
+                         {{"preserve_unit_iters", preserve_unit_iters}},
+                         {out},
+                         Json()});
+  return out;
+}
+
+void reorder(Schedule& sch, const std::vector<RV>& loop_rvs) {
+  const char* primitive = "reorder";
+  // Step 1. Resolve the loops.
+  std::vector<const LoopLocation*> locs = distinct_loops(sch, loop_rvs, primitive);
+  const std::string& func_name = sch.func_name(loop_rvs[0]);
+  Ref<PrimFunc> func = sch.func(func_name);
+  FunctionIndex& index = sch.index(func_name);
+  std::set<const For*> wanted;
+  for (const LoopLocation* l : locs) wanted.insert(l->loop);
+  // Step 2. Find the outermost loop: the one none of the others is an ancestor of.
+  auto depth_of = [&](const For* loop) {
+    int depth = 0;
+    for (const StmtNode* p = index.parent(loop); p != nullptr; p = index.parent(p)) ++depth;
+    return depth;
+  };
+  const For* top = locs[0]->loop;
+  for (const LoopLocation* l : locs) {
+    if (depth_of(l->loop) < depth_of(top)) top = l->loop;
+  }
+  // Step 3. Walk down the chain of single-child loops from the top and collect the path.
+  std::vector<const For*> path;
+  size_t found = 0;
+  const For* current = top;
+  while (true) {
+    path.push_back(current);
+    if (wanted.count(current) != 0) ++found;
+    if (found == wanted.size()) break;
+    const For* next = current->body.as<For>();
+    if (next == nullptr) {
+      std::string names;
+      for (const LoopLocation* l : locs) {
+        if (std::find(path.begin(), path.end(), l->loop) == path.end()) {
+          names += (names.empty() ? "'" : ", '") + l->loop->loop_var->name + "'";
+        }
+      }
+      schedule_error("LoopsNotNestedError", primitive,
+                     "the loops are not on one chain of directly nested loops: below loop '" +
+                         current->loop_var->name + "' the body is a " +
+                         kind_name(current->body->kind()) + ", not a loop, so " + names +
+                         " cannot be reached from loop '" + top->loop_var->name + "'",
+                     func, current);
+    }
+    current = next;
+  }
+  // Step 4. Assign the given loops, in order, to the positions that the set occupies.
+  std::vector<const For*> order = path;
+  size_t next_given = 0;
+  for (const For*& slot : order) {
+    if (wanted.count(slot) != 0) slot = locs[next_given++]->loop;
+  }
+  for (size_t k = 0; k < order.size(); ++k) {
+    for (size_t inner = k + 1; inner < order.size(); ++inner) {
+      const Var* v = order[inner]->loop_var.get();
+      auto uses = [v](const Var* x) { return x == v; };
+      if (uses_var(order[k]->min, uses) || uses_var(order[k]->extent, uses)) {
+        schedule_error("LoopDependenceError", primitive,
+                       "the extent of loop '" + order[k]->loop_var->name + "' depends on loop '" +
+                           v->name + "', which would be moved inside it",
+                       func, order[k]);
+      }
+    }
+  }
+  // Step 5. Rebuild the chain from the bottom.
+  Stmt body = path.back()->body;
+  for (size_t k = order.size(); k-- > 0;) {
+    auto loop = copy(order[k]);
+    loop->body = body;
+    body = loop;
+  }
+  sch.replace(func_name, with_body(func, replace_stmt(func->body, top, body)), primitive);
+  sch.record(Instruction{primitive, Json::array({rv_names(loop_rvs)}), Json::object(), {}, Json()});
+}
+
+void register_loop_transformation_instructions(std::vector<InstructionKind>* kinds) {
+  kinds->push_back({"split",
+                    {"loop", "factors"},
+                    true,
+                    [](Schedule& sch, const Json& in, const Json& attrs, const Json&) {
+                      std::vector<SplitFactor> factors;
+                      for (const Json& f : in.at(1)) factors.push_back(factor_from_json(f));
+                      return split(sch, rv_from_json(in.at(0), "split"), factors,
+                                   attrs.value("preserve_unit_iters", true));
+                    }});
+  kinds->push_back({"fuse",
+                    {"*loops"},
+                    false,
+                    [](Schedule& sch, const Json& in, const Json& attrs, const Json&) {
+                      std::vector<RV> loops;
+                      for (const Json& l : in.at(0)) loops.push_back(rv_from_json(l, "fuse"));
+                      return std::vector<RV>{
+                          fuse(sch, loops, attrs.value("preserve_unit_iters", true))};
+                    }});
+  kinds->push_back({"reorder",
+                    {"*ordered_loops"},
+                    false,
+                    [](Schedule& sch, const Json& in, const Json&, const Json&) {
+                      std::vector<RV> loops;
+                      for (const Json& l : in.at(0)) loops.push_back(rv_from_json(l, "reorder"));
+                      reorder(sch, loops);
+                      return std::vector<RV>{};
+                    }});
+}
+
+}  // namespace kiln::schedule
