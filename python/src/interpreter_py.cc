@@ -1,0 +1,138 @@
+// Python binding of the reference interpreter (kiln._kiln.tir.interpret, re-exported as
+// kiln.tir.interpret): NumPy arrays are passed in place, Python numbers as scalars.
+#include <pybind11/numpy.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "convert.h"
+#include "kiln/interpreter/interpreter.h"
+#include "kiln/support/error.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+
+using namespace kiln::ir;
+using interpreter::Argument;
+
+namespace {
+
+std::string python_type_name(py::handle obj) {
+  return py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>();
+}
+
+// "argument 1 (buffer B)" / "argument 2 (scalar n)", as the interpreter's own messages say.
+std::string describe_param(const PrimFunc& func, size_t i) {
+  std::string what = "argument " + std::to_string(i);
+  if (i >= func.params.size()) return what;
+  if (Ref<Buffer> buffer = func.buffer_of(func.params[i]))
+    return what + " (buffer " + buffer->name + ")";
+  return what + " (scalar " + func.params[i]->name + ")";
+}
+
+// The kiln dtype of a NumPy array's elements.
+DataType array_dtype(const py::array& array, const std::string& what) {
+  py::dtype dtype = array.dtype();
+  std::string name = py::str(dtype.attr("name")).cast<std::string>();
+  std::string byteorder = py::str(dtype.attr("byteorder")).cast<std::string>();
+  type_check(byteorder != ">") << "tir.interpret: " << what << ": arrays in big-endian byte order ("
+                               << name << ") are not supported; convert with astype";
+  if (name == "bfloat16") return DataType::bfloat16();
+  int bits = static_cast<int>(dtype.itemsize()) * 8;
+  switch (dtype.kind()) {
+    case 'b':
+      return DataType::bool_();
+    case 'i':
+      return DataType::int_(bits);
+    case 'u':
+      return DataType::uint(bits);
+    case 'f':
+      if (bits == 16 || bits == 32 || bits == 64) return DataType::float_(bits);
+      break;
+    default:
+      break;
+  }
+  user_error(ErrorKind::kType) << "tir.interpret: " << what << ": arrays of dtype " << name
+                               << " are not supported (bool, int8-64, uint8-64, float16/32/64 "
+                                  "and bfloat16 are)";
+}
+
+Argument array_argument(py::array array, const std::string& what) {
+  DataType dtype = array_dtype(array, what);
+  std::vector<int64_t> shape, strides;
+  auto itemsize = static_cast<int64_t>(array.itemsize());
+  for (py::ssize_t k = 0; k < array.ndim(); ++k) {
+    shape.push_back(static_cast<int64_t>(array.shape(k)));
+    auto stride = static_cast<int64_t>(array.strides(k));
+    user_check(stride % itemsize == 0)
+        << "tir.interpret: " << what << ": stride " << stride << " bytes of dimension " << k
+        << " is not a multiple of the element size " << itemsize;
+    strides.push_back(stride / itemsize);
+  }
+  bool writable = array.writeable();
+  void* data = writable ? array.mutable_data() : const_cast<void*>(array.data());
+  return Argument::tensor(data, dtype, std::move(shape), std::move(strides), writable);
+}
+
+Argument to_argument(py::handle obj, const std::string& what) {
+  if (py::isinstance<py::array>(obj)) return array_argument(obj.cast<py::array>(), what);
+  if (py::isinstance<py::bool_>(obj)) return Argument::integer(obj.cast<bool>() ? 1 : 0);
+  py::object np_integer = py::module_::import("numpy").attr("integer");
+  py::object np_floating = py::module_::import("numpy").attr("floating");
+  if (py::isinstance<py::int_>(obj) || py::isinstance(obj, np_integer)) {
+    py::int_ value = py::reinterpret_steal<py::int_>(PyNumber_Index(obj.ptr()));
+    if (!value) throw py::error_already_set();
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    user_check(overflow == 0) << "tir.interpret: " << what << ": the integer "
+                              << py::str(obj).cast<std::string>() << " does not fit in 64 bits";
+    return Argument::integer(v);
+  }
+  if (py::isinstance<py::float_>(obj) || py::isinstance(obj, np_floating)) {
+    return Argument::floating(obj.cast<double>());
+  }
+  user_error(ErrorKind::kType) << "tir.interpret: " << what
+                               << ": expected a NumPy array or a number, found an object of type "
+                               << python_type_name(obj);
+}
+
+// The function to run: a PrimFunc, or the only (or "main") function of an IRModule.
+Ref<PrimFunc> to_func(py::handle obj) {
+  if (py::isinstance<PrimFunc>(obj)) return obj.cast<Ref<PrimFunc>>();
+  if (py::isinstance<IRModule>(obj)) {
+    auto mod = obj.cast<Ref<IRModule>>();
+    if (mod->functions.size() == 1) return mod->functions.begin()->second;
+    return mod->lookup("main");
+  }
+  user_error(ErrorKind::kType) << "tir.interpret: expected a PrimFunc or an IRModule, found an "
+                                  "object of type "
+                               << python_type_name(obj);
+}
+
+}  // namespace
+
+void bind_interpreter(py::module_& tir) {
+  tir.def(
+      "interpret",
+      [](py::handle func_obj, const py::args& args) {
+        Ref<PrimFunc> func = to_func(func_obj);
+        std::vector<Argument> arguments;
+        for (size_t i = 0; i < args.size(); ++i) {
+          arguments.push_back(to_argument(args[i], describe_param(*func, i)));
+        }
+        interpreter::interpret(*func, arguments);
+      },
+      py::arg("func"),
+      R"doc(Runs a PrimFunc with kiln's reference interpreter, without a code generator.
+
+Arguments are passed in destination-passing style: one NumPy array per buffer parameter (read
+and written in place; bfloat16 arrays use ml_dtypes.bfloat16) and a Python number per scalar
+parameter. Every load and store is bounds-checked, memory allocated by the function starts as
+garbage (NaN / 0xCD bytes), and loops of every kind run sequentially. Errors raise kiln
+exceptions whose message starts with "tir.interpret:". `func` may also be an IRModule with one
+function or a "main" function.)doc");
+}
+
+}  // namespace kiln::python

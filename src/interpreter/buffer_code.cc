@@ -1,0 +1,251 @@
+// Buffer loads, stores and allocations. Every access computes the element offset from the
+// buffer's strides (compact row-major when it has none) and elem_offset, and checks it against
+// the extent of the storage behind the buffer's data variable: out of bounds is an error, never
+// a silent read. Buffers that share a data variable share that storage, whatever their dtype.
+#include <sstream>
+
+#include "compiler.h"
+#include "kiln/ir/op.h"
+#include "kiln/support/error.h"
+
+namespace kiln::interpreter {
+
+using namespace kiln::ir;
+
+namespace {
+
+int log2_of(int bytes) {
+  int shift = 0;
+  while ((1 << shift) < bytes) ++shift;
+  internal_check((1 << shift) == bytes) << "tir.interpret: element size " << bytes;
+  return shift;
+}
+
+// The strides of `buffer` in elements, as expressions: its own, or the compact row-major ones.
+std::vector<Expr> strides_of(const Buffer& buffer) {
+  if (!buffer.strides.empty()) return buffer.strides;
+  std::vector<Expr> strides(buffer.shape.size());
+  Expr stride = make_const(DataType::int64(), int64_t{1});
+  for (size_t k = buffer.shape.size(); k-- > 0;) {
+    strides[k] = stride;
+    stride = mul(stride, cast(DataType::int64(), buffer.shape[k]));
+  }
+  return strides;
+}
+
+// An integer expression that is a constant at compile time, or its compiled code.
+struct IntOperand {
+  int64_t constant = 0;
+  ExprCodePtr code;  // null when constant
+
+  int64_t eval(Frame& frame) const { return code ? code->eval(frame)[0].i : constant; }
+};
+
+IntOperand compile_operand(Compiler& compiler, const Expr& e) {
+  IntOperand op;
+  if (const int64_t* c = as_const_int(e)) {
+    op.constant = *c;
+  } else {
+    op.code = compiler.expr(e);
+  }
+  return op;
+}
+
+// The address computation and bounds check of one load or store.
+class BufferAccess {
+ public:
+  BufferAccess(Compiler& compiler, const Ref<Buffer>& buffer, const std::vector<Expr>& indices,
+               int lanes, bool is_store)
+      : buffer_(buffer),
+        storage_(compiler.storage_of(*buffer)),
+        kind_(elem_kind(buffer->dtype)),
+        shift_(log2_of(buffer->dtype.element_of().bytes())),
+        lanes_(lanes),
+        is_store_(is_store),
+        offsets_(lanes) {
+    internal_check(indices.size() == buffer->shape.size())
+        << "tir.interpret: " << indices.size() << " indices for the " << buffer->shape.size()
+        << "-d buffer " << buffer->name;
+    for (const Expr& index : indices) {
+      type_check(index->dtype.is_integer())
+          << "tir.interpret: buffer " << buffer->name << " is indexed by " << describe(index)
+          << " of dtype " << index->dtype;
+      indices_.push_back(compiler.expr(index));
+    }
+    for (const Expr& stride : strides_of(*buffer))
+      strides_.push_back(compile_operand(compiler, stride));
+    if (buffer->elem_offset.defined())
+      elem_offset_ = compile_operand(compiler, buffer->elem_offset);
+  }
+
+  // The storage's memory, with the checked element offset of each lane in `offsets()`.
+  uint8_t* locate(Frame& frame) {
+    int64_t base = elem_offset_.eval(frame);
+    if (lanes_ == 1) {
+      int64_t offset = base;
+      for (size_t k = 0; k < indices_.size(); ++k) {
+        offset += indices_[k]->eval(frame)[0].i * strides_[k].eval(frame);
+      }
+      offsets_[0] = offset;
+    } else {
+      for (int i = 0; i < lanes_; ++i) offsets_[i] = base;
+      for (size_t k = 0; k < indices_.size(); ++k) {
+        const Lane* index = indices_[k]->eval(frame);
+        int64_t stride = strides_[k].eval(frame);
+        bool is_vector = indices_[k]->lanes() > 1;
+        for (int i = 0; i < lanes_; ++i) offsets_[i] += index[is_vector ? i : 0].i * stride;
+      }
+    }
+    const Storage& storage = frame.storages[storage_];
+    uint64_t extent = static_cast<uint64_t>(storage.bytes >> shift_);
+    for (int i = 0; i < lanes_; ++i) {
+      if (static_cast<uint64_t>(offsets_[i]) >= extent) raise_out_of_bounds(frame, i, extent);
+    }
+    return storage.data;
+  }
+
+  const int64_t* offsets() const { return offsets_.data(); }
+  ElemKind kind() const { return kind_; }
+  int shift() const { return shift_; }
+
+ private:
+  [[noreturn]] void raise_out_of_bounds(Frame& frame, int lane, uint64_t extent) {
+    std::ostringstream index;
+    index << "[";
+    for (size_t k = 0; k < indices_.size(); ++k) {
+      const Lane* value = indices_[k]->eval(frame);
+      index << (k > 0 ? ", " : "") << value[indices_[k]->lanes() > 1 ? lane : 0].i;
+    }
+    index << "]";
+    user_error(ErrorKind::kIndex) << "tir.interpret: out-of-bounds "
+                                  << (is_store_ ? "store to" : "load from") << " buffer "
+                                  << buffer_->name << ": index " << index.str()
+                                  << (lanes_ > 1 ? " (lane " + std::to_string(lane) + ")"
+                                                 : std::string())
+                                  << " is element " << offsets_[lane]
+                                  << " of its storage, which has " << extent << " element"
+                                  << (extent == 1 ? "" : "s");
+  }
+
+  Ref<Buffer> buffer_;
+  int storage_;
+  ElemKind kind_;
+  int shift_;
+  int lanes_;
+  bool is_store_;
+  std::vector<ExprCodePtr> indices_;
+  std::vector<IntOperand> strides_;
+  IntOperand elem_offset_;
+  std::vector<int64_t> offsets_;
+};
+
+class LoadCode final : public ResultCode {
+ public:
+  LoadCode(DataType dtype, BufferAccess access) : ResultCode(dtype), access_(std::move(access)) {}
+  const Lane* eval(Frame& frame) override {
+    uint8_t* data = access_.locate(frame);
+    const int64_t* offsets = access_.offsets();
+    Lane* out = this->out();
+    for (int i = 0; i < lanes(); ++i) {
+      out[i] = read_element(access_.kind(), data + (offsets[i] << access_.shift()));
+    }
+    return out;
+  }
+
+ private:
+  BufferAccess access_;
+};
+
+class StoreCode final : public StmtCode {
+ public:
+  StoreCode(ExprCodePtr value, BufferAccess access)
+      : value_(std::move(value)), access_(std::move(access)) {}
+  void exec(Frame& frame) override {
+    const Lane* value = value_->eval(frame);
+    uint8_t* data = access_.locate(frame);
+    const int64_t* offsets = access_.offsets();
+    for (int i = 0; i < value_->lanes(); ++i) {
+      write_element(access_.kind(), value[i], data + (offsets[i] << access_.shift()));
+    }
+  }
+
+ private:
+  ExprCodePtr value_;
+  BufferAccess access_;
+};
+
+int index_lanes(const std::vector<Expr>& indices) {
+  int lanes = 1;
+  for (const Expr& index : indices) lanes = std::max(lanes, index->dtype.lanes());
+  return lanes;
+}
+
+}  // namespace
+
+ExprCodePtr compile_load(Compiler& compiler, const BufferLoad& load) {
+  type_check(load.dtype.element_of() == load.buffer->dtype)
+      << "tir.interpret: a load of dtype " << load.dtype << " from buffer " << load.buffer->name
+      << " of dtype " << load.buffer->dtype;
+  BufferAccess access(compiler, load.buffer, load.indices, load.dtype.lanes(), false);
+  return std::make_unique<LoadCode>(load.dtype, std::move(access));
+}
+
+StmtCodePtr compile_store(Compiler& compiler, const BufferStore& store) {
+  DataType t = store.value->dtype;
+  type_check(t.element_of() == store.buffer->dtype && t.lanes() == index_lanes(store.indices))
+      << "tir.interpret: a value of dtype " << t << " is stored to buffer " << store.buffer->name
+      << " of dtype " << store.buffer->dtype << " at an index with " << index_lanes(store.indices)
+      << " lanes";
+  ExprCodePtr value = compiler.expr(store.value);
+  BufferAccess access(compiler, store.buffer, store.indices, t.lanes(), true);
+  compiler.mark_written(compiler.storage_of(*store.buffer));
+  return std::make_unique<StoreCode>(std::move(value), std::move(access));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Allocation
+
+AllocationCode::AllocationCode(Compiler& compiler, const Ref<Buffer>& buffer) : buffer_(buffer) {
+  type_check(!buffer->dtype.is_handle() && buffer->dtype.is_scalar())
+      << "tir.interpret: cannot allocate buffer " << buffer->name << " of dtype " << buffer->dtype;
+  // The extent in elements: compact, or the span that the strides reach, plus the offset.
+  std::vector<Expr> strides = strides_of(*buffer);
+  Expr span = make_const(DataType::int64(), int64_t{1});
+  Expr empty = bool_const(false);
+  for (size_t k = 0; k < buffer->shape.size(); ++k) {
+    Expr extent = cast(DataType::int64(), buffer->shape[k]);
+    span = add(span, mul(sub(extent, make_const(DataType::int64(), int64_t{1})),
+                         cast(DataType::int64(), strides[k])));
+    empty = logical_or(empty, le(extent, make_const(DataType::int64(), int64_t{0})));
+  }
+  Expr elements = select(empty, make_const(DataType::int64(), int64_t{0}), span);
+  if (buffer->elem_offset.defined()) {
+    elements = add(elements, cast(DataType::int64(), buffer->elem_offset));
+  }
+  elements_ = compiler.expr(elements);
+  storage_ = compiler.bind_storage(buffer->data.get());
+}
+
+void AllocationCode::end_scope(Compiler& compiler) {
+  compiler.unbind_storage(buffer_->data.get());
+}
+
+void AllocationCode::enter(Frame& frame) {
+  int64_t elements = elements_->eval(frame)[0].i;
+  int64_t size = buffer_->dtype.bytes();
+  user_check(elements >= 0 && elements <= (int64_t{1} << 40) / size)
+      << "tir.interpret: buffer " << buffer_->name << " needs " << elements
+      << " elements, which the interpreter cannot allocate";
+  int64_t bytes = elements * size;
+  memory_.resize(static_cast<size_t>((bytes + 7) / 8));
+  uint8_t* data = reinterpret_cast<uint8_t*>(memory_.data());
+  fill_garbage(buffer_->dtype, data, bytes);
+  saved_ = frame.storages[storage_];
+  frame.storages[storage_] = Storage{data, bytes};
+}
+
+void AllocationCode::exit(Frame& frame) {
+  frame.storages[storage_] = saved_;
+}
+
+}  // namespace kiln::interpreter

@@ -1,0 +1,271 @@
+// Error tests of the reference interpreter: every failure is a kiln error whose message names
+// tir.interpret, the object involved, what was expected and what was found.
+#include <gtest/gtest.h>
+
+#include "func_builder.h"
+
+namespace kiln::interpreter::testing {
+namespace {
+
+const DataType f32 = DataType::float32();
+const DataType i32 = DataType::int32();
+
+#define EXPECT_MESSAGE(msg, text) EXPECT_NE((msg).find(text), std::string::npos) << (msg)
+
+// C[i] = A[i] for i < n: the simplest function with two buffers.
+Ref<PrimFunc> copy_func(int64_t n) {
+  auto A = buffer({n}, f32, "A");
+  auto C = buffer({n}, f32, "C");
+  Ref<Var> i = make_var("i");
+  return make_func({A, C}, loop(i, n, buffer_store(C, buffer_load(A, {i}), {i})));
+}
+
+TEST(InterpretError, OutOfBoundsLoadNamesBufferIndexAndExtent) {
+  auto A = buffer({4}, f32, "A");
+  auto C = buffer({6}, f32, "C");
+  Ref<Var> i = make_var("i");
+  auto func = make_func({A, C}, loop(i, 6, buffer_store(C, buffer_load(A, {i}), {i})));
+  std::vector<float> a(4), c(6);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32), array(c, f32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: out-of-bounds load from buffer A: index [4] is element 4 of "
+                 "its storage, which has 4 elements");
+}
+
+TEST(InterpretError, OutOfBoundsVectorStoreNamesTheLane) {
+  auto C = buffer({6}, i32, "C");
+  auto func = make_func({C}, buffer_store(C, broadcast(int32_const(1), 4),
+                                          {ramp(int32_const(3), int32_const(1), 4)}));
+  std::vector<int32_t> c(6);
+  std::string msg = error_of([&] { interpret(*func, {array(c, i32)}); });
+  EXPECT_MESSAGE(msg, "out-of-bounds store to buffer C: index [6] (lane 3) is element 6");
+}
+
+TEST(InterpretError, SelectEvaluatesBothArms) {
+  // Unlike if_then_else, Select loads from A[4] even where the condition is false.
+  auto A = buffer({4}, f32, "A");
+  auto B = buffer({6}, f32, "B");
+  Ref<Var> i = make_var("i");
+  Expr padded = select(lt(i, int32_const(4)), buffer_load(A, {i}), make_zero(f32));
+  auto func = make_func({A, B}, loop(i, 6, buffer_store(B, padded, {i})));
+  std::vector<float> a(4), b(6);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32), array(b, f32)}); });
+  EXPECT_MESSAGE(msg, "out-of-bounds load from buffer A: index [4]");
+}
+
+TEST(InterpretError, AssertFailureRaisesItsMessage) {
+  Ref<Var> n = make_var("n");
+  auto A = buffer({1}, i32, "A");
+  auto func = make_func({A, n}, make<AssertStmt>(gt(n, int32_const(0)), "n must be positive",
+                                                 buffer_store(A, n, {int32_const(0)})));
+  std::vector<int32_t> a(1);
+  interpret(*func, {array(a, i32), Argument::integer(3)});
+  EXPECT_EQ(a[0], 3);
+  std::string msg = error_of([&] { interpret(*func, {array(a, i32), Argument::integer(-1)}); });
+  EXPECT_MESSAGE(msg, "tir.interpret: assertion failed: n must be positive");
+}
+
+TEST(InterpretError, IntegerDivisionByZeroNamesTheExpression) {
+  auto A = buffer({2}, i32, "A");
+  Expr x = buffer_load(A, {int32_const(0)});
+  Expr y = buffer_load(A, {int32_const(1)});
+  auto func = make_func({A}, buffer_store(A, floordiv(x + 1, y), {int32_const(0)}));
+  std::vector<int32_t> a = {7, 0};
+  std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
+  EXPECT_MESSAGE(msg, "tir.interpret: integer division by zero in (A[0] + 1) // A[1]");
+}
+
+TEST(InterpretError, ShiftByTheWidthIsAnError) {
+  auto A = buffer({2}, i32, "A");
+  Expr x = buffer_load(A, {int32_const(0)});
+  Expr y = buffer_load(A, {int32_const(1)});
+  auto func = make_func({A}, buffer_store(A, call(Builtin::ShiftLeft, {x, y}), {int32_const(0)}));
+  std::vector<int32_t> a = {1, 32};
+  std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: shift amount 32 is outside [0, 32) in shift_left(A[0], A[1])");
+}
+
+TEST(InterpretError, WrongArgumentCount) {
+  std::vector<float> a(4);
+  std::string msg = error_of([&] { interpret(*copy_func(4), {array(a, f32)}); });
+  EXPECT_MESSAGE(msg, "tir.interpret: function main takes 2 arguments (A, C), found 1");
+}
+
+TEST(InterpretError, WrongDtype) {
+  std::vector<float> a(4);
+  std::vector<double> c(4);
+  std::string msg = error_of([&] {
+    interpret(*copy_func(4), {array(a, f32), array(c, DataType::float64())});
+  });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 1 (buffer C): expected an array of dtype float32, "
+                 "found dtype float64");
+}
+
+TEST(InterpretError, WrongNdim) {
+  std::vector<float> a(4), c(4);
+  std::string msg = error_of([&] {
+    interpret(*copy_func(4), {array(a, f32, {2, 2}), array(c, f32)});
+  });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 0 (buffer A): expected 1 dimension, found 2 "
+                 "(shape (2, 2))");
+}
+
+TEST(InterpretError, WrongConstantShape) {
+  std::vector<float> a(5), c(4);
+  std::string msg = error_of([&] { interpret(*copy_func(4), {array(a, f32), array(c, f32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 0 (buffer A): expected shape (4), so dimension 0 "
+                 "= 4, found shape (5,)");
+}
+
+TEST(InterpretError, InconsistentSymbolicDimension) {
+  Ref<Var> n = make_size_var("n");
+  auto A = decl_buffer({n}, f32, "A");
+  auto B = decl_buffer({n}, f32, "B");
+  Ref<Var> i = make_var("i");
+  auto func = make_func({A, B}, loop(i, Expr(n), buffer_store(B, buffer_load(A, {i}), {i})));
+  std::vector<float> a(4), b(5);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32), array(b, f32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 1 (buffer B): dimension 0 of buffer B is n = 4 "
+                 "(bound by dimension 0 of buffer A), found 5");
+}
+
+TEST(InterpretError, DimensionExpressionChecked) {
+  Ref<Var> n = make_size_var("n");
+  auto A = decl_buffer({n}, f32, "A");
+  auto B = decl_buffer({n * 2}, f32, "B");
+  auto func = make_func({A, B}, make<Evaluate>(int32_const(0)));
+  std::vector<float> a(3), b(5);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32), array(b, f32)}); });
+  EXPECT_MESSAGE(msg,
+                 "argument 1 (buffer B): expected shape (n * 2 = 6), so dimension 0 = 6, "
+                 "found shape (5,)");
+}
+
+TEST(InterpretError, NonContiguousArray) {
+  std::vector<float> a(8), c(4);
+  std::string msg = error_of([&] {
+    interpret(*copy_func(4), {Argument::tensor(a.data(), f32, {4}, {2}), array(c, f32)});
+  });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 0 (buffer A): expected a C-contiguous array (the "
+                 "buffer has no strides), found strides (2,) (in elements) for shape (4,)");
+}
+
+TEST(InterpretError, ReadOnlyOutput) {
+  std::vector<float> a(4), c(4);
+  std::string msg = error_of([&] {
+    interpret(*copy_func(4), {array(a, f32), Argument::tensor(c.data(), f32, {4}, {}, false)});
+  });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 1 (buffer C): the function stores into this buffer "
+                 "but the array is read-only");
+  // A read-only input is fine.
+  EXPECT_EQ(
+      error_of([&] {
+        interpret(*copy_func(4), {Argument::tensor(a.data(), f32, {4}, {}, false), array(c, f32)});
+      }),
+      "");
+}
+
+TEST(InterpretError, ScalarArgumentChecks) {
+  Ref<Var> n = make_var("n", DataType::int_(8));
+  auto A = buffer({1}, DataType::int_(8), "A");
+  auto func = make_func({A, n}, buffer_store(A, n, {int32_const(0)}));
+  std::vector<int8_t> a(1);
+  EXPECT_MESSAGE(error_of([&] {
+                   interpret(*func, {array(a, DataType::int_(8)), Argument::integer(300)});
+                 }),
+                 "tir.interpret: argument 1 (scalar n): the value 300 does not fit in dtype int8");
+  EXPECT_MESSAGE(error_of([&] {
+                   interpret(*func, {array(a, DataType::int_(8)), Argument::floating(1.5)});
+                 }),
+                 "tir.interpret: argument 1 (scalar n): expected an integer of dtype int8, found "
+                 "the float 1.5");
+  EXPECT_MESSAGE(error_of([&] {
+                   interpret(*func, {array(a, DataType::int_(8)), array(a, DataType::int_(8))});
+                 }),
+                 "tir.interpret: argument 1 (scalar n): expected a scalar of dtype int8, found an "
+                 "array");
+  EXPECT_MESSAGE(
+      error_of([&] {
+        interpret(*func, {Argument::integer(1), Argument::integer(1)});
+      }),
+      "tir.interpret: argument 0 (buffer A): expected an array of dtype int8, found a scalar");
+}
+
+TEST(InterpretError, UnsupportedBuiltinIsRefused) {
+  auto A = buffer({1}, i32, "A");
+  auto func = make_func({A}, make<Evaluate>(call(i32, Builtin::CallExtern,
+                                                 {make<StringImm>("puts"), int32_const(0)})));
+  std::vector<int32_t> a(1);
+  std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: the builtin call_extern is not supported by the interpreter: "
+                 "the interpreter runs no external code");
+}
+
+TEST(InterpretError, StorageSyncIsRefused) {
+  auto A = buffer({1}, i32, "A");
+  auto func =
+      make_func({A}, make<Evaluate>(call(Builtin::StorageSync, {make<StringImm>("shared")})));
+  std::vector<int32_t> a(1);
+  std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
+  EXPECT_MESSAGE(msg,
+                 "the builtin storage_sync is not supported by the interpreter: GPU threads "
+                 "run one after another");
+}
+
+TEST(InterpretError, BlockIteratorOutsideItsDomain) {
+  auto A = buffer({8}, f32, "A");
+  Ref<Var> i = make_var("i"), vi = make_var("vi");
+  auto block = make<Block>();
+  block->name = "A";
+  block->iter_vars = {IterVar{vi, Range{int32_const(0), int32_const(4)}, IterType::kDataPar}};
+  block->body = buffer_store(A, make_zero(f32), {vi});
+  auto func =
+      make_func({A}, loop(i, 8, make<BlockRealize>(std::vector<Expr>{i}, bool_const(true), block)));
+  std::vector<float> a(8);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: block A: iterator vi is bound to 4, outside its domain [0, 4)");
+}
+
+TEST(InterpretError, VariableOutsideItsScope) {
+  auto A = buffer({4}, i32, "A");
+  Ref<Var> i = make_var("i");
+  auto func = make_func(
+      {A}, seq({loop(i, 4, buffer_store(A, i, {i})), buffer_store(A, i, {int32_const(0)})}));
+  std::vector<int32_t> a(4);
+  std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: variable i is used in an expression outside the scope that "
+                 "defines it");
+}
+
+TEST(InterpretError, BufferWithoutStorage) {
+  auto A = buffer({4}, i32, "A");
+  auto T = buffer({4}, i32, "T");
+  auto func = make_func({A}, buffer_store(A, buffer_load(T, {int32_const(0)}), {int32_const(0)}));
+  std::vector<int32_t> a(4);
+  std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: buffer T is accessed where its storage (data T) is neither a "
+                 "parameter nor allocated");
+}
+
+TEST(InterpretError, ReduceNodeIsRefused) {
+  auto A = buffer({1}, f32, "A");
+  auto reduce = make<Reduce>(f32);
+  auto func = make_func({A}, buffer_store(A, Expr(reduce), {int32_const(0)}));
+  std::vector<float> a(1);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32)}); });
+  EXPECT_MESSAGE(msg, "tir.interpret: a Reduce expression is found in the function body");
+}
+
+}  // namespace
+}  // namespace kiln::interpreter::testing
