@@ -103,11 +103,6 @@ Expr optional_expr(py::handle obj, const char* api, const char* what) {
   return to_expr(obj, api, what);
 }
 
-// A bool condition; Python True/False become bool constants.
-Expr optional_condition(py::handle obj, const char* api) {
-  return optional_expr(obj, api, "where");
-}
-
 Range to_range(py::handle dom, const char* api) {
   if (py::isinstance<Range>(dom)) return dom.cast<Range>();
   if ((py::isinstance<py::tuple>(dom) || py::isinstance<py::list>(dom)) && py::len(dom) == 2) {
@@ -309,7 +304,7 @@ void bind_reductions(py::module_& m) {
         [f, api](py::handle expr, py::handle axis, py::handle where, py::handle init) {
           Expr source = to_expr(expr, api, "the value to reduce");
           Expr start = init.is_none() ? Expr() : to_expr_like(init, source, api);
-          return f(source, to_axis_list(axis, api), optional_condition(where, api), start);
+          return f(source, to_axis_list(axis, api), optional_expr(where, api, "where"), start);
         },
         py::arg("expr"), py::arg("axis"), py::arg("where") = py::none(),
         py::arg("init") = py::none());
@@ -346,7 +341,7 @@ void bind_reductions(py::module_& m) {
           }
         }
         return te::comm_reduce(combiner, std::move(sources), to_axis_list(axis, name),
-                               optional_condition(where, name), std::move(inits), api);
+                               optional_expr(where, name, "where"), std::move(inits), api);
       },
       py::arg("combiner"), py::arg("source"), py::arg("axis"), py::arg("where"), py::arg("init"),
       py::arg("api"));
