@@ -20,10 +20,10 @@ void print_hash(const char* name, const Ref<Node>& node, bool map_free_vars = fa
 
 int main() {
   try {
-    print_hash("matmul_128", testing::matmul());
-    print_hash("matmul_64", testing::matmul(64));
-    print_hash("scale_symbolic", testing::scale_symbolic());
-    print_hash("vector_add_loop", testing::vector_add_loop());
+    print_hash("matmul_128", samples::matmul());
+    print_hash("matmul_64", samples::matmul(64));
+    print_hash("scale_symbolic", samples::scale_symbolic());
+    print_hash("vector_add_loop", samples::vector_add_loop());
 
     Ref<Var> x = make_var("x");
     Ref<Var> y = make_var("y", DataType::int64());

@@ -12,13 +12,13 @@
 namespace kiln::ir {
 namespace {
 
-using testing::point;
-using testing::range;
+using samples::point;
+using samples::range;
 
 const DataType f32 = DataType::float32();
 
 TEST(Printer, Matmul) {
-  EXPECT_EQ(to_script(testing::matmul()),
+  EXPECT_EQ(to_script(samples::matmul()),
             R"(# from kiln.script import tir as T
 @T.prim_func
 def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):
@@ -34,7 +34,7 @@ def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
 }
 
 TEST(Printer, SymbolicShapeDeclaresItsSizeVariable) {
-  EXPECT_EQ(to_script(testing::scale_symbolic(), "scale"),
+  EXPECT_EQ(to_script(samples::scale_symbolic(), "scale"),
             R"(# from kiln.script import tir as T
 @T.prim_func
 def scale(A: T.Buffer((n,), "float32"), B: T.Buffer((n,), "float32")):
@@ -49,7 +49,7 @@ def scale(A: T.Buffer((n,), "float32"), B: T.Buffer((n,), "float32")):
 }
 
 TEST(Printer, VectorsAllocationAndParallelLoop) {
-  EXPECT_EQ(to_script(testing::vector_add_loop()),
+  EXPECT_EQ(to_script(samples::vector_add_loop()),
             R"(for io in T.parallel(16):
     with T.allocate((4,), "float32", scope="local") as tmp:
         tmp[T.Ramp(0, 1, 4)] = A[T.Ramp(io * 4, 1, 4)] + T.Broadcast(T.float32(1.5), 4)
@@ -78,10 +78,10 @@ TEST(Printer, ThreadBindingWhereAndAllocBuffer) {
   auto outer = make<For>(i0, int32_const(0), int32_const(4), ForKind::kThreadBinding, inner);
   outer->thread_tag = "blockIdx.x";
   auto f = make<PrimFunc>();
-  testing::add_buffer_param(f.get(), a);
-  testing::add_buffer_param(f.get(), b);
+  samples::add_buffer_param(f.get(), a);
+  samples::add_buffer_param(f.get(), b);
   f->attrs["global_symbol"] = make<StringImm>("main");
-  f->body = testing::root_block(outer);
+  f->body = samples::root_block(outer);
   EXPECT_EQ(to_script(f), R"(# from kiln.script import tir as T
 @T.prim_func
 def main(A: T.Buffer((100,), "float32"), B: T.Buffer((100,), "float32")):
@@ -122,8 +122,8 @@ TEST(Printer, GridStopsAtALoopWhoseExtentDependsOnAnOuterLoop) {
   Ref<Buffer> a = decl_buffer({int32_const(64)}, f32, "A");
   Ref<Var> i = make_var("i"), j = make_var("j"), k = make_var("k");
   Stmt store = buffer_store(a, make_zero(f32), {i + j + k});
-  Stmt s = testing::serial(i, int32_const(4),
-                           testing::serial(j, int32_const(4), testing::serial(k, i + 1, store)));
+  Stmt s = samples::serial(i, int32_const(4),
+                           samples::serial(j, int32_const(4), samples::serial(k, i + 1, store)));
   EXPECT_EQ(to_script(s), R"(for i, j in T.grid(4, 4):
     for k in range(i + 1):
         A[i + j + k] = T.float32(0))");
@@ -152,8 +152,8 @@ TEST(Printer, DuplicateNamesAreMadeUniqueInTheTextOnly) {
   Ref<Buffer> a2 = decl_buffer({int32_const(4)}, f32, "A");
   Ref<Var> i1 = make_var("i"), i2 = make_var("i");
   Ref<Var> keyword = make_var("lambda");
-  Stmt s = seq({testing::serial(i1, int32_const(4), buffer_store(a1, make_zero(f32), {i1})),
-                testing::serial(i2, int32_const(4), buffer_store(a2, make_one(f32), {i2})),
+  Stmt s = seq({samples::serial(i1, int32_const(4), buffer_store(a1, make_zero(f32), {i1})),
+                samples::serial(i2, int32_const(4), buffer_store(a2, make_one(f32), {i2})),
                 make<Evaluate>(keyword + 1)});
   EXPECT_EQ(to_script(s), R"(for i in range(4):
     A[i] = T.float32(0)
@@ -243,7 +243,7 @@ TEST(Printer, MarksAnExpressionWithCaretsAndANote) {
   Ref<Buffer> b = decl_buffer({int32_const(8)}, f32, "B");
   Ref<Var> i = make_var("i");
   Expr load = buffer_load(a, {i});
-  Stmt s = testing::serial(i, int32_const(8), buffer_store(b, load + make_one(f32), {i}));
+  Stmt s = samples::serial(i, int32_const(8), buffer_store(b, load + make_one(f32), {i}));
   PrintOptions options;
   options.mark = load.get();
   options.mark_note = "out of bounds";
@@ -253,7 +253,7 @@ TEST(Printer, MarksAnExpressionWithCaretsAndANote) {
 }
 
 TEST(Printer, MarksTheHeaderLineOfAStatement) {
-  Ref<PrimFunc> f = testing::matmul(16);
+  Ref<PrimFunc> f = samples::matmul(16);
   const auto* root = f->body.as<BlockRealize>();
   PrintOptions options;
   options.mark = root->block->body.get();
@@ -274,8 +274,8 @@ def main(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: 
 
 TEST(Printer, ModuleWithTwoFunctions) {
   auto m = make<IRModule>();
-  m->functions["scale"] = testing::scale_symbolic();
-  m->functions["add"] = testing::matmul(4);
+  m->functions["scale"] = samples::scale_symbolic();
+  m->functions["add"] = samples::matmul(4);
   EXPECT_EQ(to_script(m), R"(# from kiln.script import ir as I
 # from kiln.script import tir as T
 @I.ir_module

@@ -7,7 +7,7 @@
 #include "kiln/ir/buffer.h"
 #include "kiln/ir/op.h"
 
-namespace kiln::ir::testing {
+namespace kiln::ir::samples {
 
 // A tensor parameter: a handle variable bound to `buffer` in the function's buffer_map.
 inline void add_buffer_param(PrimFunc* f, const Ref<Buffer>& buffer) {
@@ -106,4 +106,4 @@ inline Stmt vector_add_loop() {
   return make<For>(io, int32_const(0), int32_const(16), ForKind::kParallel, body);
 }
 
-}  // namespace kiln::ir::testing
+}  // namespace kiln::ir::samples

@@ -14,9 +14,9 @@
 namespace kiln::ir {
 namespace {
 
-using testing::matmul;
-using testing::scale_symbolic;
-using testing::vector_add_loop;
+using samples::matmul;
+using samples::scale_symbolic;
+using samples::vector_add_loop;
 
 // --- Equality ---------------------------------------------------------------------------------
 
@@ -119,7 +119,7 @@ TEST(StructuralEqual, DefinedVariablesCorrespondByPosition) {
     Ref<Var> i = make_var("i"), j = make_var("j");
     Stmt store = buffer_store(a, make_zero(DataType::float32()),
                               transpose ? std::vector<Expr>{j, i} : std::vector<Expr>{i, j});
-    return testing::serial(i, int32_const(4), testing::serial(j, int32_const(4), store));
+    return samples::serial(i, int32_const(4), samples::serial(j, int32_const(4), store));
   };
   EXPECT_TRUE(structural_equal(nest(false), nest(false)));
   EXPECT_FALSE(structural_equal(nest(false), nest(true)));
@@ -138,7 +138,7 @@ TEST(StructuralEqual, LetVariablesAreDefinitions) {
 TEST(StructuralEqual, AVariableReusedBySiblingLoopsMatchesTwoVariables) {
   Ref<Buffer> a = decl_buffer({int32_const(4)}, DataType::float32(), "A");
   auto loop = [&](const Ref<Var>& i) {
-    return testing::serial(i, int32_const(4), buffer_store(a, make_zero(a->dtype), {i}));
+    return samples::serial(i, int32_const(4), buffer_store(a, make_zero(a->dtype), {i}));
   };
   Ref<Var> i = make_var("i"), j = make_var("j"), k = make_var("k");
   Stmt reused = seq({loop(i), loop(i)});
