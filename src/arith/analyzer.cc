@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
+#include "kiln/ir/printer.h"
 #include "kiln/support/error.h"
 #include "src/arith/analyzer_impl.h"
 #include "src/arith/canonical_simplify.h"
@@ -117,6 +119,10 @@ void Analyzer::Impl::bind_value(const Ref<Var>& v, const Expr& value, bool scope
       << "Analyzer::bind: variable " << v->name << " has dtype " << v->dtype
       << " but the value it is bound to has dtype " << value->dtype;
   Expr simplified = simplify(value, 4);
+  const Var* var = v.get();
+  user_check(!uses_var(simplified, [var](const Var* u) { return u == var; }))
+      << "Analyzer::bind: variable " << v->name << " cannot be bound to a value that uses it ("
+      << simplified << ")";
   VarInfo info;
   info.var = v;
   info.value = simplified;

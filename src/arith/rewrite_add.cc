@@ -9,6 +9,7 @@ using namespace pattern;
 
 Expr RewriteSimplifier::visit(const Add* op) {
   Expr e = rebuild(op, mutate(op->a), mutate(op->b));
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   if (!e.is<Add>() || !is_scalar_integer(e)) return e;
   PVar x, y, z;
   PConst c1, c2;
@@ -54,6 +55,7 @@ Expr RewriteSimplifier::visit(const Add* op) {
 
 Expr RewriteSimplifier::visit(const Sub* op) {
   Expr e = rebuild(op, mutate(op->a), mutate(op->b));
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   if (!e.is<Sub>() || !is_scalar_integer(e)) return e;
   PVar x, y;
   PConst c1, c2;

@@ -207,7 +207,7 @@ Expr fold_float_compare(NodeKind kind, const Expr& a, const Expr& b) {
     Expr e = rebuild(op, a, b);                                                  \
     if (!e.is<Name>()) return e;                                                 \
     if (Expr f = fold_float_compare(NodeKind::Name, a, b)) return f;             \
-    if (!a->dtype.is_scalar()) return e;                                         \
+    if (!a->dtype.is_scalar()) return rewrite_vector(e);                         \
     Expr r;                                                                      \
     if (is_index(a)) {                                                           \
       r = swap ? compare_index(NodeKind::NormalKind, b, a)                       \

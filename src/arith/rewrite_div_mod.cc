@@ -22,6 +22,7 @@ std::optional<int64_t> nonzero_const(const Expr& e) {
 
 Expr RewriteSimplifier::visit(const FloorDiv* op) {
   Expr e = rebuild(op, mutate(op->a), mutate(op->b));
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   const auto* div = e.as<FloorDiv>();
   if (div == nullptr || !is_index(e)) return e;
   // A quotient that is the same over the whole range of the dividend is a constant.
@@ -61,6 +62,7 @@ Expr RewriteSimplifier::visit(const FloorDiv* op) {
 
 Expr RewriteSimplifier::visit(const FloorMod* op) {
   Expr e = rebuild(op, mutate(op->a), mutate(op->b));
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   const auto* mod = e.as<FloorMod>();
   if (mod == nullptr || !is_index(e)) return e;
   if (std::optional<int64_t> c = nonzero_const(mod->b)) {
@@ -103,6 +105,7 @@ Expr RewriteSimplifier::visit(const FloorMod* op) {
 
 Expr RewriteSimplifier::visit(const Div* op) {
   Expr e = rebuild(op, mutate(op->a), mutate(op->b));
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   const auto* div = e.as<Div>();
   if (div == nullptr || !is_index(e)) return e;
   if (std::optional<int64_t> c = nonzero_const(div->b)) {
@@ -137,6 +140,7 @@ Expr RewriteSimplifier::visit(const Div* op) {
 
 Expr RewriteSimplifier::visit(const Mod* op) {
   Expr e = rebuild(op, mutate(op->a), mutate(op->b));
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   const auto* mod = e.as<Mod>();
   if (mod == nullptr || !is_index(e)) return e;
   if (std::optional<int64_t> c = nonzero_const(mod->b)) {

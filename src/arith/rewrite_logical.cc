@@ -58,6 +58,7 @@ Expr RewriteSimplifier::visit(const And* op) {
   if (!is_const(b) && !is_const(a) && !a.is<And>()) a = mutate_assuming(a, b);
   Expr e = a.same_as(op->a) && b.same_as(op->b) && !is_const(a) && !is_const(b) ? Expr(op)
                                                                                 : logical_and(a, b);
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   if (!e.is<And>() || !e->dtype.is_scalar()) return e;
   PVar x;
   Rewriter rewrite(e);
@@ -73,6 +74,7 @@ Expr RewriteSimplifier::visit(const Or* op) {
   if (!is_const(b) && !is_const(a) && !a.is<Or>()) a = mutate_assuming(a, negation(b));
   Expr e = a.same_as(op->a) && b.same_as(op->b) && !is_const(a) && !is_const(b) ? Expr(op)
                                                                                 : logical_or(a, b);
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   if (!e.is<Or>() || !e->dtype.is_scalar()) return e;
   PVar x;
   Rewriter rewrite(e);

@@ -10,6 +10,7 @@ using namespace pattern;
 
 Expr RewriteSimplifier::visit(const Min* op) {
   Expr e = rebuild(op, mutate(op->a), mutate(op->b));
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   const auto* m = e.as<Min>();
   if (m == nullptr || !is_scalar_integer(e)) return e;
   // Bounds are sound for unsigned integers too.
@@ -53,6 +54,7 @@ Expr RewriteSimplifier::visit(const Min* op) {
 
 Expr RewriteSimplifier::visit(const Max* op) {
   Expr e = rebuild(op, mutate(op->a), mutate(op->b));
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   const auto* m = e.as<Max>();
   if (m == nullptr || !is_scalar_integer(e)) return e;
   if (prove_le(m->b, m->a)) return m->a;

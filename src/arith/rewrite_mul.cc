@@ -9,6 +9,7 @@ using namespace pattern;
 
 Expr RewriteSimplifier::visit(const Mul* op) {
   Expr e = rebuild(op, mutate(op->a), mutate(op->b));
+  if (e->dtype.is_vector()) return rewrite_vector(e);
   if (!e.is<Mul>() || !is_scalar_integer(e)) return e;
   PVar x, y;
   PConst c1, c2;

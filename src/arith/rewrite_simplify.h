@@ -8,6 +8,7 @@
 //   rewrite_compare.cc   EQ, NE, LT, LE, GT, GE
 //   rewrite_logical.cc   And, Or, Not
 //   rewrite_select.cc    Select and the if_then_else builtin
+//   rewrite_vector.cc    binary nodes of vector dtype (ramps and broadcasts)
 //   rewrite_simplify.cc  variables, casts, lets, other calls, vectors; the shared helpers
 // Algebraic rules apply to signed scalar integers (no overflow, see analyzer.h); unsigned
 // integers get the rules that hold modulo 2^bits; floats only constant folding.
@@ -102,6 +103,9 @@ class RewriteSimplifier : public ir::IRMutator {
 
   // A bool result replaced by a constant when a known condition decides it.
   ir::Expr decide_by_facts(const ir::Expr& e);
+
+  // The rules for a binary node of vector dtype (rewrite_vector.cc).
+  ir::Expr rewrite_vector(const ir::Expr& e);
 
   // The comparison `a kind b` of signed integers in normal form, or decided (rewrite_compare).
   ir::Expr compare_index(ir::NodeKind kind, const ir::Expr& a, const ir::Expr& b);

@@ -135,6 +135,16 @@ TEST(Analyzer, BindingAValueOfAnotherDtypeIsATypeError) {
   }
 }
 
+TEST(Analyzer, BindingAVariableToItselfIsAnError) {
+  Analyzer ana;
+  Ref<Var> x = make_var("x"), y = make_var("y");
+  EXPECT_EQ(error_of([&] { ana.bind(x, x + 1); }),
+            "Analyzer::bind: variable x cannot be bound to a value that uses it (x + 1)");
+  ana.bind(y, x * 2);
+  EXPECT_EQ(error_of([&] { ana.bind(x, y + 1); }),
+            "Analyzer::bind: variable x cannot be bound to a value that uses it (x * 2 + 1)");
+}
+
 TEST(Analyzer, UpdateIntersectsOrOverrides) {
   Analyzer ana;
   Ref<Var> x = make_var("x");

@@ -39,7 +39,9 @@ int64_t floordiv_ref(int64_t a, int64_t b) {
 
 class Evaluator {
  public:
-  Evaluator(const Values& values, bool strict) : values_(values), strict_(strict) {}
+  // Evaluates lane `lane` of vector expressions (a scalar expression has one lane).
+  Evaluator(const Values& values, bool strict, int lane = 0)
+      : values_(values), strict_(strict), lane_(lane) {}
 
   std::optional<int64_t> eval(const Expr& e) {
     DataType t = e->dtype;
@@ -91,6 +93,15 @@ class Evaluator {
         if (!c || !a || !b) return std::nullopt;
         return *c != 0 ? *a : *b;
       }
+      case NodeKind::Ramp: {
+        const auto* n = e.as<Ramp>();
+        std::optional<int64_t> base = eval(n->base), stride = eval(n->stride);
+        if (!base || !stride) return std::nullopt;
+        return fit(static_cast<__int128>(*base) + static_cast<__int128>(*stride) * lane_,
+                   n->base->dtype);
+      }
+      case NodeKind::Broadcast:
+        return eval(e.as<Broadcast>()->value);
       case NodeKind::Call: {
         const auto* n = e.as<Call>();
         if (n->op != Builtin::IfThenElse) return std::nullopt;
@@ -106,7 +117,7 @@ class Evaluator {
 
  private:
   std::optional<int64_t> fit(__int128 v, DataType t) {
-    int64_t wrapped = wrap_to_dtype(static_cast<int64_t>(v), t);
+    int64_t wrapped = wrap_to_dtype(static_cast<int64_t>(v), t.element_of());
     if (strict_ && static_cast<__int128>(wrapped) != v) return std::nullopt;
     return wrapped;
   }
@@ -168,6 +179,7 @@ class Evaluator {
 
   const Values& values_;
   bool strict_;
+  int lane_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -279,6 +291,38 @@ class Generator {
     return e;
   }
 
+  // A vector of `lanes` lanes built from ramps and broadcasts of scalar expressions.
+  Expr vector(int depth, int lanes) {
+    DataType vt = t_.with_lanes(lanes);
+    auto bcast = [&](Expr v) { return Expr(make<Broadcast>(vt, v, lanes)); };
+    if (depth <= 0 || chance(30)) {
+      if (chance(60)) {
+        return make<Ramp>(vt, integer(1), make<IntImm>(t_, uniform(-3, 4)), lanes);
+      }
+      return bcast(integer(1));
+    }
+    switch (uniform(0, 7)) {
+      case 0:
+        return make<Add>(vt, vector(depth - 1, lanes), vector(depth - 1, lanes));
+      case 1:
+        return make<Sub>(vt, vector(depth - 1, lanes), vector(depth - 1, lanes));
+      case 2:
+        return make<Mul>(vt, vector(depth - 1, lanes), bcast(constant()));
+      case 3:
+        return make<FloorDiv>(vt, vector(depth - 1, lanes), bcast(divisor(0)));
+      case 4:
+        return make<FloorMod>(vt, vector(depth - 1, lanes), bcast(divisor(0)));
+      case 5:
+        return make<Min>(vt, vector(depth - 1, lanes), vector(depth - 1, lanes));
+      case 6: {
+        Expr c = make<LT>(DataType::bool_(lanes), vector(depth - 1, lanes), vector(0, lanes));
+        return make<Select>(vt, c, vector(depth - 1, lanes), vector(depth - 1, lanes));
+      }
+      default:
+        return make<Max>(vt, vector(depth - 1, lanes), vector(depth - 1, lanes));
+    }
+  }
+
   Expr boolean(int depth) {
     DataType b = DataType::bool_();
     if (depth <= 0 || chance(50)) {
@@ -347,7 +391,11 @@ TEST(SimplifyFuzz, SimplifiedExpressionsEvaluateLikeTheOriginals) {
     }
     Generator gen(&rng, t, &vars);
     int depth = 1 + coin(rng) % 4;
-    Expr original = coin(rng) < 75 ? gen.integer(depth) : gen.boolean(depth);
+    int kind = coin(rng);
+    int lanes = kind < 12 ? 2 + coin(rng) % 7 : 1;
+    Expr original = kind < 12   ? gen.vector(depth, lanes)
+                    : kind < 75 ? gen.integer(depth)
+                                : gen.boolean(depth);
     // Sometimes a scoped condition: the values below then satisfy it.
     Expr constraint = coin(rng) < 15 ? gen.boolean(1) : Expr();
     Expr simplified;
@@ -381,9 +429,15 @@ TEST(SimplifyFuzz, SimplifiedExpressionsEvaluateLikeTheOriginals) {
         std::optional<int64_t> holds = Evaluator(values, true).eval(constraint);
         if (!holds || *holds == 0) continue;
       }
-      std::optional<int64_t> expected = Evaluator(values, true).eval(original);
+      std::optional<int64_t> expected, actual;
+      int lane = 0;
+      for (; lane < lanes; ++lane) {
+        expected = Evaluator(values, true, lane).eval(original);
+        if (!expected) break;
+        actual = Evaluator(values, false, lane).eval(simplified);
+        if (actual != expected) break;
+      }
       if (!expected) continue;
-      std::optional<int64_t> actual = Evaluator(values, false).eval(simplified);
       ++checked;
       if (actual != expected) {
         ++mismatches;
@@ -392,8 +446,8 @@ TEST(SimplifyFuzz, SimplifiedExpressionsEvaluateLikeTheOriginals) {
                       << "\n  simplified: " << simplified
                       << (constraint.defined() ? "\n  under:      " : "")
                       << (constraint.defined() ? to_script(constraint) : "") << "\n  expected "
-                      << *expected << ", got " << (actual ? std::to_string(*actual) : "undefined")
-                      << " with\n"
+                      << *expected << " in lane " << lane << ", got "
+                      << (actual ? std::to_string(*actual) : "undefined") << " with\n"
                       << describe(values, vars);
         break;
       }

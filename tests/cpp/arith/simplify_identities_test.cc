@@ -370,5 +370,28 @@ TEST_F(SimplifyIdentities, SelectCastLetCalls) {
   });
 }
 
+TEST_F(SimplifyIdentities, Vectors) {
+  Expr four = broadcast(i32(4), 4);
+  check({
+      {"ramp(x*4, 1, 4) // 4", floordiv(ramp(x * 4, i32(1), 4), four), broadcast(x, 4)},
+      {"ramp(x*4, 1, 4) % 4", floormod(ramp(x * 4, i32(1), 4), four), ramp(i32(0), i32(1), 4)},
+      {"ramp(x, 8, 4) // 4", floordiv(ramp(x, i32(8), 4), four), ramp(floordiv(x, 4), i32(2), 4)},
+      {"ramp(x, 8, 4) % 4", floormod(ramp(x, i32(8), 4), four), broadcast(floormod(x, 4), 4)},
+      {"ramp(x, 1, 4) + broadcast(y)", ramp(x, i32(1), 4) + broadcast(y, 4),
+       ramp(x + y, i32(1), 4)},
+      {"ramp(x, 1, 4) + ramp(y, 2, 4)", ramp(x, i32(1), 4) + ramp(y, i32(2), 4),
+       ramp(x + y, i32(3), 4)},
+      {"broadcast(y) - ramp(x, 1, 4)", broadcast(y, 4) - ramp(x, i32(1), 4),
+       ramp(y - x, i32(-1), 4)},
+      {"ramp(x, 2, 4) * 3", ramp(x, i32(2), 4) * broadcast(i32(3), 4), ramp(x * 3, i32(6), 4)},
+      {"broadcast(x) + broadcast(x)", broadcast(x, 4) + broadcast(x, 4), broadcast(x * 2, 4)},
+      {"ramp(x, 0, 4)", make<Ramp>(DataType::int_(32, 4), x, i32(0), 4), broadcast(x, 4)},
+      {"ramp(j, 1, 4) < 8 with j in [0, 4)", lt(ramp(j, i32(1), 4), broadcast(i32(8), 4)),
+       broadcast(t, 4)},
+      {"ramp(i*8, 1, 8) // 8 with i in [0, 8)",
+       floordiv(ramp(i * 8, i32(1), 8), broadcast(i32(8), 8)), broadcast(i, 8)},
+  });
+}
+
 }  // namespace
 }  // namespace kiln::arith
