@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "kiln/arith/analyzer.h"
+#include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
 
@@ -42,6 +43,12 @@ class Evaluator {
   // Evaluates lane `lane` of vector expressions (a scalar expression has one lane).
   Evaluator(const Values& values, bool strict, int lane = 0)
       : values_(values), strict_(strict), lane_(lane) {}
+  // A copy of the evaluator whose variables include `v` = `value` (for the body of a let).
+  Evaluator with(const Var* v, int64_t value) const {
+    Evaluator inner = *this;
+    inner.values_[v] = value;
+    return inner;
+  }
 
   std::optional<int64_t> eval(const Expr& e) {
     DataType t = e->dtype;
@@ -102,6 +109,18 @@ class Evaluator {
       }
       case NodeKind::Broadcast:
         return eval(e.as<Broadcast>()->value);
+      case NodeKind::Cast: {
+        // Integer conversions wrap to the target type; that is their meaning, not an overflow.
+        std::optional<int64_t> v = eval(e.as<Cast>()->value);
+        if (!v) return std::nullopt;
+        return wrap_to_dtype(*v, t.element_of());
+      }
+      case NodeKind::Let: {
+        const auto* n = e.as<Let>();
+        std::optional<int64_t> v = eval(n->value);
+        if (!v) return std::nullopt;
+        return with(n->var.get(), *v).eval(n->body);
+      }
       case NodeKind::Call: {
         const auto* n = e.as<Call>();
         if (n->op != Builtin::IfThenElse) return std::nullopt;
@@ -116,9 +135,11 @@ class Evaluator {
   }
 
  private:
+  // Signed results must fit (the no-overflow contract of index arithmetic); unsigned ones wrap
+  // by definition.
   std::optional<int64_t> fit(__int128 v, DataType t) {
     int64_t wrapped = wrap_to_dtype(static_cast<int64_t>(v), t.element_of());
-    if (strict_ && static_cast<__int128>(wrapped) != v) return std::nullopt;
+    if (strict_ && t.is_int() && static_cast<__int128>(wrapped) != v) return std::nullopt;
     return wrapped;
   }
 
@@ -177,7 +198,7 @@ class Evaluator {
     }
   }
 
-  const Values& values_;
+  Values values_;
   bool strict_;
   int lane_;
 };
@@ -201,17 +222,20 @@ class Generator {
   }
   bool chance(int percent) { return uniform(0, 99) < percent; }
 
+  // A constant of the expression type; unsigned types take the magnitude.
+  Expr imm(int64_t v) { return make<IntImm>(t_, t_.is_uint() && v < 0 ? -v : v); }
+
   Expr constant() {
     int64_t v = chance(85) ? uniform(-9, 9) : uniform(-100, 100);
     if (chance(2)) v = chance(50) ? 4096 : -65536;
-    return make<IntImm>(t_, v);
+    return imm(v);
   }
 
   // A divisor: mostly a non-zero constant (powers of two often), sometimes an expression.
   Expr divisor(int depth) {
     if (chance(25)) return integer(depth - 1);
     static const int64_t kDivisors[] = {1, 2, 3, 4, 8, 16, -1, -2, -3, -4, -8, 5, 6, 7, 32};
-    return make<IntImm>(t_, kDivisors[uniform(0, 14)]);
+    return imm(kDivisors[uniform(0, 14)]);
   }
 
   Expr integer(int depth) {
@@ -219,7 +243,7 @@ class Generator {
       if (chance(75)) return vars_[uniform(0, vars_.size() - 1)].var;
       return constant();
     }
-    switch (uniform(0, 16)) {
+    switch (uniform(0, 17)) {
       case 0:
       case 1:
         return make<Add>(t_, integer(depth - 1), integer(depth - 1));
@@ -254,6 +278,19 @@ class Generator {
         return split(depth);
       case 14:
         return index(depth);
+      case 15:
+        if (chance(50)) {
+          // Through a narrower or a wider type and back.
+          DataType other = chance(50) ? DataType::int_(16) : DataType::int64();
+          if (other == t_) other = DataType::int32();
+          return make<Cast>(t_, make<Cast>(other, integer(depth - 1)));
+        } else {
+          // let v = value in body, the body using v in place of one of the variables.
+          Ref<Var> v = make_var("v", t_);
+          Expr body = substitute(integer(depth - 1),
+                                 VarMap{{vars_[uniform(0, vars_.size() - 1)].var.get(), Expr(v)}});
+          return make<Let>(t_, v, integer(depth - 1), body);
+        }
       default:
         return make<Add>(t_, make<Mul>(t_, integer(depth - 1), constant()), integer(depth - 1));
     }
@@ -261,14 +298,14 @@ class Generator {
 
   Expr split(int depth) {
     Expr a = integer(depth - 1);
-    Expr c = make<IntImm>(t_, uniform(1, 8) * (chance(80) ? 1 : -1));
+    Expr c = imm(uniform(1, 8) * (chance(80) ? 1 : -1));
     switch (uniform(0, 3)) {
       case 0:
         return make<Add>(t_, make<Mul>(t_, make<FloorDiv>(t_, a, c), c), make<FloorMod>(t_, a, c));
       case 1:
         return make<Sub>(t_, a, make<Mul>(t_, make<FloorDiv>(t_, a, c), c));
       case 2:
-        return make<FloorMod>(t_, make<FloorDiv>(t_, a, c), make<IntImm>(t_, uniform(1, 6)));
+        return make<FloorMod>(t_, make<FloorDiv>(t_, a, c), imm(uniform(1, 6)));
       default:
         return make<Add>(t_, make<Mul>(t_, make<Div>(t_, a, c), c), make<Mod>(t_, a, c));
     }
@@ -281,11 +318,11 @@ class Generator {
     auto var = [&]() { return Expr(vars_[uniform(0, vars_.size() - 1)].var); };
     Expr e = var();
     for (int terms = static_cast<int>(uniform(1, 2)); terms > 0; --terms) {
-      e = make<Add>(t_, make<Mul>(t_, var(), make<IntImm>(t_, power())), e);
+      e = make<Add>(t_, make<Mul>(t_, var(), imm(power())), e);
     }
-    if (chance(30)) e = make<Add>(t_, e, make<IntImm>(t_, uniform(-5, 5)));
+    if (chance(30)) e = make<Add>(t_, e, imm(uniform(-5, 5)));
     for (int ops = static_cast<int>(uniform(1, 2)); ops > 0; --ops) {
-      Expr d = make<IntImm>(t_, power());
+      Expr d = imm(power());
       e = chance(50) ? Expr(make<FloorDiv>(t_, e, d)) : Expr(make<FloorMod>(t_, e, d));
     }
     return e;
@@ -374,7 +411,10 @@ TEST(SimplifyFuzz, SimplifiedExpressionsEvaluateLikeTheOriginals) {
   std::mt19937_64 rng(seed);
   int64_t checked = 0, mismatches = 0;
   for (int64_t iter = 0; iter < iterations && mismatches < 5; ++iter) {
-    DataType t = iter % 2 == 0 ? DataType::int32() : DataType::int64();
+    // Mostly signed index types; some uint32, whose arithmetic wraps by definition.
+    DataType t = iter % 10 == 9  ? DataType::uint(32)
+                 : iter % 2 == 0 ? DataType::int32()
+                                 : DataType::int64();
     std::vector<VarSpec> vars;
     const char* names[] = {"x", "y", "z", "w"};
     std::uniform_int_distribution<int> coin(0, 99);
@@ -384,7 +424,7 @@ TEST(SimplifyFuzz, SimplifiedExpressionsEvaluateLikeTheOriginals) {
     for (VarSpec& v : vars) {
       if (coin(rng) < 50) {
         v.bound = true;
-        v.lo = std::uniform_int_distribution<int64_t>(-20, 20)(rng);
+        v.lo = std::uniform_int_distribution<int64_t>(t.is_uint() ? 0 : -20, 20)(rng);
         v.extent = std::uniform_int_distribution<int64_t>(1, 24)(rng);
         ana.bind(v.var, Range{make_const(t, v.lo), make_const(t, v.extent)});
       }
@@ -392,8 +432,8 @@ TEST(SimplifyFuzz, SimplifiedExpressionsEvaluateLikeTheOriginals) {
     Generator gen(&rng, t, &vars);
     int depth = 1 + coin(rng) % 4;
     int kind = coin(rng);
-    int lanes = kind < 12 ? 2 + coin(rng) % 7 : 1;
-    Expr original = kind < 12   ? gen.vector(depth, lanes)
+    int lanes = kind < 12 && t.is_int() ? 2 + coin(rng) % 7 : 1;
+    Expr original = lanes > 1   ? gen.vector(depth, lanes)
                     : kind < 75 ? gen.integer(depth)
                                 : gen.boolean(depth);
     // Sometimes a scoped condition: the values below then satisfy it.
@@ -421,7 +461,7 @@ TEST(SimplifyFuzz, SimplifiedExpressionsEvaluateLikeTheOriginals) {
           value = v.lo + std::uniform_int_distribution<int64_t>(0, v.extent - 1)(rng);
         } else {
           int64_t span = coin(rng) < 80 ? 12 : 1000;
-          value = std::uniform_int_distribution<int64_t>(-span, span)(rng);
+          value = std::uniform_int_distribution<int64_t>(t.is_uint() ? 0 : -span, span)(rng);
         }
         values[v.var.get()] = value;
       }
