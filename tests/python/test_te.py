@@ -66,6 +66,26 @@ def test_matmul():
     assert isinstance(update.value.b, tir.Mul)
 
 
+MATMUL_SCRIPT = """\
+# from kiln.script import tir as T
+@T.prim_func
+def main(A: T.Buffer((16, 32), "float32"), B: T.Buffer((32, 8), "float32"), C: T.Buffer((16, 8), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": T.bool(True)})
+    # with T.block("root"):
+    for i, j, k in T.grid(16, 8, 32):
+        with T.block("C"):
+            v_i, v_j, v_k = T.axis.remap("SSR", [i, j, k])
+            T.reads(A[v_i, v_k], B[v_k, v_j])
+            T.writes(C[v_i, v_j])
+            with T.init():
+                C[v_i, v_j] = T.float32(0)
+            C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]"""
+
+
+def test_matmul_prints_as_golden_script():
+    assert str(te.create_prim_func(list(matmul()))).strip() == MATMUL_SCRIPT
+
+
 def test_batched_matmul():
     Bn, M, N, K = 2, 8, 4, 16
     X = te.placeholder((Bn, M, K), name="X")
