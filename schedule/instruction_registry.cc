@@ -13,6 +13,8 @@ const std::vector<InstructionKind>& all_kinds() {
     register_getter_instructions(&k);
     register_sampling_instructions(&k);
     register_loop_transformation_instructions(&k);
+    register_for_kind_instructions(&k);
+    register_annotation_instructions(&k);
     return k;
   }();
   return kinds;

@@ -11,5 +11,7 @@ namespace kiln::schedule {
 void register_getter_instructions(std::vector<InstructionKind>* kinds);
 void register_sampling_instructions(std::vector<InstructionKind>* kinds);
 void register_loop_transformation_instructions(std::vector<InstructionKind>* kinds);
+void register_for_kind_instructions(std::vector<InstructionKind>* kinds);
+void register_annotation_instructions(std::vector<InstructionKind>* kinds);
 
 }  // namespace kiln::schedule

@@ -5,6 +5,8 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "kiln/schedule/annotation.h"
+#include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/loop_transformation.h"
 #include "kiln/schedule/sampling.h"
@@ -194,6 +196,32 @@ void bind_schedule(py::module_& m) {
           py::arg("preserve_unit_iters") = true)
       .def("reorder",
            [](Schedule& s, const py::args& loops) { reorder(s, to_rvs(loops, "reorder")); })
+      // Loop kinds
+      .def(
+          "parallel", [](Schedule& s, const LoopRV& l) { schedule::parallel(s, l); },
+          py::arg("loop"))
+      .def(
+          "vectorize", [](Schedule& s, const LoopRV& l) { schedule::vectorize(s, l); },
+          py::arg("loop"))
+      .def(
+          "unroll", [](Schedule& s, const LoopRV& l) { schedule::unroll(s, l); }, py::arg("loop"))
+      .def(
+          "bind", [](Schedule& s, const LoopRV& l, const std::string& t) { bind_loop(s, l, t); },
+          py::arg("loop"), py::arg("thread_axis"))
+      // Annotations
+      .def(
+          "annotate",
+          [](Schedule& s, py::handle rv, const std::string& key, py::handle value) {
+            annotate(s, to_rv(rv, "annotate", "block_or_loop"), key,
+                     to_attr_value(value, "annotate"));
+          },
+          py::arg("block_or_loop"), py::arg("ann_key"), py::arg("ann_val"))
+      .def(
+          "unannotate",
+          [](Schedule& s, py::handle rv, const std::string& key) {
+            unannotate(s, to_rv(rv, "unannotate", "block_or_loop"), key);
+          },
+          py::arg("block_or_loop"), py::arg("ann_key"))
       // Sampling
       .def(
           "sample_perfect_tile",
