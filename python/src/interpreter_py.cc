@@ -78,9 +78,12 @@ Argument array_argument(py::array array, const std::string& what) {
 
 Argument to_argument(py::handle obj, const std::string& what) {
   if (py::isinstance<py::array>(obj)) return array_argument(obj.cast<py::array>(), what);
-  if (py::isinstance<py::bool_>(obj)) return Argument::integer(obj.cast<bool>() ? 1 : 0);
-  py::object np_integer = py::module_::import("numpy").attr("integer");
-  py::object np_floating = py::module_::import("numpy").attr("floating");
+  py::module_ numpy = py::module_::import("numpy");
+  if (py::isinstance<py::bool_>(obj) || py::isinstance(obj, numpy.attr("bool_"))) {
+    return Argument::integer(obj.cast<bool>() ? 1 : 0);
+  }
+  py::object np_integer = numpy.attr("integer");
+  py::object np_floating = numpy.attr("floating");
   if (py::isinstance<py::int_>(obj) || py::isinstance(obj, np_integer)) {
     py::int_ value = py::reinterpret_steal<py::int_>(PyNumber_Index(obj.ptr()));
     if (!value) throw py::error_already_set();

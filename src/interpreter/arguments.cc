@@ -222,8 +222,8 @@ class ArgumentBinder {
       int64_t expected = evaluate(buffer.strides[k], i, "stride " + std::to_string(k));
       user_check(expected == strides[k])
           << "tir.interpret: " << what(i) << ": expected stride " << expected << " in dimension "
-          << k << " (" << describe(buffer.strides[k]) << "), found strides " << format_list(strides)
-          << " (in elements)";
+          << k << " (" << to_script(buffer.strides[k]) << "), found strides "
+          << format_list(strides) << " (in elements)";
     }
     if (buffer.elem_offset.defined() && !buffer.elem_offset.is<Var>()) {
       int64_t offset = evaluate(buffer.elem_offset, i, "elem_offset");
@@ -236,7 +236,7 @@ class ArgumentBinder {
     std::ostringstream os;
     os << "(";
     for (size_t k = 0; k < buffer.shape.size(); ++k) {
-      os << (k > 0 ? ", " : "") << describe(buffer.shape[k]);
+      os << (k > 0 ? ", " : "") << to_script(buffer.shape[k]);
       if (!buffer.shape[k].is<IntImm>()) {
         os << " = " << evaluate_quietly(buffer.shape[k]);
       }
@@ -252,7 +252,7 @@ class ArgumentBinder {
       return false;
     });
     user_check(unbound == nullptr)
-        << "tir.interpret: " << what(i) << ": " << part << " is " << describe(e)
+        << "tir.interpret: " << what(i) << ": " << part << " is " << to_script(e)
         << ", whose variable " << unbound->name
         << " is bound by no parameter (a symbolic dimension must appear alone as a dimension, "
            "stride or elem_offset of some buffer, or be a scalar parameter)";

@@ -175,7 +175,7 @@ class BinaryCode final : public ResultCode {
 template <class Op>
 ExprCodePtr make_arith(const BinaryNode& op, ExprCodePtr a, ExprCodePtr b) {
   DataType t = op.dtype;
-  std::string text = Op::kDivides ? describe(Expr(&op)) : std::string();
+  std::string text = Op::kDivides ? to_script(Expr(&op)) : std::string();
   switch (num_kind(t)) {
     case NumKind::kInt:
       return std::make_unique<BinaryCode<Op, NumKind::kInt>>(t, std::move(a), std::move(b), text);

@@ -68,7 +68,7 @@ class BufferAccess {
         << "-d buffer " << buffer->name;
     for (const Expr& index : indices) {
       type_check(index->dtype.is_integer())
-          << "tir.interpret: buffer " << buffer->name << " is indexed by " << describe(index)
+          << "tir.interpret: buffer " << buffer->name << " is indexed by " << to_script(index)
           << " of dtype " << index->dtype;
       indices_.push_back(compiler.expr(index));
     }

@@ -277,7 +277,7 @@ void check_float_args(const Call& call) {
   for (const Expr& a : call.args) {
     type_check(a->dtype.is_float())
         << "tir.interpret: " << builtin_name(call.op) << " expects float arguments, found dtype "
-        << a->dtype << " in " << describe(Expr(&call));
+        << a->dtype << " in " << to_script(Expr(&call));
   }
 }
 
@@ -285,7 +285,7 @@ void check_integer_args(const Call& call) {
   for (const Expr& a : call.args) {
     type_check(a->dtype.is_integer())
         << "tir.interpret: " << builtin_name(call.op) << " expects integer arguments, found dtype "
-        << a->dtype << " in " << describe(Expr(&call));
+        << a->dtype << " in " << to_script(Expr(&call));
   }
 }
 
@@ -321,7 +321,7 @@ ExprCodePtr compile_call(Compiler& compiler, const Call& call) {
       check_integer_args(call);
       std::vector<ExprCodePtr> args;
       for (size_t i = 0; i < call.args.size(); ++i) args.push_back(arg(i));
-      return std::make_unique<BitCode>(t, call.op, std::move(args), describe(Expr(&call)));
+      return std::make_unique<BitCode>(t, call.op, std::move(args), to_script(Expr(&call)));
     }
     case Builtin::IfThenElse:
       return std::make_unique<IfThenElseCode>(t, arg(0), arg(1), arg(2));
@@ -340,7 +340,7 @@ ExprCodePtr compile_call(Compiler& compiler, const Call& call) {
   }
   user_error(ErrorKind::kValue) << "tir.interpret: the builtin " << builtin_name(call.op)
                                 << " is not supported by the interpreter: "
-                                << unsupported_reason(call.op) << " (in " << describe(Expr(&call))
+                                << unsupported_reason(call.op) << " (in " << to_script(Expr(&call))
                                 << ")";
 }
 

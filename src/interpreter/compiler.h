@@ -9,6 +9,7 @@
 
 #include "code.h"
 #include "kiln/ir/function.h"
+#include "kiln/ir/printer.h"
 
 namespace kiln::interpreter {
 
@@ -94,8 +95,5 @@ class AllocationCode {
   Storage saved_;
   std::vector<uint64_t> memory_;  // reused from one entry to the next
 };
-
-// A short text of an expression for error messages, e.g. "(i + 1) // (n - 4)".
-std::string describe(const ir::Expr& e);
 
 }  // namespace kiln::interpreter

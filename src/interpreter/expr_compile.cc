@@ -170,7 +170,7 @@ class LetCode final : public ExprCode {
 
 void check_evaluable(const Expr& e, const char* what) {
   user_check(!e->dtype.is_handle() && !e->dtype.is_void())
-      << "tir.interpret: " << what << " " << describe(e) << " of dtype " << e->dtype
+      << "tir.interpret: " << what << " " << to_script(e) << " of dtype " << e->dtype
       << " is not supported by the interpreter (it computes only with numbers and bools)";
 }
 
@@ -199,7 +199,7 @@ ExprCodePtr Compiler::expr(const Expr& e) {
     }
     case NodeKind::StringImm:
       user_error(ErrorKind::kValue)
-          << "tir.interpret: the string constant " << describe(e)
+          << "tir.interpret: the string constant " << to_script(e)
           << " cannot be evaluated (strings are only arguments of extern calls)";
     case NodeKind::Var: {
       const auto* var = static_cast<const Var*>(e.get());

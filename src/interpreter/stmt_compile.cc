@@ -257,7 +257,7 @@ void check_scalar_condition(const Expr& condition, const char* node) {
   type_check(condition->dtype.is_scalar() &&
              (condition->dtype.is_bool() || condition->dtype.is_integer()))
       << "tir.interpret: the condition of " << node << " must be a scalar bool, found "
-      << describe(condition) << " of dtype " << condition->dtype;
+      << to_script(condition) << " of dtype " << condition->dtype;
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ TEST(InterpretError, ShiftByTheWidthIsAnError) {
   std::vector<int32_t> a = {1, 32};
   std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
   EXPECT_MESSAGE(msg,
-                 "tir.interpret: shift amount 32 is outside [0, 32) in shift_left(A[0], A[1])");
+                 "tir.interpret: shift amount 32 is outside [0, 32) in T.shift_left(A[0], A[1])");
 }
 
 TEST(InterpretError, WrongArgumentCount) {
