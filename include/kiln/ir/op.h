@@ -32,6 +32,8 @@ namespace kiln::ir {
 // Constants. A vector dtype gives a Broadcast of the scalar constant.
 Expr make_const(DataType dtype, int64_t value);
 Expr make_const(DataType dtype, double value);
+// An int literal is an integer constant (without this, `make_const(t, 1)` would be ambiguous).
+inline Expr make_const(DataType dtype, int value) { return make_const(dtype, int64_t{value}); }
 Expr make_zero(DataType dtype);
 Expr make_one(DataType dtype);
 // The constant wrapped to the width of an integer dtype (sign- or zero-extended).
