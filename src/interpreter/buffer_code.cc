@@ -76,6 +76,10 @@ class BufferAccess {
       strides_.push_back(compile_operand(compiler, stride));
     if (buffer->elem_offset.defined())
       elem_offset_ = compile_operand(compiler, buffer->elem_offset);
+    for (size_t k = 0; k < indices_.size(); ++k) {
+      terms_.push_back({indices_[k]->var_slot(), indices_[k].get(), strides_[k].constant,
+                        strides_[k].code.get()});
+    }
   }
 
   // The storage's memory, with the checked element offset of each lane in `offsets()`.
@@ -83,8 +87,10 @@ class BufferAccess {
     int64_t base = elem_offset_.eval(frame);
     if (lanes_ == 1) {
       int64_t offset = base;
-      for (size_t k = 0; k < indices_.size(); ++k) {
-        offset += indices_[k]->eval(frame)[0].i * strides_[k].eval(frame);
+      for (const Term& term : terms_) {
+        int64_t index = term.slot >= 0 ? frame.slots[term.slot].i : term.index->eval(frame)[0].i;
+        int64_t stride = term.stride_code ? term.stride_code->eval(frame)[0].i : term.stride;
+        offset += index * stride;
       }
       offsets_[0] = offset;
     } else {
@@ -136,6 +142,14 @@ class BufferAccess {
   std::vector<ExprCodePtr> indices_;
   std::vector<IntOperand> strides_;
   IntOperand elem_offset_;
+  // index * stride for each dimension, flattened for the scalar path.
+  struct Term {
+    int slot;  // >= 0: the index is this variable
+    ExprCode* index;
+    int64_t stride;
+    ExprCode* stride_code;  // null: `stride` is constant
+  };
+  std::vector<Term> terms_;
   std::vector<int64_t> offsets_;
 };
 

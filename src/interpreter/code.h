@@ -42,6 +42,9 @@ class ExprCode {
 
   ir::DataType dtype() const { return dtype_; }
   int lanes() const { return dtype_.lanes(); }
+  // The slot of a node that only reads a variable, else -1: hot paths (buffer indices, block
+  // bindings) read such a slot directly instead of calling eval.
+  virtual int var_slot() const { return -1; }
 
  private:
   ir::DataType dtype_;

@@ -76,6 +76,7 @@ class VarCode final : public ExprCode {
  public:
   VarCode(DataType dtype, int slot) : ExprCode(dtype), slot_(slot) {}
   const Lane* eval(Frame& frame) override { return &frame.slots[slot_]; }
+  int var_slot() const override { return slot_; }
 
  private:
   int slot_;

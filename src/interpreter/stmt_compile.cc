@@ -146,6 +146,7 @@ struct BlockIter {
   const Var* var = nullptr;
   int slot = 0;
   ExprCodePtr value;
+  int value_slot = -1;  // >= 0: the value is this variable (the usual loop binding)
   IntValue min, extent;
   bool is_reduce = false;
 };
@@ -171,7 +172,11 @@ class BlockCode final : public StmtCode {
     // Step 1.
     if (predicate_ && predicate_->eval(frame)[0].i == 0) return;
     // Step 2. The values are computed before any iterator is rebound.
-    for (size_t k = 0; k < iters_.size(); ++k) values_[k] = iters_[k].value->eval(frame)[0].i;
+    for (size_t k = 0; k < iters_.size(); ++k) {
+      const BlockIter& iter = iters_[k];
+      values_[k] =
+          iter.value_slot >= 0 ? frame.slots[iter.value_slot].i : iter.value->eval(frame)[0].i;
+    }
     for (size_t k = 0; k < iters_.size(); ++k) {
       int64_t min = iters_[k].min.eval(frame);
       int64_t extent = iters_[k].extent.eval(frame);
@@ -231,6 +236,7 @@ StmtCodePtr compile_block(Compiler& compiler, const Block& block, const BlockRea
     BlockIter iter;
     iter.var = iv.var.get();
     iter.value = compiler.expr(realize->iter_values[k]);
+    iter.value_slot = iter.value->var_slot();
     iter.min = compile_int(compiler, iv.dom.min);
     iter.extent = compile_int(compiler, iv.dom.extent);
     iter.is_reduce = iv.type == IterType::kCommReduce;
