@@ -118,8 +118,9 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
   FreeVarCollector collector;
   collector.define(op->loop_var.get());
   collector.visit_stmt(op->body);
-  llvm::Value* begin = emit(op->min);
-  llvm::Value* extent = emit(op->extent);
+  DataType index = op->loop_var->dtype;
+  llvm::Value* begin = cast_value(emit(op->min), op->min->dtype, index);
+  llvm::Value* extent = cast_value(emit(op->extent), op->extent->dtype, index);
   std::vector<llvm::Value*> values = {begin, extent};
   if (collector.uses_packed_args) values.push_back(fn_.packed_args);
   for (const Var* var : collector.free_vars) values.push_back(lookup_var(var));

@@ -271,8 +271,9 @@ void CodeGenLLVM::emit_for(const For* op) {
     emit_parallel_for(op);
     return;
   }
-  llvm::Value* begin = emit(op->min);
-  llvm::Value* extent = emit(op->extent);
+  DataType index = op->loop_var->dtype;
+  llvm::Value* begin = cast_value(emit(op->min), op->min->dtype, index);
+  llvm::Value* extent = cast_value(emit(op->extent), op->extent->dtype, index);
   llvm::Value* end = builder_.CreateAdd(begin, extent);
   emit_serial_loop(op->loop_var.get(), begin, end, op->body, op->kind == ForKind::kUnrolled);
 }

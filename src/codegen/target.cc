@@ -30,8 +30,8 @@ const std::vector<std::string>& isa_feature_names(const llvm::Triple& triple) {
       "avx512f",    "avx512cd",   "avx512dq",   "avx512bw",   "avx512vl",
       "avx512vnni", "avx512bf16", "avx512fp16", "avx512vbmi", "avxvnni",
       "amx-tile",   "amx-int8",   "amx-bf16",   "avx512ifma", "avx512vpopcntdq"};
-  static const std::vector<std::string> aarch64 = {"neon", "fullfp16", "dotprod", "i8mm",
-                                                   "bf16", "sve",      "sve2"};
+  // Only names that /proc/cpuinfo spells the same way, which the runtime's check reads on Arm.
+  static const std::vector<std::string> aarch64 = {"i8mm", "bf16", "sve", "sve2"};
   static const std::vector<std::string> none;
   if (triple.isX86()) return x86;
   if (triple.isAArch64()) return aarch64;

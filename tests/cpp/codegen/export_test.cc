@@ -157,6 +157,16 @@ TEST(Source, AssemblyForZnver4UsesVectorRegisters) {
   EXPECT_EQ(avx2.find("zmm"), std::string::npos);
 }
 
+TEST(Source, CrossCompilesForAnotherArchitecture) {
+  if (host_target().triple.rfind("x86_64", 0) != 0) GTEST_SKIP() << "the test runs on x86_64";
+  std::string asm_text =
+      compile_source({vector_fma16()}, parse_target("llvm -mtriple=aarch64-linux-gnu"), "asm");
+  EXPECT_NE(asm_text.find(".4s"), std::string::npos) << asm_text.substr(0, 2000);
+  std::string msg = error_of(
+      [] { compile_jit({vector_fma16()}, parse_target("llvm -mtriple=aarch64-linux-gnu"), ""); });
+  EXPECT_NE(msg.find("is for aarch64 but this process runs on x86_64"), std::string::npos) << msg;
+}
+
 TEST(Source, LlvmIrOfTheJitModule) {
   auto module = jit(vector_fma16());
   std::string ll = module->get_source("ll");

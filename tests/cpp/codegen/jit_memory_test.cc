@@ -58,6 +58,20 @@ TEST(JitMemory, VectorAddWithRampIndices) {
   EXPECT_NE(module->get_source("ll").find("load <8 x float>"), std::string::npos);
 }
 
+TEST(JitMemory, UnrolledAndVectorizedLoopsRunEveryIteration) {
+  // out[i] = i * 3 with kUnrolled (unroll metadata) and kVectorized (compiled as serial) loops,
+  // and an int64 loop variable whose bounds are int32.
+  for (ForKind kind : {ForKind::kUnrolled, ForKind::kVectorized}) {
+    Ref<Buffer> out = buffer_1d("out", DataType::int64(), int32_const(12));
+    Ref<Var> i = make_var("i", DataType::int64());
+    Stmt loop = make<For>(i, int32_const(2), int32_const(10), kind, buffer_store(out, i * 3, {i}));
+    auto module = jit(packed_func("loop", {out}, loop));
+    Tensor<int64_t> t(12, DataType::int64());
+    ASSERT_EQ(call_packed(*module, "loop", {tensor_arg(t.dl())}), 0);
+    for (int k = 0; k < 12; ++k) EXPECT_EQ(t[k], k >= 2 ? 3 * k : 0) << k;
+  }
+}
+
 TEST(JitMemory, StridedVectorLoadIsAGather) {
   // B[ramp(8 * j, 1, 8)] = A[ramp(2 * (8 * j), 2, 8)]: every second element.
   Ref<Buffer> a = buffer_1d("A", DataType::int32(), int32_const(64));
