@@ -219,3 +219,41 @@ def test_unsigned_integers():
     out = np.zeros(4, np.uint8)
     tir.interpret(build((4,), lambda x, y: x - y, "uint8", n_inputs=2), a, b, out)
     np.testing.assert_array_equal(out, a - b)
+
+
+# Scheduled functions: predicates of non-divisible splits, and loops of every kind, run
+# sequentially with the same results as the unscheduled function.
+
+def scheduled_matmul(schedule_steps):
+    M, N, K = 20, 12, 9
+    A = te.placeholder((M, K), "float32", name="A")
+    B = te.placeholder((K, N), "float32", name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    sch = tir.Schedule(te.create_prim_func([A, B, C]))
+    schedule_steps(sch, sch.get_block("C"))
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    tir.interpret(sch.mod, a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_non_divisible_split_is_guarded_by_the_block_predicate():
+    def steps(sch, block):
+        i, j, k = sch.get_loops(block)
+        io, ii = sch.split(i, factors=[None, 6])  # 20 = 4 * 6 - 4: the predicate skips 4
+        ko, ki = sch.split(k, factors=[4, None])
+        sch.reorder(io, j, ko, ii, ki)
+    scheduled_matmul(steps)
+
+
+def test_loops_of_every_kind_run_sequentially():
+    def steps(sch, block):
+        i, j, k = sch.get_loops(block)
+        fused = sch.fuse(i, j)
+        outer, inner = sch.split(fused, factors=[None, 8])
+        sch.parallel(outer)
+        sch.unroll(k)
+        sch.bind(inner, "threadIdx.x")
+    scheduled_matmul(steps)
