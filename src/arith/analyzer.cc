@@ -44,6 +44,7 @@ void Analyzer::Impl::pop_frame(size_t depth) {
 
 FactScope::FactScope(Analyzer::Impl* impl, const Expr& condition)
     : impl_(impl), depth_(impl->push_frame()) {
+  if (!condition.defined()) return;
   try {
     impl->add_condition(condition, true);
   } catch (...) {

@@ -43,7 +43,8 @@ struct Analyzer::Impl {
   };
   std::vector<Frame> frames;
 
-  // Opens a scope for facts; returns its depth, which pop_frame checks.
+  // Opens a scope for facts and bindings and returns its depth; pop_frame(depth) ends it,
+  // together with any scope opened after it.
   size_t push_frame();
   void pop_frame(size_t depth);
 
@@ -76,6 +77,7 @@ struct Analyzer::Impl {
 
 // While alive, `condition` is a known fact of the analyzer (used to simplify the operands of
 // And, Or, Select and if_then_else, and the branches of statements, under what is known there).
+// With a null condition it only opens a scope for scoped bindings (loop variables, lets).
 class FactScope {
  public:
   FactScope(Analyzer::Impl* impl, const ir::Expr& condition);

@@ -137,9 +137,9 @@ Expr RewriteSimplifier::visit(const Cast* op) {
 
 Expr RewriteSimplifier::visit(const Let* op) {
   Expr value = mutate(op->value);
-  size_t depth = impl_->push_frame();
   Expr body;
-  try {
+  {
+    FactScope frame(impl_, Expr());
     VarInfo info;
     info.var = op->var;
     if (value.is<IntImm>() || value.is<FloatImm>() || value.is<Var>()) {
@@ -150,11 +150,7 @@ Expr RewriteSimplifier::visit(const Let* op) {
     info.modular = impl_->modular(value);
     impl_->set_info(std::move(info), true);
     body = mutate(op->body);
-  } catch (...) {
-    impl_->pop_frame(depth);
-    throw;
   }
-  impl_->pop_frame(depth);
   const Var* var = op->var.get();
   if (!uses_var(body, [var](const Var* v) { return v == var; })) return body;
   if (value.same_as(op->value) && body.same_as(op->body)) return op;

@@ -12,19 +12,6 @@ using namespace ir;
 
 namespace {
 
-// Undoes scoped bindings when it goes out of scope.
-class FrameGuard {
- public:
-  explicit FrameGuard(Analyzer::Impl* impl) : impl_(impl), depth_(impl->push_frame()) {}
-  ~FrameGuard() { impl_->pop_frame(depth_); }
-  FrameGuard(const FrameGuard&) = delete;
-  FrameGuard& operator=(const FrameGuard&) = delete;
-
- private:
-  Analyzer::Impl* impl_;
-  size_t depth_;
-};
-
 class StmtSimplifier : public IRMutator {
  public:
   explicit StmtSimplifier(Analyzer::Impl* impl) : impl_(impl) {}
@@ -46,7 +33,7 @@ class StmtSimplifier : public IRMutator {
     Expr extent = mutate(op->extent);
     Stmt body;
     {
-      FrameGuard frame(impl_);
+      FactScope frame(impl_, Expr());
       impl_->bind_range(op->loop_var, Range{min, extent}, true);
       body = mutate(op->body);
     }
@@ -85,7 +72,7 @@ class StmtSimplifier : public IRMutator {
     Expr value = mutate(op->value);
     Stmt body;
     {
-      FrameGuard frame(impl_);
+      FactScope frame(impl_, Expr());
       VarInfo info;
       info.var = op->var;
       // A constant or a variable is substituted into the body; anything else only lends its
@@ -114,7 +101,7 @@ class StmtSimplifier : public IRMutator {
   }
 
   Stmt visit(const Block* op) override {
-    FrameGuard frame(impl_);
+    FactScope frame(impl_, Expr());
     for (const IterVar& iv : op->iter_vars) {
       if (iv.dom.min.defined() && iv.dom.extent.defined()) {
         impl_->bind_range(iv.var, iv.dom, true);

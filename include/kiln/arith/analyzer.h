@@ -31,6 +31,8 @@ namespace kiln::arith {
 
 class ConstraintScope;
 
+// One Analyzer holds the facts of one context; it is not safe to use from several threads at
+// once (give each thread its own).
 class Analyzer {
  public:
   Analyzer();
