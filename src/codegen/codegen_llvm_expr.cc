@@ -62,13 +62,11 @@ llvm::Value* CodeGenLLVM::narrow_float(llvm::Value* value, DataType dtype) {
 
 llvm::Value* CodeGenLLVM::cast_value(llvm::Value* value, DataType from, DataType to) {
   if (from == to) return value;
-  if (from.element_of() == to.element_of()) return value;
-  if (from.is_handle() || to.is_handle()) {
-    user_check(from.is_handle() != to.is_handle() || from == to)
-        << "codegen: cannot convert " << from << " to " << to;
-    if (to.is_handle()) return builder_.CreateIntToPtr(value, value_type(to));
-    return builder_.CreatePtrToInt(value, value_type(to));
-  }
+  internal_check(from.lanes() == to.lanes())
+      << "codegen: a conversion from " << from << " to " << to << " changes the lane count";
+  if (from.is_handle() && to.is_handle()) return value;
+  if (from.is_handle()) return builder_.CreatePtrToInt(value, value_type(to));
+  if (to.is_handle()) return builder_.CreateIntToPtr(value, value_type(to));
   if (to.is_bool()) {
     if (from.is_float()) {
       llvm::Value* wide = widen_float(value, from);

@@ -18,6 +18,8 @@ namespace {
 
 // kDLCPU of DLPack: the device of the workspaces the CPU code allocates.
 constexpr int32_t kDeviceCPU = 1;
+// The alignment of KilnBackendAllocWorkspace's results.
+constexpr int kWorkspaceAlignment = 64;
 // A factor every value of an expression is known to be a multiple of (capped: "any").
 constexpr int64_t kAnyFactor = int64_t{1} << 20;
 
@@ -193,6 +195,11 @@ void CodeGenLLVM::emit_allocate(const Allocate* op) {
         element, builder_.getInt32(static_cast<uint32_t>(std::max<int64_t>(constant_count, 1))),
         align, buffer.name);
   } else {
+    user_check(buffer.data_alignment <= kWorkspaceAlignment)
+        << "codegen: buffer " << buffer.name << " of function " << symbol_ << " asks for "
+        << buffer.data_alignment << "-byte alignment, but workspaces are " << kWorkspaceAlignment
+        << "-byte aligned";
+    align = llvm::Align(kWorkspaceAlignment);
     llvm::Type* i64 = builder_.getInt64Ty();
     llvm::Value* nbytes = builder_.getInt64(static_cast<uint64_t>(element_bytes));
     for (const Expr& extent : buffer.shape) {

@@ -159,6 +159,9 @@ Target parse_target(const std::string& text) {
   if (has_mattr) parse_attrs(mattr, triple, &target);
 
   bool native = triple.getArch() == llvm::Triple(llvm::sys::getProcessTriple()).getArch();
+  user_check(target.cpu != "native" || native)
+      << "parse_target: -mcpu=native names this machine's CPU, which cannot run " << target.triple;
+  if (target.cpu == "native") target.cpu.clear();
   target.is_host = target.cpu.empty() && native;
   std::vector<std::string> features;
   if (target.is_host) {

@@ -11,10 +11,10 @@ namespace kiln::codegen {
 // A parsed, validated "llvm" target.
 struct Target {
   std::string triple;              // e.g. "x86_64-pc-linux-gnu"
-  std::string cpu;                 // e.g. "znver4"; the host CPU when none was given
-  std::vector<std::string> attrs;  // "+feature" / "-feature", sorted, as given by -mattr
+  std::string cpu;                 // e.g. "znver4"; the host CPU when none or "native" was given
+  std::vector<std::string> attrs;  // "+feature" / "-feature", sorted: -mattr (see str())
   int opt_level = 3;               // 0-3
-  bool is_host = false;            // true when -mcpu was not given: the CPU this process runs on
+  bool is_host = false;            // the CPU this process runs on (no -mcpu, or -mcpu=native)
   std::string llvm_features;       // the feature string handed to LLVM's TargetMachine
   std::vector<std::string> isa;    // ISA features in effect (see isa_features())
 
@@ -36,7 +36,7 @@ struct Target {
 // -mattr entry, or an -opt-level outside 0-3.
 Target parse_target(const std::string& text);
 
-// The canonical target string of the CPU this process runs on ("llvm -mtriple=… -mcpu=…").
+// The target of the CPU this process runs on, parse_target("llvm"), parsed once.
 const Target& host_target();
 
 }  // namespace kiln::codegen

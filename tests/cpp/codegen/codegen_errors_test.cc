@@ -40,6 +40,14 @@ TEST(CodegenErrors, SharedMemoryIsGpuOnly) {
       << msg;
 }
 
+TEST(CodegenErrors, ThreadBarriersAreGpuOnly) {
+  Stmt sync = make<Evaluate>(call(Builtin::StorageSync, {make<StringImm>("shared")}));
+  std::string msg = error_of([&] { jit(packed_func("sync", {out_buffer()}, sync)); });
+  EXPECT_NE(msg.find("codegen: function sync synchronizes GPU threads (storage_sync)"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(CodegenErrors, BlocksMustBeLoweredFirst) {
   Ref<Buffer> out = out_buffer();
   auto block = make<Block>();

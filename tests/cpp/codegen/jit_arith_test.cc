@@ -319,6 +319,29 @@ TEST(JitArith, CallExternCallsAHostFunctionByName) {
   EXPECT_EQ(out, (std::vector<float>{4.5f, -6.0f}));
 }
 
+extern "C" float kiln_test_sum2(const float* values) {
+  return values[0] + values[1];
+}
+
+TEST(JitArith, AddressOfPassesAPointerIntoABuffer) {
+  // out[i] = kiln_test_sum2(&x[i]) for i < n - 1 (x[i] + x[i + 1]).
+  Ref<Var> n = make_var("n");
+  Ref<Buffer> x = buffer_1d("x", DataType::float32(), n);
+  Ref<Buffer> out = buffer_1d("out", DataType::float32(), n);
+  Ref<Var> i = make_var("i");
+  Expr address = call(DataType::handle(), Builtin::AddressOf, {buffer_load(x, {i})});
+  Expr sum =
+      call(DataType::float32(), Builtin::CallExtern, {make<StringImm>("kiln_test_sum2"), address});
+  Stmt loop = serial(i, n - 1, buffer_store(out, sum, {i}));
+  auto module =
+      compile_jit({packed_func("pairs", {x, out}, bind_shape(n, 0, 0, loop))}, host_target(), "",
+                  {{"kiln_test_sum2", reinterpret_cast<void*>(&kiln_test_sum2)}});
+  Tensor<float> tx(6, DataType::float32()), tout(6, DataType::float32());
+  for (int k = 0; k < 6; ++k) tx[k] = static_cast<float>(k * k);
+  ASSERT_EQ(call_packed(*module, "pairs", {tensor_arg(tx.dl()), tensor_arg(tout.dl())}), 0);
+  for (int k = 0; k < 5; ++k) EXPECT_EQ(tout[k], static_cast<float>(k * k + (k + 1) * (k + 1)));
+}
+
 TEST(JitArith, CallLLVMPureIntrinLooksUpTheIntrinsic) {
   DataType f32 = DataType::float32();
   auto out = run_binary<float, float>(binary_func("fma", f32, f32,

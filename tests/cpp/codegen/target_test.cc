@@ -28,6 +28,12 @@ TEST(Target, HostIsTheCpuOfThisProcess) {
   EXPECT_NE(t.str().find(" -mcpu=" + t.cpu), std::string::npos) << t.str();
 }
 
+TEST(Target, NativeCpuIsTheHost) {
+  Target native = parse_target("llvm -mcpu=native");
+  EXPECT_TRUE(native.is_host);
+  EXPECT_EQ(native.str(), parse_target("llvm").str());
+}
+
 TEST(Target, CanonicalFormParsesToTheSameTarget) {
   for (const char* text : {"llvm", "llvm -mcpu=znver4", "llvm -mcpu=skylake-avx512 -opt-level=1",
                            "llvm -mtriple=x86_64-pc-linux-gnu -mattr=+avx512f,+avx512bw"}) {
