@@ -1,0 +1,46 @@
+// Lowering pass make_packed_api: makes a lowered PrimFunc the packed entry point that the code
+// generator compiles and the runtime calls (kiln/runtime/c_runtime_api.h).
+#pragma once
+
+#include <string>
+
+#include "kiln/ir/function.h"
+
+namespace kiln::tir {
+
+// Wraps the body of `func` in LetStmts that read the packed arguments, in parameter order:
+//  * a tensor parameter i binds its buffer's data variable to packed_arg_data(i), and each
+//    symbolic dimension k of its shape, at the first occurrence of the variable, to
+//    cast(dtype, packed_arg_shape(i, k)); later occurrences are not read;
+//  * a scalar parameter i binds its variable to cast(dtype, packed_arg_int(i)) (integers and
+//    bool) or cast(dtype, packed_arg_float(i)) (floats). A scalar parameter that is also a
+//    dimension of a tensor parameter takes the value of the dimension.
+// and sets the attributes "global_symbol" (kept, else "kiln_" + `name`), "kiln.packed" = true,
+// "kiln.noalias" = true (the buffers of a PrimFunc are distinct tensors; other attributes such
+// as "tir.noalias" are kept) and "kiln.arg_spec": the JSON text of this function's entry in the
+// module manifest, e.g.
+//
+//   {"name": "main", "symbol": "kiln_main", "sym_vars": ["n"],
+//    "args": [{"name": "A", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": [128, "n"],
+//              "strides": null, "device": "cpu", "alignment": 64},
+//             {"name": "alpha", "kind": "scalar", "dtype": "float32"}]}
+//
+// Design: the entry point checks nothing. The runtime checks every argument against this spec
+// (count, type codes, dtype, ndim, shape and the consistency of symbolic dimensions, strides,
+// device, alignment) before the kernel runs, so the kernel adds no AssertStmt and trusts them.
+//
+// Errors (kValue, naming the function and the parameter): a dimension that is an expression
+// other than a constant or a variable (the spec cannot state it), a stride variable that is not
+// also a dimension, a nonzero element offset, a handle scalar, and a variable the body uses that
+// is neither a parameter nor a dimension of a tensor parameter.
+//
+//   def main(A: Buffer((n,)), alpha: float32):     def main(...):  # kiln.packed, kiln.arg_spec
+//     body                                    =>     A_data = packed_arg_data(0)
+//                                                    n = T.int32(packed_arg_shape(0, 0))
+//                                                    alpha = T.float32(packed_arg_float(1))
+//                                                    body
+//
+// Tested by tests/cpp/tir/make_packed_api_test.cc and tests/python/test_passes_part2.py.
+ir::Ref<ir::PrimFunc> make_packed_api(const ir::Ref<ir::PrimFunc>& func, const std::string& name);
+
+}  // namespace kiln::tir

@@ -1,0 +1,33 @@
+// Lowering pass unroll_loops: replaces unrolled loops of constant extent by copies of their
+// body, and applies the automatic unrolling that loop annotations ask for.
+#pragma once
+
+#include "kiln/ir/function.h"
+
+namespace kiln::tir {
+
+// Unrolls loops in the IR:
+//  1. A For of kind kUnrolled with a constant extent E becomes E copies of its body in a
+//     SeqStmt, each with the loop variable replaced by min + k and fresh variables for what the
+//     copy defines, when E is at most the step limit and the copies are small (E times the nodes
+//     of the body at most 4096). The step limit is the value of the annotation
+//     "pragma_auto_unroll_max_step" on the loop or the nearest enclosing loop that has it, else
+//     64. A loop above the limits stays a kUnrolled loop for the code generator's unroller, as
+//     does one of symbolic extent.
+//  2. Under a loop annotated "pragma_auto_unroll_max_step" = N > 0 (the loop itself included),
+//     a serial loop with a constant extent is unrolled too when nothing inside it is still a
+//     loop (inner loops are unrolled first) and its extent times the number of statements
+//     (stores and evaluations) in its body is at most N.
+//  3. "pragma_unroll_explicit" = 0 on a loop (or an enclosing one) keeps the loops chosen by 1
+//     and 2 as loops of kind kUnrolled rather than copying them; 1 (the default) copies them.
+// The two annotations are removed from the loops that carry them. Extent 0 becomes a no-op.
+//
+//   for i in T.unroll(3):           =>    A[0] = B[0]
+//     A[i] = B[i]                          A[1] = B[1]
+//                                          A[2] = B[2]
+//
+// Returns `func` itself when nothing is unrolled. Tested by tests/cpp/tir/unroll_loops_test.cc
+// and tests/python/test_passes_part2.py.
+ir::Ref<ir::PrimFunc> unroll_loops(const ir::Ref<ir::PrimFunc>& func);
+
+}  // namespace kiln::tir

@@ -1,0 +1,39 @@
+// Lowering pass vectorize_loops: turns loops of kind vectorized into vector code (Ramp,
+// Broadcast, vector loads and stores), or into serial loops that say why they could not be.
+#pragma once
+
+#include "kiln/ir/function.h"
+
+namespace kiln::tir {
+
+// Replaces each For of kind kVectorized with a constant extent L by its body computed on L lanes
+// at once: the loop variable becomes Ramp(min, 1, L); every expression that depends on it is
+// widened lane-wise (loop-invariant operands are broadcast; `ramp + x` and `ramp * c` stay
+// ramps); loads and stores get vector indices; if_then_else with a condition that varies across
+// lanes becomes a Select when both arms are safe to evaluate on every lane (no load, or loads
+// provably in bounds). Serial and unrolled loops inside are vectorized through when their range
+// does not vary across lanes; a buffer allocated inside gets one copy per lane (its accesses
+// must not vary across lanes). A loop of extent 1 becomes its body at the loop's min.
+//
+// When the body cannot be vectorized the loop becomes kSerial with the annotation
+// "kiln.vectorize_fallback" holding the reason (logged to stderr when the environment variable
+// KILN_LOG_VECTORIZE=1). Reasons: an extent that is not a constant (or not positive); a store
+// whose index does not vary across lanes (e.g. the reduction `C[0] = C[0] + A[i]`) or whose
+// vector index is not a ramp with a nonzero stride (distinct addresses); a buffer both stored and
+// accessed at different indices in the body (lanes could depend on each other); an if statement
+// or assert whose condition varies across lanes; an inner loop whose range varies across lanes,
+// or of kind parallel, vectorized or thread-bound; if_then_else whose arms are not safe; calls
+// with side effects (call_extern, storage_sync) or extern calls with arguments that vary across
+// lanes; vector expressions already in the body; blocks.
+//
+// The pass trusts the schedule that the loop is data parallel, as the `vectorize` primitive
+// checks; the cases above are the ones that lowering can still produce.
+//
+//   for i in T.vectorized(8):           =>    B[T.Ramp(0, 1, 8)] = A[T.Ramp(0, 1, 8)] +
+//     B[i] = A[i] + c                                                T.Broadcast(c, 8)
+//
+// Returns `func` itself when it has no vectorized loop. Tested by
+// tests/cpp/tir/vectorize_loops_test.cc and tests/python/test_passes_part2.py.
+ir::Ref<ir::PrimFunc> vectorize_loops(const ir::Ref<ir::PrimFunc>& func);
+
+}  // namespace kiln::tir

@@ -1,0 +1,224 @@
+// Tests of loop_partition: golden IR for constant and symbolic split points, lower and two-sided
+// bounds, the numeric check on the interpreter, and the cases that are left alone.
+#include "kiln/tir/loop_partition.h"
+
+#include <gtest/gtest.h>
+
+#include "flat_program.h"
+#include "kiln/ir/printer.h"
+#include "kiln/tir/verify_ir.h"
+
+namespace kiln::tir {
+namespace {
+
+using namespace flat_testing;
+
+// for io in range(outer): for ii in range(8): if likely(io * 8 + ii < n): B[..] = A[..] * 2
+struct SplitLoop {
+  Ref<Var> io = make_var("io"), ii = make_var("ii");
+  Ref<Buffer> a, b;
+  Ref<PrimFunc> func;
+
+  SplitLoop(Expr n, Expr outer, bool mark_likely = true, std::vector<Param> extra = {}) {
+    a = buffer_1d("A", n);
+    b = buffer_1d("B", n);
+    Expr index = io * 8 + ii;
+    Expr condition = lt(index, n);
+    if (mark_likely) condition = likely(condition);
+    Stmt store = buffer_store(b, mul(buffer_load(a, {index}), make_const(DataType::float32(), 2.0)),
+                              {index});
+    Stmt body = loop(io, int32_const(0), outer, loop(ii, 8, make<IfThenElse>(condition, store)));
+    std::vector<Param> params{a, b};
+    for (const Param& p : extra) params.push_back(p);
+    func = make_func(params, body);
+  }
+};
+
+std::vector<float> doubled(const std::vector<float>& a) {
+  std::vector<float> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] * 2.0f;
+  return out;
+}
+
+TEST(LoopPartition, ConstantExtentPeelsTheLastIteration) {
+  SplitLoop s(i32(100), i32(13));
+  Ref<PrimFunc> result = loop_partition(s.func);
+  EXPECT_EQ(to_script(result->body),
+            "for io, ii in T.grid(12, 8):\n"
+            "    B[io * 8 + ii] = A[io * 8 + ii] * T.float32(2)\n"
+            "for ii_1 in range(8):\n"
+            "    if T.likely(12 * 8 + ii_1 < 100):\n"
+            "        B[12 * 8 + ii_1] = A[12 * 8 + ii_1] * T.float32(2)");
+  verify_ir(result, "loop_partition");
+  std::vector<float> a = random_floats(100);
+  std::vector<std::vector<float>> out = run(result, {a, std::vector<float>(100, 0.0f)});
+  EXPECT_EQ(out[1], doubled(a));
+}
+
+TEST(LoopPartition, SymbolicExtentSplitsAtAnExpression) {
+  Ref<Var> n = make_size_var("n");
+  SplitLoop s(n, floordiv(n + 7, i32(8)));
+  Ref<PrimFunc> result = loop_partition(s.func);
+  std::vector<const For*> loops = loops_of(result->body);
+  ASSERT_EQ(loops.size(), 4u);
+  // The steady loop has no check; the tail keeps it.
+  EXPECT_EQ(to_script(loops[0]->extent), "n // 8");
+  EXPECT_EQ(count_kind(Stmt(loops[0]), NodeKind::IfThenElse), 0);
+  EXPECT_EQ(count_kind(Stmt(loops[2]), NodeKind::IfThenElse), 1);
+  verify_ir(result, "loop_partition");
+  for (int64_t size : {0, 1, 7, 8, 9, 64, 100}) {
+    std::vector<float> a = random_floats(static_cast<size_t>(size), static_cast<unsigned>(size));
+    std::vector<std::vector<float>> out =
+        run(result, {a, std::vector<float>(static_cast<size_t>(size), 0.0f)});
+    EXPECT_EQ(out[1], doubled(a)) << "n = " << size;
+  }
+}
+
+TEST(LoopPartition, PlainConditionFromABlockPredicate) {
+  SplitLoop s(i32(30), i32(4), /*mark_likely=*/false);
+  Ref<PrimFunc> result = loop_partition(s.func);
+  std::vector<const For*> loops = loops_of(result->body);
+  ASSERT_EQ(loops.size(), 3u);
+  EXPECT_EQ(to_script(loops[0]->extent), "3");
+  EXPECT_EQ(count_kind(result->body, NodeKind::IfThenElse), 1);
+  std::vector<float> a = random_floats(30);
+  EXPECT_EQ(run(result, {a, std::vector<float>(30, 0.0f)})[1], doubled(a));
+}
+
+TEST(LoopPartition, LowerBoundKeepsTheCheckInTheHead) {
+  // for i in range(10): for j in range(4): if likely(i * 4 + j >= 6): B[i * 4 + j] = A[...]
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  Ref<Buffer> a = buffer_1d("A", i32(40)), b = buffer_1d("B", i32(40));
+  Expr index = i * 4 + j;
+  Stmt store = buffer_store(b, buffer_load(a, {index}), {index});
+  Stmt body = loop(i, 10, loop(j, 4, make<IfThenElse>(likely(ge(index, i32(6))), store)));
+  Ref<PrimFunc> result = loop_partition(make_func({a, b}, body));
+  EXPECT_EQ(to_script(result->body),
+            "for i, j in T.grid(2, 4):\n"
+            "    if T.likely(i * 4 + j >= 6):\n"
+            "        B[i * 4 + j] = A[i * 4 + j]\n"
+            "for i_1 in range(2, 10):\n"
+            "    for j_1 in range(4):\n"
+            "        B[i_1 * 4 + j_1] = A[i_1 * 4 + j_1]");
+  verify_ir(result, "loop_partition");
+  std::vector<float> in = random_floats(40);
+  std::vector<float> expected(40, 0.0f);
+  for (int k = 6; k < 40; ++k) expected[k] = in[k];
+  EXPECT_EQ(run(result, {in, std::vector<float>(40, 0.0f)})[1], expected);
+}
+
+TEST(LoopPartition, TwoSidedBoundGivesThreeParts) {
+  // A padded copy: if likely(i * 4 + j >= 3 && i * 4 + j < 29).
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  Ref<Buffer> a = buffer_1d("A", i32(32)), b = buffer_1d("B", i32(32));
+  Expr index = i * 4 + j;
+  Stmt store = buffer_store(b, buffer_load(a, {index}), {index});
+  Expr inside = logical_and(ge(index, i32(3)), lt(index, i32(29)));
+  Stmt body = loop(i, 8, loop(j, 4, make<IfThenElse>(likely(inside), store)));
+  Ref<PrimFunc> result = loop_partition(make_func({a, b}, body));
+  // Head i = 0 (peeled), steady i in [1, 7), tail i = 7 (peeled).
+  const auto* parts = result->body.as<SeqStmt>();
+  ASSERT_NE(parts, nullptr) << to_script(result->body);
+  ASSERT_EQ(parts->seq.size(), 3u) << to_script(result->body);
+  EXPECT_EQ(to_script(result->body),
+            "for j in range(4):\n"
+            "    if T.likely(0 * 4 + j >= 3):\n"
+            "        B[0 * 4 + j] = A[0 * 4 + j]\n"
+            "for i in range(1, 7):\n"
+            "    for j_1 in range(4):\n"
+            "        B[i * 4 + j_1] = A[i * 4 + j_1]\n"
+            "for j_2 in range(4):\n"
+            "    if T.likely(7 * 4 + j_2 < 29):\n"
+            "        B[7 * 4 + j_2] = A[7 * 4 + j_2]");
+  const auto* steady = parts->seq[1].as<For>();
+  ASSERT_NE(steady, nullptr);
+  EXPECT_EQ(to_script(steady->min), "1");
+  EXPECT_EQ(to_script(steady->extent), "6");
+  EXPECT_EQ(count_kind(parts->seq[1], NodeKind::IfThenElse), 0);
+  verify_ir(result, "loop_partition");
+  std::vector<float> in = random_floats(32);
+  std::vector<float> expected(32, 0.0f);
+  for (int k = 3; k < 29; ++k) expected[k] = in[k];
+  EXPECT_EQ(run(result, {in, std::vector<float>(32, 0.0f)})[1], expected);
+}
+
+TEST(LoopPartition, LikelyIfThenElseCallIsPartitioned) {
+  // B[i*4 + j] = if_then_else(likely(i * 4 + j < 30), A[i * 4 + j], 0) over 32 elements.
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  Ref<Buffer> a = buffer_1d("A", i32(32)), b = buffer_1d("B", i32(32));
+  Expr index = i * 4 + j;
+  Expr value = if_then_else(likely(lt(index, i32(30))), buffer_load(a, {index}),
+                            make_const(DataType::float32(), 0.0));
+  Stmt body = loop(i, 8, loop(j, 4, buffer_store(b, value, {index})));
+  Ref<PrimFunc> result = loop_partition(make_func({a, b}, body));
+  const auto* parts = result->body.as<SeqStmt>();
+  ASSERT_NE(parts, nullptr);
+  EXPECT_EQ(count_calls(parts->seq[0], Builtin::IfThenElse), 0);
+  EXPECT_EQ(count_calls(parts->seq[1], Builtin::IfThenElse), 1);
+  std::vector<float> in = random_floats(32);
+  std::vector<float> expected(in.begin(), in.end());
+  expected[30] = expected[31] = 0.0f;
+  EXPECT_EQ(run(result, {in, std::vector<float>(32, 1.0f)})[1], expected);
+}
+
+TEST(LoopPartition, DivisibleExtentRemovesTheCheck) {
+  SplitLoop s(i32(96), i32(12));
+  Ref<PrimFunc> result = loop_partition(s.func);
+  EXPECT_EQ(count_kind(result->body, NodeKind::IfThenElse), 0);
+  EXPECT_EQ(loops_of(result->body).size(), 2u);
+}
+
+TEST(LoopPartition, UnchangedWithoutAffineChecks) {
+  // No condition at all.
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(16)), b = buffer_1d("B", i32(16));
+  Ref<PrimFunc> plain = make_func({a, b}, loop(i, 16, buffer_store(b, buffer_load(a, {i}), {i})));
+  EXPECT_TRUE(loop_partition(plain).same_as(plain));
+  // A condition that is not affine in the loop variable.
+  Stmt store = buffer_store(b, buffer_load(a, {i}), {i});
+  Ref<PrimFunc> square =
+      make_func({a, b}, loop(i, 16, make<IfThenElse>(likely(lt(i * i, i32(50))), store)));
+  EXPECT_TRUE(loop_partition(square).same_as(square));
+  Ref<PrimFunc> modular =
+      make_func({a, b}, loop(i, 16, make<IfThenElse>(eq(floormod(i, i32(2)), i32(0)), store)));
+  EXPECT_TRUE(loop_partition(modular).same_as(modular));
+}
+
+TEST(LoopPartition, OuterLoopWithEmptySteadyPartSplitsTheInnerLoop) {
+  // 5 elements in one outer iteration of 8: the outer loop cannot be split, the inner one is.
+  SplitLoop s(i32(5), i32(1));
+  Ref<PrimFunc> result = loop_partition(s.func);
+  std::vector<const For*> loops = loops_of(result->body);
+  ASSERT_EQ(loops.size(), 3u);
+  EXPECT_EQ(to_script(Stmt(loops[0])),
+            "for io in range(1):\n"
+            "    for ii in range(5):\n"
+            "        B[io * 8 + ii] = A[io * 8 + ii] * T.float32(2)\n"
+            "    for ii_1 in range(5, 8):\n"
+            "        if T.likely(io * 8 + ii_1 < 5):\n"
+            "            B[io * 8 + ii_1] = A[io * 8 + ii_1] * T.float32(2)");
+  std::vector<float> a = random_floats(5);
+  EXPECT_EQ(run(result, {a, std::vector<float>(5, 0.0f)})[1], doubled(a));
+}
+
+TEST(LoopPartition, VectorizedLoopsAreNotSplitButSearched) {
+  // The inner loop is vectorized: the outer one is split, never the vector loop.
+  Ref<Var> io = make_var("io"), ii = make_var("ii");
+  Ref<Buffer> a = buffer_1d("A", i32(20)), b = buffer_1d("B", i32(20));
+  Expr index = io * 8 + ii;
+  Stmt store = buffer_store(b, buffer_load(a, {index}), {index});
+  Stmt body = loop(io, 3,
+                   loop(ii, int32_const(0), int32_const(8),
+                        make<IfThenElse>(likely(lt(index, i32(20))), store), ForKind::kVectorized));
+  Ref<PrimFunc> result = loop_partition(make_func({a, b}, body));
+  std::vector<const For*> loops = loops_of(result->body);
+  ASSERT_EQ(loops.size(), 3u);
+  EXPECT_EQ(to_script(loops[0]->extent), "2");
+  EXPECT_EQ(loops[1]->kind, ForKind::kVectorized);
+  EXPECT_EQ(count_kind(Stmt(loops[1]), NodeKind::IfThenElse), 0);
+  EXPECT_EQ(loops[2]->kind, ForKind::kVectorized);
+  EXPECT_EQ(count_kind(Stmt(loops[2]), NodeKind::IfThenElse), 1);
+}
+
+}  // namespace
+}  // namespace kiln::tir

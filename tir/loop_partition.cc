@@ -1,0 +1,337 @@
+// loop_partition: splits loops at the point where an affine bound check in their body becomes
+// (or stops being) provably true, and removes the check from the steady part.
+#include "kiln/tir/loop_partition.h"
+
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include "kiln/arith/analyzer.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "kiln/ir/structural.h"
+#include "tir/pass_util.h"
+#include "tir/renew_definitions.h"
+
+namespace kiln::tir {
+
+using namespace ir;
+
+namespace {
+
+struct LoopInfo {
+  Ref<Var> var;
+  Range range;
+};
+
+// A comparison that can split a loop v: it holds exactly when k * v + h >= 0, and h_min is the
+// least value of h over the loops between v and the comparison.
+struct Candidate {
+  Expr atom;
+  int64_t k;
+  Expr h_min;
+};
+
+// `atom` as an expression g with atom <=> g >= 0, when it is a scalar integer comparison.
+Expr as_nonnegative(const Expr& atom) {
+  const auto* bin = atom.as<BinaryNode>();
+  if (bin == nullptr || !atom->dtype.is_scalar() || !bin->a->dtype.is_int()) return Expr();
+  switch (atom->kind()) {
+    case NodeKind::LT:
+      return bin->b - bin->a - 1;
+    case NodeKind::LE:
+      return sub(bin->b, bin->a);
+    case NodeKind::GT:
+      return bin->a - bin->b - 1;
+    case NodeKind::GE:
+      return sub(bin->a, bin->b);
+    default:
+      return Expr();
+  }
+}
+
+// The comparisons that `condition` is a conjunction of, looking through likely().
+void split_conjunction(const Expr& condition, std::vector<Expr>* atoms) {
+  if (const auto* call = condition.as<Call>(); call != nullptr && call->op == Builtin::Likely) {
+    split_conjunction(call->args[0], atoms);
+  } else if (const auto* both = condition.as<And>()) {
+    split_conjunction(both->a, atoms);
+    split_conjunction(both->b, atoms);
+  } else {
+    atoms->push_back(condition);
+  }
+}
+
+bool has_likely(const Expr& e) {
+  bool found = false;
+  post_order_visit(e, [&](const Node* node) {
+    if (node->kind() == NodeKind::Call && static_cast<const Call*>(node)->op == Builtin::Likely) {
+      found = true;
+    }
+  });
+  return found;
+}
+
+bool uses(const Expr& e, const Var* var) {
+  return uses_var(e, [var](const Var* v) { return v == var; });
+}
+
+// The constant d with f(var + 1) - f(var) == d, if there is one.
+const int64_t* constant_step(arith::Analyzer* ana, const Expr& f, const Ref<Var>& var,
+                             Expr* holder) {
+  *holder = ana->simplify(substitute(f, {{var.get(), Expr(var) + 1}}) - f);
+  return as_const_int(*holder);
+}
+
+// Finds the comparisons in the body of `loop` that can split it (see Candidate).
+class CandidateCollector : public IRVisitor {
+ public:
+  CandidateCollector(const For* loop, const std::vector<LoopInfo>& outer,
+                     const std::vector<Expr>& excluded)
+      : loop_(loop), excluded_(excluded) {
+    for (const LoopInfo& info : outer) ana_.bind(info.var, info.range, true);
+    ana_.bind(loop->loop_var, Range{loop->min, loop->extent}, true);
+    post_order_visit(loop->body, [&](const Node* node) {
+      switch (node->kind()) {
+        case NodeKind::For:
+          defined_inside_.insert(static_cast<const For*>(node)->loop_var.get());
+          break;
+        case NodeKind::LetStmt:
+          defined_inside_.insert(static_cast<const LetStmt*>(node)->var.get());
+          break;
+        case NodeKind::Let:
+          defined_inside_.insert(static_cast<const Let*>(node)->var.get());
+          break;
+        case NodeKind::Allocate:
+          defined_inside_.insert(static_cast<const Allocate*>(node)->buffer->data.get());
+          break;
+        default:
+          break;
+      }
+    });
+  }
+
+  std::vector<Candidate> collect() {
+    visit_stmt(loop_->body);
+    return std::move(found_);
+  }
+
+ protected:
+  using IRVisitor::visit;
+
+  void visit(const For* op) override {
+    visit_expr(op->min);
+    visit_expr(op->extent);
+    inner_.push_back({op->loop_var, Range{op->min, op->extent}});
+    ana_.bind(op->loop_var, Range{op->min, op->extent}, true);
+    visit_stmt(op->body);
+    inner_.pop_back();
+  }
+
+  void visit(const IfThenElse* op) override {
+    consider(op->condition);
+    IRVisitor::visit(op);
+  }
+
+  void visit(const Call* op) override {
+    if (op->op == Builtin::IfThenElse && has_likely(op->args[0])) consider(op->args[0]);
+    IRVisitor::visit(op);
+  }
+
+ private:
+  void consider(const Expr& condition) {
+    std::vector<Expr> atoms;
+    split_conjunction(condition, &atoms);
+    for (const Expr& atom : atoms) {
+      if (known(atom)) continue;
+      if (auto candidate = analyze(atom)) found_.push_back(*candidate);
+    }
+  }
+
+  bool known(const Expr& atom) const {
+    for (const Expr& e : excluded_) {
+      if (structural_equal(e, atom)) return true;
+    }
+    for (const Candidate& c : found_) {
+      if (structural_equal(c.atom, atom)) return true;
+    }
+    return false;
+  }
+
+  std::optional<Candidate> analyze(const Expr& atom) {
+    const Var* v = loop_->loop_var.get();
+    Expr g = as_nonnegative(atom);
+    if (!g.defined() || !uses(g, v)) return std::nullopt;
+    // Variables defined inside the loop may appear only when they are enclosing loops here.
+    bool allowed = !uses_var(g, [&](const Var* var) {
+      if (defined_inside_.count(var) == 0) return false;
+      for (const LoopInfo& info : inner_) {
+        if (info.var.get() == var) return false;
+      }
+      return true;
+    });
+    if (!allowed) return std::nullopt;
+    Expr step;
+    const int64_t* k = constant_step(&ana_, g, loop_->loop_var, &step);
+    if (k == nullptr || *k == 0) return std::nullopt;
+    int64_t coefficient = *k;
+    Expr h = ana_.simplify(
+        sub(g, mul(make_const(g->dtype, coefficient), cast(g->dtype, Expr(loop_->loop_var)))));
+    if (uses(h, v)) return std::nullopt;
+    // The least value of h: each inner loop variable, innermost first, at the end of its range
+    // that makes h smallest.
+    for (auto it = inner_.rbegin(); it != inner_.rend(); ++it) {
+      const LoopInfo& info = *it;
+      if (!uses(h, info.var.get())) continue;
+      if (uses(info.range.min, v) || uses(info.range.extent, v)) return std::nullopt;
+      const int64_t* c = constant_step(&ana_, h, info.var, &step);
+      if (c == nullptr) return std::nullopt;
+      Expr end = *c >= 0 ? info.range.min : info.range.min + info.range.extent - 1;
+      h = ana_.simplify(substitute(h, {{info.var.get(), cast(info.var->dtype, end)}}));
+    }
+    bool settled = !uses_var(h, [&](const Var* var) { return defined_inside_.count(var) > 0; });
+    if (!settled) return std::nullopt;
+    return Candidate{atom, coefficient, h};
+  }
+
+  const For* loop_;
+  const std::vector<Expr>& excluded_;
+  arith::Analyzer ana_;
+  std::unordered_set<const Var*> defined_inside_;
+  std::vector<LoopInfo> inner_;
+  std::vector<Candidate> found_;
+};
+
+// Replaces a comparison by true wherever it appears and folds what that decides.
+class AtomRemover : public IRMutator {
+ public:
+  explicit AtomRemover(Expr atom) : atom_(std::move(atom)) {}
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Expr visit(const LT* op) override { return replace(op); }
+  Expr visit(const LE* op) override { return replace(op); }
+  Expr visit(const GT* op) override { return replace(op); }
+  Expr visit(const GE* op) override { return replace(op); }
+
+  Expr visit(const And* op) override {
+    Expr a = mutate(op->a);
+    Expr b = mutate(op->b);
+    if (is_const_int(a, 1)) return b;
+    if (is_const_int(b, 1)) return a;
+    if (a.same_as(op->a) && b.same_as(op->b)) return op;
+    return make<And>(op->dtype, a, b);
+  }
+
+  Expr visit(const Call* op) override {
+    Expr result = IRMutator::visit(op);
+    const auto* call = result.as<Call>();
+    if (call == nullptr || result.same_as(Expr(op))) return result;
+    if (call->op == Builtin::Likely && is_const_int(call->args[0], 1)) return call->args[0];
+    if (call->op == Builtin::IfThenElse && is_const_int(call->args[0], 1)) return call->args[1];
+    return result;
+  }
+
+  Stmt visit(const IfThenElse* op) override {
+    Expr condition = mutate(op->condition);
+    if (is_const_int(condition, 1)) return mutate(op->then_case);
+    Stmt then_case = mutate(op->then_case);
+    Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
+    if (condition.same_as(op->condition) && then_case.same_as(op->then_case) &&
+        else_case.same_as(op->else_case)) {
+      return op;
+    }
+    return make<IfThenElse>(condition, then_case, else_case);
+  }
+
+ private:
+  Expr replace(const ExprNode* op) {
+    Expr e(op);
+    if (op->kind() == atom_->kind() && structural_equal(e, atom_)) return bool_const(true);
+    return e;
+  }
+
+  Expr atom_;
+};
+
+class LoopPartitioner : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const For* op) override {
+    bool splittable = op->kind != ForKind::kVectorized && op->kind != ForKind::kThreadBinding &&
+                      !is_const_int(op->extent, 0) && !is_const_int(op->extent, 1);
+    if (splittable) {
+      for (const Candidate& c : CandidateCollector(op, outer_, excluded_).collect()) {
+        if (Stmt s = partition(op, c); s.defined()) return s;
+      }
+    }
+    outer_.push_back({op->loop_var, Range{op->min, op->extent}});
+    Stmt result = IRMutator::visit(op);
+    outer_.pop_back();
+    return result;
+  }
+
+ private:
+  // The loop split on `c`, or null when its steady part would be empty.
+  Stmt partition(const For* op, const Candidate& c) {
+    arith::Analyzer ana;
+    for (const LoopInfo& info : outer_) ana.bind(info.var, info.range, true);
+    // Step 1. The split point: the first value of v where the comparison stops holding for
+    // every inner iteration (k < 0), or the first where it starts to (k > 0).
+    DataType t = c.h_min->dtype;
+    Expr split = c.k < 0 ? floordiv(c.h_min, make_const(t, -c.k)) + 1
+                         : floordiv(add(neg(c.h_min), make_const(t, c.k - 1)), make_const(t, c.k));
+    DataType vt = op->loop_var->dtype;
+    Expr end = ana.simplify(add(op->min, op->extent));
+    split = ana.simplify(min(max(cast(vt, split), op->min), end));
+    Range first{op->min, ana.simplify(sub(split, op->min))};
+    Range second{split, ana.simplify(sub(end, split))};
+    const Range& steady = c.k < 0 ? first : second;
+    const Range& checked = c.k < 0 ? second : first;
+    if (ana.can_prove(le(steady.extent, make_zero(vt)))) return Stmt();
+
+    // Step 2. The steady part without the comparison; it is searched again for other bounds.
+    auto steady_loop = copy(op);
+    steady_loop->min = steady.min;
+    steady_loop->extent = steady.extent;
+    steady_loop->body = AtomRemover(c.atom).mutate(op->body);
+    Stmt steady_part = mutate(Stmt(steady_loop));
+
+    // Step 3. The checked part, peeled when it has one iteration, with fresh definitions.
+    Stmt checked_part;
+    if (!ana.can_prove(le(checked.extent, make_zero(vt)))) {
+      auto checked_loop = copy(op);
+      checked_loop->min = checked.min;
+      checked_loop->extent = checked.extent;
+      excluded_.push_back(c.atom);
+      checked_part = mutate(Stmt(checked_loop));
+      excluded_.pop_back();
+      // A loop of extent 1 is never split, so it is still the loop of v here.
+      const auto* single = checked_part.as<For>();
+      if (is_const_int(checked.extent, 1) && single != nullptr &&
+          single->loop_var.same_as(op->loop_var)) {
+        checked_part = substitute(single->body, {{op->loop_var.get(), checked.min}});
+      }
+      checked_part = renew_definitions(checked_part);
+    }
+    if (c.k < 0) return seq({steady_part, checked_part});
+    return seq({checked_part, steady_part});
+  }
+
+  std::vector<LoopInfo> outer_;
+  std::vector<Expr> excluded_;
+};
+
+}  // namespace
+
+Ref<PrimFunc> loop_partition(const Ref<PrimFunc>& func) {
+  return with_body(func, LoopPartitioner().mutate(func->body));
+}
+
+}  // namespace kiln::tir

@@ -1,0 +1,122 @@
+// unroll_loops: copies the bodies of loops marked for unrolling, within step and size limits
+// that loop annotations can change.
+#include "kiln/tir/unroll_loops.h"
+
+#include <vector>
+
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "tir/pass_util.h"
+#include "tir/renew_definitions.h"
+
+namespace kiln::tir {
+
+using namespace ir;
+
+namespace {
+
+constexpr int64_t kDefaultMaxStep = 64;
+// The most IR nodes that the copies of one loop's body may add up to.
+constexpr int64_t kMaxUnrolledNodes = 4096;
+
+constexpr const char* kAutoMaxStep = "pragma_auto_unroll_max_step";
+constexpr const char* kExplicit = "pragma_unroll_explicit";
+
+// What the enclosing annotations ask for.
+struct Settings {
+  int64_t max_step = kDefaultMaxStep;
+  bool automatic = false;  // serial loops are unrolled too (rule 2)
+  bool copy = true;        // copy bodies, or only mark loops kUnrolled
+};
+
+int64_t count_nodes(const Stmt& s) {
+  int64_t n = 0;
+  post_order_visit(s, [&n](const Node*) { ++n; });
+  return n;
+}
+
+// The statements that do something (stores and evaluations): what rule 2 counts as steps.
+int64_t count_statements(const Stmt& s) {
+  int64_t n = 0;
+  post_order_visit(s, [&n](const Node* node) {
+    n += node->kind() == NodeKind::BufferStore || node->kind() == NodeKind::Evaluate;
+  });
+  return n;
+}
+
+bool contains_loop(const Stmt& s) {
+  bool found = false;
+  post_order_visit(s, [&found](const Node* node) { found |= node->kind() == NodeKind::For; });
+  return found;
+}
+
+class LoopUnroller : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const For* op) override {
+    Settings saved = settings_;
+    auto loop = copy(op);
+    bool annotated = take_settings(loop.get());
+    Settings here = settings_;
+    Stmt body = mutate(op->body);
+    settings_ = saved;
+    loop->body = body;
+
+    const int64_t* extent = as_const_int(op->extent);
+    bool marked = op->kind == ForKind::kUnrolled;
+    bool automatic = here.automatic && op->kind == ForKind::kSerial && extent != nullptr &&
+                     !contains_loop(body) && *extent * count_statements(body) <= here.max_step;
+    bool copies = (marked || automatic) && extent != nullptr && *extent <= here.max_step &&
+                  *extent * count_nodes(body) <= kMaxUnrolledNodes && here.copy;
+    if (!copies) {
+      if (automatic) loop->kind = ForKind::kUnrolled;
+      if (!annotated && body.same_as(op->body) && loop->kind == op->kind) return op;
+      return loop;
+    }
+    std::vector<Stmt> bodies;
+    for (int64_t k = 0; k < *extent; ++k) {
+      Expr value = add(op->min, make_const(op->loop_var->dtype, k));
+      Stmt s = substitute(body, {{op->loop_var.get(), value}});
+      bodies.push_back(k == 0 ? s : renew_definitions(s));
+    }
+    return seq(std::move(bodies));
+  }
+
+ private:
+  // Reads and removes the annotations of `loop`; returns whether it had one.
+  bool take_settings(For* loop) {
+    bool found = false;
+    if (auto it = loop->annotations.find(kAutoMaxStep); it != loop->annotations.end()) {
+      const int64_t* value = as_const_int(it->second);
+      user_check(value != nullptr) << "unroll_loops: annotation " << kAutoMaxStep << " of loop "
+                                   << loop->loop_var->name << " must be an integer constant";
+      settings_.max_step = *value;
+      settings_.automatic = *value > 0;
+      loop->annotations.erase(it);
+      found = true;
+    }
+    if (auto it = loop->annotations.find(kExplicit); it != loop->annotations.end()) {
+      const int64_t* value = as_const_int(it->second);
+      user_check(value != nullptr) << "unroll_loops: annotation " << kExplicit << " of loop "
+                                   << loop->loop_var->name << " must be an integer constant";
+      settings_.copy = *value != 0;
+      loop->annotations.erase(it);
+      found = true;
+    }
+    return found;
+  }
+
+  Settings settings_;
+};
+
+}  // namespace
+
+Ref<PrimFunc> unroll_loops(const Ref<PrimFunc>& func) {
+  return with_body(func, LoopUnroller().mutate(func->body));
+}
+
+}  // namespace kiln::tir

@@ -1,0 +1,495 @@
+// vectorize_loops: widens the body of each vectorized loop to vector lanes, or makes the loop
+// serial with the reason recorded when the body does not allow it.
+#include "kiln/tir/vectorize_loops.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/arith/analyzer.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/structural.h"
+#include "tir/pass_util.h"
+
+namespace kiln::tir {
+
+using namespace ir;
+
+namespace {
+
+// Why a loop's body could not be vectorized; caught at the loop, which then stays serial.
+struct VectorizeFailure {
+  std::string reason;
+};
+
+template <class... Parts>
+[[noreturn]] void fail(const Parts&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  throw VectorizeFailure{os.str()};
+}
+
+int lanes_of(const Expr& e) {
+  return e->dtype.lanes();
+}
+
+// base and stride of e seen as a ramp: a Ramp, or a scalar / Broadcast with stride 0.
+bool ramp_parts(const Expr& e, Expr* base, Expr* stride) {
+  if (const auto* r = e.as<Ramp>()) {
+    *base = r->base;
+    *stride = r->stride;
+    return true;
+  }
+  if (const auto* b = e.as<Broadcast>()) {
+    *base = b->value;
+  } else if (lanes_of(e) == 1) {
+    *base = e;
+  } else {
+    return false;
+  }
+  *stride = make_zero((*base)->dtype);
+  return true;
+}
+
+// Builtins computed lane by lane, which a vector argument simply widens.
+bool is_elementwise(Builtin op) {
+  switch (op) {
+    case Builtin::AddressOf:
+    case Builtin::CallPureExtern:
+    case Builtin::CallExtern:
+    case Builtin::CallLLVMPureIntrin:
+    case Builtin::StorageSync:
+    case Builtin::PackedArgData:
+    case Builtin::PackedArgShape:
+    case Builtin::PackedArgInt:
+    case Builtin::PackedArgFloat:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// Rewrites the body of one vectorized loop on `lanes` lanes; throws VectorizeFailure.
+class Vectorizer : public IRMutator {
+ public:
+  Vectorizer(const For* loop, int lanes, arith::Analyzer* ana)
+      : loop_(loop), lanes_(lanes), ana_(ana) {
+    DataType t = loop->loop_var->dtype;
+    ramp_ = make<Ramp>(t.with_lanes(lanes), cast(t, loop->min), make_const(t, 1), lanes);
+  }
+
+  Stmt run(const Stmt& body) {
+    Stmt result = mutate(body);
+    check_accesses();
+    return result;
+  }
+
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Expr widen(const Expr& e) const {
+    if (lanes_of(e) == lanes_) return e;
+    return make<Broadcast>(e->dtype.with_lanes(lanes_), e, lanes_);
+  }
+
+  Expr visit(const Var* op) override {
+    if (op == loop_->loop_var.get()) return ramp_;
+    auto it = let_vars_.find(op);
+    return it == let_vars_.end() ? Expr(op) : Expr(it->second);
+  }
+
+  template <class T>
+  Expr binary(const T* op) {
+    Expr a = mutate(op->a);
+    Expr b = mutate(op->b);
+    if (a.same_as(op->a) && b.same_as(op->b)) return op;
+    if (lanes_of(a) == 1 && lanes_of(b) == 1) return make<T>(op->dtype, a, b);
+    return make<T>(op->dtype.with_lanes(lanes_), widen(a), widen(b));
+  }
+
+  // `a op b` as a ramp when both are ramps or invariant (op is + or -).
+  template <class T>
+  Expr ramp_sum(const T* op, Expr (*combine)(Expr, Expr)) {
+    Expr a = mutate(op->a);
+    Expr b = mutate(op->b);
+    Expr base_a, stride_a, base_b, stride_b;
+    if ((a.is<Ramp>() || b.is<Ramp>()) && ramp_parts(a, &base_a, &stride_a) &&
+        ramp_parts(b, &base_b, &stride_b)) {
+      return make<Ramp>(op->dtype.with_lanes(lanes_), combine(base_a, base_b),
+                        combine(stride_a, stride_b), lanes_);
+    }
+    if (a.same_as(op->a) && b.same_as(op->b)) return op;
+    if (lanes_of(a) == 1 && lanes_of(b) == 1) return make<T>(op->dtype, a, b);
+    return make<T>(op->dtype.with_lanes(lanes_), widen(a), widen(b));
+  }
+
+  Expr visit(const Add* op) override { return ramp_sum(op, &add); }
+  Expr visit(const Sub* op) override { return ramp_sum(op, &sub); }
+
+  Expr visit(const Mul* op) override {
+    Expr a = mutate(op->a);
+    Expr b = mutate(op->b);
+    if (a.is<Ramp>() && lanes_of(b) == 1) std::swap(a, b);
+    if (const auto* r = b.as<Ramp>(); r != nullptr && lanes_of(a) == 1) {
+      return make<Ramp>(op->dtype.with_lanes(lanes_), mul(r->base, a), mul(r->stride, a), lanes_);
+    }
+    if (a.same_as(op->a) && b.same_as(op->b)) return op;
+    if (lanes_of(a) == 1 && lanes_of(b) == 1) return make<Mul>(op->dtype, a, b);
+    return make<Mul>(op->dtype.with_lanes(lanes_), widen(a), widen(b));
+  }
+
+  Expr visit(const Div* op) override { return binary(op); }
+  Expr visit(const Mod* op) override { return binary(op); }
+  Expr visit(const FloorDiv* op) override { return binary(op); }
+  Expr visit(const FloorMod* op) override { return binary(op); }
+  Expr visit(const Min* op) override { return binary(op); }
+  Expr visit(const Max* op) override { return binary(op); }
+  Expr visit(const EQ* op) override { return binary(op); }
+  Expr visit(const NE* op) override { return binary(op); }
+  Expr visit(const LT* op) override { return binary(op); }
+  Expr visit(const LE* op) override { return binary(op); }
+  Expr visit(const GT* op) override { return binary(op); }
+  Expr visit(const GE* op) override { return binary(op); }
+  Expr visit(const And* op) override { return binary(op); }
+  Expr visit(const Or* op) override { return binary(op); }
+
+  Expr visit(const Not* op) override {
+    Expr a = mutate(op->a);
+    if (a.same_as(op->a)) return op;
+    return make<Not>(op->dtype.with_lanes(lanes_of(a)), a);
+  }
+
+  Expr visit(const Select* op) override {
+    Expr c = mutate(op->condition);
+    Expr t = mutate(op->true_value);
+    Expr f = mutate(op->false_value);
+    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) {
+      return op;
+    }
+    if (lanes_of(c) == 1 && lanes_of(t) == 1 && lanes_of(f) == 1) {
+      return make<Select>(op->dtype, c, t, f);
+    }
+    return make<Select>(op->dtype.with_lanes(lanes_), widen(c), widen(t), widen(f));
+  }
+
+  Expr visit(const Cast* op) override {
+    Expr value = mutate(op->value);
+    if (value.same_as(op->value)) return op;
+    if (lanes_of(value) == 1) return make<Cast>(op->dtype, value);
+    if (const auto* r = value.as<Ramp>(); r != nullptr && op->dtype.is_integer()) {
+      return make<Ramp>(op->dtype.with_lanes(lanes_), cast(op->dtype, r->base),
+                        cast(op->dtype, r->stride), lanes_);
+    }
+    return make<Cast>(op->dtype.with_lanes(lanes_), value);
+  }
+
+  Expr visit(const Ramp* op) override {
+    fail("the body already has vector expressions (", to_script(Expr(op)), ")");
+  }
+  Expr visit(const Broadcast* op) override {
+    fail("the body already has vector expressions (", to_script(Expr(op)), ")");
+  }
+  Expr visit(const Reduce* op) override { fail("the body has a reduction (Reduce)"); }
+
+  Expr visit(const Let* op) override {
+    Expr value = mutate(op->value);
+    if (lanes_of(value) == 1) {
+      Expr body = mutate(op->body);
+      if (value.same_as(op->value) && body.same_as(op->body)) return op;
+      return make<Let>(body->dtype, op->var, value, body);
+    }
+    auto var = make<Var>(op->var->name, op->var->dtype.with_lanes(lanes_));
+    let_vars_[op->var.get()] = var;
+    Expr body = mutate(op->body);
+    return make<Let>(body->dtype, var, value, body);
+  }
+
+  Expr visit(const Call* op) override {
+    const char* name = builtin_name(op->op);
+    if (!builtin_is_pure(op->op)) fail("it calls ", name, ", which has side effects");
+    if (op->op == Builtin::IfThenElse) return vectorize_if_then_else(op);
+    std::vector<Expr> args = op->args;
+    bool changed = mutate_all(&args);
+    if (!changed) return op;
+    bool vector = false;
+    for (const Expr& a : args) vector |= lanes_of(a) > 1;
+    if (!vector) return make<Call>(op->dtype, op->op, std::move(args));
+    if (!is_elementwise(op->op)) {
+      fail("it calls ", name, " with arguments that vary across lanes");
+    }
+    for (Expr& a : args) a = widen(a);
+    return make<Call>(op->dtype.with_lanes(lanes_), op->op, std::move(args));
+  }
+
+  Expr visit(const BufferLoad* op) override {
+    if (op->dtype.lanes() > 1) {
+      fail("the body already has vector expressions (", to_script(Expr(op)), ")");
+    }
+    std::vector<Expr> indices = op->indices;
+    bool changed = mutate_all(&indices);
+    Ref<Buffer> buffer = op->buffer;
+    changed |= remap_per_lane(&buffer, &indices);
+    check_vector_index(*buffer, indices);
+    accesses_[buffer->data.get()].push_back({false, indices.back(), buffer->name});
+    if (!changed) return op;
+    return make<BufferLoad>(op->dtype.with_lanes(lanes_of(indices.back())), buffer,
+                            std::move(indices));
+  }
+
+  Stmt visit(const BufferStore* op) override {
+    Expr value = mutate(op->value);
+    std::vector<Expr> indices = op->indices;
+    mutate_all(&indices);
+    Ref<Buffer> buffer = op->buffer;
+    remap_per_lane(&buffer, &indices);
+    check_vector_index(*buffer, indices);
+    const Expr& index = indices.back();
+    if (lanes_of(index) == 1) {
+      if (lanes_of(value) > 1) {
+        fail("it stores a vector value into the single location ", buffer->name, "[",
+             to_script(index), "] (a reduction across lanes)");
+      }
+      fail("the store to ", buffer->name, "[", to_script(index), "] does not vary across lanes");
+    }
+    const auto* r = index.as<Ramp>();
+    if (r == nullptr || !ana_->can_prove(ne(r->stride, make_zero(r->stride->dtype)))) {
+      fail("the store to ", buffer->name, " has the index ", to_script(index),
+           ", which is not a ramp with a nonzero stride (distinct addresses)");
+    }
+    accesses_[buffer->data.get()].push_back({true, index, buffer->name});
+    return make<BufferStore>(buffer, widen(value), std::move(indices));
+  }
+
+  Stmt visit(const For* op) override {
+    Expr min = mutate(op->min);
+    Expr extent = mutate(op->extent);
+    if (lanes_of(min) > 1 || lanes_of(extent) > 1) {
+      fail("the range of the inner loop ", op->loop_var->name, " varies across lanes");
+    }
+    if (op->kind != ForKind::kSerial && op->kind != ForKind::kUnrolled) {
+      fail("it contains the ", for_kind_name(op->kind), " loop ", op->loop_var->name);
+    }
+    ana_->bind(op->loop_var, Range{min, extent}, true);
+    Stmt body = mutate(op->body);
+    if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return op;
+    auto loop = copy(op);
+    loop->min = min;
+    loop->extent = extent;
+    loop->body = body;
+    return loop;
+  }
+
+  Stmt visit(const IfThenElse* op) override {
+    Expr c = mutate(op->condition);
+    if (lanes_of(c) > 1) {
+      fail("an if statement's condition ", to_script(op->condition),
+           " varies across lanes and its branches have side effects");
+    }
+    Stmt then_case = mutate(op->then_case);
+    Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
+    if (c.same_as(op->condition) && then_case.same_as(op->then_case) &&
+        else_case.same_as(op->else_case)) {
+      return op;
+    }
+    return make<IfThenElse>(c, then_case, else_case);
+  }
+
+  Stmt visit(const AssertStmt* op) override {
+    Expr c = mutate(op->condition);
+    if (lanes_of(c) > 1) fail("an assert's condition varies across lanes");
+    Stmt body = mutate(op->body);
+    if (c.same_as(op->condition) && body.same_as(op->body)) return op;
+    return make<AssertStmt>(c, op->message, body);
+  }
+
+  Stmt visit(const LetStmt* op) override {
+    Expr value = mutate(op->value);
+    if (lanes_of(value) == 1) {
+      Stmt body = mutate(op->body);
+      if (value.same_as(op->value) && body.same_as(op->body)) return op;
+      return make<LetStmt>(op->var, value, body);
+    }
+    auto var = make<Var>(op->var->name, op->var->dtype.with_lanes(lanes_));
+    let_vars_[op->var.get()] = var;
+    return make<LetStmt>(var, value, mutate(op->body));
+  }
+
+  // A buffer allocated inside the loop gets one copy per lane: element j of lane l is at
+  // j * lanes + l, so that each lane's accesses are one contiguous vector access.
+  Stmt visit(const Allocate* op) override {
+    const Buffer& b = *op->buffer;
+    if (b.ndim() != 1 || !b.strides.empty()) {
+      fail("it allocates ", b.name, ", which is not flattened to one dimension");
+    }
+    auto widened = copy(op->buffer.get());
+    widened->data = make<Var>(b.data->name, b.data->dtype);
+    widened->shape = {mul(b.shape[0], make_const(b.shape[0]->dtype, lanes_))};
+    per_lane_[b.data.get()] = widened;
+    return make<Allocate>(widened, mutate(op->body));
+  }
+
+  Stmt visit(const Block* op) override { fail("it contains the block ", op->name); }
+  Stmt visit(const BlockRealize* op) override { fail("it contains the block ", op->block->name); }
+
+ private:
+  struct Access {
+    bool is_store;
+    Expr index;
+    std::string buffer_name;
+  };
+
+  // Accesses of a per-lane buffer move to the lane's copy; returns whether it is one.
+  bool remap_per_lane(Ref<Buffer>* buffer, std::vector<Expr>* indices) {
+    auto it = per_lane_.find((*buffer)->data.get());
+    if (it == per_lane_.end()) return false;
+    Expr& index = indices->back();
+    if (indices->size() != 1 || lanes_of(index) > 1) {
+      fail("the accesses of ", (*buffer)->name, ", allocated inside the loop, vary across lanes");
+    }
+    DataType t = index->dtype;
+    index = make<Ramp>(t.with_lanes(lanes_), mul(index, make_const(t, lanes_)), make_const(t, 1),
+                       lanes_);
+    *buffer = it->second;
+    return true;
+  }
+
+  void check_vector_index(const Buffer& buffer, const std::vector<Expr>& indices) {
+    for (size_t i = 0; i + 1 < indices.size(); ++i) {
+      if (lanes_of(indices[i]) > 1) {
+        fail("the access of ", buffer.name, " varies across lanes in a dimension other than ",
+             "the last (the buffer is not flattened)");
+      }
+    }
+  }
+
+  // Whether every load in `e` is in bounds for every lane (the loop variable over its range).
+  bool loads_in_bounds(const Expr& e) {
+    bool safe = true;
+    post_order_visit(e, [&](const Node* node) {
+      if (!safe || node->kind() != NodeKind::BufferLoad) return;
+      const auto* load = static_cast<const BufferLoad*>(node);
+      safe = load->indices.size() == load->buffer->shape.size();
+      for (size_t i = 0; i < load->indices.size() && safe; ++i) {
+        const Expr& index = load->indices[i];
+        safe = ana_->can_prove(ge(index, make_zero(index->dtype))) &&
+               ana_->can_prove(lt(index, cast(index->dtype, load->buffer->shape[i])));
+      }
+    });
+    return safe;
+  }
+
+  Expr vectorize_if_then_else(const Call* op) {
+    Expr c = mutate(op->args[0]);
+    Expr t = mutate(op->args[1]);
+    Expr f = mutate(op->args[2]);
+    if (lanes_of(c) == 1) {
+      if (c.same_as(op->args[0]) && t.same_as(op->args[1]) && f.same_as(op->args[2])) return op;
+      int lanes = std::max(lanes_of(t), lanes_of(f));
+      if (lanes > 1) {
+        t = widen(t);
+        f = widen(f);
+      }
+      return make<Call>(op->dtype.with_lanes(lanes), Builtin::IfThenElse,
+                        std::vector<Expr>{c, t, f});
+    }
+    // Select evaluates both arms on every lane: only when that cannot fault.
+    for (int arm = 1; arm <= 2; ++arm) {
+      if (!loads_in_bounds(op->args[arm])) {
+        fail("if_then_else(", to_script(op->args[0]),
+             ", ...) varies across lanes and guards a load that may be out of bounds");
+      }
+    }
+    return make<Select>(op->dtype.with_lanes(lanes_), c, widen(t), widen(f));
+  }
+
+  // Lanes run each statement together, so a buffer that is stored must be accessed at one
+  // index only, or one lane could read what another writes.
+  void check_accesses() const {
+    for (const auto& entry : accesses_) {
+      const std::vector<Access>& list = entry.second;
+      const Access* store = nullptr;
+      for (const Access& a : list) {
+        if (a.is_store) store = &a;
+      }
+      if (store == nullptr) continue;
+      for (const Access& a : list) {
+        if (!structural_equal(a.index, store->index)) {
+          fail(a.buffer_name, " is stored at ", to_script(store->index), " and ",
+               a.is_store ? "stored" : "loaded", " at ", to_script(a.index),
+               " in the same loop (lanes could depend on each other)");
+        }
+      }
+    }
+  }
+
+  const For* loop_;
+  int lanes_;
+  arith::Analyzer* ana_;
+  Expr ramp_;
+  std::unordered_map<const Var*, Ref<Var>> let_vars_;
+  std::unordered_map<const Var*, Ref<Buffer>> per_lane_;
+  std::map<const Var*, std::vector<Access>> accesses_;
+};
+
+class LoopVectorizer : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const For* op) override {
+    ana_.bind(op->loop_var, Range{op->min, op->extent}, true);
+    Stmt result = IRMutator::visit(op);
+    const auto* loop = result.as<For>();
+    if (loop == nullptr || loop->kind != ForKind::kVectorized) return result;
+    try {
+      return vectorize(loop);
+    } catch (const VectorizeFailure& failure) {
+      return fall_back(loop, failure.reason);
+    }
+  }
+
+ private:
+  Stmt vectorize(const For* loop) {
+    const int64_t* extent = as_const_int(loop->extent);
+    if (extent == nullptr) fail("its extent ", to_script(loop->extent), " is not a constant");
+    if (*extent < 1 || *extent > 65535) fail("its extent ", *extent, " is not in [1, 65535]");
+    if (*extent == 1) {
+      return substitute(loop->body,
+                        {{loop->loop_var.get(), cast(loop->loop_var->dtype, loop->min)}});
+    }
+    return Vectorizer(loop, static_cast<int>(*extent), &ana_).run(loop->body);
+  }
+
+  static Stmt fall_back(const For* loop, const std::string& reason) {
+    if (const char* log = std::getenv("KILN_LOG_VECTORIZE");
+        log != nullptr && std::string(log) == "1") {
+      std::cerr << "vectorize_loops: loop " << loop->loop_var->name << " stays serial: " << reason
+                << "\n";
+    }
+    auto serial = copy(loop);
+    serial->kind = ForKind::kSerial;
+    serial->annotations["kiln.vectorize_fallback"] = make<StringImm>(reason);
+    return serial;
+  }
+
+  arith::Analyzer ana_;
+};
+
+}  // namespace
+
+Ref<PrimFunc> vectorize_loops(const Ref<PrimFunc>& func) {
+  return with_body(func, LoopVectorizer().mutate(func->body));
+}
+
+}  // namespace kiln::tir
