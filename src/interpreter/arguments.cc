@@ -123,8 +123,8 @@ class ArgumentBinder {
         << (buffer.ndim() == 1 ? "" : "s") << ", found " << arg.shape.size() << " (shape "
         << format_list(arg.shape) << ")";
     user_check(arg.strides.empty() || arg.strides.size() == arg.shape.size())
-        << "tir.interpret: " << what(i) << ": " << arg.strides.size() << " strides for "
-        << arg.shape.size() << " dimensions";
+        << "tir.interpret: " << what(i) << ": the array has " << arg.strides.size()
+        << " strides for " << arg.shape.size() << " dimensions";
     std::vector<int64_t> strides = argument_strides(arg);
     for (int64_t s : strides) {
       user_check(s >= 0) << "tir.interpret: " << what(i)
@@ -221,9 +221,10 @@ class ArgumentBinder {
       if (buffer.strides[k].is<Var>() || arg.shape[k] <= 1) continue;
       int64_t expected = evaluate(buffer.strides[k], i, "stride " + std::to_string(k));
       user_check(expected == strides[k])
-          << "tir.interpret: " << what(i) << ": expected stride " << expected << " in dimension "
-          << k << " (" << to_script(buffer.strides[k]) << "), found strides "
-          << format_list(strides) << " (in elements)";
+          << "tir.interpret: " << what(i) << ": expected stride "
+          << (buffer.strides[k].is<IntImm>() ? "" : to_script(buffer.strides[k]) + " = ")
+          << expected << " in dimension " << k << ", found strides " << format_list(strides)
+          << " (in elements)";
     }
     if (buffer.elem_offset.defined() && !buffer.elem_offset.is<Var>()) {
       int64_t offset = evaluate(buffer.elem_offset, i, "elem_offset");

@@ -69,7 +69,7 @@ class BufferAccess {
     for (const Expr& index : indices) {
       type_check(index->dtype.is_integer())
           << "tir.interpret: buffer " << buffer->name << " is indexed by " << to_script(index)
-          << " of dtype " << index->dtype;
+          << " of dtype " << index->dtype << "; expected an integer index";
       indices_.push_back(compiler.expr(index));
     }
     for (const Expr& stride : strides_of(*buffer))
@@ -198,8 +198,8 @@ int index_lanes(const std::vector<Expr>& indices) {
 
 ExprCodePtr compile_load(Compiler& compiler, const BufferLoad& load) {
   type_check(load.dtype.element_of() == load.buffer->dtype)
-      << "tir.interpret: a load of dtype " << load.dtype << " from buffer " << load.buffer->name
-      << " of dtype " << load.buffer->dtype;
+      << "tir.interpret: the load " << to_script(Expr(&load)) << " has dtype " << load.dtype
+      << ", but buffer " << load.buffer->name << " holds " << load.buffer->dtype;
   BufferAccess access(compiler, load.buffer, load.indices, load.dtype.lanes(), false);
   return std::make_unique<LoadCode>(load.dtype, std::move(access));
 }
@@ -207,9 +207,10 @@ ExprCodePtr compile_load(Compiler& compiler, const BufferLoad& load) {
 StmtCodePtr compile_store(Compiler& compiler, const BufferStore& store) {
   DataType t = store.value->dtype;
   type_check(t.element_of() == store.buffer->dtype && t.lanes() == index_lanes(store.indices))
-      << "tir.interpret: a value of dtype " << t << " is stored to buffer " << store.buffer->name
-      << " of dtype " << store.buffer->dtype << " at an index with " << index_lanes(store.indices)
-      << " lanes";
+      << "tir.interpret: a store to buffer " << store.buffer->name << " expects a value of dtype "
+      << store.buffer->dtype.with_lanes(index_lanes(store.indices))
+      << " (the buffer's dtype with the lanes of the index), found " << to_script(store.value)
+      << " of dtype " << t;
   ExprCodePtr value = compiler.expr(store.value);
   BufferAccess access(compiler, store.buffer, store.indices, t.lanes(), true);
   compiler.mark_written(compiler.storage_of(*store.buffer));
@@ -221,7 +222,8 @@ StmtCodePtr compile_store(Compiler& compiler, const BufferStore& store) {
 
 AllocationCode::AllocationCode(Compiler& compiler, const Ref<Buffer>& buffer) : buffer_(buffer) {
   type_check(!buffer->dtype.is_handle() && buffer->dtype.is_scalar())
-      << "tir.interpret: cannot allocate buffer " << buffer->name << " of dtype " << buffer->dtype;
+      << "tir.interpret: cannot allocate buffer " << buffer->name << " of dtype " << buffer->dtype
+      << "; expected a scalar number or bool dtype";
   // The extent in elements: compact, or the span that the strides reach, plus the offset.
   std::vector<Expr> strides = strides_of(*buffer);
   Expr span = make_const(DataType::int64(), int64_t{1});
@@ -248,8 +250,8 @@ void AllocationCode::enter(Frame& frame) {
   int64_t elements = elements_->eval(frame)[0].i;
   int64_t size = buffer_->dtype.bytes();
   user_check(elements >= 0 && elements <= (int64_t{1} << 40) / size)
-      << "tir.interpret: buffer " << buffer_->name << " needs " << elements
-      << " elements, which the interpreter cannot allocate";
+      << "tir.interpret: buffer " << buffer_->name << " needs " << elements << " elements of "
+      << size << " bytes; the interpreter allocates at most 2^40 bytes";
   int64_t bytes = elements * size;
   memory_.resize(static_cast<size_t>((bytes + 7) / 8));
   uint8_t* data = reinterpret_cast<uint8_t*>(memory_.data());

@@ -299,7 +299,7 @@ StmtCodePtr Compiler::stmt(const Stmt& s) {
       const auto* op = static_cast<const For*>(s.get());
       type_check(op->loop_var->dtype.is_scalar() && op->loop_var->dtype.is_integer())
           << "tir.interpret: loop variable " << op->loop_var->name << " has dtype "
-          << op->loop_var->dtype;
+          << op->loop_var->dtype << "; expected a scalar integer";
       ExprCodePtr min = expr(op->min);
       ExprCodePtr extent = expr(op->extent);
       ScopedVar var(*this, op->loop_var.get());

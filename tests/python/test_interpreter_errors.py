@@ -141,3 +141,31 @@ def test_integer_division_by_zero():
     with pytest.raises(kiln.error.KilnRuntimeError,
                        match=r"tir.interpret: integer division by zero in A\[v_i\] // A\[1 - v_i\]"):
         tir.interpret(te.create_prim_func([A, B]), a, np.zeros(2, np.int32))
+
+
+def test_big_endian_array():
+    a = np.zeros(4, ">f4")
+    with pytest.raises(kiln.KilnTypeError,
+                       match=r"argument 0 \(buffer A\): arrays in big-endian byte order \(float32\) "
+                             r"are not supported"):
+        tir.interpret(copy_func(), a, np.zeros(4, np.float32))
+
+
+def test_stride_that_is_not_a_whole_number_of_elements():
+    raw = np.zeros(32, np.uint8)
+    a = np.lib.stride_tricks.as_strided(raw.view(np.float32), shape=(4,), strides=(6,))
+    with pytest.raises(kiln.KilnValueError,
+                       match=r"argument 0 \(buffer A\): stride 6 bytes of dimension 0 is not a "
+                             r"multiple of the element size 4"):
+        tir.interpret(copy_func(), a, np.zeros(4, np.float32))
+
+
+def test_integer_scalar_beyond_64_bits():
+    s = te.var("s", "int64")
+    A = te.placeholder((2,), "int64", name="A")
+    B = te.compute((2,), lambda i: A[i] + s, name="B")
+    with pytest.raises(kiln.KilnValueError,
+                       match=r"argument 2 \(scalar s\): the integer 1180591620717411303424 does "
+                             r"not fit in 64 bits"):
+        tir.interpret(te.create_prim_func([A, B, s]), np.zeros(2, np.int64),
+                      np.zeros(2, np.int64), 2**70)

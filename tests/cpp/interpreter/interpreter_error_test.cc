@@ -267,5 +267,172 @@ TEST(InterpretError, ReduceNodeIsRefused) {
   EXPECT_MESSAGE(msg, "tir.interpret: a Reduce expression is found in the function body");
 }
 
+// Argument layouts.
+
+TEST(InterpretError, ExplicitStrideMismatch) {
+  auto A = buffer({4}, f32, "A");
+  A->strides = {int32_const(2)};
+  auto func = make_func({A}, make<Evaluate>(int32_const(0)));
+  std::vector<float> a(8);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32, {4})}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 0 (buffer A): expected stride 2 in dimension 0, "
+                 "found strides (1,) (in elements)");
+}
+
+TEST(InterpretError, ArgumentStridesDoNotMatchItsShape) {
+  std::vector<float> a(4), c(4);
+  std::string msg = error_of([&] {
+    interpret(*copy_func(4), {Argument::tensor(a.data(), f32, {4}, {1, 1}), array(c, f32)});
+  });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 0 (buffer A): the array has 2 strides for 1 "
+                 "dimensions");
+}
+
+TEST(InterpretError, NonZeroElemOffsetOfAnArgument) {
+  auto A = buffer({4}, f32, "A");
+  A->elem_offset = int32_const(3);
+  auto func = make_func({A}, make<Evaluate>(int32_const(0)));
+  std::vector<float> a(4);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 0 (buffer A): the buffer's elem_offset is 3; an "
+                 "argument must start at element 0");
+}
+
+TEST(InterpretError, DimensionVariableBoundByNoParameter) {
+  Ref<Var> n = make_size_var("n");
+  auto A = decl_buffer({n * 2}, f32, "A");
+  auto func = make_func({A}, make<Evaluate>(int32_const(0)));
+  std::vector<float> a(4);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 0 (buffer A): dimension 0 is n * 2, whose variable "
+                 "n is bound by no parameter");
+}
+
+TEST(InterpretError, HandleParameterWithoutBuffer) {
+  Ref<Var> p = make_var("p", DataType::handle());
+  auto func = make_func({p}, make<Evaluate>(int32_const(0)));
+  std::string msg = error_of([&] { interpret(*func, {Argument::integer(0)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: argument 0 (scalar p) has dtype handle and no buffer, which "
+                 "the interpreter does not support");
+}
+
+// Functions the interpreter refuses before running them.
+
+TEST(InterpretRefuses, StringConstantAsAValue) {
+  auto func = make_func({}, make<Evaluate>(make<StringImm>("hello")));
+  std::string msg = error_of([&] { interpret(*func, {}); });
+  EXPECT_MESSAGE(msg, "tir.interpret: the string constant \"hello\" cannot be evaluated");
+}
+
+TEST(InterpretRefuses, HandleVariableAsAValue) {
+  auto A = buffer({1}, f32, "A");
+  auto func = make_func({A}, make<Evaluate>(A->data));
+  std::vector<float> a(1);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: the variable A of dtype handle is not supported by the "
+                 "interpreter");
+}
+
+TEST(InterpretRefuses, LetOfAHandle) {
+  auto A = buffer({1}, f32, "A");
+  Ref<Var> p = make_var("p", DataType::handle());
+  auto func = make_func({A}, make<LetStmt>(p, A->data, make<Evaluate>(int32_const(0))));
+  std::vector<float> a(1);
+  std::string msg = error_of([&] { interpret(*func, {array(a, f32)}); });
+  EXPECT_MESSAGE(msg, "tir.interpret: let p binds a handle, which the interpreter does not model");
+}
+
+TEST(InterpretRefuses, BlockIteratorsWithoutBindings) {
+  auto block = make<Block>();
+  block->name = "B";
+  block->iter_vars = {IterVar{make_var("v"), Range{int32_const(0), int32_const(4)}}};
+  block->body = make<Evaluate>(int32_const(0));
+  std::string alone = error_of([&] { interpret(*make_func({}, block), {}); });
+  EXPECT_MESSAGE(alone, "tir.interpret: block B has 1 iterators but no BlockRealize binds them");
+  auto realize = make<BlockRealize>(std::vector<Expr>{}, bool_const(true), block);
+  std::string short_realize = error_of([&] { interpret(*make_func({}, realize), {}); });
+  EXPECT_MESSAGE(short_realize,
+                 "tir.interpret: block B has 1 iterators but its BlockRealize "
+                 "binds 0");
+}
+
+TEST(InterpretRefuses, VectorCondition) {
+  Stmt nop = make<Evaluate>(int32_const(0));
+  auto func = make_func({}, make<IfThenElse>(broadcast(bool_const(true), 4), nop));
+  std::string msg = error_of([&] { interpret(*func, {}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: the condition of an IfThenElse must be a scalar bool, found "
+                 "T.Broadcast(T.bool(True), 4) of dtype boolx4");
+}
+
+TEST(InterpretRefuses, FloatLoopVariable) {
+  Ref<Var> x = make_var("x", f32);
+  auto func = make_func({}, make<For>(x, make_zero(f32), make_const(f32, 4.0), ForKind::kSerial,
+                                      make<Evaluate>(int32_const(0))));
+  std::string msg = error_of([&] { interpret(*func, {}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: loop variable x has dtype float32; expected a scalar "
+                 "integer");
+}
+
+TEST(InterpretRefuses, BuiltinOnTheWrongKindOfNumber) {
+  auto A = buffer({1}, i32, "A");
+  Expr x = buffer_load(A, {int32_const(0)});
+  std::vector<int32_t> a(1);
+  auto exp_of_int = make_func(
+      {A}, buffer_store(A, make<Call>(i32, Builtin::Exp, std::vector<Expr>{x}), {int32_const(0)}));
+  EXPECT_MESSAGE(error_of([&] { interpret(*exp_of_int, {array(a, i32)}); }),
+                 "tir.interpret: exp expects float arguments, found dtype int32 in T.exp(A[0])");
+  Expr f = cast(f32, x);
+  auto and_of_float =
+      make_func({A}, make<Evaluate>(make<Call>(f32, Builtin::BitwiseAnd, std::vector<Expr>{f, f})));
+  EXPECT_MESSAGE(error_of([&] { interpret(*and_of_float, {array(a, i32)}); }),
+                 "tir.interpret: bitwise_and expects integer arguments, found dtype float32");
+  auto reinterpret_bool =
+      make_func({A}, make<Evaluate>(make<Call>(DataType::bool_(), Builtin::Reinterpret,
+                                               std::vector<Expr>{cast(DataType::int_(8), x)})));
+  EXPECT_MESSAGE(error_of([&] { interpret(*reinterpret_bool, {array(a, i32)}); }),
+                 "tir.interpret: reinterpret of int8 as bool is not supported");
+}
+
+TEST(InterpretRefuses, LoadAndStoreOfTheWrongDtype) {
+  auto A = buffer({1}, i32, "A");
+  std::vector<int32_t> a(1);
+  auto bad_load =
+      make_func({A}, make<Evaluate>(make<BufferLoad>(f32, A, std::vector<Expr>{int32_const(0)})));
+  EXPECT_MESSAGE(error_of([&] { interpret(*bad_load, {array(a, i32)}); }),
+                 "tir.interpret: the load A[0] has dtype float32, but buffer A holds int32");
+  auto bad_store =
+      make_func({A}, make<BufferStore>(A, make_const(f32, 1.0), std::vector<Expr>{int32_const(0)}));
+  EXPECT_MESSAGE(error_of([&] { interpret(*bad_store, {array(a, i32)}); }),
+                 "tir.interpret: a store to buffer A expects a value of dtype int32 (the buffer's "
+                 "dtype with the lanes of the index), found T.float32(1) of dtype float32");
+  auto float_index = make_func(
+      {A}, make<Evaluate>(make<BufferLoad>(i32, A, std::vector<Expr>{make_const(f32, 0.0)})));
+  EXPECT_MESSAGE(error_of([&] { interpret(*float_index, {array(a, i32)}); }),
+                 "tir.interpret: buffer A is indexed by T.float32(0) of dtype float32; expected an "
+                 "integer index");
+}
+
+TEST(InterpretRefuses, AllocationOfHandlesOrTooManyBytes) {
+  auto H = decl_buffer({int32_const(4)}, DataType::handle(), "H");
+  auto handles = make_func({}, make<Allocate>(H, make<Evaluate>(int32_const(0))));
+  EXPECT_MESSAGE(error_of([&] { interpret(*handles, {}); }),
+                 "tir.interpret: cannot allocate buffer H of dtype handle; expected a scalar "
+                 "number or bool dtype");
+  Ref<Var> n = make_var("n", DataType::int64());
+  auto T = decl_buffer({n}, f32, "T");
+  auto huge = make_func({n}, make<Allocate>(T, make<Evaluate>(int32_const(0))));
+  EXPECT_MESSAGE(error_of([&] { interpret(*huge, {Argument::integer(int64_t{1} << 40)}); }),
+                 "tir.interpret: buffer T needs 1099511627776 elements of 4 bytes; the "
+                 "interpreter allocates at most 2^40 bytes");
+}
+
 }  // namespace
 }  // namespace kiln::interpreter::testing

@@ -295,6 +295,18 @@ TEST(Interpret, StridesAndElemOffsetAreRespected) {
   EXPECT_EQ(a, (std::vector<float>{-1, 0, -1, 10, -1, 20, -1, 30}));
 }
 
+TEST(Interpret, SymbolicStridesBindFromTheArgument) {
+  // A buffer with a variable stride views a strided array in place.
+  Ref<Var> s = make_size_var("s");
+  auto A = buffer({4}, f32, "A");
+  A->strides = {s};
+  Ref<Var> i = make_var("i");
+  auto func = make_func({A}, loop(i, 4, buffer_store(A, cast(f32, i + 1), {i})));
+  std::vector<float> a(8, 0.0f);
+  interpret(*func, {Argument::tensor(a.data(), f32, {4}, {2})});
+  EXPECT_EQ(a, (std::vector<float>{1, 0, 2, 0, 3, 0, 4, 0}));
+}
+
 TEST(Interpret, SymbolicShapesBindFromTheFirstBuffer) {
   Ref<Var> n = make_size_var("n");
   auto A = decl_buffer({n}, f32, "A");
