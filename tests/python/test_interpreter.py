@@ -257,3 +257,21 @@ def test_loops_of_every_kind_run_sequentially():
         sch.unroll(k)
         sch.bind(inner, "threadIdx.x")
     scheduled_matmul(steps)
+
+
+@pytest.mark.parametrize("target", ["int8", "uint8", "int16", "uint16", "uint32", "int64"])
+def test_integer_casts_wrap_like_numpy(target):
+    values = rng.integers(-2**31, 2**31, size=200, dtype=np.int64).astype(np.int32)
+    out = np.zeros(200, target)
+    tir.interpret(build((200,), lambda x: x.astype(target), "int32"), values, out)
+    np.testing.assert_array_equal(out, values.astype(target))
+
+
+def test_isnan_and_abs():
+    x = np.array([1.5, np.nan, -2.0, -np.inf], np.float32)
+    nan = np.zeros(4, bool)
+    absolute = np.zeros(4, np.float32)
+    tir.interpret(build((4,), lambda v: te.isnan(v)), x, nan)
+    tir.interpret(build((4,), lambda v: te.abs(v)), x, absolute)
+    np.testing.assert_array_equal(nan, np.isnan(x))
+    np.testing.assert_array_equal(absolute, np.abs(x))
