@@ -165,7 +165,9 @@ Expr lower_tanh(MathBuilder& b, const Expr& x) {
   Expr e = b.bind("e", b.exp_finite(add(a, a)));
   Expr t = b.bind("t", sub(b.f(1.0), div(b.f(2.0), add(e, b.f(1.0)))));
   Expr large = select(lt(x, b.f(0.0)), b.negate(t), t);
-  return select(b.is_nan(x), x, select(lt(a, b.f(0.625)), small, large));
+  Expr value = select(lt(a, b.f(0.625)), small, large);
+  // NaN stays NaN and -0 stays -0 (the polynomial gives +0 for it).
+  return select(logical_or(b.is_nan(x), eq(x, b.f(0.0))), x, value);
 }
 
 Expr lower_sigmoid(MathBuilder& b, const Expr& x) {
@@ -200,8 +202,9 @@ Expr lower_sin_cos(MathBuilder& b, const Expr& x, bool cosine) {
   q = b.bind("q", q);
   Expr value = select(eq(b.bit_and(q, 1), b.i(0)), s, c);
   value = select(eq(b.bit_and(q, 2), b.i(0)), value, b.negate(value));
-  // inf and NaN give NaN (x - x).
-  return select(lt(b.abs(x), b.infinity()), value, sub(x, x));
+  // inf and NaN give NaN (x - x); sin(-0) is -0 (the reduction gives +0 for it).
+  value = select(lt(b.abs(x), b.infinity()), value, sub(x, x));
+  return cosine ? value : select(eq(x, b.f(0.0)), x, value);
 }
 
 bool is_lowered(Builtin op) {

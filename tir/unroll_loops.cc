@@ -35,19 +35,41 @@ int64_t count_nodes(const Stmt& s) {
   return n;
 }
 
-// The statements that do something (stores and evaluations): what rule 2 counts as steps.
-int64_t count_statements(const Stmt& s) {
-  int64_t n = 0;
-  post_order_visit(s, [&n](const Node* node) {
-    n += node->kind() == NodeKind::BufferStore || node->kind() == NodeKind::Evaluate;
-  });
-  return n;
-}
-
-bool contains_loop(const Stmt& s) {
-  bool found = false;
-  post_order_visit(s, [&found](const Node* node) { found |= node->kind() == NodeKind::For; });
-  return found;
+// How many statements (stores and evaluations) `s` runs once its unrolled loops are unrolled,
+// or -1 when it holds another loop: what rule 2 counts as steps.
+int64_t count_steps(const Stmt& s) {
+  switch (s->kind()) {
+    case NodeKind::For: {
+      const auto* loop = s.as<For>();
+      const int64_t* extent = as_const_int(loop->extent);
+      int64_t body = count_steps(loop->body);
+      if (loop->kind != ForKind::kUnrolled || extent == nullptr || body < 0) return -1;
+      return *extent * body;
+    }
+    case NodeKind::SeqStmt: {
+      int64_t total = 0;
+      for (const Stmt& part : s.as<SeqStmt>()->seq) {
+        int64_t n = count_steps(part);
+        if (n < 0) return -1;
+        total += n;
+      }
+      return total;
+    }
+    case NodeKind::IfThenElse: {
+      const auto* branch = s.as<IfThenElse>();
+      int64_t then_steps = count_steps(branch->then_case);
+      int64_t else_steps = branch->else_case.defined() ? count_steps(branch->else_case) : 0;
+      return then_steps < 0 || else_steps < 0 ? -1 : then_steps + else_steps;
+    }
+    case NodeKind::LetStmt:
+      return count_steps(s.as<LetStmt>()->body);
+    case NodeKind::AssertStmt:
+      return count_steps(s.as<AssertStmt>()->body);
+    case NodeKind::Allocate:
+      return count_steps(s.as<Allocate>()->body);
+    default:
+      return 1;
+  }
 }
 
 class LoopUnroller : public IRMutator {
@@ -68,8 +90,9 @@ class LoopUnroller : public IRMutator {
 
     const int64_t* extent = as_const_int(op->extent);
     bool marked = op->kind == ForKind::kUnrolled;
+    int64_t body_steps = count_steps(body);
     bool automatic = here.automatic && op->kind == ForKind::kSerial && extent != nullptr &&
-                     !contains_loop(body) && *extent * count_statements(body) <= here.max_step;
+                     body_steps >= 0 && *extent * body_steps <= here.max_step;
     bool copies = (marked || automatic) && extent != nullptr && *extent <= here.max_step &&
                   *extent * count_nodes(body) <= kMaxUnrolledNodes && here.copy;
     if (!copies) {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kiln/arith/analyzer.h"
@@ -56,6 +57,21 @@ bool ramp_parts(const Expr& e, Expr* base, Expr* stride) {
   }
   *stride = make_zero((*base)->dtype);
   return true;
+}
+
+// a + b, a - b and a * b of ramp parts, without the + 0 and * 1 a ramp of the loop would add.
+Expr plus(const Expr& a, const Expr& b) {
+  if (is_const_int(a, 0)) return b;
+  if (is_const_int(b, 0)) return a;
+  return add(a, b);
+}
+Expr minus(const Expr& a, const Expr& b) {
+  return is_const_int(b, 0) ? a : sub(a, b);
+}
+Expr times(const Expr& a, const Expr& b) {
+  if (is_const_int(a, 1)) return b;
+  if (is_const_int(b, 1)) return a;
+  return mul(a, b);
 }
 
 // Builtins computed lane by lane, which a vector argument simply widens.
@@ -118,7 +134,7 @@ class Vectorizer : public IRMutator {
 
   // `a op b` as a ramp when both are ramps or invariant (op is + or -).
   template <class T>
-  Expr ramp_sum(const T* op, Expr (*combine)(Expr, Expr)) {
+  Expr ramp_sum(const T* op, Expr (*combine)(const Expr&, const Expr&)) {
     Expr a = mutate(op->a);
     Expr b = mutate(op->b);
     Expr base_a, stride_a, base_b, stride_b;
@@ -132,15 +148,16 @@ class Vectorizer : public IRMutator {
     return make<T>(op->dtype.with_lanes(lanes_), widen(a), widen(b));
   }
 
-  Expr visit(const Add* op) override { return ramp_sum(op, &add); }
-  Expr visit(const Sub* op) override { return ramp_sum(op, &sub); }
+  Expr visit(const Add* op) override { return ramp_sum(op, &plus); }
+  Expr visit(const Sub* op) override { return ramp_sum(op, &minus); }
 
   Expr visit(const Mul* op) override {
     Expr a = mutate(op->a);
     Expr b = mutate(op->b);
     if (a.is<Ramp>() && lanes_of(b) == 1) std::swap(a, b);
     if (const auto* r = b.as<Ramp>(); r != nullptr && lanes_of(a) == 1) {
-      return make<Ramp>(op->dtype.with_lanes(lanes_), mul(r->base, a), mul(r->stride, a), lanes_);
+      return make<Ramp>(op->dtype.with_lanes(lanes_), times(r->base, a), times(r->stride, a),
+                        lanes_);
     }
     if (a.same_as(op->a) && b.same_as(op->b)) return op;
     if (lanes_of(a) == 1 && lanes_of(b) == 1) return make<Mul>(op->dtype, a, b);
@@ -334,6 +351,7 @@ class Vectorizer : public IRMutator {
     widened->data = make<Var>(b.data->name, b.data->dtype);
     widened->shape = {mul(b.shape[0], make_const(b.shape[0]->dtype, lanes_))};
     per_lane_[b.data.get()] = widened;
+    widened_.insert(widened->data.get());
     return make<Allocate>(widened, mutate(op->body));
   }
 
@@ -415,6 +433,8 @@ class Vectorizer : public IRMutator {
   // index only, or one lane could read what another writes.
   void check_accesses() const {
     for (const auto& entry : accesses_) {
+      // Each lane has its own copy of a buffer allocated inside the loop.
+      if (widened_.count(entry.first) > 0) continue;
       const std::vector<Access>& list = entry.second;
       const Access* store = nullptr;
       for (const Access& a : list) {
@@ -437,6 +457,7 @@ class Vectorizer : public IRMutator {
   Expr ramp_;
   std::unordered_map<const Var*, Ref<Var>> let_vars_;
   std::unordered_map<const Var*, Ref<Buffer>> per_lane_;
+  std::unordered_set<const Var*> widened_;
   std::map<const Var*, std::vector<Access>> accesses_;
 };
 

@@ -15,9 +15,9 @@ namespace kiln::tir {
 //     64. A loop above the limits stays a kUnrolled loop for the code generator's unroller, as
 //     does one of symbolic extent.
 //  2. Under a loop annotated "pragma_auto_unroll_max_step" = N > 0 (the loop itself included),
-//     a serial loop with a constant extent is unrolled too when nothing inside it is still a
-//     loop (inner loops are unrolled first) and its extent times the number of statements
-//     (stores and evaluations) in its body is at most N.
+//     a serial loop with a constant extent is unrolled too when every loop inside it is
+//     unrolled (inner loops are decided first) and its extent times the number of statements
+//     (stores and evaluations) its body runs is at most N.
 //  3. "pragma_unroll_explicit" = 0 on a loop (or an enclosing one) keeps the loops chosen by 1
 //     and 2 as loops of kind kUnrolled rather than copying them; 1 (the default) copies them.
 // The two annotations are removed from the loops that carry them. Extent 0 becomes a no-op.

@@ -1,0 +1,147 @@
+// Tests of unroll_loops: golden copies of unrolled loops, the limits that keep a loop, the
+// automatic unrolling annotations, fresh definitions in the copies and the numeric check.
+#include "kiln/tir/unroll_loops.h"
+
+#include <gtest/gtest.h>
+
+#include "flat_program.h"
+#include "kiln/ir/printer.h"
+#include "kiln/tir/verify_ir.h"
+
+namespace kiln::tir {
+namespace {
+
+using namespace flat_testing;
+
+Stmt with_annotation(Stmt s, const std::string& key, int64_t value) {
+  auto f = copy(s.as<For>());
+  f->annotations[key] = int32_const(value);
+  return f;
+}
+
+TEST(UnrollLoops, UnrolledLoopBecomesCopies) {
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(3)), b = buffer_1d("B", i32(3));
+  Stmt body = loop(i, 3, buffer_store(b, buffer_load(a, {i}), {i}), ForKind::kUnrolled);
+  Ref<PrimFunc> func = make_func({a, b}, body);
+  Ref<PrimFunc> result = unroll_loops(func);
+  EXPECT_EQ(to_script(result->body),
+            "B[0] = A[0]\n"
+            "B[1] = A[1]\n"
+            "B[2] = A[2]");
+  std::vector<float> in = random_floats(3);
+  EXPECT_EQ(run(result, {in, std::vector<float>(3)})[1], in);
+}
+
+TEST(UnrollLoops, CopiesOfInnerLoopsGetFreshVariables) {
+  // for i in unroll(2): for j in range(4): B[i * 4 + j] = A[i * 4 + j] + 1
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr index = i * 4 + j;
+  Stmt store =
+      buffer_store(b, add(buffer_load(a, {index}), make_const(DataType::float32(), 1.0)), {index});
+  Ref<PrimFunc> func = make_func({a, b}, loop(i, 2, loop(j, 4, store), ForKind::kUnrolled));
+  Ref<PrimFunc> result = unroll_loops(func);
+  EXPECT_EQ(to_script(result->body),
+            "for j in range(4):\n"
+            "    B[0 * 4 + j] = A[0 * 4 + j] + T.float32(1)\n"
+            "for j_1 in range(4):\n"
+            "    B[1 * 4 + j_1] = A[1 * 4 + j_1] + T.float32(1)");
+  verify_ir(result, "unroll_loops");
+  std::vector<float> in = random_floats(8);
+  EXPECT_EQ(run(result, {in, std::vector<float>(8)})[1], run(func, {in, std::vector<float>(8)})[1]);
+}
+
+TEST(UnrollLoops, LoopsAboveTheLimitsStayUnrolledLoops) {
+  Ref<Var> i = make_var("i"), n = make_size_var("n");
+  Ref<Buffer> a = buffer_1d("A", i32(100)), b = buffer_1d("B", i32(100));
+  // Above the default step limit of 64.
+  Ref<PrimFunc> many = make_func(
+      {a, b}, loop(i, 100, buffer_store(b, buffer_load(a, {i}), {i}), ForKind::kUnrolled));
+  EXPECT_TRUE(unroll_loops(many).same_as(many));
+  // A symbolic extent.
+  Ref<Buffer> c = buffer_1d("C", n);
+  Ref<PrimFunc> symbolic =
+      make_func({c}, loop(i, i32(0), n, buffer_store(c, make_const(DataType::float32(), 0.0), {i}),
+                          ForKind::kUnrolled));
+  EXPECT_TRUE(unroll_loops(symbolic).same_as(symbolic));
+}
+
+TEST(UnrollLoops, MaxStepAnnotationRaisesTheLimit) {
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(100)), b = buffer_1d("B", i32(100));
+  Stmt body = loop(i, 100, buffer_store(b, buffer_load(a, {i}), {i}), ForKind::kUnrolled);
+  Ref<PrimFunc> result =
+      unroll_loops(make_func({a, b}, with_annotation(body, "pragma_auto_unroll_max_step", 128)));
+  EXPECT_EQ(count_kind(result->body, NodeKind::For), 0);
+  EXPECT_EQ(count_kind(result->body, NodeKind::BufferStore), 100);
+}
+
+TEST(UnrollLoops, AutomaticUnrollingOfSerialLoopsUnderAnAnnotation) {
+  // for i in range(4) [max_step 16]: for j in range(2): for k in range(2): B[...] = A[...]
+  Ref<Var> i = make_var("i"), j = make_var("j"), k = make_var("k");
+  Ref<Buffer> a = buffer_1d("A", i32(16)), b = buffer_1d("B", i32(16));
+  Expr index = i * 4 + j * 2 + k;
+  Stmt inner = loop(j, 2, loop(k, 2, buffer_store(b, buffer_load(a, {index}), {index})));
+  Ref<PrimFunc> func =
+      make_func({a, b}, with_annotation(loop(i, 4, inner), "pragma_auto_unroll_max_step", 16));
+  Ref<PrimFunc> result = unroll_loops(func);
+  // 4 * 2 * 2 = 16 steps: everything is unrolled, and the annotation is gone.
+  EXPECT_EQ(count_kind(result->body, NodeKind::For), 0);
+  EXPECT_EQ(count_kind(result->body, NodeKind::BufferStore), 16);
+  std::vector<float> in = random_floats(16);
+  EXPECT_EQ(run(result, {in, std::vector<float>(16)})[1], in);
+
+  // With a limit of 8 only the two inner loops (4 steps) are unrolled; the outer stays.
+  Ref<PrimFunc> limited =
+      make_func({a, b}, with_annotation(loop(i, 4, inner), "pragma_auto_unroll_max_step", 8));
+  Ref<PrimFunc> partly = unroll_loops(limited);
+  std::vector<const For*> loops = loops_of(partly->body);
+  ASSERT_EQ(loops.size(), 1u);
+  EXPECT_EQ(loops[0]->kind, ForKind::kSerial);
+  EXPECT_TRUE(loops[0]->annotations.empty());
+  EXPECT_EQ(count_kind(partly->body, NodeKind::BufferStore), 4);
+}
+
+TEST(UnrollLoops, ExplicitZeroMarksLoopsForTheBackend) {
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr index = i * 4 + j;
+  Stmt outer = loop(i, 2, loop(j, 4, buffer_store(b, buffer_load(a, {index}), {index})));
+  outer = with_annotation(outer, "pragma_auto_unroll_max_step", 64);
+  outer = with_annotation(outer, "pragma_unroll_explicit", 0);
+  Ref<PrimFunc> result = unroll_loops(make_func({a, b}, outer));
+  EXPECT_EQ(to_script(result->body),
+            "for i in T.unroll(2):\n"
+            "    for j in T.unroll(4):\n"
+            "        B[i * 4 + j] = A[i * 4 + j]");
+}
+
+TEST(UnrollLoops, ExtentZeroBecomesANoOp) {
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> b = buffer_1d("B", i32(1));
+  Ref<PrimFunc> result = unroll_loops(make_func(
+      {b},
+      loop(i, 0, buffer_store(b, make_const(DataType::float32(), 1.0), {i}), ForKind::kUnrolled)));
+  EXPECT_EQ(to_script(result->body), "T.evaluate(0)");
+}
+
+TEST(UnrollLoops, UnchangedWithoutUnrolledLoops) {
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(4)), b = buffer_1d("B", i32(4));
+  Ref<PrimFunc> func = make_func({a, b}, loop(i, 4, buffer_store(b, buffer_load(a, {i}), {i})));
+  EXPECT_TRUE(unroll_loops(func).same_as(func));
+}
+
+TEST(UnrollLoops, AnnotationMustBeAConstant) {
+  Ref<Var> i = make_var("i"), n = make_var("n");
+  Ref<Buffer> b = buffer_1d("B", i32(4));
+  auto f = copy(loop(i, 4, buffer_store(b, make_const(DataType::float32(), 1.0), {i})).as<For>());
+  f->annotations["pragma_auto_unroll_max_step"] = n;
+  EXPECT_EQ(error_of([&] { unroll_loops(make_func({b}, Stmt(f))); }),
+            "unroll_loops: annotation pragma_auto_unroll_max_step of loop i must be an integer "
+            "constant");
+}
+
+}  // namespace
+}  // namespace kiln::tir

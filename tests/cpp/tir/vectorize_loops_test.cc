@@ -1,0 +1,262 @@
+// Tests of vectorize_loops: golden vector IR, the numeric check on the interpreter, vectorizing
+// through inner loops and allocations, and each reason for falling back to a serial loop.
+#include "kiln/tir/vectorize_loops.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "flat_program.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/structural.h"
+#include "kiln/tir/verify_ir.h"
+
+namespace kiln::tir {
+namespace {
+
+using namespace flat_testing;
+
+Expr f32(double v) {
+  return make_const(DataType::float32(), v);
+}
+
+Stmt vectorized(const Ref<Var>& var, int64_t extent, Stmt body) {
+  return loop(var, extent, std::move(body), ForKind::kVectorized);
+}
+
+// The reason recorded on the (single) loop that fell back, or "" when there is none.
+std::string fallback_reason(const Ref<PrimFunc>& func) {
+  for (const For* f : loops_of(func->body)) {
+    auto it = f->annotations.find("kiln.vectorize_fallback");
+    if (it != f->annotations.end()) {
+      EXPECT_EQ(f->kind, ForKind::kSerial);
+      return it->second.as<StringImm>()->value;
+    }
+  }
+  return "";
+}
+
+TEST(VectorizeLoops, ElementwiseBodyBecomesRampsAndBroadcasts) {
+  Ref<Var> i = make_var("i");
+  Ref<Var> c = make_var("c", DataType::float32());
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Stmt body = vectorized(i, 8, buffer_store(b, add(buffer_load(a, {i}), c), {i}));
+  Ref<PrimFunc> func = make_func({a, b, c}, body);
+  Ref<PrimFunc> result = vectorize_loops(func);
+
+  Expr lanes = make<Ramp>(DataType::int32().with_lanes(8), i32(0), i32(1), 8);
+  Expr load = make<BufferLoad>(DataType::float32().with_lanes(8), a, std::vector<Expr>{lanes});
+  Expr sum = make<Add>(DataType::float32().with_lanes(8), load,
+                       make<Broadcast>(DataType::float32().with_lanes(8), c, 8));
+  Stmt expected = make<BufferStore>(b, sum, std::vector<Expr>{lanes});
+  EXPECT_TRUE(structural_equal(result->body, expected)) << structural_diff(result->body, expected);
+  EXPECT_EQ(to_script(result->body), "B[T.Ramp(0, 1, 8)] = A[T.Ramp(0, 1, 8)] + T.Broadcast(c, 8)");
+}
+
+TEST(VectorizeLoops, InnerVectorLoopOfASplitKeepsRampIndices) {
+  // for io in range(4): for ii in vectorized(8): B[io * 8 + ii] = A[io * 8 + ii] * 2
+  Ref<Var> io = make_var("io"), ii = make_var("ii");
+  Ref<Buffer> a = buffer_1d("A", i32(32)), b = buffer_1d("B", i32(32));
+  Expr index = io * 8 + ii;
+  Stmt body = loop(
+      io, 4, vectorized(ii, 8, buffer_store(b, mul(buffer_load(a, {index}), f32(2)), {index})));
+  Ref<PrimFunc> func = make_func({a, b}, body);
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(to_script(result->body),
+            "for io in range(4):\n"
+            "    B[T.Ramp(io * 8, 1, 8)] = A[T.Ramp(io * 8, 1, 8)] * T.Broadcast(T.float32(2), 8)");
+  verify_ir(result, "vectorize_loops");
+  std::vector<float> in = random_floats(32);
+  EXPECT_EQ(run(result, {in, std::vector<float>(32)})[1],
+            run(func, {in, std::vector<float>(32)})[1]);
+}
+
+TEST(VectorizeLoops, InnerSerialLoopWithInvariantExtentIsVectorizedThrough) {
+  // for i in vectorized(4): for k in range(8): C[i] = C[i] + A[i * 8 + k]
+  Ref<Var> i = make_var("i"), k = make_var("k");
+  Ref<Buffer> a = buffer_1d("A", i32(32)), out = buffer_1d("C", i32(4));
+  Stmt update = buffer_store(out, add(buffer_load(out, {i}), buffer_load(a, {i * 8 + k})), {i});
+  Ref<PrimFunc> func = make_func({a, out}, vectorized(i, 4, loop(k, 8, update)));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(to_script(result->body),
+            "for k in range(8):\n"
+            "    C[T.Ramp(0, 1, 4)] = C[T.Ramp(0, 1, 4)] + A[T.Ramp(k, 8, 4)]");
+  std::vector<float> in = random_floats(32);
+  EXPECT_EQ(run(result, {in, std::vector<float>(4, 1.0f)})[1],
+            run(func, {in, std::vector<float>(4, 1.0f)})[1]);
+}
+
+TEST(VectorizeLoops, SafeIfThenElseBecomesSelect) {
+  // B[i] = if_then_else(A[i] > 0, A[i], 0): the load is in bounds on every lane.
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr value = if_then_else(gt(buffer_load(a, {i}), f32(0)), buffer_load(a, {i}), f32(0));
+  Ref<PrimFunc> func = make_func({a, b}, vectorized(i, 8, buffer_store(b, value, {i})));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(count_calls(result->body, Builtin::IfThenElse), 0);
+  EXPECT_EQ(count_kind(result->body, NodeKind::Select), 1);
+  EXPECT_EQ(fallback_reason(result), "");
+  std::vector<float> in = random_floats(8);
+  EXPECT_EQ(run(result, {in, std::vector<float>(8)})[1], run(func, {in, std::vector<float>(8)})[1]);
+}
+
+TEST(VectorizeLoops, AllocationInsideGetsOneCopyPerLane) {
+  // for i in vectorized(4): t = allocate(2); t[0] = A[i]; t[1] = A[i] * 2; B[i] = t[0] + t[1]
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(4)), b = buffer_1d("B", i32(4));
+  Ref<Buffer> t = decl_buffer({i32(2)}, DataType::float32(), "t", "local");
+  Stmt body = seq({buffer_store(t, buffer_load(a, {i}), {i32(0)}),
+                   buffer_store(t, mul(buffer_load(a, {i}), f32(2)), {i32(1)}),
+                   buffer_store(b, add(buffer_load(t, {i32(0)}), buffer_load(t, {i32(1)})), {i})});
+  Ref<PrimFunc> func = make_func({a, b}, vectorized(i, 4, make<Allocate>(t, body)));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "");
+  const auto* alloc = result->body.as<Allocate>();
+  ASSERT_NE(alloc, nullptr) << to_script(result->body);
+  EXPECT_EQ(to_script(alloc->buffer->shape[0]), "8");
+  EXPECT_EQ(to_script(alloc->body),
+            "t[T.Ramp(0, 1, 4)] = A[T.Ramp(0, 1, 4)]\n"
+            "t[T.Ramp(4, 1, 4)] = A[T.Ramp(0, 1, 4)] * T.Broadcast(T.float32(2), 4)\n"
+            "B[T.Ramp(0, 1, 4)] = t[T.Ramp(0, 1, 4)] + t[T.Ramp(4, 1, 4)]");
+  verify_ir(result, "vectorize_loops");
+  std::vector<float> in = random_floats(4);
+  EXPECT_EQ(run(result, {in, std::vector<float>(4)})[1], run(func, {in, std::vector<float>(4)})[1]);
+}
+
+TEST(VectorizeLoops, LoopOfExtentOneBecomesItsBody) {
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(4)), b = buffer_1d("B", i32(4));
+  Stmt body = loop(i, int32_const(3), int32_const(1), buffer_store(b, buffer_load(a, {i}), {i}),
+                   ForKind::kVectorized);
+  Ref<PrimFunc> result = vectorize_loops(make_func({a, b}, body));
+  EXPECT_EQ(to_script(result->body), "B[3] = A[3]");
+}
+
+TEST(VectorizeLoops, UnchangedWithoutVectorizedLoops) {
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Ref<PrimFunc> func = make_func({a, b}, loop(i, 8, buffer_store(b, buffer_load(a, {i}), {i})));
+  EXPECT_TRUE(vectorize_loops(func).same_as(func));
+}
+
+// --- Fallbacks: the loop stays serial and says why -----------------------------------------
+
+TEST(VectorizeLoopsFallback, SymbolicExtent) {
+  Ref<Var> i = make_var("i"), n = make_size_var("n");
+  Ref<Buffer> a = buffer_1d("A", n), b = buffer_1d("B", n);
+  Stmt body = loop(i, i32(0), n, buffer_store(b, buffer_load(a, {i}), {i}), ForKind::kVectorized);
+  Ref<PrimFunc> func = make_func({a, b}, body);
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "its extent n is not a constant");
+  std::vector<float> in = random_floats(5);
+  EXPECT_EQ(run(result, {in, std::vector<float>(5)})[1], in);
+}
+
+TEST(VectorizeLoopsFallback, ReductionIntoOneLocation) {
+  // C[0] = C[0] + A[i]
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), out = buffer_1d("C", i32(1));
+  Stmt update = buffer_store(out, add(buffer_load(out, {i32(0)}), buffer_load(a, {i})), {i32(0)});
+  Ref<PrimFunc> func = make_func({a, out}, vectorized(i, 8, update));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result),
+            "it stores a vector value into the single location C[0] (a reduction across lanes)");
+  std::vector<float> in = random_floats(8);
+  EXPECT_EQ(run(result, {in, {0.0f}})[1], run(func, {in, {0.0f}})[1]);
+}
+
+TEST(VectorizeLoopsFallback, StoreIndexWithoutDistinctAddresses) {
+  // B[i // 2] = A[i]: two lanes write one element.
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(4));
+  Stmt store = buffer_store(b, buffer_load(a, {i}), {floordiv(i, i32(2))});
+  Ref<PrimFunc> result = vectorize_loops(make_func({a, b}, vectorized(i, 8, store)));
+  EXPECT_EQ(fallback_reason(result),
+            "the store to B has the index T.Ramp(0, 1, 8) // T.Broadcast(2, 8), which is not a "
+            "ramp with a nonzero stride (distinct addresses)");
+}
+
+TEST(VectorizeLoopsFallback, StoreThatDoesNotVary) {
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> b = buffer_1d("B", i32(4));
+  Ref<PrimFunc> result =
+      vectorize_loops(make_func({b}, vectorized(i, 4, buffer_store(b, f32(1), {i32(2)}))));
+  EXPECT_EQ(fallback_reason(result), "the store to B[2] does not vary across lanes");
+}
+
+TEST(VectorizeLoopsFallback, LanesThatDependOnEachOther) {
+  // A[i + 1] = A[i] * 2: serially each iteration reads what the previous one wrote.
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(9));
+  Stmt store = buffer_store(a, mul(buffer_load(a, {i}), f32(2)), {i + 1});
+  Ref<PrimFunc> func = make_func({a}, vectorized(i, 8, store));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result),
+            "A is stored at T.Ramp(1, 1, 8) and loaded at T.Ramp(0, 1, 8) in the same loop (lanes "
+            "could depend on each other)");
+  std::vector<float> in(9, 1.0f);
+  EXPECT_EQ(run(result, {in})[0], run(func, {in})[0]);
+}
+
+TEST(VectorizeLoopsFallback, IfWithAVectorCondition) {
+  // if A[i] > 0: B[i] = A[i]
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Stmt body =
+      make<IfThenElse>(gt(buffer_load(a, {i}), f32(0)), buffer_store(b, buffer_load(a, {i}), {i}));
+  Ref<PrimFunc> result = vectorize_loops(make_func({a, b}, vectorized(i, 8, body)));
+  EXPECT_EQ(fallback_reason(result),
+            "an if statement's condition A[i] > T.float32(0) varies across lanes and its branches "
+            "have side effects");
+}
+
+TEST(VectorizeLoopsFallback, IfThenElseGuardingAnOutOfBoundsLoad) {
+  // B[i] = if_then_else(i >= 1, A[i - 1], 0): lane 0 would load A[-1].
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr value = if_then_else(ge(i, i32(1)), buffer_load(a, {i - 1}), f32(0));
+  Ref<PrimFunc> func = make_func({a, b}, vectorized(i, 8, buffer_store(b, value, {i})));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result),
+            "if_then_else(i >= 1, ...) varies across lanes and guards a load that may be out of "
+            "bounds");
+  std::vector<float> in = random_floats(8);
+  EXPECT_EQ(run(result, {in, std::vector<float>(8)})[1], run(func, {in, std::vector<float>(8)})[1]);
+}
+
+TEST(VectorizeLoopsFallback, InnerLoopWithAVaryingExtent) {
+  // for i in vectorized(4): for k in range(i): B[i] = B[i] + 1
+  Ref<Var> i = make_var("i"), k = make_var("k");
+  Ref<Buffer> b = buffer_1d("B", i32(4));
+  Stmt inner = loop(k, i32(0), i, buffer_store(b, add(buffer_load(b, {i}), f32(1)), {i}));
+  Ref<PrimFunc> result = vectorize_loops(make_func({b}, vectorized(i, 4, inner)));
+  EXPECT_EQ(fallback_reason(result), "the range of the inner loop k varies across lanes");
+}
+
+TEST(VectorizeLoopsFallback, CallWithSideEffects) {
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> b = buffer_1d("B", i32(4));
+  Expr effect = call(DataType::int32(), Builtin::CallExtern, {make<StringImm>("log_value"), i});
+  Ref<PrimFunc> result = vectorize_loops(make_func({b}, vectorized(i, 4, make<Evaluate>(effect))));
+  EXPECT_EQ(fallback_reason(result), "it calls call_extern, which has side effects");
+}
+
+TEST(VectorizeLoopsFallback, ReasonIsLoggedWhenAsked) {
+  Ref<Var> i = make_var("i"), n = make_size_var("n");
+  Ref<Buffer> b = buffer_1d("B", n);
+  Stmt body = loop(i, i32(0), n, buffer_store(b, f32(0), {i}), ForKind::kVectorized);
+  Ref<PrimFunc> func = make_func({b}, body);
+  setenv("KILN_LOG_VECTORIZE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  vectorize_loops(func);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  unsetenv("KILN_LOG_VECTORIZE");
+  EXPECT_EQ(log, "vectorize_loops: loop i stays serial: its extent n is not a constant\n");
+  ::testing::internal::CaptureStderr();
+  vectorize_loops(func);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+}  // namespace
+}  // namespace kiln::tir
