@@ -8,6 +8,7 @@ namespace kiln::python {
 void bind_ir(pybind11::module_& m);  // ir_py.cc: node classes, IRModule, dtype helpers
 void bind_te(pybind11::module_& m);  // te_py.cc: tensors, compute, reducers, create_prim_func
 void bind_interpreter(pybind11::module_& tir);  // interpreter_py.cc: tir.interpret
+void bind_tir_passes(pybind11::module_& tir);   // tir_py.cc: tir.lower, tir.transform.*
 void bind_schedule(pybind11::module_& m);       // schedule_py.cc: tir.Schedule, handles, traces
 
 }  // namespace kiln::python

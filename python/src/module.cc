@@ -45,6 +45,7 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_te(te);
   auto tir = m.def_submodule("tir", "TensorIR tools: the reference interpreter");
   kiln::python::bind_interpreter(tir);
+  kiln::python::bind_tir_passes(tir);
   auto schedule = m.def_submodule("schedule", "tir.Schedule, its handles and traces");
   kiln::python::bind_schedule(schedule);
 }

@@ -34,3 +34,16 @@ interpret = _tir_tools.interpret
 
 # Scheduling: primitives that transform loops and blocks, recorded in replayable traces.
 from .schedule import Schedule, Trace, BlockRV, LoopRV, ExprRV, ScheduleError  # noqa: E402,F401
+
+# Lowering: the pipeline from a scheduled PrimFunc to the flat loop program, and its passes.
+from . import transform  # noqa: E402,F401
+
+
+def lower(func, dump_ir=None, verify=None):
+    """Lowers a scheduled PrimFunc (or every function of an IRModule) to the flat loop program.
+
+    dump_ir: a directory that receives the IR after each pass (NN_<pass>.py, "(unchanged)" when a
+    pass changed nothing) and timing.txt. verify: run the IR verifier after every pass (default:
+    on in debug builds, or when KILN_VERIFY_IR=1).
+    """
+    return _tir_tools.lower(func, dump_ir=None if dump_ir is None else str(dump_ir), verify=verify)

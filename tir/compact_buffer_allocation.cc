@@ -1,0 +1,285 @@
+// compact_buffer_allocation: measures the index intervals that the accesses to each allocated
+// buffer cover inside its allocating block, and shrinks the buffer to them.
+#include "kiln/tir/compact_buffer_allocation.h"
+
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "kiln/arith/analyzer.h"
+#include "kiln/arith/int_set.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "tir/pass_util.h"
+
+namespace kiln::tir {
+
+using namespace ir;
+using arith::Analyzer;
+using arith::IntSet;
+
+namespace {
+
+// A buffer's replacement: the compact buffer and, per dimension, what is subtracted from an
+// index (null for a dimension that keeps its extent).
+struct Compaction {
+  Ref<Buffer> buffer;
+  std::vector<Expr> offsets;
+};
+
+// The index sets of every access to the buffers one block allocates, with the loops, block
+// iterators and let variables inside the block relaxed to their sets.
+class RegionCollector : public IRVisitor {
+ public:
+  RegionCollector(const Block* scope, Analyzer* analyzer) : analyzer_(analyzer) {
+    for (const Ref<Buffer>& b : scope->alloc_buffers) {
+      sets[b.get()];
+      data_vars_[b->data.get()] = b.get();
+    }
+  }
+
+  // Per buffer, the sets of each access, one vector per dimension.
+  std::unordered_map<const Buffer*, std::vector<std::vector<IntSet>>> sets;
+  // Buffers whose data variable is used directly; they cannot be compacted.
+  std::unordered_set<const Buffer*> opaque;
+  // Variables defined inside the scope: an offset must not use them.
+  std::unordered_set<const Var*> inner_vars;
+
+  void run(const Block* scope) {
+    visit_stmt(scope->init);
+    visit_stmt(scope->body);
+  }
+
+ protected:
+  using IRVisitor::visit;
+
+  void visit(const For* op) override {
+    IntSet first = relax(op->min);
+    IntSet last = relax(op->min + op->extent - 1);
+    define(op->loop_var.get(), IntSet::interval(first.min(), last.max()));
+    IRVisitor::visit(op);
+  }
+
+  void visit(const BlockRealize* op) override {
+    const Block* block = op->block.get();
+    for (size_t k = 0; k < block->iter_vars.size() && k < op->iter_values.size(); ++k) {
+      const IterVar& iv = block->iter_vars[k];
+      IntSet bound = relax(op->iter_values[k]);
+      IntSet dom = IntSet::from_range(iv.dom);
+      define(iv.var.get(), arith::intersect_sets({bound, dom}, analyzer_));
+    }
+    IRVisitor::visit(op);
+  }
+
+  void visit(const LetStmt* op) override {
+    define(op->var.get(), relax(op->value));
+    IRVisitor::visit(op);
+  }
+
+  void visit(const Let* op) override {
+    define(op->var.get(), relax(op->value));
+    IRVisitor::visit(op);
+  }
+
+  void visit(const BufferLoad* op) override {
+    access(op->buffer.get(), op->indices);
+    IRVisitor::visit(op);
+  }
+
+  void visit(const BufferStore* op) override {
+    access(op->buffer.get(), op->indices);
+    IRVisitor::visit(op);
+  }
+
+  void visit(const Var* op) override {
+    auto it = data_vars_.find(op);
+    if (it != data_vars_.end()) opaque.insert(it->second);
+  }
+
+ private:
+  IntSet relax(const Expr& e) { return arith::eval_set(analyzer_->simplify(e), dom_, analyzer_); }
+
+  void define(const Var* var, const IntSet& set) {
+    dom_[var] = set;
+    inner_vars.insert(var);
+  }
+
+  void access(const Buffer* buffer, const std::vector<Expr>& indices) {
+    auto it = sets.find(buffer);
+    if (it == sets.end()) return;
+    it->second.resize(indices.size());
+    for (size_t d = 0; d < indices.size(); ++d) it->second[d].push_back(relax(indices[d]));
+  }
+
+  Analyzer* analyzer_;
+  arith::IntSetMap dom_;
+  std::unordered_map<const Var*, const Buffer*> data_vars_;
+};
+
+bool uses_any(const Expr& e, const std::unordered_set<const Var*>& vars) {
+  return uses_var(e, [&vars](const Var* v) { return vars.count(v) != 0; });
+}
+
+// The compaction of `buffer` from the sets of its accesses, or null when nothing shrinks.
+std::unique_ptr<Compaction> compact(const Ref<Buffer>& buffer,
+                                    const std::vector<std::vector<IntSet>>& access_sets,
+                                    const std::unordered_set<const Var*>& inner_vars,
+                                    Analyzer* analyzer) {
+  if (!buffer->strides.empty()) return nullptr;
+  if (buffer->elem_offset.defined() && !is_const_int(buffer->elem_offset, 0)) return nullptr;
+  if (access_sets.size() != buffer->shape.size()) return nullptr;
+  auto result = std::make_unique<Compaction>();
+  std::vector<Expr> shape = buffer->shape;
+  result->offsets.resize(shape.size());
+  bool shrinks = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    IntSet set = arith::union_sets(access_sets[d], analyzer);
+    if (!set.has_lower_bound() || !set.has_upper_bound()) continue;
+    Expr lo = analyzer->simplify(set.min());
+    if (uses_any(lo, inner_vars) || uses_any(set.max(), inner_vars)) continue;
+    // The length of the interval: a constant, or (for a constant old extent) the constant upper
+    // bound of a symbolic length. A symbolic old extent is only replaced by an exact constant:
+    // a bound of a symbolic length may be no better than the range of its dtype.
+    Expr length = analyzer->simplify(set.max() - lo);
+    const int64_t* old_extent = as_const_int(shape[d]);
+    const int64_t* exact = as_const_int(length);
+    if (old_extent == nullptr && exact == nullptr) continue;
+    int64_t last = exact != nullptr ? *exact : analyzer->const_int_bound(length).max_value;
+    if (last == arith::ConstIntBound::kPosInf || last < 0) continue;
+    int64_t extent = last + 1;
+    if (old_extent != nullptr && extent >= *old_extent) continue;
+    shape[d] = make_const(shape[d]->dtype, extent);
+    result->offsets[d] = lo;
+    shrinks = true;
+  }
+  if (!shrinks) return nullptr;
+  auto compacted = copy(buffer.get());
+  compacted->shape = std::move(shape);
+  compacted->data = make_var(buffer->data->name, buffer->data->dtype);
+  result->buffer = compacted;
+  return result;
+}
+
+// Finds every allocating block, with the ranges of the loops and iterators around it known to
+// the analyzer, and decides the compaction of its buffers.
+class CompactionPlanner : public IRVisitor {
+ public:
+  std::unordered_map<const Buffer*, std::unique_ptr<Compaction>> plans;
+
+  void run(const Stmt& body) { visit_stmt(body); }
+
+ protected:
+  using IRVisitor::visit;
+
+  void visit(const For* op) override {
+    analyzer_.bind(op->loop_var, Range{op->min, op->extent}, true);
+    IRVisitor::visit(op);
+  }
+
+  void visit(const Block* op) override {
+    for (const IterVar& iv : op->iter_vars) analyzer_.bind(iv.var, iv.dom, true);
+    if (!op->alloc_buffers.empty()) {
+      RegionCollector collector(op, &analyzer_);
+      collector.run(op);
+      for (const Ref<Buffer>& b : op->alloc_buffers) {
+        if (collector.opaque.count(b.get()) != 0) continue;
+        const auto& access_sets = collector.sets.at(b.get());
+        if (access_sets.empty()) continue;
+        auto plan = compact(b, access_sets, collector.inner_vars, &analyzer_);
+        if (plan != nullptr) plans[b.get()] = std::move(plan);
+      }
+    }
+    IRVisitor::visit(op);
+  }
+
+ private:
+  Analyzer analyzer_;
+};
+
+// Replaces the compacted buffers and shifts their indices.
+class CompactionRewriter : public IRMutator {
+ public:
+  explicit CompactionRewriter(
+      const std::unordered_map<const Buffer*, std::unique_ptr<Compaction>>& plans)
+      : plans_(plans) {}
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Expr visit(const BufferLoad* op) override {
+    Expr visited = IRMutator::visit(op);
+    const Compaction* plan = find(op->buffer.get());
+    if (plan == nullptr) return visited;
+    const auto* load = visited.as<BufferLoad>();
+    return make<BufferLoad>(load->dtype, plan->buffer, shift(*plan, load->indices));
+  }
+
+  Stmt visit(const BufferStore* op) override {
+    Stmt visited = IRMutator::visit(op);
+    const Compaction* plan = find(op->buffer.get());
+    if (plan == nullptr) return visited;
+    const auto* store = visited.as<BufferStore>();
+    return make<BufferStore>(plan->buffer, store->value, shift(*plan, store->indices));
+  }
+
+  Stmt visit(const Block* op) override {
+    Stmt visited = IRMutator::visit(op);
+    auto block = copy(visited.as<Block>());
+    bool changed = !visited.same_as(op);
+    for (Ref<Buffer>& b : block->alloc_buffers) {
+      if (const Compaction* plan = find(b.get())) {
+        b = plan->buffer;
+        changed = true;
+      }
+    }
+    for (auto* regions : {&block->reads, &block->writes}) {
+      for (BufferRegion& r : *regions) {
+        const Compaction* plan = find(r.buffer.get());
+        if (plan == nullptr) continue;
+        r.buffer = plan->buffer;
+        for (size_t d = 0; d < r.region.size() && d < plan->offsets.size(); ++d) {
+          if (!plan->offsets[d].defined()) continue;
+          r.region[d].min = analyzer_.simplify(r.region[d].min - plan->offsets[d]);
+        }
+        changed = true;
+      }
+    }
+    if (!changed) return op;
+    return block;
+  }
+
+ private:
+  const Compaction* find(const Buffer* buffer) const {
+    auto it = plans_.find(buffer);
+    return it == plans_.end() ? nullptr : it->second.get();
+  }
+
+  // index - offset; a ramp stays a ramp with a shifted base.
+  std::vector<Expr> shift(const Compaction& plan, std::vector<Expr> indices) {
+    for (size_t d = 0; d < indices.size(); ++d) {
+      const Expr& offset = plan.offsets[d];
+      if (!offset.defined()) continue;
+      if (const auto* r = indices[d].as<Ramp>()) {
+        indices[d] = ramp(analyzer_.simplify(r->base - offset), r->stride, r->lanes);
+      } else {
+        indices[d] = analyzer_.simplify(indices[d] - offset);
+      }
+    }
+    return indices;
+  }
+
+  const std::unordered_map<const Buffer*, std::unique_ptr<Compaction>>& plans_;
+  Analyzer analyzer_;
+};
+
+}  // namespace
+
+Ref<PrimFunc> compact_buffer_allocation(const Ref<PrimFunc>& func) {
+  CompactionPlanner planner;
+  planner.run(func->body);
+  if (planner.plans.empty()) return func;
+  return with_body(func, CompactionRewriter(planner.plans).mutate(func->body));
+}
+
+}  // namespace kiln::tir

@@ -1,0 +1,170 @@
+// flatten_buffers: gives every buffer a one-dimensional twin on the same storage and rewrites
+// each access to the twin at the element offset of its indices.
+#include "kiln/tir/flatten_buffers.h"
+
+#include <cstdint>
+#include <limits>
+#include <unordered_map>
+
+#include "kiln/arith/analyzer.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "tir/pass_util.h"
+
+namespace kiln::tir {
+
+using namespace ir;
+
+namespace {
+
+bool has_offset(const Buffer& buffer) {
+  return buffer.elem_offset.defined() && !is_const_int(buffer.elem_offset, 0);
+}
+
+bool is_flat(const Buffer& buffer) {
+  if (buffer.ndim() != 1 || has_offset(buffer)) return false;
+  return buffer.strides.empty() || is_const_int(buffer.strides[0], 1);
+}
+
+// The number of elements of a constant shape, or -1 when a dimension is symbolic (saturates at
+// int64's maximum).
+int64_t constant_size(const Buffer& buffer) {
+  int64_t size = 1;
+  for (const Expr& extent : buffer.shape) {
+    const int64_t* c = as_const_int(extent);
+    if (c == nullptr) return -1;
+    if (*c != 0 && size > std::numeric_limits<int64_t>::max() / *c) {
+      return std::numeric_limits<int64_t>::max();
+    }
+    size *= *c;
+  }
+  return size;
+}
+
+class Flattener : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Ref<Buffer> mutate_buffer(const Ref<Buffer>& buffer) override { return flat(buffer).buffer; }
+
+  Expr visit(const BufferLoad* op) override {
+    std::vector<Expr> indices = op->indices;
+    mutate_all(&indices);
+    const Flat& f = flat(op->buffer);
+    if (f.buffer.same_as(op->buffer) && indices == op->indices) return op;
+    if (!f.buffer.same_as(op->buffer)) indices = {offset(*op->buffer, f, indices)};
+    return make<BufferLoad>(op->dtype, f.buffer, std::move(indices));
+  }
+
+  Stmt visit(const BufferStore* op) override {
+    Expr value = mutate(op->value);
+    std::vector<Expr> indices = op->indices;
+    mutate_all(&indices);
+    const Flat& f = flat(op->buffer);
+    if (f.buffer.same_as(op->buffer) && indices == op->indices && value.same_as(op->value)) {
+      return op;
+    }
+    if (!f.buffer.same_as(op->buffer)) indices = {offset(*op->buffer, f, indices)};
+    return make<BufferStore>(f.buffer, value, std::move(indices));
+  }
+
+  Stmt visit(const BlockRealize* op) override {
+    user_error(ErrorKind::kValue) << "flatten_buffers: block \"" << op->block->name
+                                  << "\" is still present; run lower_opaque_block first";
+  }
+
+ private:
+  // The flat twin of a buffer and the type of its offsets.
+  struct Flat {
+    Ref<Buffer> buffer;
+    DataType index_dtype;
+  };
+
+  const Flat& flat(const Ref<Buffer>& buffer) {
+    auto it = flats_.find(buffer.get());
+    if (it != flats_.end()) return it->second;
+    Flat f;
+    f.index_dtype = DataType::int32();
+    for (const Expr& extent : buffer->shape) {
+      if (extent->dtype.bits() > f.index_dtype.bits()) f.index_dtype = extent->dtype;
+    }
+    int64_t size = constant_size(*buffer);
+    if (size > std::numeric_limits<int32_t>::max()) f.index_dtype = DataType::int64();
+    if (is_flat(*buffer)) {
+      f.buffer = buffer;
+    } else {
+      auto twin = copy(buffer.get());
+      twin->shape = {extent(*buffer, f.index_dtype)};
+      twin->strides = {};
+      twin->elem_offset = make_zero(f.index_dtype);
+      f.buffer = twin;
+    }
+    return flats_.emplace(buffer.get(), f).first->second;
+  }
+
+  // Elements spanned by a buffer: the product of its shape, or the last element reached
+  // through its strides plus one.
+  Expr extent(const Buffer& buffer, DataType dtype) {
+    Expr result = make_one(dtype);
+    for (size_t d = 0; d < buffer.shape.size(); ++d) {
+      Expr n = cast(dtype, buffer.shape[d]);
+      if (buffer.strides.empty()) {
+        result = result * n;
+      } else {
+        result = result + (n - 1) * cast(dtype, buffer.strides[d]);
+      }
+    }
+    return analyzer_.simplify(result);
+  }
+
+  // The flat offset of `indices` in `buffer`. A Ramp in the last dimension (with scalar
+  // indices elsewhere) gives a Ramp; other vector indices give vector arithmetic.
+  Expr offset(const Buffer& buffer, const Flat& f, std::vector<Expr> indices) {
+    DataType dtype = f.index_dtype;
+    auto to_index = [dtype](const Expr& e) { return cast(dtype.with_lanes(e->dtype.lanes()), e); };
+    for (Expr& e : indices) e = to_index(e);
+    if (indices.empty()) return make_zero(dtype);
+    size_t last = indices.size() - 1;
+    const auto* ramp_index = indices[last].as<Ramp>();
+    bool scalar_prefix = true;
+    for (size_t d = 0; d < last; ++d) scalar_prefix &= indices[d]->dtype.is_scalar();
+    Expr base;
+    for (size_t d = 0; d < last; ++d) base = accumulate(buffer, base, indices[d], d);
+    Expr elem_offset = has_offset(buffer) ? cast(dtype, buffer.elem_offset) : Expr();
+    if (ramp_index != nullptr && scalar_prefix) {
+      base = accumulate(buffer, base, ramp_index->base, last);
+      if (elem_offset.defined()) base = base + elem_offset;
+      Expr stride = ramp_index->stride;
+      if (!buffer.strides.empty()) stride = stride * cast(dtype, buffer.strides[last]);
+      return ramp(base, stride, ramp_index->lanes);
+    }
+    Expr result = accumulate(buffer, base, indices[last], last);
+    if (elem_offset.defined()) result = result + elem_offset;
+    return result;
+  }
+
+  // Adds dimension d's index to the offset of the dimensions before it.
+  Expr accumulate(const Buffer& buffer, const Expr& prefix, const Expr& index, size_t d) {
+    DataType dtype = index->dtype.element_of();
+    if (buffer.strides.empty()) {
+      if (!prefix.defined()) return index;
+      return prefix * cast(dtype, buffer.shape[d]) + index;
+    }
+    Expr term = index * cast(dtype, buffer.strides[d]);
+    return prefix.defined() ? prefix + term : term;
+  }
+
+  std::unordered_map<const Buffer*, Flat> flats_;
+  arith::Analyzer analyzer_;
+};
+
+}  // namespace
+
+Ref<PrimFunc> flatten_buffers(const Ref<PrimFunc>& func) {
+  return with_body(func, Flattener().mutate(func->body));
+}
+
+}  // namespace kiln::tir

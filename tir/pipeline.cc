@@ -1,0 +1,72 @@
+// The lowering pipeline, in order. Each line runs one pass and hands its result to the log,
+// which verifies it, dumps it and times it (see LowerOptions). Reading this file tells how a
+// scheduled TensorIR function becomes the flat loop program that code generators take.
+#include "kiln/tir/pipeline.h"
+
+#include <filesystem>
+
+#include "kiln/tir/compact_buffer_allocation.h"
+#include "kiln/tir/flatten_buffers.h"
+#include "kiln/tir/lower_init_block.h"
+#include "kiln/tir/loop_partition.h"
+#include "kiln/tir/lower_intrinsics.h"
+#include "kiln/tir/lower_opaque_block.h"
+#include "kiln/tir/make_packed_api.h"
+#include "kiln/tir/plan_buffer_allocation.h"
+#include "kiln/tir/simplify.h"
+#include "kiln/tir/storage_rewrite.h"
+#include "kiln/tir/unroll_loops.h"
+#include "kiln/tir/vectorize_loops.h"
+#include "tir/pass_log.h"
+
+namespace kiln::tir {
+
+using namespace ir;
+
+Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
+  PassLog log(f, options);
+  // clang-format off
+  // Blocks to loops: reductions get explicit init statements, intermediate buffers move to
+  // where they are used and shrink to what is used there, then blocks disappear.
+  f = lower_init_block(f);          log.step("lower_init_block", f);
+  f = plan_buffer_allocation(f);    log.step("plan_buffer_allocation", f);
+  f = compact_buffer_allocation(f); log.step("compact_buffer_allocation", f);
+  f = lower_opaque_block(f);        log.step("lower_opaque_block", f);
+  // Memory becomes one-dimensional.
+  f = flatten_buffers(f);           log.step("flatten_buffers", f);
+  f = simplify(f);                  log.step("simplify", f);
+  // Loops: bound checks leave the steady state, vector loops become vector code, small
+  // unrolled loops become copies of their bodies.
+  f = loop_partition(f);            log.step("loop_partition", f);
+  f = vectorize_loops(f);           log.step("vectorize_loops", f);
+  f = unroll_loops(f);              log.step("unroll_loops", f);
+  f = simplify(f);                  log.step("simplify", f);
+  // Allocations: hoisted out of loops, storage shared between buffers that do not overlap.
+  f = storage_rewrite(f);           log.step("storage_rewrite", f);
+  // The entry point for the code generator (LowerOptions::packed_entry).
+  if (options.packed_entry) {
+    f = lower_intrinsics(f);              log.step("lower_intrinsics", f);
+    f = make_packed_api(f, options.name); log.step("make_packed_api", f);
+  }
+  // clang-format on
+  log.finish();
+  return f;
+}
+
+Ref<IRModule> lower(const Ref<IRModule>& mod, const LowerOptions& options) {
+  auto result = make<IRModule>();
+  bool changed = false;
+  std::string dump_dir = resolve_dump_dir(options);
+  for (const auto& [name, func] : mod->functions) {
+    LowerOptions func_options = options;
+    func_options.name = name;
+    if (!dump_dir.empty())
+      func_options.dump_dir = (std::filesystem::path(dump_dir) / name).string();
+    Ref<PrimFunc> lowered = lower(func, func_options);
+    changed |= !lowered.same_as(func);
+    result->functions[name] = lowered;
+  }
+  return changed ? result : mod;
+}
+
+}  // namespace kiln::tir
