@@ -111,7 +111,7 @@ void register_for_kind_instructions(std::vector<InstructionKind>* kinds) {
        }});
   kinds->push_back(
       {"bind", {"loop"}, false, [](Schedule& sch, const Json& in, const Json& attrs, const Json&) {
-         bind(sch, rv_from_json(in.at(0), "bind"), attrs.at("thread_axis").get<std::string>());
+         bind_loop(sch, rv_from_json(in.at(0), "bind"), attrs.at("thread_axis").get<std::string>());
          return std::vector<RV>{};
        }});
 }
