@@ -143,6 +143,7 @@ std::vector<RV> split(Schedule& sch, const RV& loop_rv, const std::vector<SplitF
     vars.push_back(make_var(loop->loop_var->name + "_" + std::to_string(k), index_type));
     index = index.defined() ? index * extents[k] + vars.back() : Expr(vars.back());
   }
+  index = analyzer.simplify(index);
   Expr total = extents[0];
   for (size_t k = 1; k < extents.size(); ++k) total = total * extents[k];
   total = analyzer.simplify(total);
