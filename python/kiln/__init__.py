@@ -9,6 +9,7 @@ from . import ir
 from .ir import IRModule
 from . import tir
 from . import te  # noqa: F401
+from . import arith  # noqa: F401
 
-__all__ = ["error", "ir", "tir", "te", "IRModule", "KilnError", "KilnTypeError",
+__all__ = ["error", "ir", "tir", "te", "arith", "IRModule", "KilnError", "KilnTypeError",
            "KilnValueError", "KilnIndexError", "InternalError"]

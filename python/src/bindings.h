@@ -10,5 +10,6 @@ void bind_te(pybind11::module_& m);  // te_py.cc: tensors, compute, reducers, cr
 void bind_interpreter(pybind11::module_& tir);  // interpreter_py.cc: tir.interpret
 void bind_tir_passes(pybind11::module_& tir);   // tir_py.cc: tir.lower, tir.transform.*
 void bind_schedule(pybind11::module_& m);       // schedule_py.cc: tir.Schedule, handles, traces
+void bind_arithmetic(pybind11::module_& m);     // arith_py.cc: Analyzer, IntSet, iter maps
 
 }  // namespace kiln::python

@@ -48,4 +48,6 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_tir_passes(tir);
   auto schedule = m.def_submodule("schedule", "tir.Schedule, its handles and traces");
   kiln::python::bind_schedule(schedule);
+  auto arith = m.def_submodule("arith", "Arithmetic analysis: Analyzer, IntSet, iterator maps");
+  kiln::python::bind_arithmetic(arith);
 }
