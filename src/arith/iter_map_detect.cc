@@ -221,10 +221,19 @@ std::optional<IterSumExpr> IterMapRewriter::visit(const Expr& e, std::string* er
     if (!sum) return std::nullopt;
     return scale_sum(*sum, a_iter ? op->b : op->a);
   }
-  const auto* bin = static_cast<const BinaryNode*>(e.get());
+  // A widening integer cast keeps the value: int64(i*4 + j) is the same digits.
+  if (const auto* op = e.as<Cast>()) {
+    DataType from = op->value->dtype;
+    if (from.is_int() && from.bits() <= e->dtype.bits()) {
+      auto sum = visit(op->value, error);
+      if (sum) sum->base = cast(e->dtype, sum->base);
+      return sum;
+    }
+  }
   bool floor_op = e.is<FloorDiv>() || e.is<FloorMod>();
   bool trunc_op = e.is<Div>() || e.is<Mod>();
   if (floor_op || trunc_op) {
+    const auto* bin = static_cast<const BinaryNode*>(e.get());
     if (uses_input(bin->b)) {
       *error = text(e) + " is not affine: its divisor " + text(bin->b) + " uses loop iterators";
       return std::nullopt;

@@ -14,6 +14,9 @@ namespace kiln::arith {
 
 using namespace ir;
 
+// ---------------------------------------------------------------------------------------------
+// Splits of a fusion as its terms
+
 IterSumExpr IterMapRewriter::resolve(const IterSplitExpr& split) {
   const IterMark& mark = *split.source;
   IterSumExpr unchanged{{split}, zero_like(split.scale)};

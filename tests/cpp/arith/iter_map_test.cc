@@ -298,6 +298,11 @@ TEST(DetectIterMap, ConstantsOffsetsAndUnitLoops) {
   EXPECT_TRUE(r.indices[1].args.empty());
   expect_index(r.indices[2], i * 2 + 1, iters);
   EXPECT_TRUE(detect({i + k}, iters).ok());
+  // A widening cast keeps the digits.
+  IterMapResult wide = detect({cast(DataType::int64(), i) * 3 + cast(DataType::int64(), k)}, iters,
+                              IterMapLevel::kNoCheck);
+  ASSERT_TRUE(wide.ok()) << joined(wide.errors);
+  EXPECT_EQ(to_expr(wide.indices[0])->dtype, DataType::int64());
   // Truncating division of a non-negative value is floor division.
   EXPECT_TRUE(detect({truncdiv(i, 2), truncmod(i, 2)}, iters).ok());
 }
