@@ -216,6 +216,7 @@ class PackedApiBuilder {
 }  // namespace
 
 Ref<PrimFunc> make_packed_api(const Ref<PrimFunc>& func, const std::string& name) {
+  if (func->attrs.count("kiln.packed") > 0) return func;
   std::string symbol = "kiln_" + name;
   if (auto it = func->attrs.find("global_symbol"); it != func->attrs.end()) {
     const auto* s = it->second.as<StringImm>();

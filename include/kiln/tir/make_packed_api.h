@@ -40,7 +40,8 @@ namespace kiln::tir {
 //                                                    alpha = T.float32(packed_arg_float(1))
 //                                                    body
 //
-// Tested by tests/cpp/tir/make_packed_api_test.cc and tests/python/test_passes_part2.py.
+// Returns `func` itself when it already is a packed entry point ("kiln.packed" is set). Tested by
+// tests/cpp/tir/make_packed_api_test.cc and tests/python/test_passes_part2.py.
 ir::Ref<ir::PrimFunc> make_packed_api(const ir::Ref<ir::PrimFunc>& func, const std::string& name);
 
 }  // namespace kiln::tir
