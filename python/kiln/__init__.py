@@ -10,6 +10,12 @@ from .ir import IRModule
 from . import tir
 from . import te  # noqa: F401
 from . import arith  # noqa: F401
+from .error import KilnRuntimeError
+from . import runtime
+from . import nd
+from .runtime import Device, device, cpu
+from .driver import build
 
 __all__ = ["error", "ir", "tir", "te", "arith", "IRModule", "KilnError", "KilnTypeError",
            "KilnValueError", "KilnIndexError", "InternalError"]
+__all__ += ["KilnRuntimeError", "runtime", "nd", "Device", "device", "cpu", "build"]

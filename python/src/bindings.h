@@ -11,5 +11,7 @@ void bind_interpreter(pybind11::module_& tir);  // interpreter_py.cc: tir.interp
 void bind_tir_passes(pybind11::module_& tir);   // tir_py.cc: tir.lower, tir.transform.*
 void bind_schedule(pybind11::module_& m);       // schedule_py.cc: tir.Schedule, handles, traces
 void bind_arithmetic(pybind11::module_& m);     // arith_py.cc: Analyzer, IntSet, iter maps
+void bind_runtime(pybind11::module_& m);        // runtime_py.cc: modules, calls, kiln.nd arrays
+void bind_driver(pybind11::module_& m);         // driver_py.cc: build
 
 }  // namespace kiln::python

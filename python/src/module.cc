@@ -50,4 +50,8 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_schedule(schedule);
   auto arith = m.def_submodule("arith", "Arithmetic analysis: Analyzer, IntSet, iterator maps");
   kiln::python::bind_arithmetic(arith);
+  auto runtime = m.def_submodule("runtime", "Compiled modules, their functions and kiln.nd arrays");
+  kiln::python::bind_runtime(runtime);
+  auto driver = m.def_submodule("driver", "The build driver: kiln.build");
+  kiln::python::bind_driver(driver);
 }

@@ -1,0 +1,98 @@
+// The build driver: scheduled TensorIR functions -> the lowering pipeline -> LLVM machine code in
+// this process, served by the runtime as a module with a manifest; and the same functions
+// exported as a shared library that the minimal runtime loads elsewhere.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/jit.h"
+#include "kiln/codegen/target.h"
+#include "kiln/ir/function.h"
+#include "kiln/runtime/c_runtime_api.h"
+
+namespace kiln::driver {
+
+// Options of build().
+struct BuildOptions {
+  // When not empty, the IR after each lowering pass is written there (see tir::LowerOptions;
+  // the environment variable KILN_DUMP_IR is used when this is empty).
+  std::string dump_dir;
+};
+
+// How long the phases of one build took, in milliseconds.
+struct BuildTimings {
+  double lower_ms = 0;      // the lowering pipeline, all functions
+  codegen::JitTimings jit;  // code generation and JIT loading (zero when not JIT-compiled)
+  double total_ms = 0;
+};
+
+// A built module: the lowered functions, the manifest that describes them, and, when the target
+// runs on this CPU, their machine code loaded in this process and served by a runtime module.
+// Not copyable; the runtime module and the code it calls live exactly as long as this object.
+class BuiltModule {
+ public:
+  ~BuiltModule();
+  BuiltModule(const BuiltModule&) = delete;
+  BuiltModule& operator=(const BuiltModule&) = delete;
+
+  // The function names, in manifest order.
+  const std::vector<std::string>& function_names() const { return names_; }
+  const codegen::Target& target() const { return target_; }
+  // The manifest JSON text (kiln/runtime/c_runtime_api.h, "The module manifest").
+  const std::string& manifest() const { return manifest_; }
+  // The lowered functions, in manifest order.
+  const std::vector<ir::Ref<ir::PrimFunc>>& lowered() const { return lowered_; }
+  const BuildTimings& timings() const { return timings_; }
+
+  // Whether the code runs in this process: false when the target is for another architecture
+  // or needs CPU features this CPU lacks (such a module can still be exported).
+  bool runnable() const { return runtime_module_ != nullptr; }
+  // The runtime module serving the JIT-compiled code; a kRuntime error naming the reason when
+  // the module is not runnable here.
+  KilnModuleHandle runtime_module() const;
+
+  // The code as text: "ll" (optimized LLVM IR) or "asm" (assembly); other formats are a kValue
+  // error naming these two.
+  std::string get_source(const std::string& format) const;
+  // Compiles the lowered functions to an object file and links the shared library `path`,
+  // which embeds the manifest (see codegen::export_library).
+  void export_library(const std::string& path) const;
+
+ private:
+  BuiltModule() = default;
+  friend std::unique_ptr<BuiltModule> build(const ir::Ref<ir::IRModule>&, const std::string&,
+                                            const BuildOptions&);
+
+  std::vector<std::string> names_;
+  codegen::Target target_;
+  std::string manifest_;
+  std::vector<ir::Ref<ir::PrimFunc>> lowered_;
+  BuildTimings timings_;
+  std::string not_runnable_reason_;
+  std::unique_ptr<codegen::JitModule> jit_;
+  KilnModuleHandle runtime_module_ = nullptr;
+};
+
+// The name a PrimFunc is built under when it is built alone: its "global_symbol" attribute, or
+// "main" when it has none.
+std::string default_function_name(const ir::Ref<ir::PrimFunc>& func);
+
+// Builds every function of `mod` for `target` (a target string, see codegen::parse_target):
+//  1. each function is lowered with its module key as its name and "kiln_" + key as its
+//     exported symbol (the "global_symbol" attribute is set to it);
+//  2. the manifest lists the functions' argument specs ("kiln.arg_spec", written by the last
+//     lowering pass), the canonical target string and the ISA features the code needs;
+//  3. when the target runs on this CPU, the functions are JIT-compiled and a runtime module is
+//     created over them with KilnModuleCreate.
+// Raises a kValue error for an empty module, an unknown target, and the errors of lowering and
+// code generation. Tested by tests/python/test_build*.py and tests/cpp/driver/build_test.cc.
+std::unique_ptr<BuiltModule> build(const ir::Ref<ir::IRModule>& mod, const std::string& target,
+                                   const BuildOptions& options = {});
+
+// Builds one PrimFunc as the function `name` (default_function_name(func) when empty).
+std::unique_ptr<BuiltModule> build(const ir::Ref<ir::PrimFunc>& func, const std::string& target,
+                                   const std::string& name = "", const BuildOptions& options = {});
+
+}  // namespace kiln::driver

@@ -1,0 +1,39 @@
+"""kiln.nd: arrays in CPU memory allocated by kiln's runtime (64-byte aligned, compact
+row-major), which compiled functions read and write in place. ``.numpy()`` copies one out;
+``np.from_dlpack(nd)`` shares it without a copy."""
+import numpy as np
+
+from ._kiln import runtime as _rt
+from .runtime import cpu
+
+NDArray = _rt.NDArray
+
+
+def _numpy_dtype(dtype):
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
+
+
+def _dtype_name(dtype):
+    if isinstance(dtype, str):
+        return dtype
+    return np.dtype(dtype).name
+
+
+def array(source, device=None, dtype=None):
+    """A new array holding a copy of ``source`` (a NumPy array, a kiln.nd.NDArray or anything
+    np.asarray takes), converted to ``dtype`` when given."""
+    if isinstance(source, NDArray):
+        source = source.numpy()
+    data = np.asarray(source, dtype=None if dtype is None else _numpy_dtype(dtype))
+    return _rt.nd_array(data, cpu(0) if device is None else device)
+
+
+def empty(shape, dtype="float32", device=None):
+    """A new uninitialized array of ``shape`` and ``dtype``."""
+    return _rt.nd_empty(shape, _dtype_name(dtype), cpu(0) if device is None else device)
+
+
+__all__ = ["NDArray", "array", "empty"]

@@ -1,0 +1,132 @@
+"""kiln.runtime.Module: the compiled functions of a module, called like Python functions with
+NumPy arrays, kiln.nd arrays, ``__dlpack__`` objects and numbers, timed with time_evaluator,
+exported as a shared library and loaded back with load_module."""
+import math
+import os
+
+from .._kiln import runtime as _rt
+from ..error import KilnValueError
+
+Function = _rt.Function
+Device = _rt.Device
+
+
+class BenchmarkResult:
+    """What a time_evaluator measured: ``results`` holds seconds per call, one per repeat, and
+    ``mean``, ``median``, ``min``, ``max`` and ``std`` summarize them (in seconds)."""
+
+    def __init__(self, results):
+        self.results = tuple(float(r) for r in results)
+        ordered = sorted(self.results)
+        n = len(ordered)
+        self.mean = sum(ordered) / n
+        middle = n // 2
+        self.median = ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        self.min = ordered[0]
+        self.max = ordered[-1]
+        self.std = math.sqrt(sum((r - self.mean) ** 2 for r in ordered) / n)
+
+    def __repr__(self):
+        return (f"BenchmarkResult(mean={self.mean * 1e3:.4f} ms, median={self.median * 1e3:.4f} "
+                f"ms, min={self.min * 1e3:.4f} ms, max={self.max * 1e3:.4f} ms, "
+                f"std={self.std * 1e3:.4f} ms, repeats={len(self.results)})")
+
+
+class Module:
+    """A module of compiled functions, from kiln.build or load_module.
+
+    ``rt["main"](a, b, c)`` calls a function; ``rt(a, b, c)`` calls the entry function ("main",
+    or the only function). Tensors are passed without a copy: the kernel reads and writes the
+    caller's memory (a NumPy array whose data lacks the 64-byte alignment kernels assume is
+    staged through an aligned copy, copied back after the call).
+    """
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    @property
+    def functions(self):
+        """The function names, in manifest order."""
+        return list(self._handle.functions)
+
+    @property
+    def target(self):
+        """The canonical target string the code was compiled for."""
+        return self._handle.target
+
+    @property
+    def entry_name(self):
+        """The function ``rt(...)`` calls: "main", or the module's only function."""
+        names = self._handle.functions
+        if "main" in names:
+            return "main"
+        if len(names) == 1:
+            return names[0]
+        raise KilnValueError(f"Module: the functions are {', '.join(names)} and none is named "
+                             "main; call one by name, e.g. rt[\"" + names[0] + "\"](...)")
+
+    @property
+    def path(self):
+        """The file a loaded module came from; None for a module built in this process."""
+        return self._handle.path
+
+    @property
+    def manifest(self):
+        """The manifest JSON text of a module built in this process; None for a loaded one."""
+        return self._handle.manifest
+
+    @property
+    def build_timings(self):
+        """Milliseconds per build phase (lower, codegen, optimize, emit, link, total)."""
+        return dict(self._handle.build_timings)
+
+    def get_function(self, name):
+        """The function ``name``; KilnIndexError listing the names when there is none."""
+        return self._handle.get_function(name)
+
+    def __getitem__(self, name):
+        return self.get_function(name)
+
+    def __contains__(self, name):
+        return name in self._handle.functions
+
+    def __call__(self, *args):
+        return self.get_function(self.entry_name)(*args)
+
+    def get_source(self, fmt="ll"):
+        """The code as text: "ll" (optimized LLVM IR) or "asm" (assembly). Modules built in
+        this process only."""
+        return self._handle.get_source(fmt)
+
+    def export_library(self, path):
+        """Writes a shared library that kiln.runtime.load_module and the C++ runtime
+        (KilnModuleLoadFromFile) load: the machine code and the manifest."""
+        self._handle.export_library(os.fspath(path))
+
+    def time_evaluator(self, func_name, dev, number=10, repeat=1, min_repeat_ms=0):
+        """A function that runs ``func_name`` with the arguments it is given and returns a
+        BenchmarkResult: after one warm-up call, each of ``repeat`` repeats times ``number``
+        calls (``number`` grows until a repeat lasts at least ``min_repeat_ms``); the result of
+        a repeat is its time divided by its calls. Timed in C++ with the GIL released."""
+        func = self.get_function(func_name)
+        device_type = getattr(dev, "device_type", None)
+        if device_type != 1:
+            raise KilnValueError(f"time_evaluator: the module runs on cpu; found device {dev!r}")
+
+        def evaluator(*args):
+            return BenchmarkResult(func._time(args, int(number), int(repeat),
+                                              float(min_repeat_ms)))
+
+        return evaluator
+
+    def __repr__(self):
+        where = f" from {self.path}" if self.path else ""
+        return (f"<kiln.runtime.Module{where} target={self.target!r} "
+                f"functions={self.functions}>")
+
+
+def load_module(path):
+    """Loads a shared library written by Module.export_library. The runtime refuses, with
+    KilnRuntimeError, a module it cannot run (another ABI version or architecture, CPU
+    features this machine lacks, device code)."""
+    return Module(_rt.load_module(os.fspath(path)))

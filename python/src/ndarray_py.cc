@@ -1,0 +1,276 @@
+// kiln.nd.NDArray: a CPU array in a 64-byte aligned buffer from the runtime's allocator, copied
+// in from and out to NumPy, and shared without a copy through DLPack (np.from_dlpack(nd)).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kiln/support/error.h"
+#include "runtime_py.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+
+NDArrayStorage::NDArrayStorage(std::vector<int64_t> shape_in, DLDataType dtype, DLDevice device)
+    : shape(std::move(shape_in)) {
+  user_check(device.device_type == kDLCPU)
+      << "kiln.nd: arrays live on the CPU only; found device "
+      << device_type_name(device.device_type) << "(" << device.device_id << ")";
+  size_t count = 1;
+  for (int64_t extent : shape) {
+    user_check(extent >= 0) << "kiln.nd: the shape has the negative extent " << extent;
+    count *= static_cast<size_t>(extent);
+  }
+  nbytes = count * ((static_cast<size_t>(dtype.bits) * dtype.lanes + 7) / 8);
+  data = KilnAllocAligned(nbytes, 64);
+  runtime_check(data != nullptr) << "kiln.nd: " << KilnGetLastError();
+  tensor.data = data;
+  tensor.device = device;
+  tensor.ndim = static_cast<int32_t>(shape.size());
+  tensor.dtype = dtype;
+  tensor.shape = shape.data();
+  tensor.strides = nullptr;
+  tensor.byte_offset = 0;
+}
+
+NDArrayStorage::~NDArrayStorage() {
+  KilnFreeAligned(data);
+}
+
+namespace {
+
+// DLPack 1.0's versioned tensor, which the installed DLPack 0.6 header lacks; its layout is
+// fixed by the DLPack ABI. NumPy makes read-only arrays of unversioned capsules, so an array
+// exported for a consumer that asks for version 1 is versioned.
+struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+};
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+};
+constexpr uint64_t kDLPackFlagIsCopied = 1 << 1;
+
+// What a DLPack capsule of an NDArray owns: the tensor description and a share of the storage.
+struct ExportedTensor {
+  DLManagedTensor managed{};
+  DLManagedTensorVersioned versioned{};
+  std::shared_ptr<NDArrayStorage> storage;
+};
+
+void delete_exported(DLManagedTensor* managed) {
+  delete static_cast<ExportedTensor*>(managed->manager_ctx);
+}
+
+void delete_exported_versioned(DLManagedTensorVersioned* managed) {
+  delete static_cast<ExportedTensor*>(managed->manager_ctx);
+}
+
+// Frees a capsule that no consumer took; a consumed one was renamed "used_dltensor" (or
+// "used_dltensor_versioned").
+void capsule_destructor(PyObject* capsule) {
+  bool legacy = PyCapsule_IsValid(capsule, "dltensor");
+  if (!legacy && !PyCapsule_IsValid(capsule, "dltensor_versioned")) return;
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  if (legacy) {
+    auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+  } else {
+    auto* managed =
+        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+    if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+  }
+  PyErr_Restore(type, value, traceback);
+}
+
+std::vector<int64_t> to_extents(py::handle obj, const char* api) {
+  std::vector<int64_t> shape;
+  if (PyLong_Check(obj.ptr())) {
+    shape.push_back(obj.cast<int64_t>());
+    return shape;
+  }
+  type_check(py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj))
+      << api << ": the shape must be an int or a sequence of ints, found "
+      << py::str(obj).cast<std::string>();
+  for (py::handle extent : obj.cast<py::sequence>()) {
+    type_check(PyLong_Check(extent.ptr()) || py::hasattr(extent, "__index__"))
+        << api << ": the shape must be a sequence of ints, found "
+        << py::str(obj).cast<std::string>();
+    shape.push_back(extent.cast<int64_t>());
+  }
+  return shape;
+}
+
+std::string format_shape(const std::vector<int64_t>& shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    text += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+  }
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+py::tuple shape_tuple(const std::vector<int64_t>& shape) {
+  py::tuple result(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) result[i] = py::int_(shape[i]);
+  return result;
+}
+
+NDArray make_array(const std::vector<int64_t>& shape, DLDataType dtype, const Device& device) {
+  return NDArray{std::make_shared<NDArrayStorage>(
+      shape, dtype, DLDevice{static_cast<DLDeviceType>(device.device_type), device.device_id})};
+}
+
+// Copies `source` (anything NumPy reads as an array, cast to the array's dtype) into `array`.
+void copy_from(const NDArray& array, py::handle source) {
+  const NDArrayStorage& storage = *array.storage;
+  py::dtype dtype = numpy_dtype_of(storage.tensor.dtype);
+  auto contiguous = py::module_::import("numpy").attr("ascontiguousarray")(source, dtype);
+  auto data = contiguous.cast<py::array>();
+  std::vector<int64_t> shape(data.shape(), data.shape() + data.ndim());
+  user_check(shape == storage.shape)
+      << "NDArray.copyfrom: the source has shape " << format_shape(shape)
+      << " but the array has shape " << format_shape(storage.shape);
+  if (storage.nbytes > 0) std::memcpy(storage.data, data.data(), storage.nbytes);
+}
+
+py::array to_numpy(const NDArray& array) {
+  const NDArrayStorage& storage = *array.storage;
+  py::array result(numpy_dtype_of(storage.tensor.dtype), storage.shape);
+  if (storage.nbytes > 0) std::memcpy(result.mutable_data(), storage.data, storage.nbytes);
+  return result;
+}
+
+py::capsule to_dlpack(const NDArray& array, py::object stream, py::object max_version,
+                      py::object dl_device, py::object copy) {
+  if (!dl_device.is_none()) {
+    auto device = dl_device.cast<std::pair<int32_t, int32_t>>();
+    if (device.first != array.storage->tensor.device.device_type ||
+        device.second != array.storage->tensor.device.device_id) {
+      PyErr_SetString(PyExc_BufferError,
+                      "NDArray.__dlpack__: the array lives on the CPU and cannot be exported to "
+                      "another device");
+      throw py::error_already_set();
+    }
+  }
+  std::shared_ptr<NDArrayStorage> storage = array.storage;
+  if (!copy.is_none() && copy.cast<bool>()) {
+    storage = std::make_shared<NDArrayStorage>(array.storage->shape, array.storage->tensor.dtype,
+                                               array.storage->tensor.device);
+    if (storage->nbytes > 0) std::memcpy(storage->data, array.storage->data, storage->nbytes);
+  }
+  bool copied = storage != array.storage;
+  auto* exported = new ExportedTensor();
+  exported->storage = storage;
+  // A consumer that reads version 1 gets a versioned capsule (writable in NumPy); any other
+  // gets the unversioned one, as the protocol says. stream has no meaning on the CPU.
+  bool versioned = !max_version.is_none() && max_version.cast<py::tuple>()[0].cast<int>() >= 1;
+  PyObject* capsule = nullptr;
+  if (versioned) {
+    DLManagedTensorVersioned& managed = exported->versioned;
+    managed.version = DLPackVersion{1, 0};
+    managed.manager_ctx = exported;
+    managed.deleter = &delete_exported_versioned;
+    managed.flags = copied ? kDLPackFlagIsCopied : 0;
+    managed.dl_tensor = storage->tensor;
+    capsule = PyCapsule_New(&managed, "dltensor_versioned", &capsule_destructor);
+  } else {
+    DLManagedTensor& managed = exported->managed;
+    managed.manager_ctx = exported;
+    managed.deleter = &delete_exported;
+    managed.dl_tensor = storage->tensor;
+    capsule = PyCapsule_New(&managed, "dltensor", &capsule_destructor);
+  }
+  if (capsule == nullptr) {
+    delete exported;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::capsule>(capsule);
+}
+
+}  // namespace
+
+void bind_ndarray(py::module_& m) {
+  py::class_<NDArray>(m, "NDArray", R"doc(
+An array in CPU memory that kernels read and write in place: compact row-major, 64-byte aligned,
+allocated by kiln's runtime. Create one with kiln.nd.array or kiln.nd.empty; .numpy() copies it
+out, np.from_dlpack(nd) shares it without a copy.)doc")
+      .def_property_readonly(
+          "shape", [](const NDArray& a) { return shape_tuple(a.storage->shape); },
+          "The extents, a tuple of ints.")
+      .def_property_readonly(
+          "dtype", [](const NDArray& a) { return dl_dtype_name(a.storage->tensor.dtype); },
+          "The element dtype, e.g. \"float32\".")
+      .def_property_readonly(
+          "device",
+          [](const NDArray& a) {
+            return Device{a.storage->tensor.device.device_type, a.storage->tensor.device.device_id};
+          },
+          "The device the data lives on.")
+      .def_property_readonly(
+          "ndim", [](const NDArray& a) { return a.storage->shape.size(); },
+          "The number of dimensions.")
+      .def_property_readonly(
+          "nbytes", [](const NDArray& a) { return a.storage->nbytes; }, "The size in bytes.")
+      .def("numpy", &to_numpy, "A NumPy copy of the array.")
+      .def(
+          "copyfrom",
+          [](const NDArray& a, py::handle source) {
+            copy_from(a, source);
+            return a;
+          },
+          py::arg("source"),
+          "Copies a NumPy array (or anything np.asarray takes, cast to this dtype) of the same "
+          "shape into the array; returns the array.")
+      .def(
+          "__array__",
+          [](const NDArray& a, py::object dtype, py::object copy) {
+            py::array result = to_numpy(a);
+            return dtype.is_none() ? py::object(result) : result.attr("astype")(dtype);
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+      .def("__dlpack__", &to_dlpack, py::kw_only(), py::arg("stream") = py::none(),
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
+           py::arg("copy") = py::none(),
+           "A DLPack capsule that shares the array's memory (the array stays alive while it is "
+           "used).")
+      .def("__dlpack_device__",
+           [](const NDArray& a) {
+             return py::make_tuple(static_cast<int>(a.storage->tensor.device.device_type),
+                                   a.storage->tensor.device.device_id);
+           })
+      .def("__repr__", [](const NDArray& a) {
+        return "<kiln.nd.NDArray shape=" + format_shape(a.storage->shape) +
+               ", dtype=" + dl_dtype_name(a.storage->tensor.dtype) + ", " +
+               device_type_name(a.storage->tensor.device.device_type) + "(" +
+               std::to_string(a.storage->tensor.device.device_id) + ")>\n" +
+               py::repr(to_numpy(a)).cast<std::string>();
+      });
+
+  m.def(
+      "nd_empty",
+      [](py::handle shape, const std::string& dtype, const Device& device) {
+        return make_array(to_extents(shape, "kiln.nd.empty"),
+                          parse_dl_dtype(dtype, "kiln.nd.empty"), device);
+      },
+      py::arg("shape"), py::arg("dtype"), py::arg("device"),
+      "An uninitialized array (see kiln.nd.empty).");
+  m.def(
+      "nd_array",
+      [](const py::array& source, const Device& device) {
+        std::vector<int64_t> shape(source.shape(), source.shape() + source.ndim());
+        NDArray array = make_array(shape, numpy_dl_dtype(source.dtype(), "kiln.nd.array"), device);
+        copy_from(array, source);
+        return array;
+      },
+      py::arg("source"), py::arg("device"), "A copy of a NumPy array (see kiln.nd.array).");
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,303 @@
+// Python bindings of the runtime (kiln._kiln.runtime, wrapped by the kiln.runtime package):
+// devices, modules built here or loaded from files, calls and timed calls of their functions,
+// and the thread pool's size.
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "kiln/support/error.h"
+#include "runtime_py.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+
+std::string device_type_name(int32_t device_type) {
+  switch (device_type) {
+    case kDLCPU:
+      return "cpu";
+    case kDLCUDA:
+      return "cuda";
+    case kDLCUDAHost:
+      return "cuda_host";
+    case kDLOpenCL:
+      return "opencl";
+    case kDLVulkan:
+      return "vulkan";
+    case kDLMetal:
+      return "metal";
+    case kDLROCM:
+      return "rocm";
+    default:
+      return "device_type_" + std::to_string(device_type);
+  }
+}
+
+KilnModuleHandle RuntimeModule::handle() const {
+  return built != nullptr ? built->runtime_module() : loaded.get();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The DLPack device type of a name; "llvm" is the CPU, as a target kind.
+int32_t device_type_of(const std::string& name) {
+  if (name == "cpu" || name == "llvm") return kDLCPU;
+  if (name == "cuda") return kDLCUDA;
+  if (name == "cuda_host") return kDLCUDAHost;
+  if (name == "opencl") return kDLOpenCL;
+  if (name == "vulkan") return kDLVulkan;
+  if (name == "metal") return kDLMetal;
+  if (name == "rocm") return kDLROCM;
+  user_error(ErrorKind::kValue) << "kiln.device: unknown device '" << name
+                                << "'; the devices are cpu (or llvm), cuda, cuda_host, opencl, "
+                                   "vulkan, metal and rocm";
+}
+
+[[noreturn]] void raise_last_error(ErrorKind kind) {
+  user_error(kind) << KilnGetLastError();
+}
+
+std::vector<std::string> function_names(const RuntimeModule& module) {
+  if (module.built != nullptr) return module.built->function_names();
+  int32_t count = 0;
+  const char* const* names = nullptr;
+  if (KilnModuleListFunctions(module.loaded.get(), &count, &names) != 0) {
+    raise_last_error(ErrorKind::kRuntime);
+  }
+  return std::vector<std::string>(names, names + count);
+}
+
+std::string target_of(const RuntimeModule& module) {
+  if (module.built != nullptr) return module.built->target().str();
+  const char* target = nullptr;
+  if (KilnModuleGetTarget(module.loaded.get(), &target) != 0) raise_last_error(ErrorKind::kRuntime);
+  return target;
+}
+
+RuntimeFunction get_function(const std::shared_ptr<RuntimeModule>& module,
+                             const std::string& name) {
+  KilnFunctionHandle handle = nullptr;
+  if (KilnModuleGetFunction(module->handle(), name.c_str(), &handle) != 0) {
+    raise_last_error(ErrorKind::kIndex);
+  }
+  const KilnFuncSpec* spec = nullptr;
+  if (KilnFuncGetSpec(handle, &spec) != 0) raise_last_error(ErrorKind::kRuntime);
+  return RuntimeFunction{module, handle, spec};
+}
+
+std::shared_ptr<RuntimeModule> load_module(const std::string& path) {
+  KilnModuleHandle handle = nullptr;
+  if (KilnModuleLoadFromFile(path.c_str(), &handle) != 0) raise_last_error(ErrorKind::kRuntime);
+  auto module = std::make_shared<RuntimeModule>();
+  module->loaded = std::shared_ptr<KilnModule>(handle, KilnModuleFree);
+  module->path = path;
+  return module;
+}
+
+// The spec of a tensor extent or stride: an int, or the name of its symbolic variable.
+py::object extent_spec(const KilnFuncSpec& spec, int64_t extent) {
+  if (extent >= 0) return py::int_(extent);
+  return py::str(spec.sym_var_names[-(extent + 1)]);
+}
+
+py::dict spec_dict(const KilnFuncSpec& spec) {
+  py::list args;
+  for (int32_t i = 0; i < spec.num_args; ++i) {
+    const KilnArgSpec& arg = spec.args[i];
+    py::dict entry;
+    entry["name"] = arg.name;
+    entry["kind"] = arg.kind == kKilnArgTensor ? "tensor" : "scalar";
+    entry["dtype"] = dl_dtype_name(arg.dtype);
+    if (arg.kind == kKilnArgTensor) {
+      py::list shape;
+      for (int32_t d = 0; d < arg.ndim; ++d) shape.append(extent_spec(spec, arg.shape[d]));
+      entry["shape"] = py::tuple(shape);
+      entry["device"] = device_type_name(arg.device_type);
+      entry["alignment"] = arg.alignment;
+    }
+    args.append(entry);
+  }
+  py::list sym_vars;
+  for (int32_t k = 0; k < spec.num_sym_vars; ++k) sym_vars.append(spec.sym_var_names[k]);
+  py::dict result;
+  result["name"] = spec.name;
+  result["symbol"] = spec.symbol;
+  result["sym_vars"] = sym_vars;
+  result["args"] = args;
+  return result;
+}
+
+// Seconds per call of `func`, one entry per repeat: after a warm-up call, each repeat times
+// `number` calls, and `number` grows (for this and later repeats) until a repeat lasts at least
+// min_repeat_ms. The GIL is released while the kernel runs.
+std::vector<double> time_function(const RuntimeFunction& func, const py::tuple& args, int number,
+                                  int repeat, double min_repeat_ms) {
+  user_check(number >= 1) << "time_evaluator: number must be at least 1, found " << number;
+  user_check(repeat >= 1) << "time_evaluator: repeat must be at least 1, found " << repeat;
+  user_check(min_repeat_ms >= 0) << "time_evaluator: min_repeat_ms must not be negative, found "
+                                 << min_repeat_ms;
+  PackedArgs packed(*func.spec, args);
+  std::vector<double> results;
+  int32_t status = 0;
+  std::string message;
+  {
+    py::gil_scoped_release release;
+    auto call = [&] {
+      return KilnFuncCall(func.handle, packed.values(), packed.codes(), packed.size());
+    };
+    status = call();
+    int64_t calls = number;
+    for (int r = 0; r < repeat && status == 0; ++r) {
+      while (status == 0) {
+        Clock::time_point start = Clock::now();
+        for (int64_t i = 0; i < calls && status == 0; ++i) status = call();
+        double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        if (status != 0) break;
+        if (seconds * 1e3 >= min_repeat_ms) {
+          results.push_back(seconds / static_cast<double>(calls));
+          break;
+        }
+        // Aim at min_repeat_ms from the time per call seen so far, growing at least by half.
+        double per_call = seconds / static_cast<double>(calls);
+        double wanted = per_call > 0 ? std::ceil(min_repeat_ms * 1e-3 / per_call) : 0;
+        calls =
+            std::max<int64_t>(static_cast<int64_t>(std::min(wanted, 1e12)), calls + calls / 2 + 1);
+      }
+    }
+    if (status == 0) {
+      packed.copy_back();
+    } else {
+      message = KilnGetLastError();
+    }
+  }
+  if (status != 0) raise_call_error(*func.spec, packed, message);
+  return results;
+}
+
+py::dict build_timings(const RuntimeModule& module) {
+  py::dict result;
+  if (module.built == nullptr) return result;
+  const driver::BuildTimings& t = module.built->timings();
+  result["lower_ms"] = t.lower_ms;
+  result["codegen_ms"] = t.jit.codegen_ms;
+  result["optimize_ms"] = t.jit.optimize_ms;
+  result["emit_ms"] = t.jit.emit_ms;
+  result["link_ms"] = t.jit.link_ms;
+  result["total_ms"] = t.total_ms;
+  return result;
+}
+
+}  // namespace
+
+void bind_runtime(py::module_& m) {
+  py::class_<Device>(m, "Device", "A device: a DLPack device type and an index, e.g. cpu(0).")
+      .def(py::init([](const std::string& name, int32_t index) {
+             user_check(index >= 0)
+                 << "kiln.device: the index must not be negative, found " << index;
+             return Device{device_type_of(name), index};
+           }),
+           py::arg("name"), py::arg("index") = 0)
+      .def_readonly("device_type", &Device::device_type, "The DLPack device type (1: cpu).")
+      .def_readonly("device_id", &Device::device_id, "The device index.")
+      .def_property_readonly(
+          "name", [](const Device& d) { return device_type_name(d.device_type); },
+          "The device kind, e.g. \"cpu\".")
+      .def("__eq__",
+           [](const Device& a, const Device& b) {
+             return a.device_type == b.device_type && a.device_id == b.device_id;
+           })
+      .def("__hash__", [](const Device& d) { return d.device_type * 1009 + d.device_id; })
+      .def("__dlpack_device__",
+           [](const Device& d) { return py::make_tuple(d.device_type, d.device_id); })
+      .def("__repr__", [](const Device& d) {
+        return device_type_name(d.device_type) + "(" + std::to_string(d.device_id) + ")";
+      });
+
+  py::class_<RuntimeFunction>(m, "Function", "A compiled function of a module.")
+      .def_property_readonly(
+          "name", [](const RuntimeFunction& f) { return std::string(f.spec->name); },
+          "The function's name in its module.")
+      .def_property_readonly(
+          "spec", [](const RuntimeFunction& f) { return spec_dict(*f.spec); },
+          "What the function accepts: name, symbol, sym_vars and args (name, kind, dtype, shape, "
+          "device, alignment).")
+      .def("__call__", &call_function,
+           "Calls the function with tensors (NumPy arrays, kiln.nd.NDArrays, __dlpack__ objects) "
+           "and numbers.")
+      .def("_time", &time_function, py::arg("args"), py::arg("number"), py::arg("repeat"),
+           py::arg("min_repeat_ms"), "Seconds per call, one per repeat (see time_evaluator).")
+      .def("__repr__", [](const RuntimeFunction& f) {
+        return "<kiln.runtime.Function " + std::string(f.spec->name) + ">";
+      });
+
+  py::class_<RuntimeModule, std::shared_ptr<RuntimeModule>>(
+      m, "Module", "A module of compiled functions (wrapped by kiln.runtime.Module).")
+      .def_property_readonly("functions", &function_names, "The function names.")
+      .def_property_readonly("target", &target_of, "The canonical target string.")
+      .def_property_readonly(
+          "runnable",
+          [](const RuntimeModule& mod) { return mod.built == nullptr || mod.built->runnable(); },
+          "Whether the module's code can run in this process.")
+      .def_property_readonly(
+          "path",
+          [](const RuntimeModule& mod) {
+            return mod.built == nullptr ? py::object(py::str(mod.path)) : py::object(py::none());
+          },
+          "The file a loaded module came from; None for a module built in this process.")
+      .def_property_readonly(
+          "manifest",
+          [](const RuntimeModule& mod) {
+            return mod.built != nullptr ? py::object(py::str(mod.built->manifest()))
+                                        : py::object(py::none());
+          },
+          "The manifest JSON text of a module built in this process; None for a loaded one.")
+      .def_property_readonly("build_timings", &build_timings,
+                             "Milliseconds per build phase (empty for a loaded module).")
+      .def("get_function", &get_function, py::arg("name"))
+      .def(
+          "get_source",
+          [](const RuntimeModule& mod, const std::string& format) {
+            user_check(mod.built != nullptr)
+                << "get_source: the module loaded from " << mod.path
+                << " carries machine code only; the source of a module is available where it "
+                   "was built";
+            return mod.built->get_source(format);
+          },
+          py::arg("format"))
+      .def(
+          "export_library",
+          [](const RuntimeModule& mod, const std::string& path) {
+            if (mod.built != nullptr) {
+              mod.built->export_library(path);
+              return;
+            }
+            std::error_code error;
+            std::filesystem::copy_file(mod.path, path,
+                                       std::filesystem::copy_options::overwrite_existing, error);
+            runtime_check(!error) << "export_library: cannot copy " << mod.path << " to " << path
+                                  << ": " << error.message();
+          },
+          py::arg("path"));
+
+  m.def("load_module", &load_module, py::arg("path"),
+        "Loads an exported module (see kiln.runtime.load_module).");
+  m.def(
+      "set_num_threads",
+      [](int32_t n) {
+        if (KilnSetNumThreads(n) != 0) raise_last_error(ErrorKind::kRuntime);
+      },
+      py::arg("n"), "Sets the number of threads of parallel loops (<= 0: the default).");
+  m.def("get_num_threads", &KilnGetNumThreads, "The number of threads of parallel loops.");
+
+  bind_ndarray(m);
+}
+
+}  // namespace kiln::python

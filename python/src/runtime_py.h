@@ -1,0 +1,132 @@
+// Types shared by the runtime binding files: the storage of kiln.nd.NDArray, modules and
+// functions as Python holds them, and the packing of Python call arguments into the runtime's
+// calling convention (kiln/runtime/c_runtime_api.h).
+#pragma once
+
+#include <dlpack/dlpack.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/driver/build.h"
+#include "kiln/runtime/c_runtime_api.h"
+
+namespace kiln::python {
+
+// kiln.Device: a DLPack device, e.g. kiln.cpu(0).
+struct Device {
+  int32_t device_type = kDLCPU;
+  int32_t device_id = 0;
+};
+
+// The name of a DLPack device type ("cpu", "cuda", ...).
+std::string device_type_name(int32_t device_type);
+
+// The buffer of a kiln.nd.NDArray: compact row-major, 64-byte aligned, from the runtime's
+// allocator. Shared by the array and the DLPack capsules it exports.
+struct NDArrayStorage {
+  NDArrayStorage(std::vector<int64_t> shape, DLDataType dtype, DLDevice device);
+  ~NDArrayStorage();
+  NDArrayStorage(const NDArrayStorage&) = delete;
+  NDArrayStorage& operator=(const NDArrayStorage&) = delete;
+
+  std::vector<int64_t> shape;
+  size_t nbytes = 0;
+  void* data = nullptr;
+  DLTensor tensor{};  // the view handed to kernels and DLPack consumers
+};
+
+// kiln.nd.NDArray.
+struct NDArray {
+  std::shared_ptr<NDArrayStorage> storage;
+};
+
+// A module as Python holds it: built and JIT-compiled in this process, or loaded from a file.
+struct RuntimeModule {
+  std::shared_ptr<const driver::BuiltModule> built;  // null when loaded from a file
+  std::shared_ptr<KilnModule> loaded;                // null when built here
+  std::string path;                                  // the file it was loaded from
+
+  // The runtime module; a kRuntime error when a built module cannot run here.
+  KilnModuleHandle handle() const;
+};
+
+// A function of a module; keeps the module (and its code) alive.
+struct RuntimeFunction {
+  std::shared_ptr<RuntimeModule> module;
+  KilnFunctionHandle handle = nullptr;
+  const KilnFuncSpec* spec = nullptr;
+};
+
+// The Python arguments of one call, converted for the runtime: NumPy arrays, kiln.nd.NDArrays
+// and __dlpack__ objects become DLTensors over their data, Python numbers become scalars. A
+// compact CPU tensor whose data does not have the alignment its parameter requires (NumPy
+// aligns to 16 bytes, kernels assume 64) is staged through an aligned copy that is copied back
+// after the call. Construct and destroy with the GIL held; the values may be used without it.
+class PackedArgs {
+ public:
+  // Converts `args` for the function `spec`. Raises a kType error naming the parameter for an
+  // object that is neither a tensor nor a number. When the count differs from the spec, the
+  // arguments are left unconverted so that the runtime reports the count.
+  PackedArgs(const KilnFuncSpec& spec, const pybind11::tuple& args);
+  // Releases the DLPack tensors borrowed from their producers and the staging buffers.
+  ~PackedArgs();
+  PackedArgs(const PackedArgs&) = delete;
+  PackedArgs& operator=(const PackedArgs&) = delete;
+
+  const KilnValue* values() const { return values_.data(); }
+  const int32_t* codes() const { return codes_.data(); }
+  int32_t size() const { return static_cast<int32_t>(values_.size()); }
+
+  // Copies staged tensors back into the caller's writable arrays (no GIL needed).
+  void copy_back() const;
+
+ private:
+  struct Staged {
+    void* original;
+    void* copy;
+    size_t nbytes;
+    bool write_back;
+  };
+
+  void release();
+  void pack(size_t i, const KilnArgSpec* arg, pybind11::handle obj);
+  void pack_tensor(size_t i, const KilnArgSpec* arg, const DLTensor& tensor, bool writable);
+  bool pack_number(size_t i, const KilnArgSpec* arg, pybind11::handle obj);
+
+  const KilnFuncSpec& spec_;
+  std::deque<DLTensor> tensors_;             // stable addresses for the values
+  std::deque<std::vector<int64_t>> shapes_;  // shapes and strides of NumPy arrays
+  std::vector<DLManagedTensor*> borrowed_;   // consumed DLPack capsules
+  std::vector<Staged> staged_;
+  std::vector<KilnValue> values_;
+  std::vector<int32_t> codes_;
+};
+
+// Calls `func` with `args` with the GIL released; raises KilnTypeError / KilnValueError with the
+// runtime's message when an argument does not match, KilnRuntimeError when the kernel fails.
+void call_function(const RuntimeFunction& func, const pybind11::args& args);
+
+// Throws the kiln::Error that describes a failed call of `spec` with `args`; `message` is the
+// runtime's last error, read right after the call.
+[[noreturn]] void raise_call_error(const KilnFuncSpec& spec, const PackedArgs& args,
+                                   const std::string& message);
+
+// The DLPack dtype of a kiln dtype string ("float32", "bool", "bfloat16").
+DLDataType parse_dl_dtype(const std::string& text, const char* api);
+// The kiln name of a DLPack dtype.
+std::string dl_dtype_name(DLDataType dtype);
+// The DLPack dtype of a NumPy dtype; a kType error naming `what` when kiln has no such dtype.
+DLDataType numpy_dl_dtype(const pybind11::dtype& dtype, const std::string& what);
+// The NumPy dtype of a DLPack dtype (ml_dtypes.bfloat16 for bfloat16).
+pybind11::dtype numpy_dtype_of(DLDataType dtype);
+
+// Binds kiln.nd.NDArray and its factories into `m` (ndarray_py.cc).
+void bind_ndarray(pybind11::module_& m);
+
+}  // namespace kiln::python

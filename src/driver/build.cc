@@ -1,0 +1,182 @@
+// The build driver: lowers each function, assembles the module manifest from the argument specs
+// the lowering pipeline wrote, JIT-compiles the functions and hands them to the runtime.
+#include "kiln/driver/build.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "kiln/codegen/export.h"
+#include "kiln/ir/expr.h"
+#include "kiln/support/error.h"
+#include "kiln/tir/pipeline.h"
+
+namespace kiln::driver {
+
+using namespace ir;
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// `func` with its "global_symbol" attribute, which names the exported symbol, set to `symbol`.
+// Symbols derive from the module keys: two functions made by te.create_prim_func, both
+// "main" by their attribute, get distinct symbols, and no symbol is the C program's `main`.
+Ref<PrimFunc> with_symbol(const Ref<PrimFunc>& func, const std::string& symbol) {
+  auto it = func->attrs.find("global_symbol");
+  if (it != func->attrs.end()) {
+    const auto* s = it->second.as<StringImm>();
+    if (s != nullptr && s->value == symbol) return func;
+  }
+  auto result = copy(func.get());
+  result->attrs["global_symbol"] = make<StringImm>(symbol);
+  return result;
+}
+
+// The dump directory of function `name`: `dump_dir` itself when the module has one function,
+// else a subdirectory named after the function.
+std::string function_dump_dir(const std::string& dump_dir, const std::string& name,
+                              size_t num_functions) {
+  if (dump_dir.empty() || num_functions == 1) return dump_dir;
+  return (std::filesystem::path(dump_dir) / name).string();
+}
+
+// This function's entry of the manifest: the "kiln.arg_spec" that make_packed_api wrote, named
+// after its module key.
+Json function_spec(const Ref<PrimFunc>& lowered, const std::string& name) {
+  auto it = lowered->attrs.find("kiln.arg_spec");
+  internal_check(it != lowered->attrs.end() && it->second.as<StringImm>() != nullptr)
+      << "build: the lowering pipeline left function " << name
+      << " without its kiln.arg_spec attribute (make_packed_api did not run)";
+  Json spec = Json::parse(it->second.as<StringImm>()->value, nullptr, false);
+  internal_check(spec.is_object())
+      << "build: the kiln.arg_spec attribute of function " << name << " is not a JSON object";
+  spec["name"] = name;
+  return spec;
+}
+
+std::string architecture(const std::string& triple) {
+  return triple.substr(0, triple.find('-'));
+}
+
+// Why code for `target` cannot run in this process, or "" when it can.
+std::string reason_not_runnable(const codegen::Target& target) {
+  const codegen::Target& host = codegen::host_target();
+  if (architecture(target.triple) != architecture(host.triple)) {
+    return "it is for " + architecture(target.triple) + " and this process runs on " +
+           architecture(host.triple);
+  }
+  std::string missing;
+  for (const std::string& feature : target.isa_features()) {
+    if (!host.has_feature(feature)) missing += (missing.empty() ? "" : ", ") + feature;
+  }
+  if (!missing.empty()) return "it uses CPU features this CPU lacks (" + missing + ")";
+  return "";
+}
+
+}  // namespace
+
+BuiltModule::~BuiltModule() {
+  // The runtime module calls into the JIT code, so it goes first.
+  KilnModuleFree(runtime_module_);
+  jit_.reset();
+}
+
+KilnModuleHandle BuiltModule::runtime_module() const {
+  runtime_check(runtime_module_ != nullptr)
+      << "the module built for target '" << target_.str()
+      << "' cannot run in this process: " << not_runnable_reason_
+      << "; export it with export_library and load it on a machine "
+      << "that can run it";
+  return runtime_module_;
+}
+
+std::string BuiltModule::get_source(const std::string& format) const {
+  if (jit_ != nullptr) return jit_->get_source(format);
+  return codegen::compile_source(lowered_, target_, format);
+}
+
+void BuiltModule::export_library(const std::string& path) const {
+  codegen::export_library(lowered_, target_, manifest_, path);
+}
+
+std::string default_function_name(const Ref<PrimFunc>& func) {
+  auto it = func->attrs.find("global_symbol");
+  if (it != func->attrs.end()) {
+    if (const auto* s = it->second.as<StringImm>()) return s->value;
+  }
+  return "main";
+}
+
+std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& target,
+                                   const BuildOptions& options) {
+  Clock::time_point start = Clock::now();
+  user_check(mod.defined() && !mod->functions.empty())
+      << "build: the module has no functions; expected at least one PrimFunc";
+  std::unique_ptr<BuiltModule> result(new BuiltModule());
+  // Step 1. Parse the target first: a typo in it should not wait for lowering.
+  result->target_ = codegen::parse_target(target);
+
+  // Step 2. Lower each function under its name.
+  std::string dump_dir = options.dump_dir;
+  if (dump_dir.empty()) {
+    const char* env = std::getenv("KILN_DUMP_IR");
+    if (env != nullptr) dump_dir = env;
+  }
+  Clock::time_point lower_start = Clock::now();
+  for (const auto& [name, func] : mod->functions) {
+    user_check(func.defined()) << "build: function " << name << " of the module is null";
+    tir::LowerOptions lower_options;
+    lower_options.dump_dir = function_dump_dir(dump_dir, name, mod->functions.size());
+    lower_options.packed_entry = true;
+    lower_options.name = name;
+    result->names_.push_back(name);
+    result->lowered_.push_back(tir::lower(with_symbol(func, "kiln_" + name), lower_options));
+  }
+  result->timings_.lower_ms = ms_since(lower_start);
+
+  // Step 3. The manifest.
+  Json manifest;
+  manifest["abi_version"] = KILN_RUNTIME_ABI_VERSION;
+  manifest["target"] = result->target_.str();
+  manifest["host_features"] = result->target_.isa_features();
+  Json functions = Json::array();
+  for (size_t i = 0; i < result->lowered_.size(); ++i) {
+    functions.push_back(function_spec(result->lowered_[i], result->names_[i]));
+  }
+  manifest["functions"] = functions;
+  manifest["device_blobs"] = Json::array();
+  result->manifest_ = manifest.dump();
+
+  // Step 4. Machine code in this process, served by a runtime module.
+  result->not_runnable_reason_ = reason_not_runnable(result->target_);
+  if (result->not_runnable_reason_.empty()) {
+    result->jit_ = codegen::compile_jit(result->lowered_, result->target_, result->manifest_);
+    result->timings_.jit = result->jit_->timings();
+    KilnModuleHandle handle = nullptr;
+    int32_t status = KilnModuleCreate(result->manifest_.c_str(), nullptr,
+                                      &codegen::JitModule::resolve, result->jit_.get(), &handle);
+    internal_check(status == 0) << "build: the runtime refused the module it was just built for: "
+                                << KilnGetLastError();
+    result->runtime_module_ = handle;
+  }
+  result->timings_.total_ms = ms_since(start);
+  return result;
+}
+
+std::unique_ptr<BuiltModule> build(const Ref<PrimFunc>& func, const std::string& target,
+                                   const std::string& name, const BuildOptions& options) {
+  user_check(func.defined()) << "build: the function is null";
+  auto mod = make<IRModule>();
+  mod->functions[name.empty() ? default_function_name(func) : name] = func;
+  return build(mod, target, options);
+}
+
+}  // namespace kiln::driver
