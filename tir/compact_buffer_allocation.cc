@@ -63,10 +63,14 @@ class RegionCollector : public IRVisitor {
   void visit(const BlockRealize* op) override {
     const Block* block = op->block.get();
     for (size_t k = 0; k < block->iter_vars.size() && k < op->iter_values.size(); ++k) {
-      const IterVar& iv = block->iter_vars[k];
+      // The set of the bound value, not cut to the iterator's domain: a tile at the edge of a
+      // split keeps the tile's length (the predicate skips the rest), which is a constant even
+      // when the domain is symbolic. The domain serves when the value is unbounded.
       IntSet bound = relax(op->iter_values[k]);
-      IntSet dom = IntSet::from_range(iv.dom);
-      define(iv.var.get(), arith::intersect_sets({bound, dom}, analyzer_));
+      if (!bound.has_lower_bound() || !bound.has_upper_bound()) {
+        bound = IntSet::from_range(block->iter_vars[k].dom);
+      }
+      define(block->iter_vars[k].var.get(), bound);
     }
     IRVisitor::visit(op);
   }
@@ -121,11 +125,12 @@ bool uses_any(const Expr& e, const std::unordered_set<const Var*>& vars) {
 }
 
 // The compaction of `buffer` from the sets of its accesses, or null when nothing shrinks.
+// Explicit strides (from storage_align) are kept as they are: they still hold every element of
+// the smaller extents, and the alignment they encode stays.
 std::unique_ptr<Compaction> compact(const Ref<Buffer>& buffer,
                                     const std::vector<std::vector<IntSet>>& access_sets,
                                     const std::unordered_set<const Var*>& inner_vars,
                                     Analyzer* analyzer) {
-  if (!buffer->strides.empty()) return nullptr;
   if (buffer->elem_offset.defined() && !is_const_int(buffer->elem_offset, 0)) return nullptr;
   if (access_sets.size() != buffer->shape.size()) return nullptr;
   auto result = std::make_unique<Compaction>();

@@ -7,8 +7,8 @@
 
 #include "kiln/tir/compact_buffer_allocation.h"
 #include "kiln/tir/flatten_buffers.h"
-#include "kiln/tir/lower_init_block.h"
 #include "kiln/tir/loop_partition.h"
+#include "kiln/tir/lower_init_block.h"
 #include "kiln/tir/lower_intrinsics.h"
 #include "kiln/tir/lower_opaque_block.h"
 #include "kiln/tir/make_packed_api.h"

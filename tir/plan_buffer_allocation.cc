@@ -78,31 +78,31 @@ class AccessCollector : public IRVisitor {
       buffers[b.get()].owner = op;
       data_vars_[b->data.get()] = b.get();
     }
-    for (const auto* regions : {&op->reads, &op->writes}) {
-      for (const BufferRegion& r : *regions) access(r.buffer.get());
-    }
+    for (const BufferRegion& r : op->reads) access(r.buffer.get(), false);
+    for (const BufferRegion& r : op->writes) access(r.buffer.get(), true);
     IRVisitor::visit(op);
     path_.pop_back();
   }
 
   void visit(const BufferLoad* op) override {
-    access(op->buffer.get());
+    access(op->buffer.get(), false);
     IRVisitor::visit(op);
   }
 
   void visit(const BufferStore* op) override {
-    access(op->buffer.get());
+    access(op->buffer.get(), true);
     IRVisitor::visit(op);
   }
 
-  // A data variable used directly (a call argument) is an access where it appears.
+  // A data variable used directly (a call argument) is an access, maybe a store, where it
+  // appears.
   void visit(const Var* op) override {
     auto it = data_vars_.find(op);
-    if (it != data_vars_.end()) access(it->second);
+    if (it != data_vars_.end()) access(it->second, true);
   }
 
  private:
-  void access(const Buffer* buffer) {
+  void access(const Buffer* buffer, bool is_store) {
     auto it = buffers.find(buffer);
     if (it == buffers.end()) return;
     BufferUses& uses_of = it->second;
@@ -117,30 +117,36 @@ class AccessCollector : public IRVisitor {
     for (size_t p = 0; p < path_.size(); ++p) {
       const auto* loop = node_as<For>(path_[p]);
       if (loop == nullptr) continue;
-      if (!loop_is_safe(loop, p, buffer->scope)) uses_of.unsafe_loops.insert(loop);
+      if (!loop_is_safe(loop, p, buffer->scope, is_store)) uses_of.unsafe_loops.insert(loop);
     }
   }
 
-  // A loop at path_[p] is safe for the access when the first block below it that has
-  // iterators binds the loop variable, and only to spatial iterators: then each iteration works
-  // on its own block instances and no value crosses iterations through the buffer.
-  bool loop_is_safe(const For* loop, size_t p, const std::string& scope) const {
+  // Whether the allocation may move into the loop at path_[p] as far as this access is
+  // concerned. Blocks promise that their spatial instances are independent and that a block
+  // reading a buffer comes after the blocks producing what it reads (the schedule primitives
+  // keep both), so values cross the iterations of a loop only through a block that accumulates
+  // into the buffer over the loop: a store under a block that binds the loop to a reduce
+  // (or ordered, opaque) iterator. Without any block between the loop and the access there is
+  // no promise at all.
+  bool loop_is_safe(const For* loop, size_t p, const std::string& scope, bool is_store) const {
     if (!thread_loop_may_hold(loop, scope)) return false;
+    bool under_block = false;
     for (size_t q = p + 1; q < path_.size(); ++q) {
       const auto* block = node_as<Block>(path_[q]);
       if (block == nullptr || block->iter_vars.empty()) continue;
+      under_block = true;
+      if (!is_store) continue;
       auto realize = realizes_.find(block);
       if (realize == realizes_.end()) return false;
       const std::vector<Expr>& values = realize->second->iter_values;
-      bool bound = false;
       for (size_t k = 0; k < values.size() && k < block->iter_vars.size(); ++k) {
-        if (!uses(values[k], loop->loop_var.get())) continue;
-        if (block->iter_vars[k].type != IterType::kDataPar) return false;
-        bound = true;
+        if (block->iter_vars[k].type != IterType::kDataPar &&
+            uses(values[k], loop->loop_var.get())) {
+          return false;
+        }
       }
-      return bound;
     }
-    return false;
+    return under_block;
   }
 
   Path path_;

@@ -1,5 +1,5 @@
-// storage_rewrite: hoists constant-size allocations out of serial loops, then lets buffers with
-// disjoint live ranges in one sequence share storage.
+// storage_rewrite: lets buffers with disjoint live ranges in one sequence share storage, then
+// hoists allocations whose size does not depend on a serial loop out of it.
 #include "kiln/tir/storage_rewrite.h"
 
 #include <algorithm>
@@ -27,37 +27,6 @@ int64_t constant_elements(const Buffer& buffer) {
   return n;
 }
 
-// Step 1. Moves constant-size Allocates at the top of a serial or unrolled loop's body in
-// front of the loop. Inner loops go first, so an allocation climbs through a whole nest.
-class AllocationHoister : public IRMutator {
- public:
-  using IRMutator::mutate;
-
- protected:
-  using IRMutator::visit;
-
-  Stmt visit(const For* op) override {
-    Stmt visited = IRMutator::visit(op);
-    if (op->kind != ForKind::kSerial && op->kind != ForKind::kUnrolled) return visited;
-    const auto* loop = visited.as<For>();
-    std::vector<Ref<Buffer>> hoisted;
-    std::vector<Ref<Buffer>> kept;
-    Stmt body = loop->body;
-    while (const auto* alloc = body.as<Allocate>()) {
-      (constant_elements(*alloc->buffer) >= 0 ? hoisted : kept).push_back(alloc->buffer);
-      body = alloc->body;
-    }
-    if (hoisted.empty()) return visited;
-    for (auto it = kept.rbegin(); it != kept.rend(); ++it) body = make<Allocate>(*it, body);
-    auto new_loop = copy(loop);
-    new_loop->body = body;
-    Stmt result = new_loop;
-    for (auto it = hoisted.rbegin(); it != hoisted.rend(); ++it)
-      result = make<Allocate>(*it, result);
-    return result;
-  }
-};
-
 // One storage that buffers of a chain share: the buffer that owns it (its Allocate stays) and
 // the last sequence position at which a buffer living in it is used.
 struct Storage {
@@ -66,7 +35,7 @@ struct Storage {
   size_t last_use;
 };
 
-// Step 2. At each chain of Allocates around a SeqStmt, assigns buffers with disjoint live ranges
+// Step 1. At each chain of Allocates around a SeqStmt, assigns buffers with disjoint live ranges
 // to one storage and rewrites the accesses of the buffers that moved in.
 class StorageSharer : public IRMutator {
  public:
@@ -169,11 +138,49 @@ class StorageSharer : public IRMutator {
   };
 };
 
+// Step 2. Moves the Allocates at the top of a serial or unrolled loop's body in front of the
+// loop when their size does not depend on the loop variable. Inner loops go first, so an
+// allocation climbs through a whole nest.
+class AllocationHoister : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const For* op) override {
+    Stmt visited = IRMutator::visit(op);
+    if (op->kind != ForKind::kSerial && op->kind != ForKind::kUnrolled) return visited;
+    const auto* loop = visited.as<For>();
+    const Var* loop_var = loop->loop_var.get();
+    std::vector<Ref<Buffer>> hoisted;
+    std::vector<Ref<Buffer>> kept;
+    Stmt body = loop->body;
+    while (const auto* alloc = body.as<Allocate>()) {
+      bool depends = false;
+      for (const Expr& extent : alloc->buffer->shape) {
+        depends |= uses_var(extent, [loop_var](const Var* v) { return v == loop_var; });
+      }
+      (depends ? kept : hoisted).push_back(alloc->buffer);
+      body = alloc->body;
+    }
+    if (hoisted.empty()) return visited;
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) body = make<Allocate>(*it, body);
+    auto new_loop = copy(loop);
+    new_loop->body = body;
+    Stmt result = new_loop;
+    for (auto it = hoisted.rbegin(); it != hoisted.rend(); ++it) {
+      result = make<Allocate>(*it, result);
+    }
+    return result;
+  }
+};
+
 }  // namespace
 
 Ref<PrimFunc> storage_rewrite(const Ref<PrimFunc>& func) {
-  Stmt body = AllocationHoister().mutate(func->body);
-  body = StorageSharer().mutate(body);
+  Stmt body = StorageSharer().mutate(func->body);
+  body = AllocationHoister().mutate(body);
   return with_body(func, body);
 }
 

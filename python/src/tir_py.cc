@@ -8,8 +8,8 @@
 #include "kiln/support/error.h"
 #include "kiln/tir/compact_buffer_allocation.h"
 #include "kiln/tir/flatten_buffers.h"
-#include "kiln/tir/lower_init_block.h"
 #include "kiln/tir/loop_partition.h"
+#include "kiln/tir/lower_init_block.h"
 #include "kiln/tir/lower_intrinsics.h"
 #include "kiln/tir/lower_opaque_block.h"
 #include "kiln/tir/make_packed_api.h"
@@ -53,22 +53,6 @@ void bind_tir_passes(py::module_& tir) {
       },
       py::arg("mod"), py::arg("dump_ir") = py::none(), py::arg("verify") = py::none(),
       "Lowers every function of an IRModule.");
-  tir.def(
-      "lower_timing",
-      [](const Ref<PrimFunc>& func, std::optional<bool> verify) {
-        std::vector<tir::PassTiming> timing;
-        tir::LowerOptions options = lower_options(std::nullopt, verify);
-        options.timing = &timing;
-        Ref<PrimFunc> lowered = tir::lower(func, options);
-        py::list passes;
-        for (const tir::PassTiming& t : timing) {
-          passes.append(py::make_tuple(t.pass, t.seconds, t.changed));
-        }
-        return py::make_tuple(lowered, passes);
-      },
-      py::arg("func"), py::arg("verify") = py::none(),
-      "Lowers a PrimFunc; returns (lowered, [(pass, seconds, changed), ...]).");
-
   auto transform = tir.def_submodule("transform", "The lowering passes, one function each");
   transform.def("lower_init_block", &tir::lower_init_block, py::arg("func"));
   transform.def("plan_buffer_allocation", &tir::plan_buffer_allocation, py::arg("func"));

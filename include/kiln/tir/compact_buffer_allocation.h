@@ -9,16 +9,17 @@ namespace kiln::tir {
 // For every buffer in a block's alloc_buffers, computes per dimension the interval of indices
 // that the accesses inside the block reach while the loops and block iterators inside it range
 // over their domains (arith::eval_set), and replaces the buffer by one of that extent, with
-// each access shifted by the interval's start (and simplified). Run after plan_buffer_allocation,
-// which moves an allocation under the loops that tile its uses; the start may then depend on those
-// loops.
+// each access shifted by the interval's start (and simplified). Run after
+// plan_buffer_allocation, which moves an allocation under the loops that tile its uses; the
+// start may then depend on those loops.
 //
 // A dimension keeps its extent (and is not shifted) when its interval is unbounded, when the
 // interval's length has no constant upper bound, when that bound is not smaller than a constant
 // extent, or when the extent is symbolic and the length is not an exact constant (a symbolic
-// dimension of n elements used whole stays n). A buffer with explicit strides or an element offset, or whose data variable
-// is used other than by loads and stores, is left alone. Parameter buffers never change.
-// Returns `func` itself when no buffer shrinks.
+// dimension of n elements used whole stays n). A buffer with explicit strides (storage_align)
+// keeps them, so its alignment stays; only its extents shrink. A buffer with an element offset,
+// or whose data variable is used other than by loads and stores, is left alone. Parameter
+// buffers never change. Returns `func` itself when no buffer shrinks.
 //
 //   for i0 in range(32):                      for i0 in range(32):
 //     with block(""):                           with block(""):

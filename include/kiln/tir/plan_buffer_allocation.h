@@ -12,11 +12,13 @@ namespace kiln::tir {
 // (`with block(""):`) that wraps the loop's body.
 //
 // The buffer is never moved into a loop whose iterations could pass values through it: a loop
-// bound to a reduce (or ordered, opaque) iterator of a block that accesses the buffer, a loop
-// not bound by any block iterator between it and an access, and, by scope, GPU thread loops
-// ("shared" buffers stay outside threadIdx loops, "global" ones outside every thread loop).
-// Spatial block iterators are trusted to be independent, as TensorIR requires. A buffer that is
-// never accessed stays where it is. Returns `func` itself when nothing moves.
+// bound to a reduce (or ordered, opaque) iterator of a block that stores into the buffer (it
+// accumulates there over the loop), a loop with no block between it and an access, and, by
+// scope, GPU thread loops ("shared" buffers stay outside threadIdx loops, "global" ones outside
+// every thread loop). Blocks are trusted for the rest, as TensorIR requires and the schedule
+// primitives ensure: spatial instances are independent, and a block reads what blocks before
+// it in the same iteration produced. A buffer that is never accessed stays where it is.
+// Returns `func` itself when nothing moves.
 //
 //   with block("root"):                      with block("root"):
 //     T = alloc_buffer((64,))                  for i0 in range(4):

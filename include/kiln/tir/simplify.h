@@ -7,8 +7,10 @@ namespace kiln::tir {
 
 // Simplifies every expression of the body with what is known where it appears (loop ranges,
 // branch conditions, let values, asserted conditions; see arith::Analyzer::simplify) and drops
-// the branch of an IfThenElse whose condition is decided. Symbolic shape variables are known to
-// be non-negative. Returns `func` itself when nothing simplifies.
+// the branch of an IfThenElse whose condition is decided; then removes what is left without
+// effect (T.evaluate of a constant, and loops, conditions, allocations and lets around only
+// that). Symbolic shape variables are known to be non-negative. Returns `func` itself when
+// nothing simplifies.
 //
 //   for i in range(8):                 for i in range(8):
 //     if i < 10:                  =>     B[i] = A[i]

@@ -50,6 +50,7 @@ TEST(CompactBufferAllocation, TileGolden) {
                     T.reads()
                     T.writes()
                     B[vi_1, vj_1] = tmp[vi_1 - i0 * 4, vj_1 - j0 * 4] + T.float32(1))");
+  EXPECT_TRUE(compact_buffer_allocation(after).same_as(after));
 }
 
 TEST(CompactBufferAllocation, LargeTemporaryBecomesOneTile) {
@@ -104,6 +105,35 @@ TEST(CompactBufferAllocation, PartialUseShrinksWithAnOffset) {
 TEST(CompactBufferAllocation, SymbolicExtentIsKept) {
   Ref<PrimFunc> f = symbolic_elementwise_func();
   EXPECT_TRUE(compact_buffer_allocation(f).same_as(f));
+}
+
+// Tiles of 8 over a symbolic length n (the last one cut by a predicate): the intermediate of n
+// elements becomes one of 8.
+TEST(CompactBufferAllocation, SymbolicLengthInTilesBecomesOneTile) {
+  Ref<Var> n = make_size_var("n");
+  Ref<Buffer> a = decl_buffer({n}, DataType::float32(), "A");
+  Ref<Buffer> b = decl_buffer({n}, DataType::float32(), "B");
+  Ref<Buffer> t = decl_buffer({n}, DataType::float32(), "tmp");
+  Ref<Var> i0 = make_var("i0"), i1 = make_var("i1"), i2 = make_var("i2");
+  Ref<Var> vt = make_var("vt"), vb = make_var("vb");
+  IterVar it{vt, Range{c(0), n}, IterType::kDataPar};
+  IterVar ib{vb, Range{c(0), n}, IterType::kDataPar};
+  Stmt produce =
+      loop(i1, 8,
+           block("T", {it}, {i0 * 8 + i1}, buffer_store(t, buffer_load(a, {vt}) * f32(2), {vt}), {},
+                 nullptr, lt(i0 * 8 + i1, n)));
+  Stmt consume =
+      loop(i2, 8,
+           block("B", {ib}, {i0 * 8 + i2}, buffer_store(b, buffer_load(t, {vb}) + f32(1), {vb}), {},
+                 nullptr, lt(i0 * 8 + i2, n)));
+  Stmt tiles =
+      make<For>(i0, c(0), floordiv(n + 7, c(8)), ForKind::kSerial, seq({produce, consume}));
+  Ref<PrimFunc> before = make_func({a, b}, root(tiles, {t}));
+  Ref<PrimFunc> after = compact_buffer_allocation(plan_buffer_allocation(before));
+  std::vector<Ref<Buffer>> buffers = allocated_buffers(after);
+  ASSERT_EQ(buffers.size(), 1u);
+  EXPECT_EQ(to_script_node(buffers[0]), R"(tmp: T.Buffer((8,), "float32"))");
+  for (int64_t size : {1, 8, 21}) expect_same_results(before, after, {{"n", size}});
 }
 
 TEST(CompactBufferAllocation, FullyUsedBuffersAreUnchanged) {

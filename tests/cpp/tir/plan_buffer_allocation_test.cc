@@ -35,6 +35,7 @@ TEST(PlanBufferAllocation, MovesIntoTheTileLoopGolden) {
                     T.reads()
                     T.writes()
                     B[vi_1, vj_1] = tmp[vi_1, vj_1] + T.float32(1))");
+  EXPECT_TRUE(plan_buffer_allocation(after).same_as(after));
 }
 
 TEST(PlanBufferAllocation, KeepsResults) {
@@ -69,6 +70,44 @@ TEST(PlanBufferAllocation, NeverMovesIntoALoopBoundToAReduction) {
   Ref<PrimFunc> f =
       lower_init_block(make_func({a, b}, root(loop(k, 6, seq({accumulate, read})), {t})));
   EXPECT_TRUE(plan_buffer_allocation(f).same_as(f));
+}
+
+// for k: S[0] = A[k] (a copy, spatial over k), then C[0] += S[0] (a reduction over k). The
+// reduction accumulates into C, not S: S moves into the k loop.
+TEST(PlanBufferAllocation, MovesIntoAReductionLoopThatOnlyReadsTheBuffer) {
+  Ref<Buffer> a = buffer({6}, "A");
+  Ref<Buffer> out = buffer({1}, "C");
+  Ref<Buffer> s = buffer({1}, "S");
+  Ref<Var> k = make_var("k"), vs = make_var("vs"), vk = make_var("vk");
+  Stmt copy = block("S", {iter(vs, 6)}, {k}, buffer_store(s, buffer_load(a, {vs}), {c(0)}));
+  Stmt accumulate =
+      block("C", {iter(vk, 6, IterType::kCommReduce)}, {k},
+            buffer_store(out, buffer_load(out, {c(0)}) + buffer_load(s, {c(0)}), {c(0)}), {},
+            buffer_store(out, f32(0), {c(0)}));
+  Ref<PrimFunc> f =
+      lower_init_block(make_func({a, out}, root(loop(k, 6, seq({copy, accumulate})), {s})));
+  Ref<PrimFunc> after = plan_buffer_allocation(f);
+  EXPECT_EQ(to_script(after->body), R"(with T.block("root"):
+    T.reads()
+    T.writes()
+    for k in range(6):
+        with T.block(""):
+            T.reads()
+            T.writes()
+            S = T.alloc_buffer((1,), "float32")
+            with T.block("S"):
+                vs = T.axis.remap("S", [k])
+                T.reads()
+                T.writes()
+                S[0] = A[vs]
+            with T.block("C"):
+                vk = T.axis.remap("R", [k])
+                T.reads()
+                T.writes()
+                if vk == 0:
+                    C[0] = T.float32(0)
+                C[0] = C[0] + S[0])");
+  expect_same_results(f, after);
 }
 
 // Loops without a block between them and the access carry no block contract: values may flow

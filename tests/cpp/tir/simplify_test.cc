@@ -25,6 +25,17 @@ TEST(Simplify, Golden) {
     B[i] = A[i])");
 }
 
+TEST(Simplify, RemovesStatementsWithoutEffect) {
+  Ref<Buffer> a = buffer({8}, "A");
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  Stmt never = loop(i, 4, make<IfThenElse>(gt(i, c(10)), buffer_store(a, f32(2), {i})));
+  Stmt empty = loop(j, 4, make<Evaluate>(c(0)));
+  Ref<PrimFunc> before = make_func({a}, seq({never, buffer_store(a, f32(1), {c(0)}), empty}));
+  Ref<PrimFunc> after = simplify(before);
+  EXPECT_EQ(to_script(after->body), "A[0] = T.float32(1)");
+  expect_same_results(before, after);
+}
+
 TEST(Simplify, KeepsResults) {
   Ref<PrimFunc> example = simple_example();
   expect_same_results(example, simplify(example));

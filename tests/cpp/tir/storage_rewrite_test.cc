@@ -61,6 +61,28 @@ TEST(StorageRewrite, ParallelLoopsKeepTheirAllocations) {
   EXPECT_TRUE(storage_rewrite(f).same_as(f));
 }
 
+// tmp has n elements whatever the iteration: it leaves the loop. per_i has i + 1: it stays.
+TEST(StorageRewrite, HoistsOnlySizesThatDoNotDependOnTheLoop) {
+  Ref<Var> n = make_size_var("n");
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  Ref<Buffer> a = decl_buffer({n}, DataType::float32(), "A");
+  Ref<Buffer> t = decl_buffer({n}, DataType::float32(), "tmp");
+  Ref<Buffer> u = decl_buffer({i + 1}, DataType::float32(), "per_i");
+  Stmt body = seq({loop(j, 2, buffer_store(t, buffer_load(a, {j}), {j})),
+                   buffer_store(u, buffer_load(t, {c(1)}), {i}),
+                   buffer_store(a, buffer_load(u, {i}), {c(0)})});
+  Ref<PrimFunc> f = make_func({a}, loop(i, 4, make<Allocate>(t, make<Allocate>(u, body))));
+  Ref<PrimFunc> after = storage_rewrite(f);
+  EXPECT_EQ(to_script(after->body), R"(with T.allocate((n,), "float32") as tmp:
+    for i in range(4):
+        with T.allocate((i + 1,), "float32") as per_i:
+            for j in range(2):
+                tmp[j] = A[j]
+            per_i[i] = tmp[1]
+            A[0] = per_i[i])");
+  expect_same_results(f, after, {{"n", 3}});
+}
+
 TEST(StorageRewrite, ReusesTheStorageOfADeadBufferGolden) {
   Ref<PrimFunc> before = chain(16, DataType::float32());
   Ref<PrimFunc> after = storage_rewrite(before);
@@ -84,6 +106,24 @@ TEST(StorageRewrite, ReusesTheStorageOfADeadBufferGolden) {
             T3[i_2] = T2[i_2] * T.float32(3)
         for i_3 in range(16):
             B[i_3] = T3[i_3])");
+  expect_same_results(before, after);
+}
+
+// The chain inside a loop: storage is shared where each iteration allocates, then the two
+// remaining allocations leave the loop.
+TEST(StorageRewrite, ReusesInsideALoopThenHoists) {
+  Ref<PrimFunc> chained = chain(16, DataType::float32());
+  Ref<Var> r = make_var("r");
+  Ref<PrimFunc> before = make_func({chained->buffer_map[0].second, chained->buffer_map[1].second},
+                                   loop(r, 3, chained->body));
+  Ref<PrimFunc> after = storage_rewrite(before);
+  const auto* outer = after->body.as<Allocate>();
+  ASSERT_NE(outer, nullptr) << to_script(after);
+  const auto* inner = outer->body.as<Allocate>();
+  ASSERT_NE(inner, nullptr) << to_script(after);
+  EXPECT_EQ(outer->buffer->name, "T1");
+  EXPECT_EQ(inner->buffer->name, "T2");
+  EXPECT_TRUE(inner->body.is<For>()) << to_script(after);
   expect_same_results(before, after);
 }
 
