@@ -277,12 +277,12 @@ std::string dl_dtype_name(DLDataType dtype) {
 }
 
 DLDataType numpy_dl_dtype(const py::dtype& dtype, const std::string& what) {
-  std::string name = py::str(dtype.attr("name")).cast<std::string>();
-  std::string byteorder = py::str(dtype.attr("byteorder")).cast<std::string>();
-  type_check(byteorder != ">") << what << ": arrays in big-endian byte order (" << name
-                               << ") are not supported; convert with astype";
-  if (name == "bfloat16") return DLDataType{kDLBfloat, 16, 1};
+  // The descriptor's fields, read directly: dtype.name is computed in Python and would cost
+  // more than the whole rest of a call.
   auto bits = static_cast<uint8_t>(dtype.itemsize() * 8);
+  auto name = [&] { return py::str(dtype.attr("name")).cast<std::string>(); };
+  type_check(dtype.byteorder() != '>') << what << ": arrays in big-endian byte order (" << name()
+                                       << ") are not supported; convert with astype";
   switch (dtype.kind()) {
     case 'b':
       return DLDataType{KILN_DL_BOOL, 8, 1};
@@ -293,10 +293,13 @@ DLDataType numpy_dl_dtype(const py::dtype& dtype, const std::string& what) {
     case 'f':
       if (bits == 16 || bits == 32 || bits == 64) return DLDataType{kDLFloat, bits, 1};
       break;
+    case 'V':
+      if (bits == 16 && name() == "bfloat16") return DLDataType{kDLBfloat, 16, 1};
+      break;
     default:
       break;
   }
-  user_error(ErrorKind::kType) << what << ": NumPy arrays of dtype " << name
+  user_error(ErrorKind::kType) << what << ": NumPy arrays of dtype " << name()
                                << " are not supported (bool, int8-64, uint8-64, float16/32/64 "
                                   "and bfloat16 are)";
 }

@@ -245,3 +245,25 @@ def test_symbolic_vector_add_with_nd_arrays_of_two_sizes():
         c = kiln.nd.empty((n,))
         rt(a, b, c)
         np.testing.assert_array_equal(c.numpy(), np.arange(n) + 1)
+
+
+def test_calls_from_several_python_threads(rt_matmul):
+    import threading
+
+    errors = []
+
+    def worker(seed):
+        try:
+            for _ in range(20):
+                a, b, c = matmul_args(np.random.default_rng(seed))
+                rt_matmul(a, b, c)
+                np.testing.assert_allclose(c, a.astype("float64") @ b, rtol=1e-5, atol=1e-5)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors

@@ -43,6 +43,7 @@ class Module:
 
     def __init__(self, handle):
         self._handle = handle
+        self._functions = {}
 
     @property
     def functions(self):
@@ -82,7 +83,10 @@ class Module:
 
     def get_function(self, name):
         """The function ``name``; KilnIndexError listing the names when there is none."""
-        return self._handle.get_function(name)
+        func = self._functions.get(name)
+        if func is None:
+            func = self._functions[name] = self._handle.get_function(name)
+        return func
 
     def __getitem__(self, name):
         return self.get_function(name)
@@ -91,7 +95,10 @@ class Module:
         return name in self._handle.functions
 
     def __call__(self, *args):
-        return self.get_function(self.entry_name)(*args)
+        entry = self._functions.get(None)
+        if entry is None:
+            entry = self._functions[None] = self.get_function(self.entry_name)
+        return entry(*args)
 
     def get_source(self, fmt="ll"):
         """The code as text: "ll" (optimized LLVM IR) or "asm" (assembly). Modules built in
