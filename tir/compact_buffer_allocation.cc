@@ -75,6 +75,25 @@ class RegionCollector : public IRVisitor {
     IRVisitor::visit(op);
   }
 
+  // A block's read and write regions count as accesses: an opaque or vector access inside
+  // (a tensorized body reading a whole tile through one flat ramp) may reach past what its
+  // indices alone say, and the regions are the block's promise of what it touches.
+  void visit(const Block* op) override {
+    for (const auto* regions : {&op->reads, &op->writes}) {
+      for (const BufferRegion& r : *regions) {
+        auto it = sets.find(r.buffer.get());
+        if (it == sets.end()) continue;
+        it->second.resize(r.region.size());
+        for (size_t d = 0; d < r.region.size(); ++d) {
+          IntSet first = relax(r.region[d].min);
+          IntSet last = relax(r.region[d].min + r.region[d].extent - 1);
+          it->second[d].push_back(IntSet::interval(first.min(), last.max()));
+        }
+      }
+    }
+    IRVisitor::visit(op);
+  }
+
   void visit(const LetStmt* op) override {
     define(op->var.get(), relax(op->value));
     IRVisitor::visit(op);

@@ -7,11 +7,11 @@
 namespace kiln::tir {
 
 // For every buffer in a block's alloc_buffers, computes per dimension the interval of indices
-// that the accesses inside the block reach while the loops and block iterators inside it range
-// over their domains (arith::eval_set), and replaces the buffer by one of that extent, with
-// each access shifted by the interval's start (and simplified). Run after
-// plan_buffer_allocation, which moves an allocation under the loops that tile its uses; the
-// start may then depend on those loops.
+// that the accesses inside the block (loads, stores, and the read and write regions of the
+// blocks inside) reach while the loops and block iterators inside it range over their domains
+// (arith::eval_set), and replaces the buffer by one of that extent, with each access shifted by
+// the interval's start (and simplified). Run after plan_buffer_allocation, which moves an
+// allocation under the loops that tile its uses; the start may then depend on those loops.
 //
 // A dimension keeps its extent (and is not shifted) when its interval is unbounded, when the
 // interval's length has no constant upper bound, when that bound is not smaller than a constant

@@ -25,6 +25,12 @@ std::vector<Ref<Buffer>> allocated_buffers(const Ref<PrimFunc>& func) {
   return result;
 }
 
+// Adds `region` to the reads or writes of the block of a BlockRealize built by block().
+void add_region(const Stmt& realize, const BufferRegion& region, bool writes) {
+  auto* block = const_cast<Block*>(realize.as<BlockRealize>()->block.get());
+  (writes ? block->writes : block->reads).push_back(region);
+}
+
 TEST(CompactBufferAllocation, TileGolden) {
   Ref<PrimFunc> after =
       compact_buffer_allocation(plan_buffer_allocation(tiled_producer_consumer(8, 4)));
@@ -99,6 +105,26 @@ TEST(CompactBufferAllocation, PartialUseShrinksWithAnOffset) {
             T.reads()
             T.writes()
             B[vj] = tmp[vj])");
+  expect_same_results(before, after);
+}
+
+// Blocks that reach a whole 16x4 tile through one flat 64-lane ramp in row 0 (as a tensorized
+// body does) declare the tile in their regions, which the compaction honours.
+TEST(CompactBufferAllocation, BlockRegionsCountAsAccesses) {
+  Ref<Buffer> a = buffer({64}, "A");
+  Ref<Buffer> b = buffer({64}, "B");
+  Ref<Buffer> t = buffer({32, 4}, "tmp");
+  Expr lanes = ramp(c(0), c(1), 64);
+  BufferRegion tile{t, {Range{c(0), c(16)}, Range{c(0), c(4)}}};
+  Stmt produce = block("P", {}, {}, buffer_store(t, buffer_load(a, {lanes}), {c(0), lanes}));
+  Stmt consume = block("C", {}, {}, buffer_store(b, buffer_load(t, {c(0), lanes}), {lanes}));
+  add_region(produce, tile, /*writes=*/true);
+  add_region(consume, tile, /*writes=*/false);
+  Ref<PrimFunc> before = make_func({a, b}, root(seq({produce, consume}), {t}));
+  Ref<PrimFunc> after = compact_buffer_allocation(before);
+  std::vector<Ref<Buffer>> buffers = allocated_buffers(after);
+  ASSERT_EQ(buffers.size(), 1u);
+  EXPECT_EQ(to_script_node(buffers[0]), R"(tmp: T.Buffer((16, 4), "float32"))");
   expect_same_results(before, after);
 }
 
