@@ -1,0 +1,32 @@
+"""Timing helpers shared by the benchmarks: medians of repeated runs and table printing."""
+import statistics
+import time
+
+
+def median_seconds(fn, repeat=7, number=1, warmup=1):
+    """Median wall time of `number` calls of fn, over `repeat` repetitions."""
+    for _ in range(warmup):
+        fn()
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        runs.append((time.perf_counter() - start) / number)
+    return statistics.median(runs)
+
+
+def kiln_seconds(rt, args, repeat=7, number=3):
+    """Median seconds per call of a kiln module's main function (GIL released, in C++)."""
+    import kiln
+    return rt.time_evaluator(rt.entry_name, kiln.cpu(0), number=number, repeat=repeat)(*args).median
+
+
+def print_table(title, header, rows):
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    line = "  ".join("{:>%d}" % w for w in widths)
+    print(f"\n{title}")
+    print(line.format(*header))
+    print(line.format(*["-" * w for w in widths]))
+    for row in rows:
+        print(line.format(*row))
