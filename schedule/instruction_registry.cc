@@ -15,6 +15,8 @@ const std::vector<InstructionKind>& all_kinds() {
     register_loop_transformation_instructions(&k);
     register_for_kind_instructions(&k);
     register_annotation_instructions(&k);
+    register_compute_at_instructions(&k);
+    register_compute_inline_instructions(&k);
     return k;
   }();
   return kinds;

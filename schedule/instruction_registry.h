@@ -13,5 +13,7 @@ void register_sampling_instructions(std::vector<InstructionKind>* kinds);
 void register_loop_transformation_instructions(std::vector<InstructionKind>* kinds);
 void register_for_kind_instructions(std::vector<InstructionKind>* kinds);
 void register_annotation_instructions(std::vector<InstructionKind>* kinds);
+void register_compute_at_instructions(std::vector<InstructionKind>* kinds);
+void register_compute_inline_instructions(std::vector<InstructionKind>* kinds);
 
 }  // namespace kiln::schedule

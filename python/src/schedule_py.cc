@@ -6,6 +6,8 @@
 #include "bindings.h"
 #include "convert.h"
 #include "kiln/schedule/annotation.h"
+#include "kiln/schedule/compute_at.h"
+#include "kiln/schedule/compute_inline.h"
 #include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/loop_transformation.h"
@@ -222,6 +224,31 @@ void bind_schedule(py::module_& m) {
             unannotate(s, to_rv(rv, "unannotate", "block_or_loop"), key);
           },
           py::arg("block_or_loop"), py::arg("ann_key"))
+      // Compute location
+      .def(
+          "compute_at",
+          [](Schedule& s, const BlockRV& b, const LoopRV& l, bool preserve_unit_loops) {
+            compute_at(s, b, l, preserve_unit_loops);
+          },
+          py::arg("block"), py::arg("loop"), py::arg("preserve_unit_loops") = false)
+      .def(
+          "reverse_compute_at",
+          [](Schedule& s, const BlockRV& b, const LoopRV& l, bool preserve_unit_loops) {
+            reverse_compute_at(s, b, l, preserve_unit_loops);
+          },
+          py::arg("block"), py::arg("loop"), py::arg("preserve_unit_loops") = false)
+      .def(
+          "compute_inline", [](Schedule& s, const BlockRV& b) { compute_inline(s, b); },
+          py::arg("block"))
+      .def(
+          "reverse_compute_inline",
+          [](Schedule& s, const BlockRV& b) { reverse_compute_inline(s, b); }, py::arg("block"))
+      .def(
+          "sample_compute_location",
+          [](Schedule& s, const BlockRV& b, std::optional<int64_t> decision) {
+            return to_python(sample_compute_location(s, b, decision));
+          },
+          py::arg("block"), py::arg("decision") = py::none())
       // Sampling
       .def(
           "sample_perfect_tile",

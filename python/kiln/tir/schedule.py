@@ -26,7 +26,13 @@ def _error_class(name):
 
 
 # The failure modes, declared up front so that they can be caught by name before any is raised.
-for _name in ("StaleHandleError", "BlockNotFoundError", "NonConstantExtentError",
+for _name in ("NotInSameScopeError", "NotStagePipelineError",
+              "NotCompleteOrReductionBlockError", "NotCompactDataflowError", "OutputBlockError",
+              "NotAllRequiredBlocksAreVisitedError",
+              "RegionNotCoverableError", "PartialReductionError", "ConsumerBeforeLoopError", "NotCompleteBlockError",
+              "BodyAnalysisError", "OpaqueAccessError", "NonSingleProducerError",
+              "NotBijectiveAffineIndexError", "ConsumerPredicateError",
+              "StaleHandleError", "BlockNotFoundError", "NonConstantExtentError",
               "InvalidSampleError", "InvalidDecisionError"):
     _error_class(_name)
 
