@@ -17,6 +17,9 @@ const std::vector<InstructionKind>& all_kinds() {
     register_annotation_instructions(&k);
     register_compute_at_instructions(&k);
     register_compute_inline_instructions(&k);
+    register_cache_read_write_instructions(&k);
+    register_buffer_scope_instructions(&k);
+    register_layout_transformation_instructions(&k);
     return k;
   }();
   return kinds;

@@ -15,5 +15,8 @@ void register_for_kind_instructions(std::vector<InstructionKind>* kinds);
 void register_annotation_instructions(std::vector<InstructionKind>* kinds);
 void register_compute_at_instructions(std::vector<InstructionKind>* kinds);
 void register_compute_inline_instructions(std::vector<InstructionKind>* kinds);
+void register_cache_read_write_instructions(std::vector<InstructionKind>* kinds);
+void register_buffer_scope_instructions(std::vector<InstructionKind>* kinds);
+void register_layout_transformation_instructions(std::vector<InstructionKind>* kinds);
 
 }  // namespace kiln::schedule

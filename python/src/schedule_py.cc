@@ -6,10 +6,13 @@
 #include "bindings.h"
 #include "convert.h"
 #include "kiln/schedule/annotation.h"
+#include "kiln/schedule/buffer_scope.h"
+#include "kiln/schedule/cache_read_write.h"
 #include "kiln/schedule/compute_at.h"
 #include "kiln/schedule/compute_inline.h"
 #include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
+#include "kiln/schedule/layout_transformation.h"
 #include "kiln/schedule/loop_transformation.h"
 #include "kiln/schedule/sampling.h"
 #include "kiln/schedule/schedule.h"
@@ -94,6 +97,67 @@ Ref<ir::IRModule> to_module(py::handle obj) {
       << py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>();
 }
 
+// transform_layout's buffer: ("read"|"write", index), given as a tuple or list, or a name.
+BufferSpec to_buffer_spec(py::handle obj) {
+  if (py::isinstance<py::str>(obj)) return obj.cast<std::string>();
+  if ((py::isinstance<py::tuple>(obj) || py::isinstance<py::list>(obj)) && py::len(obj) == 2) {
+    py::sequence pair = py::reinterpret_borrow<py::sequence>(obj);
+    if (py::isinstance<py::str>(pair[0]) && py::isinstance<py::int_>(pair[1])) {
+      std::string kind = pair[0].cast<std::string>();
+      user_check(kind == "read" || kind == "write")
+          << "transform_layout: buffer must be (\"read\" or \"write\", index) or a name, "
+             "found (\""
+          << kind << "\", …)";
+      return std::make_pair(kind == "read" ? BufferIndexType::kRead : BufferIndexType::kWrite,
+                            pair[1].cast<int64_t>());
+    }
+  }
+  user_error(ErrorKind::kType)
+      << "transform_layout: buffer must be (\"read\" or \"write\", index) or a buffer name, "
+         "found "
+      << py::str(obj).cast<std::string>();
+}
+
+// An IndexMap from a Python callable: its parameters become the initial indices.
+IndexMap index_map_from_func(const py::function& func) {
+  py::object signature = py::module_::import("inspect").attr("signature")(func);
+  py::object positional =
+      py::module_::import("inspect").attr("Parameter").attr("POSITIONAL_OR_KEYWORD");
+  std::vector<Ref<ir::Var>> vars;
+  py::tuple args(py::len(signature.attr("parameters")));
+  for (py::handle param : signature.attr("parameters").attr("values")()) {
+    py::object kind = param.attr("kind");
+    user_check(kind.equal(positional))
+        << "IndexMap.from_func: parameter " << py::str(param).cast<std::string>()
+        << " is not a plain positional parameter; write lambda i, j: […]";
+    vars.push_back(ir::make_var(param.attr("name").cast<std::string>()));
+    args[vars.size() - 1] = py::cast(vars.back());
+  }
+  py::object result = func(*args);
+  std::vector<ir::Expr> finals;
+  if (py::isinstance<py::list>(result) || py::isinstance<py::tuple>(result)) {
+    for (py::handle item : result) {
+      finals.push_back(to_expr(item, "IndexMap.from_func", "a final index"));
+    }
+  } else {
+    finals.push_back(to_expr(result, "IndexMap.from_func", "the final index"));
+  }
+  return IndexMap(std::move(vars), std::move(finals));
+}
+
+// transform_layout's index map: an IndexMap, a callable, or the text form traces print.
+IndexMap to_index_map(py::handle obj) {
+  if (py::isinstance<IndexMap>(obj)) return obj.cast<IndexMap>();
+  if (py::isinstance<py::str>(obj)) return IndexMap::parse(obj.cast<std::string>());
+  if (py::isinstance<py::function>(obj)) {
+    return index_map_from_func(py::reinterpret_borrow<py::function>(obj));
+  }
+  user_error(ErrorKind::kType)
+      << "transform_layout: index_map must be an IndexMap, a function such as "
+         "lambda i, j: [i // 16, j, i % 16], or its text, found "
+      << py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>();
+}
+
 }  // namespace
 
 void bind_schedule(py::module_& m) {
@@ -135,6 +199,32 @@ void bind_schedule(py::module_& m) {
           "apply_json_to_schedule",
           [](py::handle json, Schedule& sch) { Trace::apply_json(to_json(json), &sch); },
           py::arg("json_obj"), py::arg("sch"));
+
+  py::class_<IndexMap>(m, "IndexMap")
+      .def(py::init([](std::vector<Ref<ir::Var>> initial, py::handle finals) {
+             std::vector<ir::Expr> exprs;
+             for (py::handle item : finals) {
+               exprs.push_back(to_expr(item, "IndexMap", "a final index"));
+             }
+             return IndexMap(std::move(initial), std::move(exprs));
+           }),
+           py::arg("initial_indices"), py::arg("final_indices"))
+      .def_static("from_func", &index_map_from_func, py::arg("func"))
+      .def_static("parse", &IndexMap::parse, py::arg("text"))
+      .def_property_readonly("initial_indices", &IndexMap::initial_indices)
+      .def_property_readonly("final_indices", &IndexMap::final_indices)
+      .def(
+          "map_indices",
+          [](const IndexMap& map, py::handle indices) {
+            std::vector<ir::Expr> exprs;
+            for (py::handle item : indices) {
+              exprs.push_back(to_expr(item, "IndexMap.map_indices", "an index"));
+            }
+            return map.map_indices(exprs);
+          },
+          py::arg("indices"))
+      .def("__str__", &IndexMap::to_text)
+      .def("__repr__", [](const IndexMap& map) { return "IndexMap(" + map.to_text() + ")"; });
 
   py::class_<Schedule>(m, "Schedule")
       .def(py::init([](py::handle mod, std::optional<uint64_t> seed) {
@@ -249,6 +339,37 @@ void bind_schedule(py::module_& m) {
             return to_python(sample_compute_location(s, b, decision));
           },
           py::arg("block"), py::arg("decision") = py::none())
+      // Cache stages, buffer storage and layout
+      .def(
+          "cache_read",
+          [](Schedule& s, const BlockRV& b, int64_t index, const std::string& scope) {
+            return to_python(cache_read(s, b, index, scope));
+          },
+          py::arg("block"), py::arg("read_buffer_index"), py::arg("storage_scope"))
+      .def(
+          "cache_write",
+          [](Schedule& s, const BlockRV& b, int64_t index, const std::string& scope) {
+            return to_python(cache_write(s, b, index, scope));
+          },
+          py::arg("block"), py::arg("write_buffer_index"), py::arg("storage_scope"))
+      .def(
+          "set_scope",
+          [](Schedule& s, const BlockRV& b, int64_t index, const std::string& scope) {
+            set_scope(s, b, index, scope);
+          },
+          py::arg("block"), py::arg("buffer_index"), py::arg("storage_scope"))
+      .def(
+          "storage_align",
+          [](Schedule& s, const BlockRV& b, int64_t index, int64_t axis, int64_t factor,
+             int64_t offset) { storage_align(s, b, index, axis, factor, offset); },
+          py::arg("block"), py::arg("buffer_index"), py::arg("axis"), py::arg("factor"),
+          py::arg("offset"))
+      .def(
+          "transform_layout",
+          [](Schedule& s, const BlockRV& b, py::handle buffer, py::handle index_map) {
+            transform_layout(s, b, to_buffer_spec(buffer), to_index_map(index_map));
+          },
+          py::arg("block"), py::arg("buffer"), py::arg("index_map"))
       // Sampling
       .def(
           "sample_perfect_tile",

@@ -11,6 +11,7 @@ Trace = _schedule.Trace
 BlockRV = _schedule.BlockRV
 LoopRV = _schedule.LoopRV
 ExprRV = _schedule.ExprRV
+IndexMap = _schedule.IndexMap
 
 _error_classes = {}
 
@@ -33,7 +34,11 @@ for _name in ("NotInSameScopeError", "NotStagePipelineError",
               "BodyAnalysisError", "OpaqueAccessError", "NonSingleProducerError",
               "NotBijectiveAffineIndexError", "ConsumerPredicateError",
               "StaleHandleError", "BlockNotFoundError", "NonConstantExtentError",
-              "InvalidSampleError", "InvalidDecisionError"):
+              "InvalidSampleError", "InvalidDecisionError",
+              "BufferIndexOutOfRangeError", "InvalidStorageScopeError", "ReadWriteBufferError",
+              "NotSingleWriteBlockError", "CacheLocationError", "FunctionParamBufferError",
+              "InvalidStorageAlignError", "StorageAlignOrderError", "BufferNotFoundError",
+              "InvalidIndexMapError", "NonBijectiveIndexMapError"):
     _error_class(_name)
 
 
@@ -44,4 +49,4 @@ def _show(self):
 
 Schedule.show = _show
 
-__all__ = ["Schedule", "Trace", "BlockRV", "LoopRV", "ExprRV", "ScheduleError"]
+__all__ = ["Schedule", "Trace", "BlockRV", "LoopRV", "ExprRV", "ScheduleError", "IndexMap"]

@@ -1,0 +1,39 @@
+// Layout transformation: transform_layout rewrites a buffer's shape and every access to it
+// through an IndexMap, a function from the old indices to the new ones (e.g. packing a GEMM's
+// B matrix as [N/16, K, 16]). Parameters may be transformed: the function then takes the new
+// layout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "kiln/schedule/index_map.h"
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::schedule {
+
+// Which buffer of a block transform_layout changes: an entry of its reads or writes, or a
+// name that the block's reads and writes use for exactly one buffer.
+enum class BufferIndexType { kRead, kWrite };
+using BufferSpec = std::variant<std::pair<BufferIndexType, int64_t>, std::string>;
+
+// Rewrites a buffer that the block accesses to the layout of `index_map`: its shape becomes the
+// range of the map over the old shape, and every load, store, region and declaration of it in
+// the function uses the mapped indices:
+//   B: T.Buffer((8, 32), "float32")            B: T.Buffer((2, 8, 16), "float32")
+//   … B[vk, vj] …                       ==>    … B[vj // 16, vk, vj % 16] …
+// (index_map `lambda k, j: [j // 16, k, j % 16]`). A parameter changes the function's
+// signature. The new buffer is compact: strides set by storage_align are dropped.
+// Padding (a map that is not onto its range, filled with a pad value) is not supported.
+// Preconditions:
+//  1. The block has the read or write entry named by the spec (BufferIndexOutOfRangeError), or
+//     accesses exactly one buffer of that name (BufferNotFoundError).
+//  2. The map has one initial index per dimension of the buffer (InvalidIndexMapError).
+//  3. The map is a bijection from the buffer's index space onto the product of the ranges of
+//     its final indices, each of which starts at 0 (NonBijectiveIndexMapError).
+void transform_layout(Schedule& sch, const RV& block, const BufferSpec& buffer,
+                      const IndexMap& index_map);
+
+}  // namespace kiln::schedule
