@@ -62,6 +62,42 @@ std::vector<const LoopLocation*> distinct_loops(Schedule& sch, const std::vector
   return loops;
 }
 
+// Throws LoopIterTypeError when `loop` binds iterators of more than one kind (spatial and
+// reduce) in the blocks under it.
+void check_single_iter_type(Schedule& sch, const Ref<PrimFunc>& func, const For* loop,
+                            const char* primitive) {
+  const Var* v = loop->loop_var.get();
+  auto is_loop_var = [v](const Var* x) { return x == v; };
+  const IterVar* spatial = nullptr;
+  const IterVar* other = nullptr;
+  const Block* where = nullptr;
+  std::vector<const BlockRealize*> pending = child_block_realizes(loop->body);
+  while (!pending.empty() && other == nullptr) {
+    const BlockRealize* realize = pending.back();
+    pending.pop_back();
+    const Block* block = realize->block.get();
+    for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+      if (!uses_var(realize->iter_values[k], is_loop_var)) continue;
+      const IterVar& iv = block->iter_vars[k];
+      if (iv.type == IterType::kDataPar) {
+        if (spatial == nullptr) spatial = &iv;
+      } else if (other == nullptr) {
+        other = &iv;
+        where = block;
+      }
+    }
+    for (const BlockRealize* inner : child_block_realizes(block->body)) pending.push_back(inner);
+  }
+  if (spatial != nullptr && other != nullptr) {
+    schedule_error("LoopIterTypeError", primitive,
+                   "loop '" + v->name + "' binds both the spatial iterator '" + spatial->var->name +
+                       "' and the " + iter_type_name(other->type) + " iterator '" +
+                       other->var->name + "' (block '" + where->name +
+                       "'); moving it could run a reduction step before its init",
+                   func, loop);
+  }
+}
+
 Ref<For> make_loop(const Ref<Var>& var, Expr min, Expr extent, Stmt body) {
   return make<For>(var, std::move(min), std::move(extent), ForKind::kSerial, std::move(body));
 }
@@ -266,7 +302,10 @@ void reorder(Schedule& sch, const std::vector<RV>& loop_rvs) {
     }
     current = next;
   }
-  // Step 4. Assign the given loops, in order, to the positions that the set occupies.
+  // Step 4. A loop that binds both a spatial and a reduce iterator must keep its place: moving
+  // it could run a reduction step of an output point before that point's init.
+  for (const LoopLocation* l : locs) check_single_iter_type(sch, func, l->loop, primitive);
+  // Step 5. Assign the given loops, in order, to the positions that the set occupies.
   std::vector<const For*> order = path;
   size_t next_given = 0;
   for (const For*& slot : order) {
@@ -284,7 +323,7 @@ void reorder(Schedule& sch, const std::vector<RV>& loop_rvs) {
       }
     }
   }
-  // Step 5. Rebuild the chain from the bottom.
+  // Step 6. Rebuild the chain from the bottom.
   Stmt body = path.back()->body;
   for (size_t k = order.size(); k-- > 0;) {
     auto loop = copy(order[k]);

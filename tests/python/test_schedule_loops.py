@@ -187,3 +187,19 @@ def test_annotate_and_unannotate():
     with pytest.raises(tir.ScheduleError) as info:
         sch.unannotate(block, "meta")
     assert "there is no annotation 'meta' to remove" in str(info.value)
+
+
+def test_reorder_refuses_a_loop_binding_spatial_and_reduce_iterators():
+    # After fusing i with k, the fused loop's parts bind both v_i and v_k; moving them could
+    # run an update of a row before that row's init.
+    _, sch, _, (i, j, k) = schedule_matmul()
+    sch.reorder(i, k, j)
+    fused = sch.fuse(i, k)
+    outer, inner = sch.split(fused, factors=[4, None])
+    before = sch.mod
+    with pytest.raises(tir.ScheduleError) as info:
+        sch.reorder(inner, outer)
+    assert type(info.value).__name__ == "LoopIterTypeError"
+    assert ("binds both the spatial iterator 'v_i' and the reduce iterator 'v_k' (block 'C')"
+            in str(info.value))
+    assert sch.mod.same_as(before)

@@ -44,7 +44,10 @@ RV fuse(Schedule& sch, const std::vector<RV>& loops, bool preserve_unit_iters = 
 //  1. Each loop is given once (InvalidLoopsError).
 //  2. The loops are on one chain: from the outermost to the innermost of them, each loop is the
 //     only statement in its parent's body (LoopsNotNestedError).
-//  3. No loop's extent depends on a loop that would move outside of it (LoopDependenceError).
+//  3. No given loop binds both a spatial and a reduction iterator of a block under it (after a
+//     fuse of such loops), since moving it could run a reduction step before the init of its
+//     output point (LoopIterTypeError).
+//  4. No loop's extent depends on a loop that would move outside of it (LoopDependenceError).
 void reorder(Schedule& sch, const std::vector<RV>& ordered_loops);
 
 }  // namespace kiln::schedule
