@@ -20,6 +20,8 @@ const std::vector<InstructionKind>& all_kinds() {
     register_cache_read_write_instructions(&k);
     register_buffer_scope_instructions(&k);
     register_layout_transformation_instructions(&k);
+    register_reduction_instructions(&k);
+    register_blockize_tensorize_instructions(&k);
     return k;
   }();
   return kinds;

@@ -18,5 +18,7 @@ void register_compute_inline_instructions(std::vector<InstructionKind>* kinds);
 void register_cache_read_write_instructions(std::vector<InstructionKind>* kinds);
 void register_buffer_scope_instructions(std::vector<InstructionKind>* kinds);
 void register_layout_transformation_instructions(std::vector<InstructionKind>* kinds);
+void register_reduction_instructions(std::vector<InstructionKind>* kinds);
+void register_blockize_tensorize_instructions(std::vector<InstructionKind>* kinds);
 
 }  // namespace kiln::schedule

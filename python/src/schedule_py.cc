@@ -3,9 +3,12 @@
 // kiln.tir.ScheduleError subclass named by their error class.
 #include <pybind11/stl.h>
 
+#include <algorithm>
+
 #include "bindings.h"
 #include "convert.h"
 #include "kiln/schedule/annotation.h"
+#include "kiln/schedule/blockize_tensorize.h"
 #include "kiln/schedule/buffer_scope.h"
 #include "kiln/schedule/cache_read_write.h"
 #include "kiln/schedule/compute_at.h"
@@ -14,8 +17,10 @@
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/layout_transformation.h"
 #include "kiln/schedule/loop_transformation.h"
+#include "kiln/schedule/reduction.h"
 #include "kiln/schedule/sampling.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/schedule/tensor_intrin.h"
 
 namespace py = pybind11;
 
@@ -370,6 +375,28 @@ void bind_schedule(py::module_& m) {
             transform_layout(s, b, to_buffer_spec(buffer), to_index_map(index_map));
           },
           py::arg("block"), py::arg("buffer"), py::arg("index_map"))
+      // Reduction, blockize and tensorize
+      .def(
+          "rfactor",
+          [](Schedule& s, const LoopRV& l, int factor_axis) {
+            return to_python(rfactor(s, l, factor_axis));
+          },
+          py::arg("loop"), py::arg("factor_axis"))
+      .def(
+          "decompose_reduction",
+          [](Schedule& s, const BlockRV& b, const LoopRV& l) {
+            return to_python(decompose_reduction(s, b, l));
+          },
+          py::arg("block"), py::arg("loop"))
+      .def(
+          "blockize", [](Schedule& s, const LoopRV& l) { return to_python(blockize(s, l)); },
+          py::arg("loop"))
+      .def(
+          "tensorize",
+          [](Schedule& s, py::handle rv, const std::string& intrin) {
+            schedule::tensorize(s, to_rv(rv, "tensorize", "block_or_loop"), intrin);
+          },
+          py::arg("block_or_loop"), py::arg("tensor_intrin"))
       // Sampling
       .def(
           "sample_perfect_tile",
@@ -386,6 +413,29 @@ void bind_schedule(py::module_& m) {
             return to_python(sample_categorical(s, candidates, probs, decision));
           },
           py::arg("candidates"), py::arg("probs"), py::arg("decision") = py::none());
+
+  // Tensor intrinsics for tensorize: TensorIntrin.register(name, desc, impl) and .get(name).
+  py::class_<TensorIntrin>(m, "TensorIntrin")
+      .def_readonly("name", &TensorIntrin::name)
+      .def_readonly("desc", &TensorIntrin::desc)
+      .def_readonly("impl", &TensorIntrin::impl)
+      .def_static(
+          "register",
+          [](const std::string& name, const Ref<ir::PrimFunc>& desc,
+             const Ref<ir::PrimFunc>& impl,
+             bool override) { register_tensor_intrin(name, desc, impl, override); },
+          py::arg("name"), py::arg("desc"), py::arg("impl"), py::arg("override") = false)
+      .def_static(
+          "get",
+          [](const std::string& name, bool allow_missing) -> py::object {
+            if (allow_missing) {
+              std::vector<std::string> names = tensor_intrin_names();
+              if (std::find(names.begin(), names.end(), name) == names.end()) return py::none();
+            }
+            return py::cast(get_tensor_intrin(name));
+          },
+          py::arg("name"), py::arg("allow_missing") = false)
+      .def_static("names", &tensor_intrin_names);
 }
 
 }  // namespace kiln::python

@@ -76,6 +76,30 @@ bool is_float_math(Builtin op) {
          op == Builtin::Rsqrt || op == Builtin::Sigmoid;
 }
 
+// `value` as the bfloat vector `want` of the same width. A splat of a wider scalar becomes a
+// splat of that scalar's bfloat pieces: LLVM 16's vector-combine pass crashes on a bitcast of
+// a splat shuffle to bfloat elements.
+llvm::Value* bitcast_to_bfloat(llvm::IRBuilder<>& builder, llvm::Value* value, llvm::Type* want) {
+  auto* shuffle = llvm::dyn_cast<llvm::ShuffleVectorInst>(value);
+  auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(want);
+  if (shuffle != nullptr && vector != nullptr && shuffle->isZeroEltSplat()) {
+    auto* insert = llvm::dyn_cast<llvm::InsertElementInst>(shuffle->getOperand(0));
+    auto* index = insert ? llvm::dyn_cast<llvm::ConstantInt>(insert->getOperand(2)) : nullptr;
+    if (index != nullptr && index->isZero()) {
+      llvm::Value* scalar = insert->getOperand(1);
+      unsigned pieces = scalar->getType()->getPrimitiveSizeInBits() / 16;
+      if (pieces > 0 && vector->getNumElements() % pieces == 0) {
+        llvm::Value* part = builder.CreateBitCast(
+            scalar, llvm::FixedVectorType::get(vector->getElementType(), pieces));
+        llvm::SmallVector<int, 64> mask;
+        for (unsigned k = 0; k < vector->getNumElements(); ++k) mask.push_back(k % pieces);
+        return builder.CreateShuffleVector(part, mask);
+      }
+    }
+  }
+  return builder.CreateBitCast(value, want);
+}
+
 }  // namespace
 
 llvm::Value* CodeGenLLVM::emit_libm_call(const char* name, llvm::Value* x, DataType dtype) {
@@ -167,6 +191,29 @@ llvm::Value* CodeGenLLVM::emit_extern_call(const Call* op) {
     user_check(id != llvm::Intrinsic::not_intrinsic)
         << "call_llvm_pure_intrin: '" << name->value << "' is not an LLVM intrinsic (function "
         << symbol_ << ")";
+    // kiln stores bfloat16 as i16, so where a fixed-signature intrinsic takes or returns LLVM
+    // bfloat values, a value of the same width is bitcast to or from them.
+    llvm::Type* declared_result = nullptr;
+    if (!llvm::Intrinsic::isOverloaded(id)) {
+      llvm::FunctionType* declared = llvm::Intrinsic::getType(context_, id);
+      if (declared->getNumParams() == args.size()) {
+        for (size_t i = 0; i < args.size(); ++i) {
+          llvm::Type* want = declared->getParamType(i);
+          if (want != types[i] && want->getScalarType()->isBFloatTy() &&
+              want->getPrimitiveSizeInBits() == types[i]->getPrimitiveSizeInBits()) {
+            args[i] = bitcast_to_bfloat(builder_, args[i], want);
+            types[i] = want;
+          }
+        }
+        if (declared->getReturnType() != result &&
+            declared->getReturnType()->getScalarType()->isBFloatTy() &&
+            declared->getReturnType()->getPrimitiveSizeInBits() ==
+                result->getPrimitiveSizeInBits()) {
+          declared_result = result;
+          result = declared->getReturnType();
+        }
+      }
+    }
     llvm::FunctionType* type = llvm::FunctionType::get(result, types, false);
     llvm::SmallVector<llvm::Intrinsic::IITDescriptor, 8> table;
     llvm::Intrinsic::getIntrinsicInfoTableEntries(id, table);
@@ -184,7 +231,8 @@ llvm::Value* CodeGenLLVM::emit_extern_call(const Call* op) {
           << " do not match the signature of " << name->value << " (function " << symbol_ << ")";
     }
     llvm::Function* intrinsic = llvm::Intrinsic::getDeclaration(module_.get(), id, overloads);
-    return builder_.CreateCall(intrinsic, args);
+    llvm::Value* value = builder_.CreateCall(intrinsic, args);
+    return declared_result != nullptr ? builder_.CreateBitCast(value, declared_result) : value;
   }
   llvm::FunctionCallee callee =
       module_->getOrInsertFunction(name->value, llvm::FunctionType::get(result, types, false));

@@ -105,6 +105,35 @@ def symbolic_row_sum():
     return te.create_prim_func([A, B])
 
 
+def matmul_u8s8s32(m=32, n=64, k=64, a_dtype="uint8", packed=True):
+    """C[i, j] (int32) = sum_k A[i, k] * B[j, k] with A uint8 and B int8. Packed, B is laid out
+    as (n // 16, k // 4, 16, 4), so that each 16x4 tile of it is contiguous (the layout of the
+    x86 VNNI intrinsic); otherwise B is (n, k)."""
+    A = te.placeholder((m, k), a_dtype, name="A")
+    r = te.reduce_axis((0, k), name="k")
+    if packed:
+        B = te.placeholder((n // 16, k // 4, 16, 4), "int8", name="B")
+        value = lambda i, j: B[j // 16, r // 4, j % 16, r % 4]  # noqa: E731
+    else:
+        B = te.placeholder((n, k), "int8", name="B")
+        value = lambda i, j: B[j, r]  # noqa: E731
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r].astype("int32") *
+                                               value(i, j).astype("int32"), axis=r), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def matmul_bf16(m=32, n=64, k=32):
+    """C[i, j] (float32) = sum_k A[i, k] * B[j, k] over bfloat16 A and B, B laid out as
+    (n // 16, k // 2, 16, 2): the layout of the x86 AVX-512 BF16 intrinsic."""
+    A = te.placeholder((m, k), "bfloat16", name="A")
+    B = te.placeholder((n // 16, k // 2, 16, 2), "bfloat16", name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(
+        A[i, r].astype("float32") * B[j // 16, r // 2, j % 16, r % 2].astype("float32"),
+        axis=r), name="C")
+    return te.create_prim_func([A, B, C])
+
+
 WORKLOADS = {
     "matmul": matmul,
     "matmul_relu": matmul_relu,

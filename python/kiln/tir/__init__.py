@@ -35,6 +35,7 @@ interpret = _tir_tools.interpret
 # Scheduling: primitives that transform loops and blocks, recorded in replayable traces.
 from .schedule import Schedule, Trace, BlockRV, LoopRV, ExprRV, ScheduleError  # noqa: E402,F401
 from .schedule import IndexMap  # noqa: E402,F401
+from .schedule import TensorIntrin  # noqa: E402,F401
 
 # Lowering: the pipeline from a scheduled PrimFunc to the flat loop program, and its passes.
 from . import transform  # noqa: E402,F401

@@ -12,6 +12,7 @@ BlockRV = _schedule.BlockRV
 LoopRV = _schedule.LoopRV
 ExprRV = _schedule.ExprRV
 IndexMap = _schedule.IndexMap
+TensorIntrin = _schedule.TensorIntrin
 
 _error_classes = {}
 
@@ -38,7 +39,11 @@ for _name in ("NotInSameScopeError", "NotStagePipelineError",
               "BufferIndexOutOfRangeError", "InvalidStorageScopeError", "ReadWriteBufferError",
               "NotSingleWriteBlockError", "CacheLocationError", "FunctionParamBufferError",
               "InvalidStorageAlignError", "StorageAlignOrderError", "BufferNotFoundError",
-              "InvalidIndexMapError", "NonBijectiveIndexMapError"):
+              "InvalidIndexMapError", "NonBijectiveIndexMapError",
+              "NotSingleChildBlockError", "NotReductionBlockError", "NoMatchedReducerError",
+              "NotAffineBindingError", "LoopPropertyError", "FactorAxisOutOfRangeError",
+              "LoopPositionError", "LoopHeightError", "SubspaceNotDivisibleError",
+              "TensorizeMismatchError", "TensorizeLayoutError"):
     _error_class(_name)
 
 
@@ -49,4 +54,5 @@ def _show(self):
 
 Schedule.show = _show
 
-__all__ = ["Schedule", "Trace", "BlockRV", "LoopRV", "ExprRV", "ScheduleError", "IndexMap"]
+__all__ = ["Schedule", "Trace", "BlockRV", "LoopRV", "ExprRV", "ScheduleError", "IndexMap",
+           "TensorIntrin"]

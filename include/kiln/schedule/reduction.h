@@ -1,0 +1,59 @@
+// Reduction primitives: rfactor, which splits a reduction into a partial reduction over an
+// intermediate buffer and a final one, and decompose_reduction, which moves a reduction's init
+// into a block of its own. Both work on blocks with an init and an update `C = f(C, x)`.
+#pragma once
+
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::schedule {
+
+// Factorizes the reduction that `loop` takes part in: a new block "<name>_rf" reduces into an
+// intermediate buffer "<buffer>_rf" that has one more dimension, at position `factor_axis`,
+// indexed by `loop`; the original block then reduces that dimension into the output. The
+// rfactor block stays under the original loops; the write-back block gets copies of the loops
+// that its iterators use, placed after the original loop nest:
+//   for i, k_0, k_1 in T.grid(16, 2, 4):         for i, k_0, k_1 in T.grid(16, 2, 4):
+//     with T.block("B"):                            with T.block("B_rf"):
+//       vi, vk = T.axis.remap("SR", [i, k_0*4+k_1])   vk_1, vi, vk_0 = T.axis.remap("SSR", …)
+//       with T.init(): B[vi] = 0.0        ==>          with T.init(): B_rf[vi, vk_1] = 0.0
+//       B[vi] = B[vi] + A[vi, vk]                      B_rf[vi, vk_1] += A[vi, vk_0*4 + vk_1]
+//                                                  for i, k_1 in T.grid(16, 4):
+//                                                    with T.block("B"):
+//                                                      vk_1, vi = T.axis.remap("RS", [k_1, i])
+//                                                      with T.init(): B[vi] = 0.0
+//                                                      B[vi] = B[vi] + B_rf[vi, vk_1]
+// (rfactor(k_1, factor_axis=1)). The combiner is recognized from the update and the init: sum
+// (C + x, init 0), product (C * x, init 1), max (max(C, x), init the lowest value) and min.
+// Preconditions:
+//  1. Exactly one block is under `loop`, and it is the only block under the outermost of its
+//     loops, so that the write-back can follow the loop nest (NotSingleChildBlockError).
+//  2. The block has an init and its body is one store `C[idx] = f(C[idx], x)` whose init
+//     stores to the same element (NotReductionBlockError).
+//  3. f and the init value form one of the four combiners (NoMatchedReducerError).
+//  4. The block's bindings are affine in its loops (NotAffineBindingError).
+//  5. `loop` binds a reduce iterator of the block and no spatial one, and no loop binds
+//     iterators of both kinds (LoopPropertyError).
+//  6. -(ndim + 1) <= factor_axis <= ndim for the output's ndim (FactorAxisOutOfRangeError).
+// Returns the rfactor block.
+RV rfactor(Schedule& sch, const RV& loop, int factor_axis);
+
+// Moves the init of a reduction block into a new block "<name>_init" placed right before
+// `loop`, under copies of the loops below `loop` that the block's spatial iterators use; the
+// block itself loses its init:
+//   for i, k in T.grid(16, 8):                  for i in range(16):
+//     with T.block("B"):                          with T.block("B_init"):
+//       vi, vk = T.axis.remap("SR", [i, k])         vi = T.axis.spatial(16, i)
+//       with T.init(): B[vi] = 0.0        ==>       B[vi] = 0.0
+//       B[vi] = B[vi] + A[vi, vk]                 for k in range(8):
+//                                                   with T.block("B"): … B[vi] = B[vi] + …
+// (decompose_reduction(B, k)). Conditions of the block's predicate that involve loops the init
+// block does not copy (reduce loops) are dropped: the init runs for every output point.
+// Preconditions:
+//  1. The block has an init (NotReductionBlockError).
+//  2. `loop` is one of the block's loops (LoopPositionError).
+//  3. No loop above `loop` binds a reduce iterator of the block, and no condition of the
+//     predicate mixes copied loops with loops that are not copied (LoopHeightError).
+// Returns the init block.
+RV decompose_reduction(Schedule& sch, const RV& block, const RV& loop);
+
+}  // namespace kiln::schedule

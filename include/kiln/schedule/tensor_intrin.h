@@ -1,0 +1,46 @@
+// Tensor intrinsics: named pairs of PrimFuncs that tensorize uses. The description says what a
+// hardware instruction computes, as ordinary TensorIR over buffers of the tile's shape; the
+// implementation computes the same with the instruction (call_llvm_pure_intrin on vectors) or
+// with any other TensorIR. The registry maps names to intrinsics, like an instruction set.
+//
+// The form of an intrinsic:
+//  * Both functions take the same buffers, in the same order, with the same constant shapes and
+//    dtypes; tensorize binds buffer k of each to the same region of an actual buffer.
+//  * The description's body is its root block holding a nest of loops around exactly one block
+//    (what te.create_prim_func makes of one te.compute).
+//  * An intrinsic is the update step of a reduction (C += …); the init of a block in either
+//    function (te.create_prim_func gives a reduction one) is dropped at registration, since the
+//    block being tensorized keeps its own init.
+// Shipped, registered before the first look-up:
+//   x86.avx512.vnni.dot_16x4_u8s8s32       C[i] (int32, 16) += sum_k<4 A[k] (uint8) * B[i, k]
+//                                          (int8, 16x4), with llvm.x86.avx512.vpdpbusd.512
+//   x86.avx512.bf16.dot_16x2_bf16bf16f32   C[i] (float32, 16) += sum_k<2 A[k] * B[i, k]
+//                                          (bfloat16), with llvm.x86.avx512bf16.dpbf16ps.512
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/ir/function.h"
+
+namespace kiln::schedule {
+
+struct TensorIntrin {
+  std::string name;
+  ir::Ref<ir::PrimFunc> desc;  // what the instruction computes
+  ir::Ref<ir::PrimFunc> impl;  // how
+};
+
+// Registers an intrinsic under `name` after checking the form above (kValue errors that say
+// which rule fails). A name already registered is a kValue error unless `override`.
+void register_tensor_intrin(const std::string& name, const ir::Ref<ir::PrimFunc>& desc,
+                            const ir::Ref<ir::PrimFunc>& impl, bool override = false);
+
+// The intrinsic called `name` (its functions as registered, inits dropped); a kValue error
+// listing the registered names when there is none.
+TensorIntrin get_tensor_intrin(const std::string& name);
+
+// The registered names, sorted.
+std::vector<std::string> tensor_intrin_names();
+
+}  // namespace kiln::schedule

@@ -1,0 +1,41 @@
+// Helpers of the reduction family shared by decompose_reduction, blockize and tensorize: the
+// conditions of a predicate, and the init of a reduction rebuilt as a loop nest of its own.
+// Private to schedule/.
+#pragma once
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "kiln/ir/stmt.h"
+
+namespace kiln::schedule {
+
+// The conditions of a predicate: its operands of `&&`, recursively; none for `true`.
+std::vector<ir::Expr> conjuncts(const ir::Expr& predicate);
+
+// The conjunction of `conditions`, `true` for none.
+ir::Expr conjunction(const std::vector<ir::Expr>& conditions);
+
+// What make_init_nest needs to know about the block whose init it moves.
+struct InitSource {
+  std::string block_name;                // the name of the new init block
+  std::vector<ir::IterVar> iters;        // the spatial iterators the init runs over
+  std::vector<ir::Expr> bindings;        // their bindings, over `loops` and loops outside them
+  ir::Expr predicate;                    // the block's predicate (`true` for none)
+  std::vector<const ir::For*> loops;     // the loops the nest may copy, outermost first
+  ir::Stmt init;                         // the init, over `iters`
+  std::vector<ir::BufferRegion> writes;  // the block's writes, over `iters`
+  bool always_block = true;              // false: with no iterators, the bare init
+};
+
+// The init of a reduction as a nest of its own: copies ("<loop>_init") of the loops of
+// `source.loops` that the bindings use, and a block `source.block_name` whose iterators are
+// copies ("<iter>_init") of `source.iters`, bound through the copied loops, that runs the init.
+// The conditions of the predicate over copied loops (and loops outside them) are kept; those
+// over loops that are not copied are dropped.
+// Returns null and names the condition in `conflict` when one condition uses both kinds of
+// loops.
+ir::Stmt make_init_nest(const InitSource& source, std::string* conflict);
+
+}  // namespace kiln::schedule
