@@ -70,6 +70,9 @@ llvm::CodeGenOpt::Level codegen_level(int opt_level) {
 std::unique_ptr<llvm::TargetMachine> create_target_machine(const Target& target) {
   const llvm::Target& llvm_target = lookup_llvm_target(target.triple, "codegen");
   llvm::TargetOptions options;
+  // Fusing a multiply and an add into an FMA is the one relaxation of IEEE evaluation kiln
+  // allows by default (see kiln/ir/expr.h); no other fast-math flag is set.
+  options.AllowFPOpFusion = target.fp_contract ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Strict;
   std::unique_ptr<llvm::TargetMachine> machine(llvm_target.createTargetMachine(
       target.triple, target.cpu, target.llvm_features, options, llvm::Reloc::PIC_,
       llvm::CodeModel::Small, codegen_level(target.opt_level)));
@@ -116,7 +119,7 @@ class MachinePool {
 
 std::shared_ptr<llvm::TargetMachine> lease_target_machine(const Target& target) {
   std::string key = target.triple + " " + target.cpu + " " + target.llvm_features + " " +
-                    std::to_string(target.opt_level);
+                    std::to_string(target.opt_level) + (target.fp_contract ? "" : " nofma");
   MachinePool& pool = MachinePool::get();
   std::unique_ptr<llvm::TargetMachine> machine = pool.take(key);
   if (machine == nullptr) machine = create_target_machine(target);

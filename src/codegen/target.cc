@@ -21,7 +21,8 @@ namespace kiln::codegen {
 namespace {
 
 constexpr const char* kOptions =
-    "-mtriple=<triple>, -mcpu=<cpu>, -mattr=<+f,-g,...>, -opt-level=<0-3>";
+    "-mtriple=<triple>, -mcpu=<cpu>, -mattr=<+f,-g,...>, -opt-level=<0-3>, "
+    "-fp-contract=<fast|off>";
 
 // The ISA features that decide whether compiled code runs on a CPU, by architecture.
 const std::vector<std::string>& isa_feature_names(const llvm::Triple& triple) {
@@ -136,7 +137,8 @@ Target parse_target(const std::string& text) {
     std::string key = option.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : option.substr(eq + 1);
     user_check(eq != std::string::npos && !value.empty() &&
-               (key == "-mtriple" || key == "-mcpu" || key == "-mattr" || key == "-opt-level"))
+               (key == "-mtriple" || key == "-mcpu" || key == "-mattr" || key == "-opt-level" ||
+                key == "-fp-contract"))
         << "parse_target: unknown option '" << option << "' in '" << text
         << "'; the valid options are " << kOptions;
     if (key == "-mtriple") {
@@ -146,6 +148,11 @@ Target parse_target(const std::string& text) {
     } else if (key == "-mattr") {
       mattr = value;
       has_mattr = true;
+    } else if (key == "-fp-contract") {
+      user_check(value == "fast" || value == "off")
+          << "parse_target: -fp-contract must be fast or off, found '" << value << "' in '" << text
+          << "'";
+      target.fp_contract = value == "fast";
     } else {
       user_check(value.size() == 1 && value[0] >= '0' && value[0] <= '3')
           << "parse_target: -opt-level must be 0, 1, 2 or 3, found '" << value << "' in '" << text
@@ -209,6 +216,7 @@ std::string Target::str() const {
   std::string out = "llvm -mtriple=" + triple + " -mcpu=" + cpu;
   if (!attrs.empty()) out += " -mattr=" + join(attrs, ",");
   if (opt_level != 3) out += " -opt-level=" + std::to_string(opt_level);
+  if (!fp_contract) out += " -fp-contract=off";
   return out;
 }
 

@@ -1,6 +1,6 @@
 // CPU targets of the LLVM backend, parsed from TVM-style strings: "llvm" (the host CPU),
 // "llvm -mcpu=znver4", "llvm -mtriple=x86_64-pc-linux-gnu -mattr=+avx512f,+avx512bw",
-// "llvm -opt-level=2". The canonical string keys the tuning database.
+// "llvm -opt-level=2", "llvm -fp-contract=off". The canonical string keys the tuning database.
 #pragma once
 
 #include <string>
@@ -14,11 +14,15 @@ struct Target {
   std::string cpu;                 // e.g. "znver4"; the host CPU when none or "native" was given
   std::vector<std::string> attrs;  // "+feature" / "-feature", sorted: -mattr (see str())
   int opt_level = 3;               // 0-3
-  bool is_host = false;            // the CPU this process runs on (no -mcpu, or -mcpu=native)
-  std::string llvm_features;       // the feature string handed to LLVM's TargetMachine
-  std::vector<std::string> isa;    // ISA features in effect (see isa_features())
+  // Whether a multiply feeding an add may become one fused multiply-add (one rounding), as C
+  // compilers do by default: "-fp-contract=fast" (the default) or "-fp-contract=off".
+  bool fp_contract = true;
+  bool is_host = false;          // the CPU this process runs on (no -mcpu, or -mcpu=native)
+  std::string llvm_features;     // the feature string handed to LLVM's TargetMachine
+  std::vector<std::string> isa;  // ISA features in effect (see isa_features())
 
-  // Canonical form: "llvm -mtriple=… -mcpu=… [-mattr=…] [-opt-level=N]". For the host target
+  // Canonical form: "llvm -mtriple=… -mcpu=… [-mattr=…] [-opt-level=N] [-fp-contract=off]".
+  // For the host target
   // -mattr also lists the ISA features in which this CPU differs from the named CPU's default
   // (e.g. a virtual machine that hides AVX-512), so equal strings mean equal code.
   std::string str() const;
@@ -33,7 +37,7 @@ struct Target {
 
 // Parses a target string. Raises a kValue error naming the valid options for an unknown kind
 // or option, an unknown -mcpu (checked against the target's CPU table), a malformed or unknown
-// -mattr entry, or an -opt-level outside 0-3.
+// -mattr entry, an -opt-level outside 0-3, or an -fp-contract other than fast/off.
 Target parse_target(const std::string& text);
 
 // The target of the CPU this process runs on, parse_target("llvm"), parsed once.

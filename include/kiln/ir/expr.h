@@ -16,8 +16,11 @@
 //   index arithmetic use FloorDiv/FloorMod. Integer division by zero is undefined; the reference
 //   interpreter raises. Div on floats is IEEE division; FloorDiv on floats is floor(a / b).
 // * Floating point follows IEEE-754 with round-to-nearest-even and no reassociation, no fast
-//   math unless a build asks for it. float16 and bfloat16 are storage types: arithmetic on them
-//   is done in float32 and rounded back to the storage type after each operation.
+//   math unless a build asks for it. The one default relaxation, as in C compilers: a code
+//   generator may fuse a multiply feeding an add into one fused multiply-add (rounded once);
+//   the reference interpreter rounds both. Target option "-fp-contract=off" forbids it. float16 and
+//   bfloat16 are storage types: arithmetic on them is done in float32 and rounded back to the
+//   storage type after each operation.
 // * Min/Max on floats follow the C fmin/fmax convention for NaN operands: the non-NaN one wins.
 // * Evaluation. Expressions have no side effects except loads, which may fault out of bounds.
 //   Both arms of a Select are evaluated; the `if_then_else` builtin (kiln/ir/builtin.h)
