@@ -290,6 +290,17 @@ void bind_outer_loops(const BlockLocation& loc, const StmtNode* container,
   }
 }
 
+// Whether `body` loads an element of `buffer` (block read regions may leave out what a
+// reduction update reads of its own output).
+bool loads_buffer(const Stmt& body, const Buffer* buffer) {
+  bool found = false;
+  post_order_visit(body, [&](const Node* node) {
+    found |= node->kind() == NodeKind::BufferLoad &&
+             static_cast<const BufferLoad*>(node)->buffer.get() == buffer;
+  });
+  return found;
+}
+
 Ref<Buffer> cache_buffer(const Buffer& buffer, const std::string& scope) {
   return decl_buffer(buffer.shape, buffer.dtype, buffer.name + "_" + scope, scope);
 }
@@ -357,11 +368,22 @@ RV cache_write(Schedule& sch, const RV& block_rv, int64_t write_buffer_index,
   const BlockLocation& loc = sch.block(block_rv, primitive);
   Ref<Buffer> buffer = nth_accessed_buffer(func, loc, write_buffer_index, true, primitive);
   check_storage_scope(storage_scope, primitive, func, loc.realize);
-  // Step 2. Check that the block is the only writer, and find the place of the copy.
+  // Step 2. Check that the block is the only writer and writes what it reads, and find the
+  // place of the copy.
   const FunctionIndex& index = sch.index(func_name);
   std::vector<const BlockLocation*> writers;
   BufferUsers users = find_users(index, loc.scope, buffer.get(), &writers);
   check_single_writer(writers, buffer.get(), primitive, func);
+  // A block that loads what it writes, with no init of its own, reads values written outside
+  // of it (by the init of an enclosing block, or by a separate init block): the cache would
+  // start uninitialized.
+  if (!loc.block->init.defined() && loads_buffer(loc.block->body, buffer.get())) {
+    schedule_error("ReadWriteBufferError", primitive,
+                   "block '" + loc.block->name + "' reads buffer " + buffer->name +
+                       ", which it writes, and has no init: the values it reads are written "
+                       "outside of it, and a cache of the buffer would not hold them",
+                   func, loc.realize);
+  }
   CacheSite site = find_site(index, loc.scope, users, buffer.get(), primitive, func);
   // Step 3. Build the copy of the region that the block writes, below the site.
   arith::Analyzer analyzer;

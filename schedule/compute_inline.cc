@@ -406,6 +406,12 @@ BlockRewrite plan_reverse_compute_inline(Schedule& sch, const RV& block_rv, cons
   std::vector<Expr> outputs(perm.size());
   for (size_t d = 0; d < perm.size(); ++d) outputs[d] = pblock->iter_vars[perm[d]].var;
   VarMap inverse = arith::inverse_affine_map(map.indices, outputs, &analyzer);
+  // The inverse leaves out iterators of extent 1: they are constants, their domain's minimum.
+  for (const IterVar& iv : block->iter_vars) {
+    if (inverse.count(iv.var.get()) == 0 && is_const_int(iv.dom.extent, 1)) {
+      inverse[iv.var.get()] = iv.dom.min;
+    }
+  }
   Expr value = substitute(LoadReplacer(buffer, pstore->value).mutate(store->value), inverse);
   std::vector<Expr> indices;
   for (const Expr& i : store->indices) indices.push_back(substitute(i, inverse));

@@ -549,3 +549,14 @@ def block_names(sch):
         if name != "root":
             names.append(name)
     return names
+
+
+@requires("blockize")
+def test_cache_write_error_when_the_block_reads_values_written_outside():
+    # After blockize, the update block reads C, which the outer block's init writes: a cache of
+    # C would start uninitialized.
+    sch = tir.Schedule(matmul())
+    sch.blockize(sch.get_loops(sch.get_block("C"))[2])
+    update = sch.get_block("C")
+    assert_fails(sch, "ReadWriteBufferError", lambda: sch.cache_write(update, 0, "global"),
+                 "cache_write: block 'C' reads buffer C, which it writes, and has no init")

@@ -274,3 +274,14 @@ def test_reverse_compute_inline_broadcast_is_not_bijective():
     assert_fails(sch, lambda: sch.reverse_compute_inline(e), "NotBijectiveAffineIndexError",
                  "the indices of the load of 'R' in block 'E' are not a bijective affine map of "
                  "its iterators")
+
+
+def test_reverse_compute_inline_consumer_with_unit_iterator():
+    # The batch iterator of the padding's cache copy has extent 1: the inverse of the copy's
+    # indices leaves it out, and it takes its domain's minimum.
+    func = conv2d()
+    sch = tir.Schedule(func)
+    sch.cache_write(sch.get_block("pad"), 0, "global")
+    sch.reverse_compute_inline(sch.get_block("pad_global"))
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
