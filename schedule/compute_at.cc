@@ -407,13 +407,16 @@ class ComputeAtPlanner {
       const int64_t* c_dom_last = as_const_int(dom_last);
       if (c_last && c_dom_last && *c_last > *c_dom_last) last = dom_last;
       Expr extent = analyzer_.simplify(last - min + 1);
-      // A symbolic extent is replaced by its constant upper bound when it has one.
+      // A symbolic extent is replaced by its constant upper bound when it has one that is
+      // tighter than the domain's (a symbolic domain's bound is only that of its type).
       Expr loop_extent = extent;
       bool padded = false;
       if (as_const_int(extent) == nullptr) {
         arith::ConstIntBound b = analyzer_.const_int_bound(extent);
-        if (b.max_value != arith::ConstIntBound::kPosInf) {
-          loop_extent = make_const(dtype, b.max_value);
+        int64_t dom_bound = analyzer_.const_int_bound(iv.dom.extent).max_value;
+        bool tighter = b.max_value < dom_bound || as_const_int(iv.dom.extent) != nullptr;
+        if (b.max_value != arith::ConstIntBound::kPosInf && tighter) {
+          loop_extent = make_const(dtype, std::min(b.max_value, dom_bound));
           padded = true;
         }
       }

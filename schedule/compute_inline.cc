@@ -401,6 +401,32 @@ BlockRewrite plan_reverse_compute_inline(Schedule& sch, const RV& block_rv, cons
                      func, loc.realize);
     }
   }
+  // Every iteration of the block must read an element that the producer computes: the new
+  // producer runs only over the producer's iterations, and the others would be lost.
+  {
+    std::unordered_map<const Var*, Range> doms;
+    for (const IterVar& iv : block->iter_vars) doms[iv.var.get()] = iv.dom;
+    arith::IntSetMap dom_map = arith::int_set_map(doms);
+    arith::Analyzer bounds;
+    for (const IterVar& iv : block->iter_vars) bounds.bind(iv.var, iv.dom);
+    for (size_t d = 0; d < load->indices.size(); ++d) {
+      const Range& pdom = producer.block->iter_vars[perm[d]].dom;
+      const Expr& i = load->indices[d];
+      if (bounds.can_prove(ge(i, pdom.min)) && bounds.can_prove(lt(i, pdom.min + pdom.extent))) {
+        continue;
+      }
+      Range read = arith::eval_set(i, dom_map, &bounds).cover_range(&bounds);
+      schedule_error("RegionNotCoverableError", primitive,
+                     "block " + name + " reads " + to_script(read.min) + " to " +
+                         to_script(bounds.simplify(read.min + read.extent)) +
+                         " (exclusive) of dimension " + std::to_string(d) + " of buffer '" +
+                         buffer->name + "', but its producer " + pname + " computes only " +
+                         to_script(pdom.min) + " to " +
+                         to_script(bounds.simplify(pdom.min + pdom.extent)) +
+                         " of it; the iterations that read the rest would be lost",
+                     func, load);
+    }
+  }
   // Step 3. Express the block's iterators in the producer's and build the new producer.
   const Block* pblock = producer.block;
   std::vector<Expr> outputs(perm.size());

@@ -512,3 +512,17 @@ def test_random_compute_locations_after_tiling(name):
             sch.compute_at(block, sch.sample_compute_location(block))
         assert_same_results(func, sch.mod)
         assert_trace_roundtrip(sch, func)
+
+
+def test_reverse_compute_at_whole_symbolic_domain_keeps_its_extent():
+    # The cache copy of A has no producer under loop i, so it copies all of A there: its loop
+    # runs over n rows, not over the int32 bound of n.
+    from schedule_helpers import symbolic_row_sum
+    func = symbolic_row_sum()
+    sch = tir.Schedule(func)
+    sch.cache_read(sch.get_block("B"), 0, "local")
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.reverse_compute_at(sch.get_block("A_local"), i)
+    assert "for ax0, ax1 in T.grid(n, 16):" in sch.mod["main"].script()
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)

@@ -285,3 +285,15 @@ def test_reverse_compute_inline_consumer_with_unit_iterator():
     sch.reverse_compute_inline(sch.get_block("pad_global"))
     assert_same_results(func, sch.mod)
     assert_trace_roundtrip(sch, func)
+
+
+def test_reverse_compute_inline_error_consumer_reads_past_the_producer():
+    # The padding reads X at y - 1 for y in [0, 10) (guarded): inlined into the cache copy of X,
+    # which runs over [0, 8) only, the border of the padding would never be written.
+    sch = tir.Schedule(conv2d())
+    sch.cache_read(sch.get_block("pad"), 0, "global")
+    pad = sch.get_block("pad")
+    assert_fails(sch, lambda: sch.reverse_compute_inline(pad),
+                 "RegionNotCoverableError",
+                 "reverse_compute_inline: block 'pad' reads -1 to 9 (exclusive) of dimension 2 of "
+                 "buffer 'X_global', but its producer 'X_global' computes only 0 to 8 of it")
