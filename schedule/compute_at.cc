@@ -329,6 +329,7 @@ class ComputeAtPlanner {
       Expr min = analyzer_.simplify(set.min());
       doms.push_back(Range{min, analyzer_.simplify(set.max() - min + 1)});
       if (move_.reverse && iv.type != IterType::kDataPar) check_whole_domain(iv, doms.back());
+      if (move_.reverse && iv.type == IterType::kDataPar) check_covered(iv, doms.back());
     }
     if (move_.reverse) check_reads_covered(doms, required);
     return doms;
@@ -346,6 +347,34 @@ class ComputeAtPlanner {
              to_script(iv.dom.min) + ", " + to_script(analyzer_.simplify(whole_end)) +
              ") in one iteration of loop " + loop_name() +
              "; a reduction cannot be split across iterations of the loop",
+         block_.realize);
+  }
+
+  // Over all iterations of the loop and the loops around it, a spatial iterator of a consumer
+  // must still take every value of its domain: the values its producers do not write (the
+  // border of a padding block) would otherwise never be computed.
+  void check_covered(const IterVar& iv, const Range& dom) {
+    std::unordered_map<const Var*, Range> loops;
+    for (const StmtNode* s = loop_.loop; s != nullptr && s != loop_.scope; s = index_.parent(s)) {
+      if (s->kind() != NodeKind::For) continue;
+      const auto* f = static_cast<const For*>(s);
+      loops[f->loop_var.get()] = Range{f->min, f->extent};
+    }
+    arith::IntSetMap dom_map = arith::int_set_map(loops);
+    arith::IntSet first = arith::eval_set(dom.min, dom_map, &analyzer_);
+    arith::IntSet last = arith::eval_set(dom.min + dom.extent, dom_map, &analyzer_);
+    Expr whole_end = iv.dom.min + iv.dom.extent;
+    if (first.has_lower_bound() && last.has_upper_bound() &&
+        analyzer_.can_prove(le(first.min(), iv.dom.min)) &&
+        analyzer_.can_prove(ge(last.max(), whole_end))) {
+      return;
+    }
+    fail("RegionNotCoverableError",
+         "spatial iterator '" + iv.var->name + "' of block " + block_name() + " would take [" +
+             to_script(dom.min) + ", " + to_script(analyzer_.simplify(dom.min + dom.extent)) +
+             ") under loop " + loop_name() + ", which never reaches all of its domain [" +
+             to_script(iv.dom.min) + ", " + to_script(analyzer_.simplify(whole_end)) +
+             "): its producers do not write what it would compute there",
          block_.realize);
   }
 

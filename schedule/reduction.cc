@@ -20,126 +20,6 @@ namespace kiln::schedule {
 
 using namespace kiln::ir;
 
-// ---------------------------------------------------------------------------------------------
-// Helpers of reduction_util.h
-
-std::vector<Expr> conjuncts(const Expr& predicate) {
-  std::vector<Expr> out;
-  if (!predicate.defined() || is_const_int(predicate, 1)) return out;
-  if (const auto* a = predicate.as<And>()) {
-    for (const Expr& side : {a->a, a->b}) {
-      std::vector<Expr> inner = conjuncts(side);
-      out.insert(out.end(), inner.begin(), inner.end());
-    }
-    return out;
-  }
-  out.push_back(predicate);
-  return out;
-}
-
-Expr conjunction(const std::vector<Expr>& conditions) {
-  Expr out;
-  for (const Expr& c : conditions) out = out.defined() ? logical_and(out, c) : c;
-  return out.defined() ? out : bool_const(true);
-}
-
-namespace {
-
-// The point regions of the loads in `stmt` (what an init that is not a constant reads).
-std::vector<BufferRegion> load_regions(const Stmt& stmt) {
-  std::vector<BufferRegion> regions;
-  post_order_visit(stmt, [&regions](const Node* node) {
-    if (node->kind() != NodeKind::BufferLoad) return;
-    const auto* load = static_cast<const BufferLoad*>(node);
-    BufferRegion region{load->buffer, {}};
-    for (const Expr& index : load->indices) region.region.push_back(Range{index, int32_const(1)});
-    regions.push_back(std::move(region));
-  });
-  return regions;
-}
-
-std::vector<BufferRegion> substitute_regions(const std::vector<BufferRegion>& regions,
-                                             const VarMap& vmap) {
-  std::vector<BufferRegion> out = regions;
-  for (BufferRegion& region : out) {
-    for (Range& range : region.region) {
-      range.min = substitute(range.min, vmap);
-      range.extent = substitute(range.extent, vmap);
-    }
-  }
-  return out;
-}
-
-bool uses_any(const Expr& e, const std::unordered_set<const Var*>& vars) {
-  return uses_var(e, [&vars](const Var* v) { return vars.count(v) != 0; });
-}
-
-}  // namespace
-
-Stmt make_init_nest(const InitSource& source, std::string* conflict) {
-  // Step 1. Copy the loops that the bindings use, in order.
-  std::unordered_set<const Var*> candidates, copied;
-  for (const For* loop : source.loops) candidates.insert(loop->loop_var.get());
-  VarMap loop_map;
-  std::vector<Ref<For>> nest;
-  for (const For* loop : source.loops) {
-    const Var* v = loop->loop_var.get();
-    bool used = std::any_of(source.bindings.begin(), source.bindings.end(), [v](const Expr& b) {
-      return uses_var(b, [v](const Var* x) { return x == v; });
-    });
-    if (!used) continue;
-    auto copy_loop = copy(loop);
-    copy_loop->loop_var = make_var(loop->loop_var->name + "_init", loop->loop_var->dtype);
-    copy_loop->min = substitute(loop->min, loop_map);
-    copy_loop->extent = substitute(loop->extent, loop_map);
-    loop_map[v] = copy_loop->loop_var;
-    copied.insert(v);
-    nest.push_back(copy_loop);
-  }
-  // Step 2. Keep the conditions of the predicate that only the copied loops decide.
-  std::unordered_set<const Var*> dropped;
-  for (const Var* v : candidates) {
-    if (copied.count(v) == 0) dropped.insert(v);
-  }
-  std::vector<Expr> kept;
-  for (const Expr& condition : conjuncts(source.predicate)) {
-    bool uses_copied = uses_any(condition, copied);
-    bool uses_dropped = uses_any(condition, dropped);
-    if (uses_copied && uses_dropped) {
-      *conflict = to_script(condition);
-      return nullptr;
-    }
-    if (!uses_dropped) kept.push_back(substitute(condition, loop_map));
-  }
-  // Step 3. The init block over copies of the iterators.
-  Stmt body;
-  if (source.iters.empty() && !source.always_block) {
-    body = source.init;
-  } else {
-    VarMap iter_map;
-    auto block = make<Block>();
-    block->name = source.block_name;
-    std::vector<Expr> values;
-    for (size_t k = 0; k < source.iters.size(); ++k) {
-      IterVar iv = source.iters[k];
-      Ref<Var> fresh = make_var(iv.var->name + "_init", iv.var->dtype);
-      iter_map[iv.var.get()] = fresh;
-      iv.var = fresh;
-      block->iter_vars.push_back(iv);
-      values.push_back(substitute(source.bindings[k], loop_map));
-    }
-    block->body = substitute(source.init, iter_map);
-    block->reads = load_regions(block->body);
-    block->writes = substitute_regions(source.writes, iter_map);
-    body = make<BlockRealize>(std::move(values), conjunction(kept), block);
-  }
-  for (size_t k = nest.size(); k-- > 0;) {
-    nest[k]->body = body;
-    body = nest[k];
-  }
-  return body;
-}
-
 namespace {
 
 // ---------------------------------------------------------------------------------------------
@@ -334,6 +214,33 @@ std::string quoted_list(const std::vector<std::string>& names) {
   return out;
 }
 
+// The condition that holds exactly when some values of `dropped` loops satisfy `condition`, for
+// a comparison `a < b` or `a <= b` (or `>`, `>=`) whose `a - b` never decreases as a dropped loop
+// grows: then the loops' minimums are the values most likely to satisfy it. The conditions of
+// split predicates (`fused index < extent`) have this form. None for any other condition.
+std::optional<Expr> satisfiable_at_minimum(const Expr& condition,
+                                           const std::vector<const For*>& dropped) {
+  Expr lhs, rhs;
+  if (const auto* c = condition.as<LT>()) lhs = c->a, rhs = c->b;
+  if (const auto* c = condition.as<LE>()) lhs = c->a, rhs = c->b;
+  if (const auto* c = condition.as<GT>()) lhs = c->b, rhs = c->a;
+  if (const auto* c = condition.as<GE>()) lhs = c->b, rhs = c->a;
+  if (!lhs.defined()) return std::nullopt;
+  Expr gap = sub(lhs, rhs);
+  arith::Analyzer analyzer;
+  VarMap at_minimum;
+  for (const For* loop : dropped) {
+    const Var* v = loop->loop_var.get();
+    if (!uses_var(gap, [v](const Var* x) { return x == v; })) continue;
+    Expr next = substitute(gap, VarMap{{v, add(loop->loop_var, make_const(v->dtype, 1))}});
+    if (!analyzer.can_prove_greater_equal(analyzer.simplify(sub(next, gap)), 0)) {
+      return std::nullopt;
+    }
+    at_minimum[v] = loop->min;
+  }
+  return analyzer.simplify(substitute(condition, at_minimum));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -427,8 +334,6 @@ RV rfactor(Schedule& sch, const RV& loop_rv, int factor_axis) {
   std::vector<Expr> rf_values{rf_loop->loop_var};
   VarMap rf_map;                                     // old iterators -> rfactor block terms
   VarMap loop_to_iter{{rf_var, Expr(rf_iter.var)}};  // reduce loops -> rfactor block iterators
-  std::unordered_map<const Var*, const For*> loop_of;
-  for (const For* loop : loc.loops) loop_of[loop->loop_var.get()] = loop;
   for (size_t k = 0; k < block->iter_vars.size(); ++k) {
     const IterVar& iv = block->iter_vars[k];
     const Expr& binding = realize->iter_values[k];
@@ -532,15 +437,30 @@ RV rfactor(Schedule& sch, const RV& loop_rv, int factor_axis) {
   }
   wb_block->writes = substitute_regions(block->writes, wb_map);
   wb_block->annotations = block->annotations;
-  // Conditions over loops that the write-back does not copy (reduce loops) are dropped: every
-  // element of the intermediate buffer was initialized by the rfactor block.
-  std::unordered_set<const Var*> copied;
-  for (const auto& [v, e] : wb_loops) copied.insert(v);
+  // The write-back reads exactly the elements of the intermediate buffer that the rfactor block
+  // wrote: a condition over loops that it does not copy (reduce loops) becomes the condition
+  // that some values of those loops satisfy it.
+  std::vector<const For*> dropped;
+  for (const For* loop : loc.loops) {
+    if (wb_loops.count(loop->loop_var.get()) == 0) dropped.push_back(loop);
+  }
   std::vector<Expr> wb_conditions;
   for (const Expr& condition : conjuncts(realize->predicate)) {
-    bool uses_dropped = uses_var(
-        condition, [&](const Var* x) { return loop_of.count(x) != 0 && copied.count(x) == 0; });
-    if (!uses_dropped) wb_conditions.push_back(substitute(condition, wb_loops));
+    std::optional<Expr> kept = satisfiable_at_minimum(condition, dropped);
+    if (!kept) {
+      schedule_error("PredicateNotSupportedError", primitive,
+                     "the predicate condition '" + to_script(condition) + "' of block '" +
+                         block->name +
+                         "' constrains its reduce loops in a way the write-back block cannot "
+                         "reproduce; expected comparisons that loosen as those loops shrink, "
+                         "such as the bounds checks of split",
+                     func, realize);
+    }
+    Expr kept_here = substitute(*kept, wb_loops);
+    bool known = is_const_int(kept_here, 1) ||
+                 std::any_of(wb_conditions.begin(), wb_conditions.end(),
+                             [&](const Expr& c) { return structural_equal(c, kept_here); });
+    if (!known) wb_conditions.push_back(kept_here);
   }
   Stmt wb = make<BlockRealize>(wb_values, conjunction(wb_conditions), wb_block);
   for (size_t k = wb_nest.size(); k-- > 0;) {
@@ -617,13 +537,24 @@ RV decompose_reduction(Schedule& sch, const RV& block_rv, const RV& loop_rv) {
     schedule_error("NotReductionBlockError", primitive,
                    "the init of block '" + block->name + "' uses a reduce iterator", func, realize);
   }
+  std::vector<const For*> below(position, loc.loops.end());
+  std::string why;
+  if (!loops_map_one_to_one(*realize, below, &why)) {
+    schedule_error("LoopHeightError", primitive,
+                   "from loop '" + loop->loop_var->name +
+                       "' down, the loops do not map one to one "
+                       "onto the iterators of block '" +
+                       block->name + "' (" + why +
+                       "), so the reduction would run more than once after one init",
+                   func, loop);
+  }
   // Step 4. The init nest: copies of the loops under `loop` that the spatial iterators use.
   InitSource source;
   source.block_name = fresh_block_name(sch.index(func_name), block->name + "_init");
   source.iters = spatial_iters;
   source.bindings = spatial_values;
   source.predicate = realize->predicate;
-  source.loops.assign(position, loc.loops.end());
+  source.loops = below;
   source.init = block->init;
   source.writes = block->writes;
   std::string conflict;

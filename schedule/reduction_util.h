@@ -1,12 +1,13 @@
-// Helpers of the reduction family shared by decompose_reduction, blockize and tensorize: the
-// conditions of a predicate, and the init of a reduction rebuilt as a loop nest of its own.
-// Private to schedule/.
+// Helpers of the reduction family shared by rfactor, decompose_reduction and blockize: the
+// conditions of a predicate, substitution in regions, and the init of a reduction rebuilt as a
+// loop nest of its own. Private to schedule/; implemented in reduction_util.cc.
 #pragma once
 
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "kiln/ir/functor.h"
 #include "kiln/ir/stmt.h"
 
 namespace kiln::schedule {
@@ -16,6 +17,21 @@ std::vector<ir::Expr> conjuncts(const ir::Expr& predicate);
 
 // The conjunction of `conditions`, `true` for none.
 ir::Expr conjunction(const std::vector<ir::Expr>& conditions);
+
+// `regions` with the variables of `vmap` replaced in their ranges.
+std::vector<ir::BufferRegion> substitute_regions(const std::vector<ir::BufferRegion>& regions,
+                                                 const ir::VarMap& vmap);
+
+// Whether `e` uses one of `vars`.
+bool uses_any(const ir::Expr& e, const std::unordered_set<const ir::Var*>& vars);
+
+// Whether the bindings of `realize` map `loops` (the loops from some loop down to the block)
+// one to one onto iterator values, the loops outside them held fixed; the reason in `why`
+// otherwise. An init moved above `loops` runs once for all their iterations, which is right only
+// then: a loop that binds nothing, or two points of the loops that reach the same iterator
+// values, would run the reduction again after a single init.
+bool loops_map_one_to_one(const ir::BlockRealize& realize, const std::vector<const ir::For*>& loops,
+                          std::string* why);
 
 // What make_init_nest needs to know about the block whose init it moves.
 struct InitSource {

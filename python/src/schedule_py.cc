@@ -319,31 +319,6 @@ void bind_schedule(py::module_& m) {
             unannotate(s, to_rv(rv, "unannotate", "block_or_loop"), key);
           },
           py::arg("block_or_loop"), py::arg("ann_key"))
-      // Compute location
-      .def(
-          "compute_at",
-          [](Schedule& s, const BlockRV& b, const LoopRV& l, bool preserve_unit_loops) {
-            compute_at(s, b, l, preserve_unit_loops);
-          },
-          py::arg("block"), py::arg("loop"), py::arg("preserve_unit_loops") = false)
-      .def(
-          "reverse_compute_at",
-          [](Schedule& s, const BlockRV& b, const LoopRV& l, bool preserve_unit_loops) {
-            reverse_compute_at(s, b, l, preserve_unit_loops);
-          },
-          py::arg("block"), py::arg("loop"), py::arg("preserve_unit_loops") = false)
-      .def(
-          "compute_inline", [](Schedule& s, const BlockRV& b) { compute_inline(s, b); },
-          py::arg("block"))
-      .def(
-          "reverse_compute_inline",
-          [](Schedule& s, const BlockRV& b) { reverse_compute_inline(s, b); }, py::arg("block"))
-      .def(
-          "sample_compute_location",
-          [](Schedule& s, const BlockRV& b, std::optional<int64_t> decision) {
-            return to_python(sample_compute_location(s, b, decision));
-          },
-          py::arg("block"), py::arg("decision") = py::none())
       // Cache stages, buffer storage and layout
       .def(
           "cache_read",
@@ -375,6 +350,31 @@ void bind_schedule(py::module_& m) {
             transform_layout(s, b, to_buffer_spec(buffer), to_index_map(index_map));
           },
           py::arg("block"), py::arg("buffer"), py::arg("index_map"))
+      // Compute location
+      .def(
+          "compute_at",
+          [](Schedule& s, const BlockRV& b, const LoopRV& l, bool preserve_unit_loops) {
+            compute_at(s, b, l, preserve_unit_loops);
+          },
+          py::arg("block"), py::arg("loop"), py::arg("preserve_unit_loops") = false)
+      .def(
+          "reverse_compute_at",
+          [](Schedule& s, const BlockRV& b, const LoopRV& l, bool preserve_unit_loops) {
+            reverse_compute_at(s, b, l, preserve_unit_loops);
+          },
+          py::arg("block"), py::arg("loop"), py::arg("preserve_unit_loops") = false)
+      .def(
+          "compute_inline", [](Schedule& s, const BlockRV& b) { compute_inline(s, b); },
+          py::arg("block"))
+      .def(
+          "reverse_compute_inline",
+          [](Schedule& s, const BlockRV& b) { reverse_compute_inline(s, b); }, py::arg("block"))
+      .def(
+          "sample_compute_location",
+          [](Schedule& s, const BlockRV& b, std::optional<int64_t> decision) {
+            return to_python(sample_compute_location(s, b, decision));
+          },
+          py::arg("block"), py::arg("decision") = py::none())
       // Reduction, blockize and tensorize
       .def(
           "rfactor",
@@ -421,8 +421,7 @@ void bind_schedule(py::module_& m) {
       .def_readonly("impl", &TensorIntrin::impl)
       .def_static(
           "register",
-          [](const std::string& name, const Ref<ir::PrimFunc>& desc,
-             const Ref<ir::PrimFunc>& impl,
+          [](const std::string& name, const Ref<ir::PrimFunc>& desc, const Ref<ir::PrimFunc>& impl,
              bool override) { register_tensor_intrin(name, desc, impl, override); },
           py::arg("name"), py::arg("desc"), py::arg("impl"), py::arg("override") = false)
       .def_static(

@@ -44,8 +44,17 @@ IntSet IntSet::from_range(const Range& range) {
 
 IntSet IntSet::from_bound(const ConstIntBound& bound, DataType dtype) {
   if (bound.min_value > bound.max_value) return nothing();
-  Expr lo = bound.min_value == ConstIntBound::kNegInf ? Expr() : make_const(dtype, bound.min_value);
-  Expr hi = bound.max_value == ConstIntBound::kPosInf ? Expr() : make_const(dtype, bound.max_value);
+  // An end at the limit of a signed type says only that the value fits the type: it is left
+  // infinite, so that arithmetic on the set's ends cannot wrap around.
+  bool is_signed = dtype.is_int() && dtype.bits() < 64;
+  int64_t type_min = is_signed ? -(int64_t{1} << (dtype.bits() - 1)) : ConstIntBound::kNegInf;
+  int64_t type_max = is_signed ? (int64_t{1} << (dtype.bits() - 1)) - 1 : ConstIntBound::kPosInf;
+  Expr lo = bound.min_value <= type_min || bound.min_value == ConstIntBound::kNegInf
+                ? Expr()
+                : make_const(dtype, bound.min_value);
+  Expr hi = bound.max_value >= type_max || bound.max_value == ConstIntBound::kPosInf
+                ? Expr()
+                : make_const(dtype, bound.max_value);
   return interval(lo, hi);
 }
 
@@ -100,6 +109,16 @@ namespace {
 // Ends of sets combine with null as infinity: an operation with an infinite end is infinite.
 Expr end_op(const Expr& a, const Expr& b, Expr (*op)(Expr, Expr)) {
   if (!a.defined() || !b.defined()) return Expr();
+  const int64_t* x = as_const_int(a);
+  const int64_t* y = as_const_int(b);
+  DataType t = a->dtype;
+  if (x != nullptr && y != nullptr && t.is_int() && t.bits() <= 32) {
+    // Constant ends of 32-bit or narrower types fold exactly in 64 bits; a result the type
+    // cannot hold is an infinite end, never a wrapped one.
+    int64_t r = op == add ? *x + *y : op == mul ? *x * *y : 0;
+    int64_t limit = int64_t{1} << (t.bits() - 1);
+    if ((op == add || op == mul) && (r < -limit || r >= limit)) return Expr();
+  }
   return op(a, b);
 }
 

@@ -124,6 +124,23 @@ def test_rfactor_max_reduction_with_a_non_divisible_split():
     assert_trace_roundtrip(sch, func)
 
 
+def test_rfactor_write_back_skips_factor_values_the_predicate_never_reaches():
+    # k (16) split by 3 gives 6 outer steps, split again by 8: factor values 6 and 7 of the
+    # rfactor loop are never computed, so the write-back must not read them.
+    func = symbolic_row_sum()
+    sch, _, (_, k) = schedule_of(func, "B")
+    k0, _ = sch.split(k, factors=[None, 3])
+    _, k01 = sch.split(k0, factors=[None, 8])
+    sch.rfactor(k01, factor_axis=0)
+    text = sch.mod["main"].script()
+    assert '''    for i_1, k_0_1_1 in T.grid(n, 8):
+        with T.block("B"):
+            v_k_0_1_1, v_i_1 = T.axis.remap("RS", [k_0_1_1, i_1])
+            T.where(k_0_1_1 < 6)''' in text, text
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
+
+
 def test_rfactor_then_decompose_and_parallelize_the_factor_loop():
     func = matmul(16, 12, 8)
     sch, _, (_, _, k) = schedule_of(func, "C")

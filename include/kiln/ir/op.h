@@ -33,7 +33,9 @@ namespace kiln::ir {
 Expr make_const(DataType dtype, int64_t value);
 Expr make_const(DataType dtype, double value);
 // An int literal is an integer constant (without this, `make_const(t, 1)` would be ambiguous).
-inline Expr make_const(DataType dtype, int value) { return make_const(dtype, int64_t{value}); }
+inline Expr make_const(DataType dtype, int value) {
+  return make_const(dtype, int64_t{value});
+}
 Expr make_zero(DataType dtype);
 Expr make_one(DataType dtype);
 // The constant wrapped to the width of an integer dtype (sign- or zero-extended).

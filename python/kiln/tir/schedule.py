@@ -28,14 +28,16 @@ def _error_class(name):
 
 
 # The failure modes, declared up front so that they can be caught by name before any is raised.
-for _name in ("NotInSameScopeError", "NotStagePipelineError",
-              "NotCompleteOrReductionBlockError", "NotCompactDataflowError", "OutputBlockError",
-              "NotAllRequiredBlocksAreVisitedError",
-              "RegionNotCoverableError", "PartialReductionError", "ConsumerBeforeLoopError", "NotCompleteBlockError",
-              "BodyAnalysisError", "OpaqueAccessError", "NonSingleProducerError",
-              "NotBijectiveAffineIndexError", "ConsumerPredicateError",
-              "StaleHandleError", "BlockNotFoundError", "NonConstantExtentError",
+for _name in ("StaleHandleError", "BlockNotFoundError", "NonConstantExtentError",
               "InvalidSampleError", "InvalidDecisionError",
+              "InvalidSplitFactorsError", "InvalidLoopsError", "LoopsNotNestedError",
+              "LoopIterTypeError", "LoopDependenceError", "WrongBlockIterTypeError",
+              "InvalidThreadTagError", "InvalidAnnotationError", "AnnotationNotFoundError",
+              "NotInSameScopeError", "NotStagePipelineError", "NotCompleteOrReductionBlockError",
+              "NotCompactDataflowError", "OutputBlockError", "NotAllRequiredBlocksAreVisitedError",
+              "RegionNotCoverableError", "PartialReductionError", "ConsumerBeforeLoopError",
+              "NotCompleteBlockError", "BodyAnalysisError", "OpaqueAccessError",
+              "NonSingleProducerError", "NotBijectiveAffineIndexError", "ConsumerPredicateError",
               "BufferIndexOutOfRangeError", "InvalidStorageScopeError", "ReadWriteBufferError",
               "NotSingleWriteBlockError", "CacheLocationError", "FunctionParamBufferError",
               "InvalidStorageAlignError", "StorageAlignOrderError", "BufferNotFoundError",
@@ -43,7 +45,7 @@ for _name in ("NotInSameScopeError", "NotStagePipelineError",
               "NotSingleChildBlockError", "NotReductionBlockError", "NoMatchedReducerError",
               "NotAffineBindingError", "LoopPropertyError", "FactorAxisOutOfRangeError",
               "LoopPositionError", "LoopHeightError", "SubspaceNotDivisibleError",
-              "TensorizeMismatchError", "TensorizeLayoutError"):
+              "TensorizeMismatchError", "TensorizeLayoutError", "PredicateNotSupportedError"):
     _error_class(_name)
 
 
