@@ -330,9 +330,13 @@ Blockized build_blockize(Schedule& sch, const RV& loop_rv, const char* primitive
       return uses_var(
           e, [&](const Var* v) { return inner_vars.count(v) == 0 && ranges.count(v) != 0; });
     };
-    for (Expr& value : inner_values) value = substitute(value, outer_loops);
+    auto rewrite = [&](const Expr& e) {
+      Expr r = substitute(e, outer_loops);
+      return r.same_as(e) ? e : analyzer.simplify(r);
+    };
+    for (Expr& value : inner_values) value = rewrite(value);
     for (Expr& c : inner_conditions) {
-      c = substitute(c, outer_loops);
+      c = rewrite(c);
       if (uses_outer_loop(c)) {
         schedule_error("SubspaceNotDivisibleError", primitive,
                        "the condition " + to_script(c) + " of block '" + block->name +

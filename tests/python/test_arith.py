@@ -257,3 +257,11 @@ def _substitute(expr, values):
     for v, value in values.items():
         ana.bind(v, tir.IntImm("int32", value))
     return ana.simplify(expr)
+
+
+def test_int_set_ends_never_wrap_around():
+    # f0 * n is only known to fit int32; scaling its bounds by 8 must not wrap to [0, -8].
+    ana = arith.Analyzer()
+    f0, n = var("f0"), var("n")
+    s = ana.int_set(f0 * n * 8, {f0: tir.Range(0, 2)})
+    assert s.min_value is None and s.max_value is None

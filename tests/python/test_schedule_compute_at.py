@@ -526,3 +526,16 @@ def test_reverse_compute_at_whole_symbolic_domain_keeps_its_extent():
     assert "for ax0, ax1 in T.grid(n, 16):" in sch.mod["main"].script()
     assert_same_results(func, sch.mod)
     assert_trace_roundtrip(sch, func)
+
+
+def test_reverse_compute_at_error_padding_consumer_would_miss_its_border():
+    # pad reads X_shared[y - 1, x - 1]: under the cache's loop it would only be computed where
+    # the cache is written, leaving the border of the padded buffer unwritten.
+    func = conv2d()
+    sch = tir.Schedule(func)
+    pad = sch.get_block("pad")
+    sch.cache_read(pad, 0, "shared")
+    _, ch, _, _ = sch.get_loops(sch.get_block("X_shared"))
+    assert_fails(sch, lambda: sch.reverse_compute_at(pad, ch), "RegionNotCoverableError",
+                 "spatial iterator 'v_y' of block 'pad' would take [1, 9) under loop 'ax1', "
+                 "which never reaches all of its domain [0, 10)")

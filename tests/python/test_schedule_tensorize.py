@@ -418,3 +418,45 @@ def test_random_args_of_the_int8_workload_are_usable():
     # The numeric helpers accept the new workloads (uint8, int8, int32 parameters).
     args = random_args(matmul_u8s8s32(m=2, n=16, k=4))
     assert [a.dtype for a in args] == [np.uint8, np.int8, np.int32]
+
+
+def test_blockize_inside_a_unit_outer_loop_keeps_the_bindings_in_scope():
+    # The outer part of y (extent 1) has no iterator in the outer block: the inner bindings must
+    # use its value, not the loop above the block.
+    from schedule_helpers import depthwise_conv2d
+    func = depthwise_conv2d()
+    sch = tir.Schedule(func)
+    block = sch.get_block("dwconv")
+    _, y, _, _, _ = sch.get_loops(block)
+    _, y1 = sch.split(y, factors=[1, 6])
+    sch.blockize(y1)
+    text = sch.mod["main"].script()
+    assert 'v_y, v_x, v_ry, v_rx = T.axis.remap("SSRR", [y_1, x, ry, rx])' in text, text
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
+
+
+def test_blockize_condition_over_outer_loops_uses_the_outer_iterator():
+    from schedule_helpers import symbolic_row_sum
+    func = symbolic_row_sum()
+    sch = tir.Schedule(func)
+    _, k = sch.get_loops(sch.get_block("B"))
+    _, k1, _ = sch.split(k, factors=[None, 4, 3])
+    sch.blockize(k1)
+    text = sch.mod["main"].script()
+    assert "T.where(v_k_o * 12 + " in text, text
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
+
+
+def test_blockize_of_a_fused_loop_with_a_unit_part():
+    from schedule_helpers import conv2d
+    func = conv2d()
+    sch = tir.Schedule(func)
+    block = sch.get_block("conv")
+    b, o = sch.get_loops(block)[:2]
+    fused = sch.fuse(b, o)
+    sch.blockize(fused)
+    assert "v_b_1 = T.axis.spatial(1, 0)" in sch.mod["main"].script()
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
