@@ -135,6 +135,15 @@ class ComputeAtPlanner {
                ", the loop in that of block " + loop_scope,
            loop_.loop);
     }
+    for (const StmtNode* s :
+         {static_cast<const StmtNode*>(block_.realize), static_cast<const StmtNode*>(loop_.loop)}) {
+      if (!in_init(s)) continue;
+      fail("NotInSameScopeError",
+           std::string(s == loop_.loop ? "loop " + loop_name() : "block " + block_name()) +
+               " is in the init of block '" + block_.scope->name +
+               "'; only the blocks and loops of a scope's body move",
+           s);
+    }
     if (loop_depth(block_, loop_.loop) < block_.loops.size()) {
       fail("NotInSameScopeError",
            "loop " + loop_name() + " is an ancestor of block " + block_name() +
@@ -147,6 +156,41 @@ class ComputeAtPlanner {
            "the scope of block " + block_name() + " is not a stage pipeline: " + pipeline.reason,
            pipeline.where);
     }
+  }
+
+  // The new loops run the block's iterators over their domains, with no other condition: a
+  // predicate that says more than those domains (the tail of a split reduction, where several
+  // iterators sum past the end) would be lost.
+  void check_predicate() {
+    const Expr& predicate = block_.realize->predicate;
+    if (!predicate.defined() || is_const_int(predicate, 1)) return;
+    arith::Analyzer analyzer;
+    for (const For* loop : block_.loops) {
+      analyzer.bind(loop->loop_var, Range{loop->min, loop->extent});
+    }
+    Expr in_domains = bool_const(true);
+    for (size_t k = 0; k < block_.block->iter_vars.size(); ++k) {
+      const Range& dom = block_.block->iter_vars[k].dom;
+      const Expr& value = block_.realize->iter_values[k];
+      in_domains =
+          logical_and(in_domains, logical_and(ge(value, dom.min), lt(value, dom.min + dom.extent)));
+    }
+    arith::ConstraintScope known(&analyzer, in_domains);
+    if (analyzer.can_prove(predicate)) return;
+    fail("BlockPredicateError",
+         "block " + block_name() + " has the predicate " + to_script(predicate) +
+             ", which its iterators' domains do not imply; the block's new loops would run "
+             "where the predicate is false",
+         block_.realize);
+  }
+
+  // Whether a statement of the scope lies in the scope block's init rather than its body.
+  bool in_init(const StmtNode* stmt) const {
+    const Block* scope = block_.scope;
+    if (scope == nullptr || !scope->init.defined()) return false;
+    const StmtNode* s = stmt;
+    while (s != nullptr && index_.parent(s) != scope) s = index_.parent(s);
+    return s == scope->init.get();
   }
 
   // Step 3. Check the block itself and the loop nest it leaves.
@@ -176,6 +220,7 @@ class ComputeAtPlanner {
              other->realize);
       }
     }
+    check_predicate();
     if (!move_.reverse) {
       if (const Buffer* out = output_buffer(block_)) {
         fail("OutputBlockError",

@@ -539,3 +539,34 @@ def test_reverse_compute_at_error_padding_consumer_would_miss_its_border():
     assert_fails(sch, lambda: sch.reverse_compute_at(pad, ch), "RegionNotCoverableError",
                  "spatial iterator 'v_y' of block 'pad' would take [1, 9) under loop 'ax1', "
                  "which never reaches all of its domain [0, 10)")
+
+
+def test_compute_at_error_block_or_loop_in_an_init():
+    # blockize leaves the init of C as a loop nest in the init of C_o; it cannot move.
+    func = WORKLOADS["batch_matmul"]()
+    sch = tir.Schedule(func)
+    block = sch.get_block("C")
+    sch.blockize(sch.get_loops(block)[2])
+    sch.cache_read(block, 1, "shared")
+    shared = sch.get_block("B_shared")
+    (ax0, _, _) = sch.get_loops(shared)
+    init = sch.get_block("C_init")
+    (j_init,) = sch.get_loops(init)
+    assert_fails(sch, lambda: sch.compute_at(init, ax0), "NotInSameScopeError",
+                 "block 'C_init' is in the init of block 'C_o'")
+    assert_fails(sch, lambda: sch.reverse_compute_at(shared, j_init),
+                 "NotInSameScopeError", "loop 'j_init' is in the init of block 'C_o'")
+
+
+def test_compute_at_error_predicate_beyond_the_domains():
+    # ry (3) split by [None, 4, 3] leaves a predicate over three iterators; once the rfactor
+    # block's loops are rebuilt from the iterators' domains it would no longer hold.
+    func = WORKLOADS["depthwise_conv2d"]()
+    sch = tir.Schedule(func)
+    block = sch.get_block("dwconv")
+    ry = sch.get_loops(block)[3]
+    _, _, ry_2 = sch.split(ry, factors=[None, 4, 3])
+    rf = sch.rfactor(ry_2, factor_axis=0)
+    _, y, _, _ = sch.get_loops(sch.get_block("dwconv"))
+    assert_fails(sch, lambda: sch.compute_at(rf, y), "BlockPredicateError",
+                 "block 'dwconv_rf' has the predicate")

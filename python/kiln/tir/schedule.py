@@ -45,7 +45,8 @@ for _name in ("StaleHandleError", "BlockNotFoundError", "NonConstantExtentError"
               "NotSingleChildBlockError", "NotReductionBlockError", "NoMatchedReducerError",
               "NotAffineBindingError", "LoopPropertyError", "FactorAxisOutOfRangeError",
               "LoopPositionError", "LoopHeightError", "SubspaceNotDivisibleError",
-              "TensorizeMismatchError", "TensorizeLayoutError", "PredicateNotSupportedError"):
+              "TensorizeMismatchError", "TensorizeLayoutError", "PredicateNotSupportedError",
+              "BlockPredicateError"):
     _error_class(_name)
 
 
