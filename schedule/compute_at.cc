@@ -482,14 +482,19 @@ class ComputeAtPlanner {
       if (c_last && c_dom_last && *c_last > *c_dom_last) last = dom_last;
       Expr extent = analyzer_.simplify(last - min + 1);
       // A symbolic extent is replaced by its constant upper bound when it has one that is
-      // tighter than the domain's (a symbolic domain's bound is only that of its type).
+      // tighter than the domain's (a symbolic domain's bound is only that of its type). A bound
+      // near the type's limit (`(n + 1) // 2` of an unknown n) comes from the type, not the
+      // schedule, and is no tile size.
       Expr loop_extent = extent;
       bool padded = false;
       if (as_const_int(extent) == nullptr) {
         arith::ConstIntBound b = analyzer_.const_int_bound(extent);
         int64_t dom_bound = analyzer_.const_int_bound(iv.dom.extent).max_value;
         bool tighter = b.max_value < dom_bound || as_const_int(iv.dom.extent) != nullptr;
-        if (b.max_value != arith::ConstIntBound::kPosInf && tighter) {
+        int64_t type_max = dtype.bits() < 64 ? (int64_t{1} << (dtype.bits() - 1)) - 1
+                                             : arith::ConstIntBound::kPosInf;
+        bool from_type = b.max_value > (type_max >> 8);
+        if (b.max_value != arith::ConstIntBound::kPosInf && tighter && !from_type) {
           loop_extent = make_const(dtype, std::min(b.max_value, dom_bound));
           padded = true;
         }

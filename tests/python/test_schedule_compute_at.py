@@ -570,3 +570,19 @@ def test_compute_at_error_predicate_beyond_the_domains():
     _, y, _, _ = sch.get_loops(sch.get_block("dwconv"))
     assert_fails(sch, lambda: sch.compute_at(rf, y), "BlockPredicateError",
                  "block 'dwconv_rf' has the predicate")
+
+
+def test_compute_at_symbolic_tile_keeps_its_extent():
+    # The tile of i_0 holds (n + 1) // 2 rows; its constant bound (from int32's range) is no
+    # tile size and must not become the loop's extent.
+    from schedule_helpers import symbolic_row_sum
+    func = symbolic_row_sum()
+    sch = tir.Schedule(func)
+    block = sch.get_block("B")
+    shared = sch.cache_read(block, 0, "shared")
+    i, _ = sch.get_loops(block)
+    i_0, _ = sch.split(i, factors=[2, None])
+    sch.compute_at(shared, i_0)
+    assert "for ax0, ax1 in T.grid((n + 1) // 2, 16):" in sch.mod["main"].script()
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
