@@ -8,6 +8,7 @@
 #include "block_dependence.h"
 #include "instruction_registry.h"
 #include "kiln/arith/int_set.h"
+#include "kiln/arith/iter_map.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
@@ -184,6 +185,43 @@ class ComputeAtPlanner {
          block_.realize);
   }
 
+  // The consumer of a reverse_compute_at reads the hull of what a producer writes in one
+  // iteration of the loop; a producer that writes with a stride there (rows i_0 * 2 + i_1 over
+  // i_0) leaves holes in that hull, which the consumer would read before they are written.
+  void check_contiguous(const BlockLocation& producer, const BufferRegion& region, size_t depth) {
+    VarMap bindings;
+    for (size_t k = 0; k < producer.block->iter_vars.size(); ++k) {
+      bindings[producer.block->iter_vars[k].var.get()] = producer.realize->iter_values[k];
+    }
+    arith::IterRanges relaxed;
+    for (size_t k = depth; k < producer.loops.size(); ++k) {
+      relaxed[producer.loops[k]->loop_var.get()] =
+          Range{producer.loops[k]->min, producer.loops[k]->extent};
+    }
+    for (size_t d = 0; d < region.region.size(); ++d) {
+      Expr index = substitute(region.region[d].min, bindings);
+      if (!uses_var(index, [&](const Var* v) { return relaxed.count(v) != 0; })) continue;
+      arith::Analyzer analyzer;
+      arith::IterMapResult map = arith::detect_iter_map(
+          {index}, relaxed, bool_const(true), arith::IterMapLevel::kSurjective, &analyzer);
+      // Steps of `scale` elements, each writing `width` of them, leave no hole when
+      // scale <= width.
+      const int64_t* width = as_const_int(region.region[d].extent);
+      const int64_t* scale = map.ok() && !map.indices[0].args.empty()
+                                 ? as_const_int(map.indices[0].args[0].scale)
+                                 : nullptr;
+      bool contiguous = map.ok() && (map.indices[0].args.empty() ||
+                                     (width != nullptr && scale != nullptr && *scale <= *width));
+      if (contiguous) continue;
+      fail("RegionNotCoverableError",
+           "in one iteration of loop " + loop_name() + ", block '" + producer.block->name +
+               "' writes dimension " + std::to_string(d) + " of buffer '" + region.buffer->name +
+               "' at " + to_script(index) + ", which does not cover a contiguous range; block " +
+               block_name() + " would read the values in between before they are written",
+           producer.realize);
+    }
+  }
+
   // Whether a statement of the scope lies in the scope block's init rather than its body.
   bool in_init(const StmtNode* stmt) const {
     const Block* scope = block_.scope;
@@ -321,6 +359,7 @@ class ComputeAtPlanner {
         bool wanted = false;
         for (const BufferRegion& p : provided) wanted |= p.buffer.same_as(r.buffer);
         if (!wanted) continue;
+        if (move_.reverse) check_contiguous(*b, r, depth);
         std::vector<Range> relaxed = relaxed_region(*b, r, depth, &analyzer_);
         std::vector<arith::IntSet>& sets = required[r.buffer.get()];
         if (sets.empty()) sets.assign(relaxed.size(), arith::IntSet::nothing());

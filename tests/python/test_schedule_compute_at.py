@@ -586,3 +586,17 @@ def test_compute_at_symbolic_tile_keeps_its_extent():
     assert "for ax0, ax1 in T.grid((n + 1) // 2, 16):" in sch.mod["main"].script()
     assert_same_results(func, sch.mod)
     assert_trace_roundtrip(sch, func)
+
+
+def test_reverse_compute_at_error_strided_producer():
+    # Under k, C writes rows i_0 * 2 + i_1 (every other row): relu would read the rows between
+    # before they are computed.
+    func = matmul_relu()
+    sch = tir.Schedule(func)
+    c, d = sch.get_block("C"), sch.get_block("D")
+    i, j, k = sch.get_loops(c)
+    i_0, i_1 = sch.split(i, factors=[8, 2])
+    sch.reorder(i_1, k, j, i_0)
+    assert_fails(sch, lambda: sch.reverse_compute_at(d, k), "RegionNotCoverableError",
+                 "block 'C' writes dimension 0 of buffer 'C' at i_0 * 2 + i_1, which does not "
+                 "cover a contiguous range")
