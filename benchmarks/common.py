@@ -18,8 +18,7 @@ def median_seconds(fn, repeat=7, number=1, warmup=1):
 
 def kiln_seconds(rt, args, repeat=7, number=3):
     """Median seconds per call of a kiln module's main function (GIL released, in C++), on
-    kiln.nd copies of NumPy arguments: kernels assume 64-byte aligned data, and NumPy's arrays
-    (16-byte aligned) would be staged through an aligned copy at every call."""
+    kiln.nd copies of NumPy arguments (64-byte aligned, as the runtime allocates)."""
     import kiln
     import numpy as np
     args = [kiln.nd.array(a) if isinstance(a, np.ndarray) else a for a in args]

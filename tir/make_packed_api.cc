@@ -181,7 +181,7 @@ class PackedApiBuilder {
     arg["shape"] = shape;
     arg["strides"] = strides;
     arg["device"] = "cpu";
-    arg["alignment"] = buffer.data_alignment;
+    arg["alignment"] = buffer.alignment();
     args_[i] = arg;
   }
 

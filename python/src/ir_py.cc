@@ -243,7 +243,7 @@ void bind_ir(py::module_& m) {
       .def_readonly("shape", &Buffer::shape)
       .def_readonly("strides", &Buffer::strides)
       .def_readonly("elem_offset", &Buffer::elem_offset)
-      .def_readonly("data_alignment", &Buffer::data_alignment)
+      .def_property_readonly("data_alignment", &Buffer::alignment)
       .def_readonly("offset_factor", &Buffer::offset_factor)
       .def_property_readonly("ndim", &Buffer::ndim)
       .def("scope", [](const Buffer& b) { return b.scope; })

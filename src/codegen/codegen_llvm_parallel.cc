@@ -161,7 +161,7 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
     auto buffer = buffer_of_data_.find(var);
     if (buffer != buffer_of_data_.end() && value->getType()->isPointerTy()) {
       builder_.CreateAlignmentAssumption(module_->getDataLayout(), value,
-                                         static_cast<unsigned>(buffer->second->data_alignment));
+                                         static_cast<unsigned>(buffer->second->alignment()));
     }
     bind_var(var, value);
   }

@@ -73,7 +73,7 @@ llvm::Align CodeGenLLVM::access_alignment(const Buffer& buffer, const Expr& inde
   } else if (const auto* ramp = index.as<Ramp>()) {
     factor = known_factor(ramp->base);
   }
-  int64_t bytes = std::gcd(std::max<int64_t>(buffer.data_alignment, element),
+  int64_t bytes = std::gcd(std::max<int64_t>(buffer.alignment(), element),
                            std::min(factor, kAnyFactor) * element);
   int64_t align = 1;
   while (bytes % (align * 2) == 0 && align * 2 <= bytes) align *= 2;
@@ -294,7 +294,7 @@ void CodeGenLLVM::emit_stmt(const Stmt& s) {
       auto buffer = buffer_of_data_.find(op->var.get());
       if (buffer != buffer_of_data_.end() && value->getType()->isPointerTy()) {
         builder_.CreateAlignmentAssumption(module_->getDataLayout(), value,
-                                           static_cast<unsigned>(buffer->second->data_alignment));
+                                           static_cast<unsigned>(buffer->second->alignment()));
       }
       llvm::Value* previous = bind_var(op->var.get(), value);
       emit_stmt(op->body);

@@ -128,7 +128,7 @@ std::string ScriptPrinter::buffer_args(const Buffer* buffer) {
   if (buffer->elem_offset.defined() && !is_const_int(buffer->elem_offset, 0)) {
     out += ", elem_offset=" + expr(buffer->elem_offset);
   }
-  if (buffer->data_alignment != 64) out += ", align=" + std::to_string(buffer->data_alignment);
+  if (buffer->data_alignment != 0) out += ", align=" + std::to_string(buffer->data_alignment);
   if (buffer->offset_factor != 1) {
     out += ", offset_factor=" + std::to_string(buffer->offset_factor);
   }

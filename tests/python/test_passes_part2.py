@@ -132,9 +132,9 @@ def test_make_packed_api_spec():
         "name": "double", "symbol": "main", "sym_vars": ["n"],
         "args": [
             {"name": "A", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": ["n", 4],
-             "strides": None, "device": "cpu", "alignment": 64},
+             "strides": None, "device": "cpu", "alignment": 4},
             {"name": "B", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": ["n", 4],
-             "strides": None, "device": "cpu", "alignment": 64}]}
+             "strides": None, "device": "cpu", "alignment": 4}]}
     assert "T.packed_arg_data(0)" in entry.script()
     assert "T.packed_arg_shape(0, 0)" in entry.script()
     assert transform.make_packed_api(entry, "double").same_as(entry)

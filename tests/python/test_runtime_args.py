@@ -1,6 +1,8 @@
 """Calling compiled functions from Python: NumPy arrays without a copy, kiln.nd arrays, DLPack
 producers and numbers; and each argument error the runtime detects, raised as a kiln exception
 with the runtime's message, after which the process keeps working."""
+import json
+
 import numpy as np
 import pytest
 
@@ -267,3 +269,15 @@ def test_calls_from_several_python_threads(rt_matmul):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+@pytest.mark.parametrize("dtype, alignment", [("float32", 4), ("float64", 8), ("int8", 1)])
+def test_kernels_assume_only_the_element_alignment(dtype, alignment):
+    # What every NumPy array guarantees, so that NumPy arrays are passed without a copy.
+    rt = kiln.build(add_one(dtype=dtype), target="llvm")
+    spec = json.loads(rt.manifest)["functions"][0]["args"]
+    assert [arg["alignment"] for arg in spec] == [alignment, alignment]
+    a = aligned_copy(np.arange(64).astype(dtype), offset=alignment)
+    b = aligned_empty((64,), dtype, offset=alignment)
+    rt(a, b)
+    np.testing.assert_array_equal(b, np.arange(64).astype(dtype) + 1)

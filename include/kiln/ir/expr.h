@@ -190,10 +190,15 @@ struct Buffer : Node {
   Expr elem_offset;              // offset of element 0 from `data`, in elements
   std::string name;              // a hint for printing; identity is the object
   std::string scope = "global";  // "global", "local", "shared"
-  int data_alignment = 64;       // bytes; the runtime's allocator and the argument checks ensure it
+  // Bytes the data is known to be aligned to; the argument checks ensure it. 0 (the default):
+  // only the element's own size, which every array (NumPy's included) has, so that callers' arrays
+  // are used in place. The runtime still allocates buffers 64-byte aligned.
+  int data_alignment = 0;
   int offset_factor = 1;
 
   int ndim() const { return static_cast<int>(shape.size()); }
+  // The alignment in bytes that code may assume: data_alignment, or the element's size.
+  int alignment() const { return data_alignment > 0 ? data_alignment : dtype.bytes(); }
 };
 
 // buffer[indices...]. A vector load has a Ramp (or other vector) as its last index and the

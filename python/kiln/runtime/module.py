@@ -37,8 +37,9 @@ class Module:
 
     ``rt["main"](a, b, c)`` calls a function; ``rt(a, b, c)`` calls the entry function ("main",
     or the only function). Tensors are passed without a copy: the kernel reads and writes the
-    caller's memory (a NumPy array whose data lacks the 64-byte alignment kernels assume is
-    staged through an aligned copy, copied back after the call).
+    caller's memory. Kernels assume only the element's alignment unless a buffer declares more
+    (``data_alignment``); an array lacking a declared alignment is staged through an aligned copy,
+    copied back after the call.
     """
 
     def __init__(self, handle):

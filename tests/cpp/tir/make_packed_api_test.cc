@@ -88,9 +88,9 @@ TEST(MakePackedApi, ArgSpecIsTheManifestEntry) {
     "name": "add", "symbol": "kiln_add", "sym_vars": ["n"],
     "args": [
       {"name": "A", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": ["n", 4],
-       "strides": null, "device": "cpu", "alignment": 64},
+       "strides": null, "device": "cpu", "alignment": 4},
       {"name": "B", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": ["n", 4],
-       "strides": null, "device": "cpu", "alignment": 64},
+       "strides": null, "device": "cpu", "alignment": 4},
       {"name": "alpha", "kind": "scalar", "dtype": "float32"},
       {"name": "k", "kind": "scalar", "dtype": "int64"}]})");
   EXPECT_EQ(spec, expected) << spec.dump(2);
