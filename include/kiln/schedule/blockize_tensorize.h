@@ -33,7 +33,9 @@ namespace kiln::schedule {
 //  3. Each binding divides: its terms over the inner loops form a dense mixed-radix number
 //     (scales 1, e0, e0*e1, …) below every term over the outer loops, which are multiples of the
 //     inner extent; an iterator with both parts has a domain starting at 0; no condition of the
-//     predicate mixes inner loops that the init keeps with others (SubspaceNotDivisibleError).
+//     predicate mixes inner loops that the init keeps with others, and a condition over inner
+//     loops uses outer loops only where an outer iterator is bound to them (or they have
+//     extent 1) (SubspaceNotDivisibleError).
 // Returns the new outer block.
 RV blockize(Schedule& sch, const RV& loop);
 

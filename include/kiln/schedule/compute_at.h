@@ -27,8 +27,8 @@ namespace kiln::schedule {
 // iterator's domain, the block gets a predicate that keeps it inside. Loops left empty by the
 // move are removed (their handles become stale).
 // Preconditions:
-//  1. The block and the loop are in one function and one scope, and the loop is not an
-//     ancestor of the block (NotInSameScopeError).
+//  1. The block and the loop are in one function and one scope, neither lies in the init of
+//     the scope block, and the loop is not an ancestor of the block (NotInSameScopeError).
 //  2. The scope is a stage pipeline (NotStagePipelineError).
 //  3. The block is a complete block or a reduction block (NotCompleteOrReductionBlockError).
 //  4. Every block of the outermost loop nest around the block, within the scope, is a complete
@@ -36,6 +36,8 @@ namespace kiln::schedule {
 //  5. The block is not an output block: it writes only buffers its scope allocates
 //     (OutputBlockError).
 //  6. Every consumer of the block is under the loop (NotAllRequiredBlocksAreVisitedError).
+//  7. The block's predicate is implied by its iterators lying in their domains, since the new
+//     loops keep only those (BlockPredicateError).
 // In a stage pipeline the producers of the block that are under the loop come before its
 // consumers there, so the block always has a place between them.
 // With a location handle from sample_compute_location, "root" (-1) leaves the block where it is
@@ -55,13 +57,19 @@ void compute_at(Schedule& sch, const RV& block, const RV& loop, bool preserve_un
 // iterators keep their whole domain.
 // Preconditions:
 //  1.–4. As compute_at (NotInSameScopeError, NotStagePipelineError,
-//     NotCompleteOrReductionBlockError, NotCompactDataflowError). An output block may move.
+//     NotCompleteOrReductionBlockError, NotCompactDataflowError), and its predicate condition
+//     (BlockPredicateError). An output block may move.
 //  5. Every producer of the block is under the loop (NotAllRequiredBlocksAreVisitedError).
 //  6. No consumer of the block outside the loop comes before it (ConsumerBeforeLoopError).
 //  7. In one iteration of the loop the block reads only what its producers write in that
 //     iteration (RegionNotCoverableError).
 //  8. Each reduction iterator keeps its whole domain: a reduction cannot be split across
 //     iterations of the loop (PartialReductionError).
+//  9. Over all iterations of the loop (and the loops around it) each spatial iterator still
+//     reaches its whole domain: a padding block whose border no producer writes cannot move
+//     (RegionNotCoverableError).
+// 10. In one iteration of the loop each producer writes a contiguous range of each dimension
+//     (no stride), since the block reads its hull (RegionNotCoverableError).
 // With a location handle from sample_compute_location, "root" (-1) leaves the block where it is
 // and "inline" (-2) inlines it into its producer (reverse_compute_inline).
 void reverse_compute_at(Schedule& sch, const RV& block, const RV& loop,

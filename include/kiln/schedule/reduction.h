@@ -34,6 +34,9 @@ namespace kiln::schedule {
 //  5. `loop` binds a reduce iterator of the block and no spatial one, and no loop binds
 //     iterators of both kinds (LoopPropertyError).
 //  6. -(ndim + 1) <= factor_axis <= ndim for the output's ndim (FactorAxisOutOfRangeError).
+//  7. Each condition of the block's predicate over reduce loops is a comparison that loosens
+//     as those loops shrink (the bounds checks of split), so that the write-back block can
+//     read exactly the factor values that the rfactor block wrote (PredicateNotSupportedError).
 // Returns the rfactor block.
 RV rfactor(Schedule& sch, const RV& loop, int factor_axis);
 
