@@ -4,7 +4,7 @@ leaves the schedule exactly as it was, or succeeds; the final function must comp
 unscheduled one computes (on the reference interpreter; some sequences also after lowering, and
 some after building with LLVM), and its trace must replay to the same module.
 
-KILN_SCHEDULE_FUZZ=N runs N sequences (default 2000); KILN_SCHEDULE_FUZZ_SEED picks the seed.
+KILN_SCHEDULE_FUZZ=N runs N sequences (default 6000); KILN_SCHEDULE_FUZZ_SEED picks the seed.
 """
 import json
 import os
@@ -19,7 +19,7 @@ from kiln import tir
 
 from schedule_helpers import WORKLOADS, random_args
 
-SEQUENCES = int(os.environ.get("KILN_SCHEDULE_FUZZ", "2000"))
+SEQUENCES = int(os.environ.get("KILN_SCHEDULE_FUZZ", "6000"))
 SEED = int(os.environ.get("KILN_SCHEDULE_FUZZ_SEED", "20261121"))
 SCOPES = ["global", "local", "shared"]
 
