@@ -308,7 +308,7 @@ Ref<Buffer> cache_buffer(const Buffer& buffer, const std::string& scope) {
 }  // namespace
 
 RV cache_read(Schedule& sch, const RV& block_rv, int64_t read_buffer_index,
-              const std::string& storage_scope) {
+              const std::string& storage_scope, const std::vector<RV>& consumer_blocks) {
   const char* primitive = "cache_read";
   // Step 1. Resolve the buffer and check the scope.
   const std::string& func_name = sch.func_name(block_rv);
@@ -327,6 +327,24 @@ RV cache_read(Schedule& sch, const RV& block_rv, int64_t read_buffer_index,
   std::vector<const BlockLocation*> writers;
   BufferUsers users = find_users(index, loc.scope, buffer.get(), &writers);
   check_single_writer(writers, buffer.get(), primitive, func);
+  if (!consumer_blocks.empty()) {
+    // Only the given consumers read the copy; the others keep reading the buffer.
+    std::vector<const BlockLocation*> chosen;
+    for (const RV& rv : consumer_blocks) {
+      const BlockLocation& consumer = sch.block(rv, primitive);
+      if (std::find(users.readers.begin(), users.readers.end(), &consumer) == users.readers.end()) {
+        schedule_error("NotAConsumerError", primitive,
+                       "block '" + consumer.block->name + "' does not read buffer " + buffer->name +
+                           " in the scope of block '" + loc.block->name +
+                           "'; consumer_blocks must be readers of the cached buffer",
+                       func, consumer.realize);
+      }
+      if (std::find(chosen.begin(), chosen.end(), &consumer) == chosen.end()) {
+        chosen.push_back(&consumer);
+      }
+    }
+    users.readers = chosen;
+  }
   CacheSite site = find_site(index, loc.scope, users, buffer.get(), primitive, func);
   // Step 3. Build the copy of the region that the readers read, below the site.
   arith::Analyzer analyzer;
@@ -350,9 +368,15 @@ RV cache_read(Schedule& sch, const RV& block_rv, int64_t read_buffer_index,
   // Step 4. Replace and record.
   sch.replace(func_name, with_body(func, body), primitive);
   RV out = sch.new_block_rv(func_name, name);
+  Json inputs = Json::array({block_rv.name()});
+  if (!consumer_blocks.empty()) {
+    Json consumers = Json::array();
+    for (const RV& rv : consumer_blocks) consumers.push_back(rv.name());
+    inputs.push_back(consumers);
+  }
   sch.record(
       Instruction{primitive,
-                  Json::array({block_rv.name()}),
+                  inputs,
                   {{"read_buffer_index", read_buffer_index}, {"storage_scope", storage_scope}},
                   {out},
                   Json()});
@@ -410,13 +434,19 @@ RV cache_write(Schedule& sch, const RV& block_rv, int64_t write_buffer_index,
 
 void register_cache_read_write_instructions(std::vector<InstructionKind>* kinds) {
   kinds->push_back({"cache_read",
-                    {"block"},
+                    {"block", "consumer_blocks"},
                     false,
                     [](Schedule& sch, const Json& in, const Json& attrs, const Json&) {
+                      std::vector<RV> consumers;
+                      if (in.size() > 1) {
+                        for (const Json& c : in.at(1)) {
+                          consumers.push_back(rv_from_json(c, "cache_read"));
+                        }
+                      }
                       return std::vector<RV>{
                           cache_read(sch, rv_from_json(in.at(0), "cache_read"),
                                      attrs.at("read_buffer_index").get<int64_t>(),
-                                     attrs.at("storage_scope").get<std::string>())};
+                                     attrs.at("storage_scope").get<std::string>(), consumers)};
                     }});
   kinds->push_back({"cache_write",
                     {"block"},

@@ -322,10 +322,14 @@ void bind_schedule(py::module_& m) {
       // Cache stages, buffer storage and layout
       .def(
           "cache_read",
-          [](Schedule& s, const BlockRV& b, int64_t index, const std::string& scope) {
-            return to_python(cache_read(s, b, index, scope));
+          [](Schedule& s, const BlockRV& b, int64_t index, const std::string& scope,
+             const std::optional<std::vector<BlockRV>>& consumers) {
+            std::vector<RV> consumer_rvs;
+            if (consumers) consumer_rvs.assign(consumers->begin(), consumers->end());
+            return to_python(cache_read(s, b, index, scope, consumer_rvs));
           },
-          py::arg("block"), py::arg("read_buffer_index"), py::arg("storage_scope"))
+          py::arg("block"), py::arg("read_buffer_index"), py::arg("storage_scope"),
+          py::arg("consumer_blocks") = py::none())
       .def(
           "cache_write",
           [](Schedule& s, const BlockRV& b, int64_t index, const std::string& scope) {

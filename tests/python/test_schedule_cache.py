@@ -560,3 +560,27 @@ def test_cache_write_error_when_the_block_reads_values_written_outside():
     update = sch.get_block("C")
     assert_fails(sch, "ReadWriteBufferError", lambda: sch.cache_write(update, 0, "global"),
                  "cache_write: block 'C' reads buffer C, which it writes, and has no init")
+
+
+def test_cache_read_for_chosen_consumers_only():
+    # X is read by row_max and exp; only exp reads the copy, placed right before it.
+    func = WORKLOADS["softmax"]()
+    sch = tir.Schedule(func)
+    exp = sch.get_block("exp")
+    sch.cache_read(exp, 0, "local", consumer_blocks=[exp])
+    text = sch.mod["main"].script()
+    assert "T.max(row_max[v_i], X[v_i, v_k1])" in text, text
+    assert "T.exp(X_local[v_i_1, v_j] - row_max[v_i_1])" in text, text
+    assert text.index('T.block("row_max")') < text.index('T.block("X_local")') < \
+        text.index('T.block("exp")')
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
+    assert "consumer_blocks=[b0]" in sch.trace.as_python()
+
+
+def test_cache_read_error_consumer_that_does_not_read_the_buffer():
+    sch = tir.Schedule(WORKLOADS["softmax"]())
+    row_max, out = sch.get_block("row_max"), sch.get_block("Y")
+    assert_fails(sch, "NotAConsumerError",
+                 lambda: sch.cache_read(row_max, 0, "shared", consumer_blocks=[out]),
+                 "block 'Y' does not read buffer X in the scope of block 'row_max'")

@@ -139,6 +139,8 @@ class Fuzzer:
         if kind == "cache_read":
             index = rng.randrange(3)
             scope = rng.choice(SCOPES)
+            if rng.random() < 0.3:  # only this block reads the copy
+                return kind, lambda: sch.cache_read(block, index, scope, consumer_blocks=[block])
             return kind, lambda: sch.cache_read(block, index, scope)
         if kind == "cache_write":
             index = rng.randrange(2)

@@ -24,7 +24,8 @@ namespace kiln::schedule {
 // It goes right before the statement holding the first consumer: in the body of the innermost
 // loop that holds the buffer's producer and every consumer when the scope has a producer,
 // else in the body of the scope block. The scope block allocates the new buffer (with the
-// original's full shape). Returns the copy block.
+// original's full shape). With `consumer_blocks`, only those blocks read the copy (and decide
+// its region and place); the other consumers keep reading the original. Returns the copy block.
 // Preconditions:
 //  1. The block reads at least read_buffer_index + 1 buffers (BufferIndexOutOfRangeError).
 //  2. The scope is "global", "shared" or "local" (InvalidStorageScopeError).
@@ -32,8 +33,9 @@ namespace kiln::schedule {
 //  4. At most one block of the scope writes the buffer (NotSingleWriteBlockError).
 //  5. The producer's statement precedes, and is apart from, the first consumer's at the place
 //     of the copy (CacheLocationError).
+//  6. Each of consumer_blocks reads the buffer in the block's scope (NotAConsumerError).
 RV cache_read(Schedule& sch, const RV& block, int64_t read_buffer_index,
-              const std::string& storage_scope);
+              const std::string& storage_scope, const std::vector<RV>& consumer_blocks = {});
 
 // Makes the block write a new buffer in `storage_scope` instead of the buffer it writes at
 // `write_buffer_index`, and adds a block that copies the new buffer into the original one:

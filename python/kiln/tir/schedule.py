@@ -46,6 +46,7 @@ for _name in ("StaleHandleError", "BlockNotFoundError", "NonConstantExtentError"
               "NotAffineBindingError", "LoopPropertyError", "FactorAxisOutOfRangeError",
               "LoopPositionError", "LoopHeightError", "SubspaceNotDivisibleError",
               "TensorizeMismatchError", "TensorizeLayoutError", "PredicateNotSupportedError",
+              "NotAConsumerError",
               "BlockPredicateError"):
     _error_class(_name)
 
