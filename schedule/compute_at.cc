@@ -185,6 +185,49 @@ class ComputeAtPlanner {
          block_.realize);
   }
 
+  // A producer whose predicate may be false for a whole iteration of the loop (the tail of a
+  // split above the loop) writes nothing there. That is harmless where the loops of the
+  // predicate also index what the producer writes (the block's domain then follows the written
+  // point, and leaves the buffer with it); otherwise the block would still read.
+  void check_producer_runs(const BlockLocation& producer, const BufferRegion& region,
+                           size_t depth) {
+    const Expr& predicate = producer.realize->predicate;
+    if (!predicate.defined() || is_const_int(predicate, 1)) return;
+    arith::Analyzer analyzer;
+    VarMap at_minimum;
+    for (size_t k = 0; k < producer.loops.size(); ++k) {
+      const For* loop = producer.loops[k];
+      if (k < depth) {
+        analyzer.bind(loop->loop_var, Range{loop->min, loop->extent});
+      } else {
+        at_minimum[loop->loop_var.get()] = loop->min;
+      }
+    }
+    Expr outer_predicate = substitute(predicate, at_minimum);
+    if (analyzer.can_prove(outer_predicate)) return;
+    VarMap bindings;
+    for (size_t k = 0; k < producer.block->iter_vars.size(); ++k) {
+      bindings[producer.block->iter_vars[k].var.get()] = producer.realize->iter_values[k];
+    }
+    std::unordered_set<const Var*> indexing;
+    for (const Range& r : region.region) {
+      post_order_visit(substitute(r.min, bindings), [&](const Node* n) {
+        if (n->kind() == NodeKind::Var) indexing.insert(static_cast<const Var*>(n));
+      });
+    }
+    bool followed = !uses_var(outer_predicate, [&](const Var* v) {
+      return indexing.count(v) == 0 && at_minimum.count(v) == 0 &&
+             std::any_of(producer.loops.begin(), producer.loops.end(),
+                         [v](const For* l) { return l->loop_var.get() == v; });
+    });
+    if (followed) return;
+    fail("RegionNotCoverableError",
+         "block '" + producer.block->name + "' is guarded by " + to_script(predicate) +
+             ", which may be false for a whole iteration of loop " + loop_name() + "; block " +
+             block_name() + " would read there what was not written",
+         producer.realize);
+  }
+
   // The consumer of a reverse_compute_at reads the hull of what a producer writes in one
   // iteration of the loop; a producer that writes with a stride there (rows i_0 * 2 + i_1 over
   // i_0) leaves holes in that hull, which the consumer would read before they are written.
@@ -359,7 +402,10 @@ class ComputeAtPlanner {
         bool wanted = false;
         for (const BufferRegion& p : provided) wanted |= p.buffer.same_as(r.buffer);
         if (!wanted) continue;
-        if (move_.reverse) check_contiguous(*b, r, depth);
+        if (move_.reverse) {
+          check_producer_runs(*b, r, depth);
+          check_contiguous(*b, r, depth);
+        }
         std::vector<Range> relaxed = relaxed_region(*b, r, depth, &analyzer_);
         std::vector<arith::IntSet>& sets = required[r.buffer.get()];
         if (sets.empty()) sets.assign(relaxed.size(), arith::IntSet::nothing());

@@ -600,3 +600,30 @@ def test_reverse_compute_at_error_strided_producer():
     assert_fails(sch, lambda: sch.reverse_compute_at(d, k), "RegionNotCoverableError",
                  "block 'C' writes dimension 0 of buffer 'C' at i_0 * 2 + i_1, which does not "
                  "cover a contiguous range")
+
+
+def test_reverse_compute_at_under_the_tail_of_a_non_divisible_split():
+    # C's rows i_0 * 5 + i_1 stop at 16: under i_1 the consumer follows the row C writes, and
+    # its own bound check skips the rows past the end.
+    func = matmul_relu()
+    sch = tir.Schedule(func)
+    c, d = sch.get_block("C"), sch.get_block("D")
+    i, _, _ = sch.get_loops(c)
+    _, i_1 = sch.split(i, factors=[None, 5])
+    sch.reverse_compute_at(d, i_1)
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
+
+
+def test_reverse_compute_at_error_producer_that_may_not_run():
+    # pad_o runs only where b_0 * 4 + b_1 * 4 + b_2 < 1, but what it writes does not depend on
+    # those loops: conv would read pad in iterations that write nothing.
+    func = conv2d()
+    sch = tir.Schedule(func)
+    pad_o = sch.blockize(sch.get_loops(sch.get_block("pad"))[2])
+    b = sch.get_loops(pad_o)[0]
+    _, _, b_2 = sch.split(b, factors=[3, None, 4])
+    conv = sch.get_block("conv")
+    assert_fails(sch, lambda: sch.reverse_compute_at(conv, b_2), "RegionNotCoverableError",
+                 "block 'pad_o' is guarded by b_0 * 4 + b_1 * 4 + b_2 < 1, which may be false "
+                 "for a whole iteration of loop 'b_2'")

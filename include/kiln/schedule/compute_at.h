@@ -70,6 +70,8 @@ void compute_at(Schedule& sch, const RV& block, const RV& loop, bool preserve_un
 //     (RegionNotCoverableError).
 // 10. In one iteration of the loop each producer writes a contiguous range of each dimension
 //     (no stride), since the block reads its hull (RegionNotCoverableError).
+// 11. A producer's predicate cannot be false for a whole iteration of the loop unless the loops
+//     it tests also index what the producer writes (RegionNotCoverableError).
 // With a location handle from sample_compute_location, "root" (-1) leaves the block where it is
 // and "inline" (-2) inlines it into its producer (reverse_compute_inline).
 void reverse_compute_at(Schedule& sch, const RV& block, const RV& loop,
