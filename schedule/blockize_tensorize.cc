@@ -290,8 +290,12 @@ Blockized build_blockize(Schedule& sch, const RV& loop_rv, const char* primitive
       outer_values.push_back(value);
       vmap[iv.var.get()] = outer.var;
     } else if (!d.has_outer) {
+      // A binding that the outer loops move by no step (`(f0 * 24 + f2) % 6` with f2 < 6) is
+      // its normalized form over the inner loops.
       inner_iters.push_back(iv);
-      inner_values.push_back(binding);
+      bool uses_outer = uses_var(
+          binding, [&](const Var* v) { return inner_vars.count(v) == 0 && ranges.count(v) != 0; });
+      inner_values.push_back(uses_outer ? cast(t, arith::to_expr(map.indices[k])) : binding);
     } else {
       Expr extent = make_const(t, d.inner_extent);
       IterVar outer{make_var(iv.var->name + "_o", t),

@@ -460,3 +460,18 @@ def test_blockize_of_a_fused_loop_with_a_unit_part():
     assert "v_b_1 = T.axis.spatial(1, 0)" in sch.mod["main"].script()
     assert_same_results(func, sch.mod)
     assert_trace_roundtrip(sch, func)
+
+
+def test_blockize_binding_that_outer_loops_move_by_no_step():
+    # After fusing i and j and splitting by [2, 4, 6], v_j = (f0 * 24 + f1 * 6 + f2) % 6 depends
+    # on f2 only: inside the outer block it must not name f0 and f1.
+    from schedule_helpers import WORKLOADS
+    func = WORKLOADS["batch_matmul"]()
+    sch = tir.Schedule(func)
+    block = sch.get_block("C")
+    _, i, j, _ = sch.get_loops(block)
+    fused = sch.fuse(i, j)
+    _, _, f2 = sch.split(fused, factors=[2, 4, 6])
+    sch.blockize(f2)
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
