@@ -44,11 +44,12 @@ IntSet IntSet::from_range(const Range& range) {
 
 IntSet IntSet::from_bound(const ConstIntBound& bound, DataType dtype) {
   if (bound.min_value > bound.max_value) return nothing();
-  // An end at the limit of a signed type says only that the value fits the type: it is left
-  // infinite, so that arithmetic on the set's ends cannot wrap around.
+  // An end near the limit of a signed type (past half of it) says only that the value fits the
+  // type, or derives from such a bound (`x % n` for an unknown n): it is left infinite, so that
+  // arithmetic on the set's ends cannot wrap around.
   bool is_signed = dtype.is_int() && dtype.bits() < 64;
-  int64_t type_min = is_signed ? -(int64_t{1} << (dtype.bits() - 1)) : ConstIntBound::kNegInf;
-  int64_t type_max = is_signed ? (int64_t{1} << (dtype.bits() - 1)) - 1 : ConstIntBound::kPosInf;
+  int64_t type_min = is_signed ? -(int64_t{1} << (dtype.bits() - 2)) : ConstIntBound::kNegInf;
+  int64_t type_max = is_signed ? (int64_t{1} << (dtype.bits() - 2)) : ConstIntBound::kPosInf;
   Expr lo = bound.min_value <= type_min || bound.min_value == ConstIntBound::kNegInf
                 ? Expr()
                 : make_const(dtype, bound.min_value);

@@ -265,3 +265,12 @@ def test_int_set_ends_never_wrap_around():
     f0, n = var("f0"), var("n")
     s = ana.int_set(f0 * n * 8, {f0: tir.Range(0, 2)})
     assert s.min_value is None and s.max_value is None
+
+
+def test_int_set_ends_derived_from_type_limits_are_infinite():
+    # x % n for an unknown n is bounded only by n's type: an end of 2147483646 would overflow in
+    # the arithmetic that follows (a region's extent), so it is left infinite.
+    ana = arith.Analyzer()
+    x, n = var("x"), var("n")
+    s = ana.int_set(x % n + 8, {x: tir.Range(0, 100)})
+    assert s.max_value is None

@@ -584,3 +584,21 @@ def test_cache_read_error_consumer_that_does_not_read_the_buffer():
     assert_fails(sch, "NotAConsumerError",
                  lambda: sch.cache_read(row_max, 0, "shared", consumer_blocks=[out]),
                  "block 'Y' does not read buffer X in the scope of block 'row_max'")
+
+
+def test_cache_read_of_a_cache_with_a_symbolic_region_covers_it():
+    # The second copy's region is bounded only through `%` by a symbolic extent; it must fall
+    # back to the whole buffer, not to ends that overflow.
+    func = WORKLOADS["batch_matmul"]()
+    sch = tir.Schedule(func)
+    sch.blockize(sch.get_loops(sch.get_block("C"))[2])
+    sch.cache_read(sch.get_block("C"), 0, "local")
+    local = sch.get_block("A_local")
+    a, b, _ = sch.get_loops(local)
+    sch.fuse(a, b)
+    sch.blockize(sch.get_loops(sch.get_block("C_o"))[1])
+    x, y = sch.get_loops(local)
+    sch.reorder(y, x)
+    sch.cache_read(local, 0, "local", consumer_blocks=[local])
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
