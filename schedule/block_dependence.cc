@@ -258,11 +258,7 @@ void bind_loops(const std::vector<const For*>& loops, arith::Analyzer* analyzer,
 
 std::vector<Range> relaxed_region(const BlockLocation& block, const BufferRegion& region,
                                   size_t depth, arith::Analyzer* analyzer) {
-  VarMap bindings;
-  const Block* b = block.block;
-  for (size_t k = 0; k < b->iter_vars.size(); ++k) {
-    bindings[b->iter_vars[k].var.get()] = block.realize->iter_values[k];
-  }
+  VarMap bindings = block_bindings(block);
   std::vector<Range> substituted;
   for (const Range& r : region.region) {
     substituted.push_back(Range{substitute(r.min, bindings), substitute(r.extent, bindings)});

@@ -264,6 +264,13 @@ Blockized build_blockize(Schedule& sch, const RV& loop_rv, const char* primitive
                    func, realize);
   }
   // Step 3. The iterators: outer ones for outer parts, inner ones for inner parts.
+  auto uses_inner_loop = [&](const Expr& e) {
+    return uses_var(e, [&](const Var* v) { return inner_vars.count(v) != 0; });
+  };
+  auto uses_outer_loop = [&](const Expr& e) {
+    return uses_var(e,
+                    [&](const Var* v) { return inner_vars.count(v) == 0 && ranges.count(v) != 0; });
+  };
   VarMap unit_inner;  // inner loops of extent 1 are their min in outer bindings
   for (const For* l : inner_loops) {
     if (is_const_int(l->extent, 1)) unit_inner[l->loop_var.get()] = l->min;
@@ -282,10 +289,8 @@ Blockized build_blockize(Schedule& sch, const RV& loop_rv, const char* primitive
       // A binding that the inner loops move by no step (a part of extent 1 of a fused loop,
       // `fused // 4` with `fused < 4`) is its normalized form over the outer loops.
       Expr value = substitute(binding, unit_inner);
-      if (uses_var(value, [&](const Var* v) { return inner_vars.count(v) != 0; })) {
-        value = cast(t, arith::to_expr(map.indices[k]));
-      }
-      internal_check(!uses_var(value, [&](const Var* v) { return inner_vars.count(v) != 0; }))
+      if (uses_inner_loop(value)) value = cast(t, arith::to_expr(map.indices[k]));
+      internal_check(!uses_inner_loop(value))
           << "blockize: the outer binding " << to_script(value) << " uses an inner loop";
       outer_values.push_back(value);
       vmap[iv.var.get()] = outer.var;
@@ -293,9 +298,8 @@ Blockized build_blockize(Schedule& sch, const RV& loop_rv, const char* primitive
       // A binding that the outer loops move by no step (`(f0 * 24 + f2) % 6` with f2 < 6) is
       // its normalized form over the inner loops.
       inner_iters.push_back(iv);
-      bool uses_outer = uses_var(
-          binding, [&](const Var* v) { return inner_vars.count(v) == 0 && ranges.count(v) != 0; });
-      inner_values.push_back(uses_outer ? cast(t, arith::to_expr(map.indices[k])) : binding);
+      inner_values.push_back(uses_outer_loop(binding) ? cast(t, arith::to_expr(map.indices[k]))
+                                                      : binding);
     } else {
       Expr extent = make_const(t, d.inner_extent);
       IterVar outer{make_var(iv.var->name + "_o", t),
@@ -313,8 +317,7 @@ Blockized build_blockize(Schedule& sch, const RV& loop_rv, const char* primitive
   // Step 4. The predicate: conditions over outer loops only go to the outer block.
   std::vector<Expr> outer_conditions, inner_conditions;
   for (const Expr& c : conjuncts(realize->predicate)) {
-    bool uses_inner = uses_var(c, [&](const Var* v) { return inner_vars.count(v) != 0; });
-    (uses_inner ? inner_conditions : outer_conditions).push_back(c);
+    (uses_inner_loop(c) ? inner_conditions : outer_conditions).push_back(c);
   }
   // Inside the outer block the outer loops are out of scope: in the inner bindings and
   // conditions, an outer loop of extent 1 is its min, and one that an outer iterator is bound to
@@ -330,10 +333,6 @@ Blockized build_blockize(Schedule& sch, const RV& loop_rv, const char* primitive
       const auto* v = outer_values[k].as<Var>();
       if (v != nullptr && outer_loops.count(v) == 0) outer_loops[v] = outer_iters[k].var;
     }
-    auto uses_outer_loop = [&](const Expr& e) {
-      return uses_var(
-          e, [&](const Var* v) { return inner_vars.count(v) == 0 && ranges.count(v) != 0; });
-    };
     auto rewrite = [&](const Expr& e) {
       Expr r = substitute(e, outer_loops);
       return r.same_as(e) ? e : analyzer.simplify(r);

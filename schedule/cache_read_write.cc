@@ -153,10 +153,7 @@ std::vector<arith::IntSet> accessed_sets(const BlockLocation& loc,
                                          const std::vector<BufferRegion>& regions,
                                          const Buffer* buffer, const StmtNode* container,
                                          arith::Analyzer* analyzer) {
-  VarMap bindings;
-  for (size_t k = 0; k < loc.block->iter_vars.size(); ++k) {
-    bindings[loc.block->iter_vars[k].var.get()] = loc.realize->iter_values[k];
-  }
+  VarMap bindings = block_bindings(loc);
   auto first_inner = loc.loops.begin();
   auto it = std::find(loc.loops.begin(), loc.loops.end(), container);
   if (it != loc.loops.end()) first_inner = it + 1;

@@ -195,20 +195,19 @@ class ComputeAtPlanner {
     if (!predicate.defined() || is_const_int(predicate, 1)) return;
     arith::Analyzer analyzer;
     VarMap at_minimum;
+    std::unordered_set<const Var*> outer_loops;
     for (size_t k = 0; k < producer.loops.size(); ++k) {
       const For* loop = producer.loops[k];
       if (k < depth) {
         analyzer.bind(loop->loop_var, Range{loop->min, loop->extent});
+        outer_loops.insert(loop->loop_var.get());
       } else {
         at_minimum[loop->loop_var.get()] = loop->min;
       }
     }
     Expr outer_predicate = substitute(predicate, at_minimum);
     if (analyzer.can_prove(outer_predicate)) return;
-    VarMap bindings;
-    for (size_t k = 0; k < producer.block->iter_vars.size(); ++k) {
-      bindings[producer.block->iter_vars[k].var.get()] = producer.realize->iter_values[k];
-    }
+    VarMap bindings = block_bindings(producer);
     std::unordered_set<const Var*> indexing;
     for (const Range& r : region.region) {
       post_order_visit(substitute(r.min, bindings), [&](const Node* n) {
@@ -216,9 +215,7 @@ class ComputeAtPlanner {
       });
     }
     bool followed = !uses_var(outer_predicate, [&](const Var* v) {
-      return indexing.count(v) == 0 && at_minimum.count(v) == 0 &&
-             std::any_of(producer.loops.begin(), producer.loops.end(),
-                         [v](const For* l) { return l->loop_var.get() == v; });
+      return outer_loops.count(v) != 0 && indexing.count(v) == 0;
     });
     if (followed) return;
     fail("RegionNotCoverableError",
@@ -232,10 +229,7 @@ class ComputeAtPlanner {
   // iteration of the loop; a producer that writes with a stride there (rows i_0 * 2 + i_1 over
   // i_0) leaves holes in that hull, which the consumer would read before they are written.
   void check_contiguous(const BlockLocation& producer, const BufferRegion& region, size_t depth) {
-    VarMap bindings;
-    for (size_t k = 0; k < producer.block->iter_vars.size(); ++k) {
-      bindings[producer.block->iter_vars[k].var.get()] = producer.realize->iter_values[k];
-    }
+    VarMap bindings = block_bindings(producer);
     arith::IterRanges relaxed;
     for (size_t k = depth; k < producer.loops.size(); ++k) {
       relaxed[producer.loops[k]->loop_var.get()] =

@@ -455,10 +455,7 @@ BlockRewrite plan_reverse_compute_inline(Schedule& sch, const RV& block_rv, cons
   // Where the inverse leaves the block's domain, a predicate skips the producer's iteration.
   arith::Analyzer domain;
   for (const IterVar& iv : pblock->iter_vars) domain.bind(iv.var, iv.dom);
-  VarMap bindings;
-  for (size_t k = 0; k < pblock->iter_vars.size(); ++k) {
-    bindings[pblock->iter_vars[k].var.get()] = producer.realize->iter_values[k];
-  }
+  VarMap bindings = block_bindings(producer);
   Expr predicate = producer.realize->predicate;
   auto add_condition = [&](const Expr& condition) {
     if (domain.can_prove(condition)) return;

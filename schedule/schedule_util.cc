@@ -134,4 +134,12 @@ std::string fresh_block_name(const FunctionIndex& index, const std::string& base
   }
 }
 
+VarMap block_bindings(const BlockLocation& block) {
+  VarMap bindings;
+  for (size_t k = 0; k < block.block->iter_vars.size(); ++k) {
+    bindings[block.block->iter_vars[k].var.get()] = block.realize->iter_values[k];
+  }
+  return bindings;
+}
+
 }  // namespace kiln::schedule

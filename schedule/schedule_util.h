@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/ir/function.h"
+#include "kiln/ir/functor.h"
 #include "kiln/schedule/schedule.h"
 
 namespace kiln::schedule {
@@ -27,6 +28,10 @@ std::vector<const ir::Block*> blocks_under(const ir::Stmt& stmt);
 
 // `stmt` with `condition` and-ed into the predicate of each BlockRealize directly under it.
 ir::Stmt add_predicate(const ir::Stmt& stmt, const ir::Expr& condition);
+
+// Each iterator of the block mapped to its binding: substituted into the block's regions, it
+// gives them over the loops around the block.
+ir::VarMap block_bindings(const BlockLocation& block);
 
 // A block name not used in the function, made from `base` ("C_local", "C_local_1", …).
 std::string fresh_block_name(const FunctionIndex& index, const std::string& base);
