@@ -2,6 +2,7 @@
 #include "kiln/schedule/loop_transformation.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "instruction_registry.h"
@@ -153,12 +154,20 @@ std::vector<RV> split(Schedule& sch, const RV& loop_rv, const std::vector<SplitF
     }
     values[k] = value;
   }
-  // Step 2. Infer the missing factor and decide whether a predicate is needed.
+  // Step 2. Infer the missing factor and decide whether a predicate is needed. The factors and
+  // their product must fit the loop variable's type.
   arith::Analyzer analyzer;
   DataType index_type = loop->loop_var->dtype;
   int64_t known_product = 1;
   for (size_t k = 0; k < values.size(); ++k) {
-    if (static_cast<int>(k) != none_index) known_product *= values[k];
+    if (static_cast<int>(k) == none_index) continue;
+    if (__builtin_mul_overflow(known_product, values[k], &known_product) ||
+        !fits_dtype(known_product, index_type)) {
+      schedule_error("InvalidSplitFactorsError", primitive,
+                     "factors " + factor_text + " of loop '" + loop->loop_var->name +
+                         "' multiply to more than its type " + index_type.str() + " can hold",
+                     func, loop);
+    }
   }
   std::vector<Expr> extents(factors.size());
   for (size_t k = 0; k < values.size(); ++k) extents[k] = make_const(index_type, values[k]);
@@ -222,13 +231,22 @@ RV fuse(Schedule& sch, const std::vector<RV>& loop_rvs, bool preserve_unit_iters
                      func, locs[k]->loop);
     }
   }
-  // Step 2. Build the fused loop: each old variable is a digit of the fused one.
+  // Step 2. Build the fused loop: each old variable is a digit of the fused one. The fused
+  // variable is int64 when the product of the extents may not fit the loops' type (two loops
+  // of 65536 make 2^32 iterations; symbolic extents of int32 variables may too).
   arith::Analyzer analyzer;
+  bind_enclosing_ranges(sch.index(func_name), locs[0]->loop, &analyzer);
   DataType index_type = locs[0]->loop->loop_var->dtype;
   std::string name;
+  Expr product = make_one(DataType::int64());
   for (const LoopLocation* l : locs) {
     if (l->loop->loop_var->dtype.bits() > index_type.bits()) index_type = l->loop->loop_var->dtype;
     name += l->loop->loop_var->name + "_";
+    product = product * cast(DataType::int64(), l->loop->extent);
+  }
+  if (index_type.bits() < 64 &&
+      analyzer.const_int_bound(product).max_value > std::numeric_limits<int32_t>::max()) {
+    index_type = DataType::int64();
   }
   Ref<Var> fused = make_var(name + "fused", index_type);
   VarMap vmap;

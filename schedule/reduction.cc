@@ -2,6 +2,7 @@
 #include "kiln/schedule/reduction.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -187,7 +188,15 @@ ReductionPattern match_reduction(const Ref<PrimFunc>& func, const BlockRealize* 
   }
   p.combiner = *combiner;
   Expr identity = combiner_identity(p.combiner, out->dtype);
-  if (!structural_equal(identity, p.init->value)) {
+  // A float max (min) may also start from -inf (+inf): an identity as good as the lowest
+  // (largest) finite value that te.max (te.min) uses.
+  bool infinite_identity = false;
+  if (const auto* f = p.init->value.as<FloatImm>()) {
+    infinite_identity = std::isinf(f->value) && f->dtype == out->dtype &&
+                        ((p.combiner == Combiner::kMax && f->value < 0) ||
+                         (p.combiner == Combiner::kMin && f->value > 0));
+  }
+  if (!infinite_identity && !structural_equal(identity, p.init->value)) {
     schedule_error("NoMatchedReducerError", primitive,
                    "block '" + block->name + "' combines with " + combiner_name(p.combiner) +
                        " but its init value " + to_script(p.init->value) + " is not the identity " +

@@ -1,6 +1,7 @@
 // Helpers shared by the schedule primitives (see schedule_util.h).
 #include "schedule_util.h"
 
+#include "kiln/arith/analyzer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 
@@ -140,6 +141,20 @@ VarMap block_bindings(const BlockLocation& block) {
     bindings[block.block->iter_vars[k].var.get()] = block.realize->iter_values[k];
   }
   return bindings;
+}
+
+void bind_enclosing_ranges(const FunctionIndex& index, const StmtNode* stmt,
+                           arith::Analyzer* analyzer) {
+  for (const StmtNode* s = index.parent(stmt); s != nullptr; s = index.parent(s)) {
+    if (s->kind() == NodeKind::For) {
+      const auto* loop = static_cast<const For*>(s);
+      analyzer->bind(loop->loop_var, Range{loop->min, loop->extent}, true);
+    } else if (s->kind() == NodeKind::Block) {
+      for (const IterVar& iv : static_cast<const Block*>(s)->iter_vars) {
+        analyzer->bind(iv.var, iv.dom, true);
+      }
+    }
+  }
 }
 
 }  // namespace kiln::schedule

@@ -9,6 +9,10 @@
 #include "kiln/ir/functor.h"
 #include "kiln/schedule/schedule.h"
 
+namespace kiln::arith {
+class Analyzer;
+}
+
 namespace kiln::schedule {
 
 // `root` with the statement `target` (found by identity) replaced by `replacement`; only the
@@ -32,6 +36,11 @@ ir::Stmt add_predicate(const ir::Stmt& stmt, const ir::Expr& condition);
 // Each iterator of the block mapped to its binding: substituted into the block's regions, it
 // gives them over the loops around the block.
 ir::VarMap block_bindings(const BlockLocation& block);
+
+// Binds, in `analyzer`, the variable of every loop and the iterators of every block that
+// enclose `stmt` to their ranges, so that bounds of expressions at `stmt` see them.
+void bind_enclosing_ranges(const FunctionIndex& index, const ir::StmtNode* stmt,
+                           arith::Analyzer* analyzer);
 
 // A block name not used in the function, made from `base` ("C_local", "C_local_1", …).
 std::string fresh_block_name(const FunctionIndex& index, const std::string& base);

@@ -41,6 +41,53 @@ int64_t constant_size(const Buffer& buffer) {
   return size;
 }
 
+// `index` computed in `dtype` (an integer type at least as wide): integer arithmetic of a
+// narrower type is redone in `dtype` rather than cast afterwards, so that i * 100000 + j on int32
+// variables does not wrap before it becomes an int64 offset. Index arithmetic never overflows
+// (kiln/ir/expr.h), so the value is the same wherever the narrow one did not wrap.
+Expr widen_index(const Expr& index, DataType dtype) {
+  DataType t = index->dtype;
+  DataType target = dtype.with_lanes(t.lanes());
+  if (t == target) return index;
+  if (!t.is_integer() || t.bits() >= dtype.bits()) return cast(target, index);
+  auto binary = [&](const BinaryNode* op, Expr (*build)(Expr, Expr)) {
+    return build(widen_index(op->a, dtype), widen_index(op->b, dtype));
+  };
+  switch (index->kind()) {
+    case NodeKind::IntImm:
+      return make_const(target, *as_const_int(index));
+    case NodeKind::Add:
+      return binary(index.as<Add>(), &add);
+    case NodeKind::Sub:
+      return binary(index.as<Sub>(), &sub);
+    case NodeKind::Mul:
+      return binary(index.as<Mul>(), &mul);
+    case NodeKind::FloorDiv:
+      return binary(index.as<FloorDiv>(), &floordiv);
+    case NodeKind::FloorMod:
+      return binary(index.as<FloorMod>(), &floormod);
+    case NodeKind::Min:
+      return binary(index.as<Min>(), &min);
+    case NodeKind::Max:
+      return binary(index.as<Max>(), &max);
+    case NodeKind::Ramp: {
+      const auto* r = index.as<Ramp>();
+      return ramp(widen_index(r->base, dtype), widen_index(r->stride, dtype), r->lanes);
+    }
+    case NodeKind::Broadcast: {
+      const auto* b = index.as<Broadcast>();
+      return broadcast(widen_index(b->value, dtype), b->lanes);
+    }
+    case NodeKind::Select: {
+      const auto* s = index.as<Select>();
+      return select(s->condition, widen_index(s->true_value, dtype),
+                    widen_index(s->false_value, dtype));
+    }
+    default:
+      return cast(target, index);
+  }
+}
+
 class Flattener : public IRMutator {
  public:
   using IRMutator::mutate;
@@ -54,8 +101,8 @@ class Flattener : public IRMutator {
     std::vector<Expr> indices = op->indices;
     mutate_all(&indices);
     const Flat& f = flat(op->buffer);
+    indices = {offset(*op->buffer, f, indices)};
     if (f.buffer.same_as(op->buffer) && indices == op->indices) return op;
-    if (!f.buffer.same_as(op->buffer)) indices = {offset(*op->buffer, f, indices)};
     return make<BufferLoad>(op->dtype, f.buffer, std::move(indices));
   }
 
@@ -64,10 +111,10 @@ class Flattener : public IRMutator {
     std::vector<Expr> indices = op->indices;
     mutate_all(&indices);
     const Flat& f = flat(op->buffer);
+    indices = {offset(*op->buffer, f, indices)};
     if (f.buffer.same_as(op->buffer) && indices == op->indices && value.same_as(op->value)) {
       return op;
     }
-    if (!f.buffer.same_as(op->buffer)) indices = {offset(*op->buffer, f, indices)};
     return make<BufferStore>(f.buffer, value, std::move(indices));
   }
 
@@ -87,12 +134,7 @@ class Flattener : public IRMutator {
     auto it = flats_.find(buffer.get());
     if (it != flats_.end()) return it->second;
     Flat f;
-    f.index_dtype = DataType::int32();
-    for (const Expr& extent : buffer->shape) {
-      if (extent->dtype.bits() > f.index_dtype.bits()) f.index_dtype = extent->dtype;
-    }
-    int64_t size = constant_size(*buffer);
-    if (size > std::numeric_limits<int32_t>::max()) f.index_dtype = DataType::int64();
+    f.index_dtype = index_dtype(*buffer);
     if (is_flat(*buffer)) {
       f.buffer = buffer;
     } else {
@@ -103,6 +145,27 @@ class Flattener : public IRMutator {
       f.buffer = twin;
     }
     return flats_.emplace(buffer.get(), f).first->second;
+  }
+
+  // The type of a buffer's flat offsets: int32 when every offset provably fits it (the
+  // buffer spans at most INT32_MAX elements), else int64. A symbolic dimension of an int32
+  // variable may be up to INT32_MAX by itself, so a buffer of two symbolic dimensions, or of
+  // one and a constant > 1, is indexed in int64: (n, 4096) with n = 600000 spans 2.46e9
+  // elements.
+  DataType index_dtype(const Buffer& buffer) {
+    DataType wide = DataType::int64();
+    for (const Expr& extent : buffer.shape) {
+      if (extent->dtype.bits() > 32) return wide;
+    }
+    for (const Expr& stride : buffer.strides) {
+      if (stride->dtype.bits() > 32) return wide;
+    }
+    int64_t size = constant_size(buffer);
+    if (buffer.strides.empty() && size >= 0) {
+      return size > std::numeric_limits<int32_t>::max() ? wide : DataType::int32();
+    }
+    arith::ConstIntBound bound = analyzer_.const_int_bound(extent(buffer, wide));
+    return bound.max_value > std::numeric_limits<int32_t>::max() ? wide : DataType::int32();
   }
 
   // Elements spanned by a buffer: the product of its shape, or the last element reached
@@ -124,8 +187,8 @@ class Flattener : public IRMutator {
   // indices elsewhere) gives a Ramp; other vector indices give vector arithmetic.
   Expr offset(const Buffer& buffer, const Flat& f, std::vector<Expr> indices) {
     DataType dtype = f.index_dtype;
-    auto to_index = [dtype](const Expr& e) { return cast(dtype.with_lanes(e->dtype.lanes()), e); };
-    for (Expr& e : indices) e = to_index(e);
+    if (is_flat(buffer)) return widen_index(indices[0], dtype);
+    for (Expr& e : indices) e = widen_index(e, dtype);
     if (indices.empty()) return make_zero(dtype);
     size_t last = indices.size() - 1;
     const auto* ramp_index = indices[last].as<Ramp>();

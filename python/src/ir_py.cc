@@ -116,6 +116,11 @@ void bind_ir(py::module_& m) {
              DataType t = to_dtype(dtype, "tir.IntImm");
              type_check(t.is_integer() || t.is_bool())
                  << "tir.IntImm: dtype must be an integer or bool type, found " << t;
+             user_check(t.is_bool()
+                            ? (value == 0 || value == 1)
+                            : fits_dtype(value, t) && !(t.is_uint() && t.bits() == 64 && value < 0))
+                 << "tir.IntImm: the value " << value << " does not fit " << t << " (its range is "
+                 << dtype_range(t) << ")";
              return cast<IntImm>(make_const(t, value));
            }),
            py::arg("dtype"), py::arg("value"))

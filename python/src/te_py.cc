@@ -259,7 +259,12 @@ void bind_arith(py::module_& m) {
           t = is_float ? DataType::float32() : to_expr(value, "te.const", "value")->dtype;
         }
         if (is_float) return make_const(t, value.cast<double>());
-        return make_const(t, value.cast<int64_t>());
+        int64_t v = *as_const_int(to_expr(value, "te.const", "value"));
+        user_check(!t.is_integer() ||
+                   (fits_dtype(v, t) && !(t.is_uint() && t.bits() == 64 && v < 0)))
+            << "te.const: the value " << v << " does not fit " << t << " (its range is "
+            << dtype_range(t) << ")";
+        return make_const(t, v);
       },
       py::arg("value"), py::arg("dtype") = py::none(),
       "A constant; the dtype defaults to int32 for ints (int64 when too large), float32 for "

@@ -28,12 +28,37 @@ Expr broadcast_if_vector(Expr scalar, DataType dtype) {
   return make<Broadcast>(dtype, scalar, dtype.lanes());
 }
 
+// The largest finite value of a float dtype.
+double largest_finite(DataType t) {
+  if (t.is_bfloat16()) return 3.3895313892515355e38;  // (2 - 2^-7) * 2^127
+  if (t.bits() == 16) return 65504.0;
+  if (t.bits() == 32) return std::numeric_limits<float>::max();
+  return std::numeric_limits<double>::max();
+}
+
 double round_to_float_dtype(double value, DataType dtype) {
   if (dtype.bits() == 32 && dtype.code() == DataType::kFloat) return static_cast<float>(value);
   return value;
 }
 
 }  // namespace
+
+bool fits_dtype(int64_t value, DataType dtype) {
+  DataType t = dtype.element_of();
+  if (t.is_bool()) return value == 0 || value == 1;
+  if (!t.is_integer() || t.bits() >= 64) return true;
+  return wrap_to_dtype(value, t) == value;
+}
+
+std::string dtype_range(DataType dtype) {
+  DataType t = dtype.element_of();
+  if (t.is_bool()) return "[0, 1]";
+  if (t.is_uint() && t.bits() >= 64) return "[0, 18446744073709551615]";
+  if (t.is_uint()) return "[0, " + std::to_string((uint64_t{1} << t.bits()) - 1) + "]";
+  if (t.bits() >= 64) return "[-9223372036854775808, 9223372036854775807]";
+  return "[" + std::to_string(-(int64_t{1} << (t.bits() - 1))) + ", " +
+         std::to_string((int64_t{1} << (t.bits() - 1)) - 1) + "]";
+}
 
 Expr make_const(DataType dtype, int64_t value) {
   DataType scalar = dtype.element_of();
@@ -43,22 +68,30 @@ Expr make_const(DataType dtype, int64_t value) {
   } else {
     type_check(scalar.is_integer() || scalar.is_bool())
         << "make_const: cannot make a constant of dtype " << dtype;
-    c = make<IntImm>(scalar, wrap_to_dtype(value, scalar));
+    // bool keeps C's reading of a number as a truth value.
+    if (scalar.is_bool()) value = value != 0 ? 1 : 0;
+    user_check(fits_dtype(value, scalar))
+        << "make_const: the constant " << value << " does not fit " << scalar << " (its range is "
+        << dtype_range(scalar) << ")";
+    c = make<IntImm>(scalar, value);
   }
   return broadcast_if_vector(c, dtype);
 }
 
 Expr make_const(DataType dtype, double value) {
   DataType scalar = dtype.element_of();
-  Expr c;
   if (scalar.is_float()) {
-    c = make<FloatImm>(scalar, round_to_float_dtype(value, scalar));
-  } else {
-    type_check(scalar.is_integer() || scalar.is_bool())
-        << "make_const: cannot make a constant of dtype " << dtype;
-    c = make<IntImm>(scalar, wrap_to_dtype(static_cast<int64_t>(value), scalar));
+    return broadcast_if_vector(make<FloatImm>(scalar, round_to_float_dtype(value, scalar)), dtype);
   }
-  return broadcast_if_vector(c, dtype);
+  type_check(scalar.is_integer() || scalar.is_bool())
+      << "make_const: cannot make a constant of dtype " << dtype;
+  if (scalar.is_bool()) return make_const(dtype, int64_t{value != 0.0 ? 1 : 0});
+  // 2^63 is exactly representable; anything at or beyond it (or NaN) is no int64.
+  user_check(std::isfinite(value) && value >= -9223372036854775808.0 &&
+             value < 9223372036854775808.0)
+      << "make_const: the constant " << value << " does not fit " << scalar << " (its range is "
+      << dtype_range(scalar) << ")";
+  return make_const(dtype, static_cast<int64_t>(value));
 }
 
 Expr make_zero(DataType dtype) {
@@ -76,7 +109,7 @@ Expr bool_const(bool value) {
 
 Expr max_value(DataType dtype) {
   DataType t = dtype.element_of();
-  if (t.is_float()) return make_const(dtype, std::numeric_limits<double>::infinity());
+  if (t.is_float()) return make_const(dtype, largest_finite(t));
   if (t.is_bool()) return make_const(dtype, int64_t{1});
   if (t.is_uint() && t.bits() == 64) return make_const(dtype, int64_t{-1});
   if (t.is_uint()) return make_const(dtype, static_cast<int64_t>((uint64_t{1} << t.bits()) - 1));
@@ -86,7 +119,7 @@ Expr max_value(DataType dtype) {
 
 Expr min_value(DataType dtype) {
   DataType t = dtype.element_of();
-  if (t.is_float()) return make_const(dtype, -std::numeric_limits<double>::infinity());
+  if (t.is_float()) return make_const(dtype, -largest_finite(t));
   if (t.is_bool() || t.is_uint()) return make_const(dtype, int64_t{0});
   if (t.bits() == 64) return make_const(dtype, std::numeric_limits<int64_t>::min());
   return make_const(dtype, -(int64_t{1} << (t.bits() - 1)));
@@ -169,8 +202,15 @@ std::pair<Expr, Expr> promote(const char* op, Expr a, Expr b) {
 Expr literal_like(int64_t value, const Expr& other) {
   internal_check(other.defined()) << "literal_like: null expression";
   DataType t = other->dtype;
+  if (t.is_integer()) {
+    user_check(fits_dtype(value, t.element_of()) && !(t.is_uint() && t.bits() == 64 && value < 0))
+        << "the literal " << value << " does not fit " << t.element_of()
+        << ", the dtype of the other operand (its range is " << dtype_range(t.element_of())
+        << "); cast the operand to a wider type first, e.g. x.astype(\"int32\")";
+  }
   if (t.is_integer() || t.is_float()) return make_const(t.element_of(), value);
-  return make_const(DataType::int32(), value);
+  if (value >= INT32_MIN && value <= INT32_MAX) return make_const(DataType::int32(), value);
+  return make_const(DataType::int64(), value);
 }
 
 Expr literal_like(double value, const Expr& other) {
@@ -195,19 +235,55 @@ int64_t floormod_int(int64_t a, int64_t b) {
   return a - floordiv_int(a, b) * b;
 }
 
-// Folds an integer binary node on two IntImm operands. Division by zero is left unfolded.
-Expr fold_int(NodeKind kind, DataType t, int64_t a, int64_t b) {
-  bool is_unsigned = t.is_uint() && t.bits() == 64;
+const char* fold_symbol(NodeKind kind) {
   switch (kind) {
     case NodeKind::Add:
-      return make_const(t,
-                        static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)));
+      return "+";
     case NodeKind::Sub:
-      return make_const(t,
-                        static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)));
-    case NodeKind::Mul:
-      return make_const(t,
-                        static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)));
+      return "-";
+    default:
+      return "*";
+  }
+}
+
+// Folds an integer binary node on two IntImm operands. Division by zero is left unfolded.
+// Unsigned and 8- and 16-bit results wrap to their width, as the arithmetic does at run time
+// (kiln/ir/expr.h). A signed int32 or int64 sum, difference or product that does not fit is an
+// error instead: these are the index types, whose arithmetic is assumed never to overflow, and
+// a wrapped extent or offset would silently compute the wrong thing (as signed overflow is
+// undefined in C).
+Expr fold_int(NodeKind kind, DataType t, int64_t a, int64_t b) {
+  bool is_unsigned = t.is_uint() && t.bits() == 64;
+  bool wraps = !t.is_int() || t.bits() < 32;
+  if (wraps && (kind == NodeKind::Add || kind == NodeKind::Sub || kind == NodeKind::Mul)) {
+    uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+    uint64_t r = kind == NodeKind::Add ? ua + ub : kind == NodeKind::Sub ? ua - ub : ua * ub;
+    return make<IntImm>(t, wrap_to_dtype(static_cast<int64_t>(r), t));
+  }
+  if (kind == NodeKind::Add || kind == NodeKind::Sub || kind == NodeKind::Mul) {
+    // Exact in 128 bits.
+    __int128 x = a, y = b;
+    __int128 r = kind == NodeKind::Add ? x + y : kind == NodeKind::Sub ? x - y : x * y;
+    bool fits = r >= INT64_MIN && r <= INT64_MAX && fits_dtype(static_cast<int64_t>(r), t);
+    if (!fits) {
+      auto text = [&](__int128 v) {
+        bool negative = v < 0;
+        unsigned __int128 m = negative ? -static_cast<unsigned __int128>(v) : v;
+        std::string digits;
+        do {
+          digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+          m /= 10;
+        } while (m != 0);
+        return (negative ? "-" : "") + digits;
+      };
+      user_error(ErrorKind::kValue)
+          << "constant folding: " << text(x) << " " << fold_symbol(kind) << " " << text(y) << " = "
+          << text(r) << " does not fit " << t << " (its range is " << dtype_range(t) << ")"
+          << (t.bits() < 64 ? "; compute it in int64" : "");
+    }
+    return make<IntImm>(t, static_cast<int64_t>(static_cast<uint64_t>(r)));
+  }
+  switch (kind) {
     case NodeKind::Min:
       if (is_unsigned)
         return make_const(t, static_cast<uint64_t>(a) < static_cast<uint64_t>(b) ? a : b);
@@ -436,6 +512,8 @@ Expr cast(DataType dtype, Expr value) {
       if (value->dtype.is_uint() && value->dtype.bits() == 64 && dtype.is_float()) {
         return make_const(dtype, static_cast<double>(static_cast<uint64_t>(i->value)));
       }
+      // An integer conversion wraps to the narrower width (kiln/ir/expr.h: Cast).
+      if (dtype.is_integer()) return make_const(dtype, wrap_to_dtype(i->value, dtype));
       return make_const(dtype, i->value);
     }
     if (const auto* f = value.as<FloatImm>()) {

@@ -187,7 +187,7 @@ def test_compute_at_softmax_row_max_under_the_normalize_loop():
                 T.reads(X[v_i, v_k1])
                 T.writes(row_max[v_i])
                 with T.init():
-                    row_max[v_i] = T.float32("-inf")
+                    row_max[v_i] = T.float32(-3.4028235e+38)
                 row_max[v_i] = T.max(row_max[v_i], X[v_i, v_k1])
         for j in range(10):
             with T.block("exp"):

@@ -1,5 +1,6 @@
 """Structure of the PrimFuncs that te.create_prim_func builds for common operators: blocks, their
 iterator kinds, loops, read/write regions, init and update, intermediate buffers."""
+import numpy as np
 import pytest
 
 from kiln import te, tir
@@ -172,7 +173,7 @@ def test_softmax_in_three_blocks():
     assert [b.name for b in root_block(func).alloc_buffers] == ["max", "expsum"]
     b = blocks(func)
     assert iter_kinds(b["max"]) == "SR"
-    assert const_value(b["max"].init.value) == float("-inf")
+    assert const_value(b["max"].init.value) == float(np.finfo(np.float32).min)
     assert isinstance(b["max"].body.value, tir.Max)
     assert region_buffers(b["expsum"].reads) == ["A", "max"]
     assert iter_kinds(b["softmax"]) == "SS"
@@ -354,7 +355,7 @@ def test_prod_and_min_reductions():
     Mn = te.compute((4,), lambda i: te.min(A[i, k2], axis=k2), name="Mn")
     b = blocks(te.create_prim_func([A, P, Mn]))
     assert const_value(b["P"].init.value) == 1.0
-    assert const_value(b["Mn"].init.value) == float("inf")
+    assert const_value(b["Mn"].init.value) == float(np.finfo(np.float32).max)
 
 
 def test_helpers():
@@ -375,6 +376,11 @@ def test_helpers():
     assert isinstance(te.any(i < 0, i > 4), tir.Or)
     assert const_value(te.max_value("int8")) == 127
     assert const_value(te.min_value("uint8")) == 0
+    # Floats: the lowest and largest finite values, as in TVM.
+    assert const_value(te.min_value("float32")) == float(np.finfo(np.float32).min)
+    assert const_value(te.max_value("float32")) == float(np.finfo(np.float32).max)
+    assert const_value(te.min_value("float16")) == float(np.finfo(np.float16).min)
+    assert const_value(te.max_value("float64")) == float(np.finfo(np.float64).max)
     e = te.if_then_else(i > 0, x, 0)
     assert e.op == "if_then_else" and e.dtype == "float32"
 

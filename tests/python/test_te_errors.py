@@ -67,16 +67,6 @@ def test_reduce_axis_not_in_the_reduction_axis_list():
         te.compute((1,), lambda i: te.sum(A[r, k], axis=k), name="B")
 
 
-def test_reduce_axis_unused_by_its_reduction():
-    A = placeholder2d()
-    k = te.reduce_axis((0, 8), name="k")
-    r = te.reduce_axis((0, 2), name="r")
-    with pytest.raises(kiln.KilnValueError,
-                       match=r"te.sum: reduce axis r is not used by the reduced expression or the "
-                             r"where condition"):
-        te.sum(A[0, k], axis=[k, r])
-
-
 def test_reduction_nested_in_arithmetic():
     A = placeholder2d()
     k = te.reduce_axis((0, 8), name="k")
@@ -274,3 +264,42 @@ def test_errors_leave_the_process_usable():
         with pytest.raises(kiln.KilnError):
             A[0]
     assert A[0, 0].buffer.same_as(A.buffer)
+
+
+def test_integer_literal_that_does_not_fit_its_dtype():
+    # 300 does not fit int8: an error, never a wrapped T.int8(44).
+    Z = te.placeholder((8,), "int8", name="Z")
+    with pytest.raises(kiln.KilnValueError,
+                       match=r"the literal 300 does not fit int8, the dtype of the other operand "
+                             r"\(its range is \[-128, 127\]\); cast the operand to a wider type"):
+        te.compute((8,), lambda x: Z[x] * 300, name="B")
+    # What fits stays a constant of the operand's dtype.
+    B = te.compute((8,), lambda x: Z[x] * -128, name="B")
+    assert "T.int8(-128)" in str(te.create_prim_func([Z, B]))
+    U = te.placeholder((8,), "uint8", name="U")
+    with pytest.raises(kiln.KilnValueError, match=r"the literal -1 does not fit uint8"):
+        te.compute((8,), lambda x: U[x] + -1, name="C")
+
+
+def test_constants_out_of_range_in_te_and_ir_constructors():
+    with pytest.raises(kiln.KilnValueError,
+                       match=r"te.const: the value 300 does not fit int8 \(its range is "
+                             r"\[-128, 127\]\)"):
+        te.const(300, "int8")
+    with pytest.raises(kiln.KilnValueError, match=r"te.const: the value -1 does not fit uint64"):
+        te.const(-1, "uint64")
+    with pytest.raises(kiln.KilnValueError,
+                       match=r"tir.IntImm: the value 2147483648 does not fit int32"):
+        tir.IntImm("int32", 2 ** 31)
+    assert te.const(2 ** 31).dtype == "int64"
+    assert te.const(255, "uint8").value == 255
+
+
+def test_constant_folding_of_index_types_does_not_wrap():
+    big = te.const(2 ** 31 - 1, "int32")
+    with pytest.raises(kiln.KilnValueError,
+                       match=r"constant folding: 2147483647 \+ 1 = 2147483648 does not fit int32 "
+                             r"\(its range is \[-2147483648, 2147483647\]\); compute it in int64"):
+        big + 1
+    # Narrow and unsigned data types wrap, as their arithmetic does at run time.
+    assert (te.const(250, "uint8") + 10).value == 4

@@ -237,3 +237,45 @@ def test_intermediates_and_offset_reads(rng):
     run([A, B], a, b)
     t = a.astype("float64") * 3.0
     np.testing.assert_allclose(b, t[:8] + t[1:9] - t[2:], rtol=RTOL, atol=ATOL)
+
+
+def test_reductions_over_an_axis_the_values_do_not_use(rng):
+    # As in TVM: the sum is extent * x, the max is x. Interpreted and compiled.
+    import kiln
+    A = te.placeholder((4, 3), name="A")
+    k = te.reduce_axis((0, 5), name="k")
+    r = te.reduce_axis((0, 7), name="r")
+    S = te.compute((4,), lambda i: te.sum(A[i, 0] * 2.0, axis=k), name="S")
+    M = te.compute((4,), lambda i: te.max(A[i, 1], axis=r), name="M")
+    func = te.create_prim_func([A, S, M])
+    a = rand(rng, 4, 3)
+    for runner in (lambda *x: tir.interpret(func, *x), kiln.build(func)):
+        s, m = np.zeros(4, "float32"), np.zeros(4, "float32")
+        runner(a, s, m)
+        np.testing.assert_allclose(s, 5 * (a[:, 0] * 2.0), rtol=RTOL, atol=ATOL)
+        np.testing.assert_array_equal(m, a[:, 1])
+
+
+def test_fully_masked_softmax_row_stays_finite(rng):
+    # Masked scores take te.min_value, which is finite: a row masked everywhere becomes a uniform
+    # distribution, as in TVM, instead of NaN (-inf - -inf).
+    n = 6
+    X = te.placeholder((3, n), name="X")
+    L = te.placeholder((3,), "int32", name="L")  # valid length of each row
+    S = te.compute((3, n), lambda i, j: te.if_then_else(j < L[i], X[i, j],
+                                                         te.min_value("float32")), name="S")
+    k = te.reduce_axis((0, n), name="k")
+    Mx = te.compute((3,), lambda i: te.max(S[i, k], axis=k), name="Mx")
+    E = te.compute((3, n), lambda i, j: te.exp(S[i, j] - Mx[i]), name="E")
+    k2 = te.reduce_axis((0, n), name="k2")
+    Z = te.compute((3,), lambda i: te.sum(E[i, k2], axis=k2), name="Z")
+    P = te.compute((3, n), lambda i, j: E[i, j] / Z[i], name="P")
+    x = rand(rng, 3, n)
+    lengths = np.array([0, 2, n], "int32")
+    p = np.zeros((3, n), "float32")
+    run([X, L, P], x, lengths, p)
+    assert np.isfinite(p).all()
+    np.testing.assert_allclose(p[0], np.full(n, 1.0 / n), rtol=RTOL)
+    e = np.exp(x[1, :2] - x[1, :2].max())
+    np.testing.assert_allclose(p[1, :2], e / e.sum(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(p[1, 2:], 0.0)

@@ -18,7 +18,10 @@
 // literal to any float type; a float literal meeting an integer expression makes it float32
 // (as in TVM: `i * 0.5` is float32).
 //
-// Constant operands are folded (IntImm + IntImm is an IntImm, wrapped to its width).
+// Constant operands are folded (IntImm + IntImm is an IntImm). Unsigned and 8/16-bit results
+// wrap to their width, as at run time; a folded int32 or int64 sum, difference or product that
+// overflows (index arithmetic, assumed never to overflow) is a kValue error, never a wrapped
+// constant.
 #pragma once
 
 #include <string>
@@ -29,7 +32,9 @@
 
 namespace kiln::ir {
 
-// Constants. A vector dtype gives a Broadcast of the scalar constant.
+// Constants. A vector dtype gives a Broadcast of the scalar constant. An integer value that does
+// not fit an integer dtype is a kValue error (a literal never wraps silently); a nonzero value
+// of a bool dtype is true.
 Expr make_const(DataType dtype, int64_t value);
 Expr make_const(DataType dtype, double value);
 // An int literal is an integer constant (without this, `make_const(t, 1)` would be ambiguous).
@@ -40,7 +45,14 @@ Expr make_zero(DataType dtype);
 Expr make_one(DataType dtype);
 // The constant wrapped to the width of an integer dtype (sign- or zero-extended).
 int64_t wrap_to_dtype(int64_t value, DataType dtype);
-// The greatest and least values of a numeric dtype, as constants (floats: +-inf).
+// Whether an integer value fits a dtype without wrapping (any value fits a 64-bit or float
+// dtype; bool takes 0 and 1). make_const and literal conversion refuse values that do not fit.
+bool fits_dtype(int64_t value, DataType dtype);
+// The range of an integer dtype as text, "[-128, 127]", for messages.
+std::string dtype_range(DataType dtype);
+// The greatest and least values of a numeric dtype, as constants. For floats these are the
+// largest and lowest finite values, as in TVM: a max reduction over a fully masked row then
+// stays finite (-inf would turn a masked softmax row into NaN).
 Expr max_value(DataType dtype);
 Expr min_value(DataType dtype);
 Expr int32_const(int64_t value);

@@ -11,8 +11,10 @@ namespace kiln::tir {
 // sum of index * stride when the buffer has strides, plus its elem_offset. A vector (Ramp) last
 // index stays a vector: A[i, ramp(j, 1, 8)] of a (M, N) buffer becomes A[ramp(i * N + j, 1, 8)].
 // Allocate nodes allocate the flat buffer. The PrimFunc's buffer_map keeps the original
-// parameter buffers, which describe the arguments. Offsets are computed in int64 when a buffer
-// of constant shape has more elements than int32 can index.
+// parameter buffers, which describe the arguments. Offsets are computed in int32 only when the
+// buffer provably spans at most INT32_MAX elements (a constant shape that small, or bounds of
+// its symbolic extents that say so), else in int64; an index computed in a narrower type is
+// redone in int64 (i * 100000 + j does not wrap in int32 first).
 //
 // Blocks must be gone (run lower_opaque_block first): a block is a kValue error. Returns `func`
 // itself when every buffer is already one-dimensional and compact.

@@ -81,12 +81,46 @@ TEST(Promotion, BroadcastsScalarsToVectors) {
   EXPECT_THROW(add(v, make_var("w", DataType::float_(32, 4))), Error);
 }
 
-TEST(Folding, WrapsIntegersToTheirWidth) {
-  Expr big = make_const(DataType::int32(), int64_t{2147483647});
-  const int64_t* c = as_const_int(big + 1);
-  ASSERT_NE(c, nullptr);
-  EXPECT_EQ(*c, -2147483648LL);
+TEST(Folding, WrapsUnsignedAndNarrowIntegersToTheirWidth) {
   EXPECT_EQ(*as_const_int(make_const(DataType::uint(8), int64_t{250}) + 10), 4);
+  EXPECT_EQ(*as_const_int(make_const(DataType::int_(8), int64_t{100}) + 100), -56);
+  EXPECT_EQ(*as_const_int(make_const(DataType::uint(32), int64_t{2}) - 7), 4294967291LL);
+}
+
+TEST(Folding, RefusesSignedIndexOverflow) {
+  Expr big = make_const(DataType::int32(), int64_t{2147483647});
+  try {
+    (void)(big + 1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kValue);
+    EXPECT_NE(std::string(e.what()).find("constant folding: 2147483647 + 1 = 2147483648 does not "
+                                         "fit int32 (its range is [-2147483648, 2147483647])"),
+              std::string::npos)
+        << e.what();
+  }
+  Expr huge = make_const(DataType::int64(), int64_t{1} << 62);
+  EXPECT_THROW((void)(huge * 4), Error);
+  EXPECT_EQ(*as_const_int(make_const(DataType::int64(), int64_t{65536}) * 65536), 4294967296LL);
+}
+
+TEST(Constants, RefuseValuesOutsideTheirDtype) {
+  EXPECT_THROW(make_const(DataType::int_(8), int64_t{300}), Error);
+  EXPECT_THROW(make_const(DataType::uint(8), int64_t{-1}), Error);
+  EXPECT_THROW(make_const(DataType::int32(), int64_t{1} << 31), Error);
+  EXPECT_THROW(make_const(DataType::int32(), 1e10), Error);
+  EXPECT_EQ(*as_const_int(make_const(DataType::int_(8), int64_t{-128})), -128);
+  EXPECT_EQ(*as_const_int(make_const(DataType::uint(8), int64_t{255})), 255);
+  Expr x = make_var("x", DataType::int_(8));
+  try {
+    (void)(x * 300);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the literal 300 does not fit int8, the dtype of the "
+                                         "other operand (its range is [-128, 127])"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Folding, FloorDivisionOfNegatives) {
