@@ -19,12 +19,20 @@ NDArrayStorage::NDArrayStorage(std::vector<int64_t> shape_in, DLDataType dtype, 
   user_check(device.device_type == kDLCPU)
       << "kiln.nd: arrays live on the CPU only; found device "
       << device_type_name(device.device_type) << "(" << device.device_id << ")";
-  size_t count = 1;
+  // The byte size, refusing a shape whose size does not fit 64 bits (it would wrap to a small
+  // buffer that kernels then overrun).
+  nbytes = (static_cast<size_t>(dtype.bits) * dtype.lanes + 7) / 8;
+  bool overflow = false;
   for (int64_t extent : shape) {
     user_check(extent >= 0) << "kiln.nd: the shape has the negative extent " << extent;
-    count *= static_cast<size_t>(extent);
+    overflow = overflow || __builtin_mul_overflow(nbytes, static_cast<size_t>(extent), &nbytes);
   }
-  nbytes = count * ((static_cast<size_t>(dtype.bits) * dtype.lanes + 7) / 8);
+  if (overflow) {
+    std::string extents;
+    for (int64_t extent : shape) extents += (extents.empty() ? "" : ", ") + std::to_string(extent);
+    user_error(ErrorKind::kValue) << "kiln.nd: an array of shape (" << extents << ") and dtype "
+                                  << dl_dtype_name(dtype) << " would have more than 2^64 bytes";
+  }
   data = KilnAllocAligned(nbytes, 64);
   runtime_check(data != nullptr) << "kiln.nd: " << KilnGetLastError();
   tensor.data = data;
@@ -41,22 +49,6 @@ NDArrayStorage::~NDArrayStorage() {
 }
 
 namespace {
-
-// DLPack 1.0's versioned tensor, which the installed DLPack 0.6 header lacks; its layout is
-// fixed by the DLPack ABI. NumPy makes read-only arrays of unversioned capsules, so an array
-// exported for a consumer that asks for version 1 is versioned.
-struct DLPackVersion {
-  uint32_t major;
-  uint32_t minor;
-};
-struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensorVersioned* self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-};
-constexpr uint64_t kDLPackFlagIsCopied = 1 << 1;
 
 // What a DLPack capsule of an NDArray owns: the tensor description and a share of the storage.
 struct ExportedTensor {

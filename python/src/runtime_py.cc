@@ -61,41 +61,43 @@ int32_t device_type_of(const std::string& name) {
                                    "vulkan, metal and rocm";
 }
 
-[[noreturn]] void raise_last_error(ErrorKind kind) {
-  user_error(kind) << KilnGetLastError();
+// Raises the runtime's last error as the class its error code names.
+[[noreturn]] void raise_last_error(int32_t status) {
+  raise_runtime_error(status, KilnGetLastError());
 }
 
 std::vector<std::string> function_names(const RuntimeModule& module) {
   if (module.built != nullptr) return module.built->function_names();
   int32_t count = 0;
   const char* const* names = nullptr;
-  if (KilnModuleListFunctions(module.loaded.get(), &count, &names) != 0) {
-    raise_last_error(ErrorKind::kRuntime);
-  }
+  int32_t status = KilnModuleListFunctions(module.loaded.get(), &count, &names);
+  if (status != 0) raise_last_error(status);
   return std::vector<std::string>(names, names + count);
 }
 
 std::string target_of(const RuntimeModule& module) {
   if (module.built != nullptr) return module.built->target().str();
   const char* target = nullptr;
-  if (KilnModuleGetTarget(module.loaded.get(), &target) != 0) raise_last_error(ErrorKind::kRuntime);
+  int32_t status = KilnModuleGetTarget(module.loaded.get(), &target);
+  if (status != 0) raise_last_error(status);
   return target;
 }
 
 RuntimeFunction get_function(const std::shared_ptr<RuntimeModule>& module,
                              const std::string& name) {
   KilnFunctionHandle handle = nullptr;
-  if (KilnModuleGetFunction(module->handle(), name.c_str(), &handle) != 0) {
-    raise_last_error(ErrorKind::kIndex);
-  }
+  int32_t status = KilnModuleGetFunction(module->handle(), name.c_str(), &handle);
+  if (status != 0) raise_last_error(status);
   const KilnFuncSpec* spec = nullptr;
-  if (KilnFuncGetSpec(handle, &spec) != 0) raise_last_error(ErrorKind::kRuntime);
+  status = KilnFuncGetSpec(handle, &spec);
+  if (status != 0) raise_last_error(status);
   return RuntimeFunction{module, handle, spec};
 }
 
 std::shared_ptr<RuntimeModule> load_module(const std::string& path) {
   KilnModuleHandle handle = nullptr;
-  if (KilnModuleLoadFromFile(path.c_str(), &handle) != 0) raise_last_error(ErrorKind::kRuntime);
+  int32_t status = KilnModuleLoadFromFile(path.c_str(), &handle);
+  if (status != 0) raise_last_error(status);
   auto module = std::make_shared<RuntimeModule>();
   module->loaded = std::shared_ptr<KilnModule>(handle, KilnModuleFree);
   module->path = path;
@@ -122,15 +124,20 @@ py::dict spec_dict(const KilnFuncSpec& spec) {
       entry["shape"] = py::tuple(shape);
       entry["device"] = device_type_name(arg.device_type);
       entry["alignment"] = arg.alignment;
+      entry["written"] = arg.written != 0;
     }
     args.append(entry);
   }
-  py::list sym_vars;
-  for (int32_t k = 0; k < spec.num_sym_vars; ++k) sym_vars.append(spec.sym_var_names[k]);
+  py::list sym_vars, sym_var_dtypes;
+  for (int32_t k = 0; k < spec.num_sym_vars; ++k) {
+    sym_vars.append(spec.sym_var_names[k]);
+    sym_var_dtypes.append(dl_dtype_name(spec.sym_var_dtypes[k]));
+  }
   py::dict result;
   result["name"] = spec.name;
   result["symbol"] = spec.symbol;
   result["sym_vars"] = sym_vars;
+  result["sym_var_dtypes"] = sym_var_dtypes;
   result["args"] = args;
   return result;
 }
@@ -178,7 +185,7 @@ std::vector<double> time_function(const RuntimeFunction& func, const py::tuple& 
       message = KilnGetLastError();
     }
   }
-  if (status != 0) raise_call_error(*func.spec, packed, message);
+  if (status != 0) raise_runtime_error(status, message);
   return results;
 }
 
@@ -292,7 +299,8 @@ void bind_runtime(py::module_& m) {
   m.def(
       "set_num_threads",
       [](int32_t n) {
-        if (KilnSetNumThreads(n) != 0) raise_last_error(ErrorKind::kRuntime);
+        int32_t status = KilnSetNumThreads(n);
+        if (status != 0) raise_last_error(status);
       },
       py::arg("n"), "Sets the number of threads of parallel loops (<= 0: the default).");
   m.def("get_num_threads", &KilnGetNumThreads, "The number of threads of parallel loops.");
