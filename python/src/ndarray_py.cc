@@ -211,40 +211,58 @@ out, np.from_dlpack(nd) shares it without a copy.)doc")
           "The number of dimensions.")
       .def_property_readonly(
           "nbytes", [](const NDArray& a) { return a.storage->nbytes; }, "The size in bytes.")
-      .def("numpy", &to_numpy, "A NumPy copy of the array.")
+      .def("numpy", &to_numpy, R"doc(
+A NumPy copy of the array (bfloat16 arrays come back as ml_dtypes.bfloat16).
+
+Raises:
+    KilnTypeError: a vector dtype, which NumPy has no dtype for.)doc")
       .def(
           "copyfrom",
           [](const NDArray& a, py::handle source) {
             copy_from(a, source);
             return a;
           },
-          py::arg("source"),
-          "Copies a NumPy array (or anything np.asarray takes, cast to this dtype) of the same "
-          "shape into the array; returns the array.")
+          py::arg("source"), R"doc(
+Copies ``source`` (a NumPy array or anything np.asarray takes, cast to this array's dtype) into
+the array and returns the array.
+
+Raises:
+    KilnValueError: the source's shape differs from the array's.)doc")
       .def(
           "__array__",
           [](const NDArray& a, py::object dtype, py::object copy) {
             py::array result = to_numpy(a);
             return dtype.is_none() ? py::object(result) : result.attr("astype")(dtype);
           },
-          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none(),
+          "A NumPy copy of the array (np.asarray(nd)), cast to ``dtype`` when given.")
       .def("__dlpack__", &to_dlpack, py::kw_only(), py::arg("stream") = py::none(),
            py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
            py::arg("copy") = py::none(),
-           "A DLPack capsule that shares the array's memory (the array stays alive while it is "
-           "used).")
-      .def("__dlpack_device__",
-           [](const NDArray& a) {
-             return py::make_tuple(static_cast<int>(a.storage->tensor.device.device_type),
-                                   a.storage->tensor.device.device_id);
-           })
-      .def("__repr__", [](const NDArray& a) {
-        return "<kiln.nd.NDArray shape=" + format_shape(a.storage->shape) +
-               ", dtype=" + dl_dtype_name(a.storage->tensor.dtype) + ", " +
-               device_type_name(a.storage->tensor.device.device_type) + "(" +
-               std::to_string(a.storage->tensor.device.device_id) + ")>\n" +
-               py::repr(to_numpy(a)).cast<std::string>();
-      });
+           R"doc(
+A DLPack capsule that shares the array's memory (the array stays alive while it is used):
+versioned (DLPack 1.0, writable) when ``max_version`` is at least (1, 0), else unversioned.
+``copy=True`` exports a copy; ``stream`` has no meaning on the CPU.
+
+Raises:
+    BufferError: ``dl_device`` names another device.)doc")
+      .def(
+          "__dlpack_device__",
+          [](const NDArray& a) {
+            return py::make_tuple(static_cast<int>(a.storage->tensor.device.device_type),
+                                  a.storage->tensor.device.device_id);
+          },
+          "The DLPack (device_type, device_id) of the array's memory.")
+      .def(
+          "__repr__",
+          [](const NDArray& a) {
+            return "<kiln.nd.NDArray shape=" + format_shape(a.storage->shape) +
+                   ", dtype=" + dl_dtype_name(a.storage->tensor.dtype) + ", " +
+                   device_type_name(a.storage->tensor.device.device_type) + "(" +
+                   std::to_string(a.storage->tensor.device.device_id) + ")>\n" +
+                   py::repr(to_numpy(a)).cast<std::string>();
+          },
+          "The shape, dtype and device, then the values as NumPy prints them.");
 
   m.def(
       "nd_empty",
@@ -253,7 +271,7 @@ out, np.from_dlpack(nd) shares it without a copy.)doc")
                           parse_dl_dtype(dtype, "kiln.nd.empty"), device);
       },
       py::arg("shape"), py::arg("dtype"), py::arg("device"),
-      "An uninitialized array (see kiln.nd.empty).");
+      "An uninitialized array (see kiln.nd.empty, which documents the errors).");
   m.def(
       "nd_array",
       [](const py::array& source, const Device& device) {
@@ -262,7 +280,8 @@ out, np.from_dlpack(nd) shares it without a copy.)doc")
         copy_from(array, source);
         return array;
       },
-      py::arg("source"), py::arg("device"), "A copy of a NumPy array (see kiln.nd.array).");
+      py::arg("source"), py::arg("device"),
+      "A copy of a NumPy array (see kiln.nd.array, which documents the errors).");
 }
 
 }  // namespace kiln::python

@@ -189,6 +189,28 @@ def test_module_for_features_this_cpu_lacks(tmp_path):
         kiln.runtime.load_module(path)
 
 
+def test_module_for_an_avx2_cpu_runs_on_any_avx2_host(tmp_path):
+    """Code built for an AVX2 CPU model (Haswell: AVX2 and FMA, no AVX-512) runs on every x86-64
+    host with those features, AVX-512 or not, in process and exported."""
+    host = json.loads(kiln.build(add_one(8)).manifest)
+    if "x86_64" not in host["target"]:
+        pytest.skip("haswell is an x86-64 CPU model")
+    rt = kiln.build(add_one(256), target="llvm -mcpu=haswell")
+    needed = json.loads(rt.manifest)["host_features"]
+    assert "avx2" in needed and not any(name.startswith("avx512") for name in needed)
+    lacking = [name for name in needed if name not in host["host_features"]]
+    if lacking:
+        pytest.skip(f"this CPU lacks {', '.join(lacking)}, which haswell code uses")
+    a, b = np.arange(256, dtype="float32"), np.zeros(256, "float32")
+    rt(a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    path = tmp_path / "haswell.so"
+    rt.export_library(path)
+    b[...] = 0
+    kiln.runtime.load_module(path)(a, b)
+    np.testing.assert_array_equal(b, a + 1)
+
+
 def test_thread_count():
     old = kiln.runtime.get_num_threads()
     assert old >= 1

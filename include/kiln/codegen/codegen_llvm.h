@@ -20,7 +20,8 @@
 //     KilnBackendParallelLaunch; a parallel loop inside another one is rejected (fuse them).
 //  5. The arguments were checked by the runtime; the code trusts them.
 // Function attributes read: "global_symbol" (StringImm, required: the function's symbol),
-// "kiln.noalias" (buffers of distinct data Vars do not overlap) and "kiln.fast_math" (float
+// "kiln.noalias" (buffers of distinct data Vars do not overlap: for arguments the runtime
+// ensures it, see "Overlapping arguments" in c_runtime_api.h) and "kiln.fast_math" (float
 // operations may be reassociated and contracted); both default to false.
 #pragma once
 

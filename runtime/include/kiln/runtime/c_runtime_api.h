@@ -72,7 +72,7 @@ extern "C" {
  *     the writes would be right.
  * Tensors that overlap only other read-only tensors are passed as they are. Spans are compared,
  * not elements, so interleaved views (the even and the odd elements of one array) count as
- * overlapping.
+ * overlapping. Only tensors in CPU memory (kDLCPU, kDLCUDAHost) are compared.
  *
  * Kernels may be called concurrently from several threads and must keep no mutable global state.
  * They call back into the runtime only through the functions marked "called by compiled code"
@@ -246,8 +246,8 @@ typedef struct {
   /*! \brief Names of the symbolic variables that shapes and strides refer to. */
   int32_t num_sym_vars;
   const char* const* sym_var_names;
-  /*! \brief The integer dtype of each symbolic variable (num_sym_vars entries): the value a call
-   * binds it to must fit. */
+  /*! \brief The integer dtype of each symbolic variable (num_sym_vars entries; NULL means int64
+   * for each): the value a call binds it to must fit. */
   const DLDataType* sym_var_dtypes;
 } KilnFuncSpec;
 
