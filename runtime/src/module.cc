@@ -81,11 +81,10 @@ int32_t init_module(const std::string& context, KilnErrorCode broken, const char
   void* table_symbol = resolver != nullptr ? resolver(resolver_ctx, KILN_MODULE_FUNCTIONS_SYMBOL)
                                            : dlsym(dl_handle, KILN_MODULE_FUNCTIONS_SYMBOL);
   if (table_symbol == nullptr) {
+    std::string abi = std::to_string(KILN_RUNTIME_ABI_VERSION);
     return fail(broken, context + ": the module defines no kernel table " +
-                            KILN_MODULE_FUNCTIONS_SYMBOL +
-                            "; it is not a module of runtime ABI "
-                            "version " +
-                            std::to_string(KILN_RUNTIME_ABI_VERSION));
+                            KILN_MODULE_FUNCTIONS_SYMBOL + "; it is not a module of runtime ABI " +
+                            "version " + abi);
   }
   // The table ends with NULL, so a manifest that lists more functions than the table holds is
   // caught here instead of reading past its end.
