@@ -69,10 +69,71 @@ std::vector<const Var*> free_vars(const Stmt& body) {
   return result;
 }
 
+// The data variables of the buffers `body` may store into: the buffer of every BufferStore, and,
+// to be safe, every buffer whose address or handle reaches a call with side effects (an extern
+// function may write through a pointer). A handle variable bound by a Let or LetStmt to an
+// expression of other handles stands for those: a store through it writes them.
+std::unordered_set<const Var*> written_data_vars(const Stmt& body) {
+  std::unordered_map<const Var*, std::vector<const Var*>> derived_from;
+  std::vector<const Var*> written;
+  auto handles_in = [](const Expr& e, std::vector<const Var*>* out) {
+    post_order_visit(e, [&](const Node* node) {
+      if (node->kind() == NodeKind::Var && static_cast<const Var*>(node)->dtype.is_handle()) {
+        out->push_back(static_cast<const Var*>(node));
+      }
+      if (node->kind() == NodeKind::Call &&
+          static_cast<const Call*>(node)->op == Builtin::AddressOf) {
+        const Call* call = static_cast<const Call*>(node);
+        if (const auto* load = call->args[0].as<BufferLoad>())
+          out->push_back(load->buffer->data.get());
+      }
+    });
+  };
+  post_order_visit(body, [&](const Node* node) {
+    switch (node->kind()) {
+      case NodeKind::BufferStore:
+        written.push_back(static_cast<const BufferStore*>(node)->buffer->data.get());
+        break;
+      case NodeKind::LetStmt: {
+        const auto* let = static_cast<const LetStmt*>(node);
+        if (let->var->dtype.is_handle()) handles_in(let->value, &derived_from[let->var.get()]);
+        break;
+      }
+      case NodeKind::Let: {
+        const auto* let = static_cast<const Let*>(node);
+        if (let->var->dtype.is_handle()) handles_in(let->value, &derived_from[let->var.get()]);
+        break;
+      }
+      case NodeKind::Call: {
+        const auto* call = static_cast<const Call*>(node);
+        if (builtin_is_pure(call->op)) break;
+        for (const Expr& arg : call->args) handles_in(arg, &written);
+        break;
+      }
+      default:
+        break;
+    }
+  });
+  // Every variable a written handle derives from is written too.
+  std::unordered_set<const Var*> result;
+  while (!written.empty()) {
+    const Var* var = written.back();
+    written.pop_back();
+    if (!result.insert(var).second) continue;
+    auto it = derived_from.find(var);
+    if (it != derived_from.end())
+      written.insert(written.end(), it->second.begin(), it->second.end());
+  }
+  return result;
+}
+
 class PackedApiBuilder {
  public:
   PackedApiBuilder(const PrimFunc& func, std::string name, std::string symbol)
-      : func_(func), name_(std::move(name)), symbol_(std::move(symbol)) {}
+      : func_(func),
+        name_(std::move(name)),
+        symbol_(std::move(symbol)),
+        written_(written_data_vars(func.body)) {}
 
   // Step 1. Bind every parameter and build its spec entry.
   void bind_params() {
@@ -108,6 +169,7 @@ class PackedApiBuilder {
     j["name"] = name_;
     j["symbol"] = symbol_;
     j["sym_vars"] = sym_var_names_;
+    j["sym_var_dtypes"] = sym_var_dtypes_;
     j["args"] = Json(args_);
     return j.dump();
   }
@@ -149,6 +211,7 @@ class PackedApiBuilder {
     used_names_.insert(unique);
     sym_var_index_[v] = sym_var_names_.size();
     sym_var_names_.push_back(unique);
+    sym_var_dtypes_.push_back(v->dtype.str());
     Expr value = packed_call(DataType::int64(), Builtin::PackedArgShape,
                              {int32_const(static_cast<int64_t>(i)), int32_const(k)});
     add_binding(i, Ref<Var>(v), cast(v->dtype, value));
@@ -182,6 +245,7 @@ class PackedApiBuilder {
     arg["strides"] = strides;
     arg["device"] = "cpu";
     arg["alignment"] = buffer.alignment();
+    arg["written"] = written_.count(buffer.data.get()) > 0;
     args_[i] = arg;
   }
 
@@ -209,7 +273,9 @@ class PackedApiBuilder {
   std::unordered_set<const Var*> bound_;
   std::unordered_map<const Var*, size_t> sym_var_index_;
   std::vector<std::string> sym_var_names_;
+  std::vector<std::string> sym_var_dtypes_;
   std::unordered_set<std::string> used_names_;
+  std::unordered_set<const Var*> written_;
   std::vector<Json> args_ = std::vector<Json>(func_.params.size());
 };
 
@@ -217,7 +283,7 @@ class PackedApiBuilder {
 
 Ref<PrimFunc> make_packed_api(const Ref<PrimFunc>& func, const std::string& name) {
   if (func->attrs.count("kiln.packed") > 0) return func;
-  std::string symbol = "kiln_" + name;
+  std::string symbol = "kiln_unchecked_" + name;
   if (auto it = func->attrs.find("global_symbol"); it != func->attrs.end()) {
     const auto* s = it->second.as<StringImm>();
     user_check(s != nullptr) << "make_packed_api: function " << name

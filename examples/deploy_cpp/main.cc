@@ -1,6 +1,8 @@
 // Deploys a kiln module with the minimal runtime: loads the module named on the command line,
 // allocates NDArrays from the spec of its function "main", runs it, prints the result and checks
-// it against a reference when main is an element-wise add or a matmul (A, B -> C).
+// it against a reference when main is an element-wise add or a matmul (A, B -> C). The module's
+// kernels are reached only through the runtime, which checks every argument first; a failure
+// is reported with the kind its error code names.
 //
 //   deploy MODULE.so [sym=value ...]    symbolic extents default to 1024
 #include <cmath>
@@ -16,6 +18,24 @@ namespace {
 
 using kiln::runtime::Error;
 using kiln::runtime::NDArray;
+
+// What kind of failure a KilnErrorCode is, as a host would tell its users.
+const char* error_kind(int32_t code) {
+  switch (code) {
+    case kKilnErrorValue:
+      return "invalid argument value";
+    case kKilnErrorType:
+      return "invalid argument type";
+    case kKilnErrorIndex:
+      return "no such function";
+    case kKilnErrorModuleFile:
+      return "damaged or unreadable module file";
+    case kKilnErrorModuleUnsupported:
+      return "module cannot run here";
+    default:
+      return "runtime failure";
+  }
+}
 
 double element(const NDArray& array, size_t i) {
   return array.dtype().bits == 64 ? array.data<double>()[i] : array.data<float>()[i];
@@ -182,7 +202,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const Error& e) {
-    std::fprintf(stderr, "deploy: %s\n", e.what());
+    std::fprintf(stderr, "deploy: %s: %s\n", error_kind(e.code()), e.what());
     return 1;
   }
 }

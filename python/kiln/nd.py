@@ -24,7 +24,13 @@ def _dtype_name(dtype):
 
 def array(source, device=None, dtype=None):
     """A new array holding a copy of ``source`` (a NumPy array, a kiln.nd.NDArray or anything
-    np.asarray takes), converted to ``dtype`` when given."""
+    np.asarray takes), converted to ``dtype`` when given, on ``device`` (kiln.cpu(0) when None).
+
+    Raises:
+        KilnTypeError: a dtype kiln has no element type for (e.g. complex, big-endian).
+        KilnValueError: a device other than the CPU.
+        KilnRuntimeError: the memory cannot be allocated.
+    """
     if isinstance(source, NDArray):
         source = source.numpy()
     data = np.asarray(source, dtype=None if dtype is None else _numpy_dtype(dtype))
@@ -32,7 +38,15 @@ def array(source, device=None, dtype=None):
 
 
 def empty(shape, dtype="float32", device=None):
-    """A new uninitialized array of ``shape`` and ``dtype``."""
+    """A new uninitialized array of ``shape`` (an int or a sequence of ints) and ``dtype`` (a
+    kiln dtype name or a NumPy dtype) on ``device`` (kiln.cpu(0) when None).
+
+    Raises:
+        KilnTypeError: a shape that is not ints, or an unknown dtype.
+        KilnValueError: a negative extent, a shape whose size in bytes overflows 64 bits, or a
+            device other than the CPU.
+        KilnRuntimeError: the memory cannot be allocated.
+    """
     return _rt.nd_empty(shape, _dtype_name(dtype), cpu(0) if device is None else device)
 
 

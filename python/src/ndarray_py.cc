@@ -19,12 +19,20 @@ NDArrayStorage::NDArrayStorage(std::vector<int64_t> shape_in, DLDataType dtype, 
   user_check(device.device_type == kDLCPU)
       << "kiln.nd: arrays live on the CPU only; found device "
       << device_type_name(device.device_type) << "(" << device.device_id << ")";
-  size_t count = 1;
+  // The byte size, refusing a shape whose size does not fit 64 bits (it would wrap to a small
+  // buffer that kernels then overrun).
+  nbytes = (static_cast<size_t>(dtype.bits) * dtype.lanes + 7) / 8;
+  bool overflow = false;
   for (int64_t extent : shape) {
     user_check(extent >= 0) << "kiln.nd: the shape has the negative extent " << extent;
-    count *= static_cast<size_t>(extent);
+    overflow = overflow || __builtin_mul_overflow(nbytes, static_cast<size_t>(extent), &nbytes);
   }
-  nbytes = count * ((static_cast<size_t>(dtype.bits) * dtype.lanes + 7) / 8);
+  if (overflow) {
+    std::string extents;
+    for (int64_t extent : shape) extents += (extents.empty() ? "" : ", ") + std::to_string(extent);
+    user_error(ErrorKind::kValue) << "kiln.nd: an array of shape (" << extents << ") and dtype "
+                                  << dl_dtype_name(dtype) << " would have more than 2^64 bytes";
+  }
   data = KilnAllocAligned(nbytes, 64);
   runtime_check(data != nullptr) << "kiln.nd: " << KilnGetLastError();
   tensor.data = data;
@@ -41,22 +49,6 @@ NDArrayStorage::~NDArrayStorage() {
 }
 
 namespace {
-
-// DLPack 1.0's versioned tensor, which the installed DLPack 0.6 header lacks; its layout is
-// fixed by the DLPack ABI. NumPy makes read-only arrays of unversioned capsules, so an array
-// exported for a consumer that asks for version 1 is versioned.
-struct DLPackVersion {
-  uint32_t major;
-  uint32_t minor;
-};
-struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensorVersioned* self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-};
-constexpr uint64_t kDLPackFlagIsCopied = 1 << 1;
 
 // What a DLPack capsule of an NDArray owns: the tensor description and a share of the storage.
 struct ExportedTensor {
@@ -219,40 +211,58 @@ out, np.from_dlpack(nd) shares it without a copy.)doc")
           "The number of dimensions.")
       .def_property_readonly(
           "nbytes", [](const NDArray& a) { return a.storage->nbytes; }, "The size in bytes.")
-      .def("numpy", &to_numpy, "A NumPy copy of the array.")
+      .def("numpy", &to_numpy, R"doc(
+A NumPy copy of the array (bfloat16 arrays come back as ml_dtypes.bfloat16).
+
+Raises:
+    KilnTypeError: a vector dtype, which NumPy has no dtype for.)doc")
       .def(
           "copyfrom",
           [](const NDArray& a, py::handle source) {
             copy_from(a, source);
             return a;
           },
-          py::arg("source"),
-          "Copies a NumPy array (or anything np.asarray takes, cast to this dtype) of the same "
-          "shape into the array; returns the array.")
+          py::arg("source"), R"doc(
+Copies ``source`` (a NumPy array or anything np.asarray takes, cast to this array's dtype) into
+the array and returns the array.
+
+Raises:
+    KilnValueError: the source's shape differs from the array's.)doc")
       .def(
           "__array__",
           [](const NDArray& a, py::object dtype, py::object copy) {
             py::array result = to_numpy(a);
             return dtype.is_none() ? py::object(result) : result.attr("astype")(dtype);
           },
-          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none(),
+          "A NumPy copy of the array (np.asarray(nd)), cast to ``dtype`` when given.")
       .def("__dlpack__", &to_dlpack, py::kw_only(), py::arg("stream") = py::none(),
            py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
            py::arg("copy") = py::none(),
-           "A DLPack capsule that shares the array's memory (the array stays alive while it is "
-           "used).")
-      .def("__dlpack_device__",
-           [](const NDArray& a) {
-             return py::make_tuple(static_cast<int>(a.storage->tensor.device.device_type),
-                                   a.storage->tensor.device.device_id);
-           })
-      .def("__repr__", [](const NDArray& a) {
-        return "<kiln.nd.NDArray shape=" + format_shape(a.storage->shape) +
-               ", dtype=" + dl_dtype_name(a.storage->tensor.dtype) + ", " +
-               device_type_name(a.storage->tensor.device.device_type) + "(" +
-               std::to_string(a.storage->tensor.device.device_id) + ")>\n" +
-               py::repr(to_numpy(a)).cast<std::string>();
-      });
+           R"doc(
+A DLPack capsule that shares the array's memory (the array stays alive while it is used):
+versioned (DLPack 1.0, writable) when ``max_version`` is at least (1, 0), else unversioned.
+``copy=True`` exports a copy; ``stream`` has no meaning on the CPU.
+
+Raises:
+    BufferError: ``dl_device`` names another device.)doc")
+      .def(
+          "__dlpack_device__",
+          [](const NDArray& a) {
+            return py::make_tuple(static_cast<int>(a.storage->tensor.device.device_type),
+                                  a.storage->tensor.device.device_id);
+          },
+          "The DLPack (device_type, device_id) of the array's memory.")
+      .def(
+          "__repr__",
+          [](const NDArray& a) {
+            return "<kiln.nd.NDArray shape=" + format_shape(a.storage->shape) +
+                   ", dtype=" + dl_dtype_name(a.storage->tensor.dtype) + ", " +
+                   device_type_name(a.storage->tensor.device.device_type) + "(" +
+                   std::to_string(a.storage->tensor.device.device_id) + ")>\n" +
+                   py::repr(to_numpy(a)).cast<std::string>();
+          },
+          "The shape, dtype and device, then the values as NumPy prints them.");
 
   m.def(
       "nd_empty",
@@ -261,7 +271,7 @@ out, np.from_dlpack(nd) shares it without a copy.)doc")
                           parse_dl_dtype(dtype, "kiln.nd.empty"), device);
       },
       py::arg("shape"), py::arg("dtype"), py::arg("device"),
-      "An uninitialized array (see kiln.nd.empty).");
+      "An uninitialized array (see kiln.nd.empty, which documents the errors).");
   m.def(
       "nd_array",
       [](const py::array& source, const Device& device) {
@@ -270,7 +280,8 @@ out, np.from_dlpack(nd) shares it without a copy.)doc")
         copy_from(array, source);
         return array;
       },
-      py::arg("source"), py::arg("device"), "A copy of a NumPy array (see kiln.nd.array).");
+      py::arg("source"), py::arg("device"),
+      "A copy of a NumPy array (see kiln.nd.array, which documents the errors).");
 }
 
 }  // namespace kiln::python

@@ -1,6 +1,8 @@
 // Python call arguments -> the runtime's packed arguments: NumPy arrays and kiln.nd.NDArrays as
 // DLTensors over their own data, __dlpack__ objects through their capsules (consumed as the DLPack
-// protocol says), numbers as scalars; and the Python exception of a failed call.
+// protocol says, versioned when the producer supports it), numbers as scalars; the refusal of
+// read-only arrays the function writes; and the Python exception of a failed call, chosen by the
+// runtime's error code.
 #include <pybind11/numpy.h>
 
 #include <cstring>
@@ -51,11 +53,63 @@ size_t element_count(const DLTensor& tensor) {
   return count;
 }
 
-bool contains(const std::string& text, const char* part) {
-  return text.find(part) != std::string::npos;
+// The bytes [begin, end) a CPU tensor's elements occupy, as the runtime computes them; false for
+// a tensor without elements or one whose extent overflows (the runtime refuses that one).
+bool byte_span(const DLTensor& tensor, uintptr_t* begin, uintptr_t* end) {
+  int64_t element = static_cast<int64_t>(element_bytes(tensor.dtype));
+  int64_t low = 0, high = 0, compact = 1;
+  bool overflow = false;
+  for (int32_t d = tensor.ndim - 1; d >= 0; --d) {
+    int64_t extent = tensor.shape[d];
+    if (extent <= 0) return false;
+    int64_t stride = tensor.strides != nullptr ? tensor.strides[d] : compact;
+    int64_t step = 0;
+    overflow = overflow || __builtin_mul_overflow(stride, extent - 1, &step);
+    if (step < 0) {
+      overflow = overflow || __builtin_add_overflow(low, step, &low);
+    } else {
+      overflow = overflow || __builtin_add_overflow(high, step, &high);
+    }
+    overflow = overflow || __builtin_mul_overflow(compact, extent, &compact);
+  }
+  int64_t low_bytes = 0, high_bytes = 0;
+  overflow = overflow || __builtin_mul_overflow(low, element, &low_bytes) ||
+             __builtin_add_overflow(high, int64_t{1}, &high) ||
+             __builtin_mul_overflow(high, element, &high_bytes);
+  if (overflow) return false;
+  uintptr_t address = reinterpret_cast<uintptr_t>(tensor.data) + tensor.byte_offset;
+  *begin = address + static_cast<uintptr_t>(low_bytes);
+  *end = address + static_cast<uintptr_t>(high_bytes);
+  return true;
+}
+
+// Calls obj.__dlpack__(), asking for a versioned capsule (DLPack 1.0, which can say "read-only")
+// from producers that accept max_version, as the array API standard says consumers do.
+py::object dlpack_capsule(py::handle obj) {
+  py::object method = obj.attr("__dlpack__");
+  try {
+    return method(py::arg("max_version") = py::make_tuple(1, 0));
+  } catch (py::error_already_set& error) {
+    if (!error.matches(PyExc_TypeError)) throw;
+  }
+  return method();
 }
 
 }  // namespace
+
+void raise_runtime_error(int32_t status, const std::string& message) {
+  switch (status) {
+    case kKilnErrorValue:
+      user_error(ErrorKind::kValue) << message;
+    case kKilnErrorType:
+      user_error(ErrorKind::kType) << message;
+    case kKilnErrorIndex:
+      user_error(ErrorKind::kIndex) << message;
+    default:
+      // A failing kernel, a module file or a module the runtime cannot run.
+      user_error(ErrorKind::kRuntime) << message;
+  }
+}
 
 PackedArgs::PackedArgs(const KilnFuncSpec& spec, const py::tuple& args)
     : spec_(spec), values_(args.size()), codes_(args.size(), kKilnNull) {
@@ -64,6 +118,7 @@ PackedArgs::PackedArgs(const KilnFuncSpec& spec, const py::tuple& args)
   if (static_cast<int32_t>(args.size()) != spec.num_args) return;
   try {
     for (size_t i = 0; i < args.size(); ++i) pack(i, &spec.args[i], args[i]);
+    check_staged_overlaps();
   } catch (...) {
     release();
     throw;
@@ -81,6 +136,10 @@ void PackedArgs::release() {
     if (managed->deleter != nullptr) managed->deleter(managed);
   }
   borrowed_.clear();
+  for (DLManagedTensorVersioned* managed : borrowed_versioned_) {
+    if (managed->deleter != nullptr) managed->deleter(managed);
+  }
+  borrowed_versioned_.clear();
 }
 
 void PackedArgs::copy_back() const {
@@ -91,7 +150,7 @@ void PackedArgs::copy_back() const {
 
 void PackedArgs::pack(size_t i, const KilnArgSpec* arg, py::handle obj) {
   if (py::isinstance<NDArray>(obj)) {
-    pack_tensor(i, arg, obj.cast<const NDArray&>().storage->tensor, true);
+    pack_tensor(i, arg, obj.cast<const NDArray&>().storage->tensor, false, "the kiln.nd.NDArray");
     return;
   }
   if (py::isinstance<py::array>(obj)) {
@@ -118,7 +177,9 @@ void PackedArgs::pack(size_t i, const KilnArgSpec* arg, py::handle obj) {
     }
     tensor.shape = shape.data();
     tensor.strides = strides.data();
-    pack_tensor(i, arg, tensor, array.writeable());
+    pack_tensor(i, arg, tensor, !array.writeable(),
+                "the NumPy array passed for it is read-only (flags.writeable is False, as for "
+                "np.memmap(..., mode=\"r\"), np.broadcast_to views and arrays made read-only)");
     return;
   }
   if (pack_number(i, arg, obj)) return;
@@ -128,17 +189,7 @@ void PackedArgs::pack(size_t i, const KilnArgSpec* arg, py::handle obj) {
     return;
   }
   if (py::hasattr(obj, "__dlpack__")) {
-    py::object capsule = obj.attr("__dlpack__")();
-    PyObject* raw = capsule.ptr();
-    type_check(PyCapsule_IsValid(raw, "dltensor"))
-        << describe(spec_, i) << ": " << type_name(obj)
-        << ".__dlpack__() did not return an unconsumed \"dltensor\" capsule";
-    auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(raw, "dltensor"));
-    // The capsule is ours now: renamed so that its destructor leaves the tensor alone, and the
-    // tensor released through its deleter after the call.
-    PyCapsule_SetName(raw, "used_dltensor");
-    borrowed_.push_back(managed);
-    pack_tensor(i, arg, managed->dl_tensor, true);
+    pack_dlpack(i, arg, obj);
     return;
   }
   user_error(ErrorKind::kType) << describe(spec_, i) << ": cannot pass an object of type "
@@ -147,13 +198,49 @@ void PackedArgs::pack(size_t i, const KilnArgSpec* arg, py::handle obj) {
                                   "__dlpack__, or a number";
 }
 
+void PackedArgs::pack_dlpack(size_t i, const KilnArgSpec* arg, py::handle obj) {
+  py::object capsule = dlpack_capsule(obj);
+  PyObject* raw = capsule.ptr();
+  // A consumed capsule is ours: renamed so that its destructor leaves the tensor alone, and the
+  // tensor released through its deleter after the call (or when packing fails).
+  if (PyCapsule_IsValid(raw, "dltensor_versioned")) {
+    auto* managed =
+        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(raw, "dltensor_versioned"));
+    PyCapsule_SetName(raw, "used_dltensor_versioned");
+    borrowed_versioned_.push_back(managed);
+    type_check(managed->version.major == 1)
+        << describe(spec_, i) << ": " << type_name(obj) << ".__dlpack__() returned a tensor of "
+        << "DLPack version " << managed->version.major << "." << managed->version.minor
+        << "; kiln reads DLPack 1.x";
+    pack_tensor(i, arg, managed->dl_tensor, (managed->flags & kDLPackFlagReadOnly) != 0,
+                "the " + type_name(obj) +
+                    " tensor passed for it is read-only (its DLPack producer marks it "
+                    "DLPACK_FLAG_BITMASK_READ_ONLY)");
+    return;
+  }
+  type_check(PyCapsule_IsValid(raw, "dltensor"))
+      << describe(spec_, i) << ": " << type_name(obj)
+      << ".__dlpack__() did not return an unconsumed \"dltensor\" or \"dltensor_versioned\" "
+         "capsule";
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(raw, "dltensor"));
+  PyCapsule_SetName(raw, "used_dltensor");
+  borrowed_.push_back(managed);
+  // An unversioned capsule cannot say "read-only": the producer lends it for writing.
+  pack_tensor(i, arg, managed->dl_tensor, false, "");
+}
+
 void PackedArgs::pack_tensor(size_t i, const KilnArgSpec* arg, const DLTensor& tensor,
-                             bool writable) {
+                             bool read_only, const std::string& what) {
+  // Step 1. A read-only array where the function stores would fault (a memmap opened for
+  // reading) or be overwritten behind its owner's back.
+  user_check(!read_only || arg->kind != kKilnArgTensor || arg->written == 0)
+      << describe(spec_, i) << " is written by the function, but " << what
+      << "; pass a writable array";
   DLTensor& copy = tensors_.emplace_back(tensor);
   values_[i].v_handle = &copy;
   codes_[i] = kKilnDLTensorHandle;
-  // Stage a compact CPU tensor that lacks the alignment the kernel assumes; anything else the
-  // runtime judges as it is.
+  // Step 2. Stage a compact CPU tensor that lacks the alignment the kernel assumes; anything
+  // else the runtime judges as it is.
   if (arg->kind != kKilnArgTensor || arg->alignment <= 1 || arg->strides != nullptr) return;
   if (copy.device.device_type != kDLCPU && copy.device.device_type != kDLCUDAHost) return;
   if (copy.data == nullptr || copy.ndim != arg->ndim) return;
@@ -166,9 +253,38 @@ void PackedArgs::pack_tensor(size_t i, const KilnArgSpec* arg, const DLTensor& t
   runtime_check(staging != nullptr) << describe(spec_, i) << ": cannot allocate " << nbytes
                                     << " aligned bytes to stage the tensor: " << KilnGetLastError();
   std::memcpy(staging, data, nbytes);
-  staged_.push_back(Staged{data, staging, nbytes, writable});
+  staged_.push_back(Staged{i, data, staging, nbytes, arg->written != 0});
+  originals_.push_back(tensor);
   copy.data = staging;
   copy.byte_offset = 0;
+}
+
+void PackedArgs::check_staged_overlaps() const {
+  // The runtime refuses written tensors that overlap, but it sees a staged tensor's copy, not
+  // the caller's array that the copy is written back to: compare those here.
+  bool any_written_staged = false;
+  for (const Staged& staged : staged_) any_written_staged |= staged.write_back;
+  if (!any_written_staged) return;
+  auto original = [&](size_t i) -> const DLTensor* {
+    for (size_t k = 0; k < staged_.size(); ++k) {
+      if (staged_[k].arg_index == i) return &originals_[k];
+    }
+    return static_cast<const DLTensor*>(values_[i].v_handle);
+  };
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (codes_[i] != kKilnDLTensorHandle || spec_.args[i].written == 0) continue;
+    uintptr_t begin_i, end_i;
+    if (!byte_span(*original(i), &begin_i, &end_i)) continue;
+    for (size_t j = i + 1; j < values_.size(); ++j) {
+      if (codes_[j] != kKilnDLTensorHandle || spec_.args[j].written == 0) continue;
+      uintptr_t begin_j, end_j;
+      if (!byte_span(*original(j), &begin_j, &end_j)) continue;
+      user_check(end_i <= begin_j || end_j <= begin_i)
+          << spec_.name << ": arguments " << spec_.args[i].name << " and " << spec_.args[j].name
+          << " overlap in memory and the function writes both; pass separate arrays (the "
+             "result would depend on the order of the writes)";
+    }
+  }
 }
 
 bool PackedArgs::pack_number(size_t i, const KilnArgSpec* arg, py::handle obj) {
@@ -236,21 +352,7 @@ void call_function(const RuntimeFunction& func, const py::args& args) {
       message = KilnGetLastError();
     }
   }
-  if (status != 0) raise_call_error(*func.spec, packed, message);
-}
-
-void raise_call_error(const KilnFuncSpec& spec, const PackedArgs& args,
-                      const std::string& message) {
-  // The same arguments checked again tell an argument error from a failure inside the kernel.
-  bool argument_error = KilnFuncCheckArgs(&spec, args.values(), args.codes(), args.size()) != 0;
-  ErrorKind kind = ErrorKind::kRuntime;
-  if (argument_error) {
-    bool wrong_kind =
-        contains(message, " arguments, found") || contains(message, ": expected dtype") ||
-        contains(message, ": expected a tensor") || contains(message, " scalar, found");
-    kind = wrong_kind ? ErrorKind::kType : ErrorKind::kValue;
-  }
-  user_error(kind) << message;
+  if (status != 0) raise_runtime_error(status, message);
 }
 
 DLDataType parse_dl_dtype(const std::string& text, const char* api) {

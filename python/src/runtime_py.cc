@@ -61,41 +61,43 @@ int32_t device_type_of(const std::string& name) {
                                    "vulkan, metal and rocm";
 }
 
-[[noreturn]] void raise_last_error(ErrorKind kind) {
-  user_error(kind) << KilnGetLastError();
+// Raises the runtime's last error as the class its error code names.
+[[noreturn]] void raise_last_error(int32_t status) {
+  raise_runtime_error(status, KilnGetLastError());
 }
 
 std::vector<std::string> function_names(const RuntimeModule& module) {
   if (module.built != nullptr) return module.built->function_names();
   int32_t count = 0;
   const char* const* names = nullptr;
-  if (KilnModuleListFunctions(module.loaded.get(), &count, &names) != 0) {
-    raise_last_error(ErrorKind::kRuntime);
-  }
+  int32_t status = KilnModuleListFunctions(module.loaded.get(), &count, &names);
+  if (status != 0) raise_last_error(status);
   return std::vector<std::string>(names, names + count);
 }
 
 std::string target_of(const RuntimeModule& module) {
   if (module.built != nullptr) return module.built->target().str();
   const char* target = nullptr;
-  if (KilnModuleGetTarget(module.loaded.get(), &target) != 0) raise_last_error(ErrorKind::kRuntime);
+  int32_t status = KilnModuleGetTarget(module.loaded.get(), &target);
+  if (status != 0) raise_last_error(status);
   return target;
 }
 
 RuntimeFunction get_function(const std::shared_ptr<RuntimeModule>& module,
                              const std::string& name) {
   KilnFunctionHandle handle = nullptr;
-  if (KilnModuleGetFunction(module->handle(), name.c_str(), &handle) != 0) {
-    raise_last_error(ErrorKind::kIndex);
-  }
+  int32_t status = KilnModuleGetFunction(module->handle(), name.c_str(), &handle);
+  if (status != 0) raise_last_error(status);
   const KilnFuncSpec* spec = nullptr;
-  if (KilnFuncGetSpec(handle, &spec) != 0) raise_last_error(ErrorKind::kRuntime);
+  status = KilnFuncGetSpec(handle, &spec);
+  if (status != 0) raise_last_error(status);
   return RuntimeFunction{module, handle, spec};
 }
 
 std::shared_ptr<RuntimeModule> load_module(const std::string& path) {
   KilnModuleHandle handle = nullptr;
-  if (KilnModuleLoadFromFile(path.c_str(), &handle) != 0) raise_last_error(ErrorKind::kRuntime);
+  int32_t status = KilnModuleLoadFromFile(path.c_str(), &handle);
+  if (status != 0) raise_last_error(status);
   auto module = std::make_shared<RuntimeModule>();
   module->loaded = std::shared_ptr<KilnModule>(handle, KilnModuleFree);
   module->path = path;
@@ -122,15 +124,20 @@ py::dict spec_dict(const KilnFuncSpec& spec) {
       entry["shape"] = py::tuple(shape);
       entry["device"] = device_type_name(arg.device_type);
       entry["alignment"] = arg.alignment;
+      entry["written"] = arg.written != 0;
     }
     args.append(entry);
   }
-  py::list sym_vars;
-  for (int32_t k = 0; k < spec.num_sym_vars; ++k) sym_vars.append(spec.sym_var_names[k]);
+  py::list sym_vars, sym_var_dtypes;
+  for (int32_t k = 0; k < spec.num_sym_vars; ++k) {
+    sym_vars.append(spec.sym_var_names[k]);
+    sym_var_dtypes.append(dl_dtype_name(spec.sym_var_dtypes[k]));
+  }
   py::dict result;
   result["name"] = spec.name;
   result["symbol"] = spec.symbol;
   result["sym_vars"] = sym_vars;
+  result["sym_var_dtypes"] = sym_var_dtypes;
   result["args"] = args;
   return result;
 }
@@ -178,7 +185,7 @@ std::vector<double> time_function(const RuntimeFunction& func, const py::tuple& 
       message = KilnGetLastError();
     }
   }
-  if (status != 0) raise_call_error(*func.spec, packed, message);
+  if (status != 0) raise_runtime_error(status, message);
   return results;
 }
 
@@ -198,45 +205,84 @@ py::dict build_timings(const RuntimeModule& module) {
 }  // namespace
 
 void bind_runtime(py::module_& m) {
-  py::class_<Device>(m, "Device", "A device: a DLPack device type and an index, e.g. cpu(0).")
+  py::class_<Device>(m, "Device", R"doc(
+A device: a DLPack device type and an index, e.g. kiln.cpu(0). Devices compare equal when both
+match, hash, and tell DLPack consumers where data lives (__dlpack_device__).)doc")
       .def(py::init([](const std::string& name, int32_t index) {
              user_check(index >= 0)
                  << "kiln.device: the index must not be negative, found " << index;
              return Device{device_type_of(name), index};
            }),
-           py::arg("name"), py::arg("index") = 0)
+           py::arg("name"), py::arg("index") = 0, R"doc(
+The device called ``name`` ("cpu" or "llvm", "cuda", "cuda_host", "opencl", "vulkan", "metal",
+"rocm") with index ``index``.
+
+Raises:
+    KilnValueError: an unknown name or a negative index.)doc")
       .def_readonly("device_type", &Device::device_type, "The DLPack device type (1: cpu).")
       .def_readonly("device_id", &Device::device_id, "The device index.")
       .def_property_readonly(
           "name", [](const Device& d) { return device_type_name(d.device_type); },
           "The device kind, e.g. \"cpu\".")
-      .def("__eq__",
-           [](const Device& a, const Device& b) {
-             return a.device_type == b.device_type && a.device_id == b.device_id;
-           })
-      .def("__hash__", [](const Device& d) { return d.device_type * 1009 + d.device_id; })
-      .def("__dlpack_device__",
-           [](const Device& d) { return py::make_tuple(d.device_type, d.device_id); })
-      .def("__repr__", [](const Device& d) {
-        return device_type_name(d.device_type) + "(" + std::to_string(d.device_id) + ")";
-      });
+      .def(
+          "__eq__",
+          [](const Device& a, const Device& b) {
+            return a.device_type == b.device_type && a.device_id == b.device_id;
+          },
+          "Whether both devices have the same type and index.")
+      .def(
+          "__hash__", [](const Device& d) { return d.device_type * 1009 + d.device_id; },
+          "A hash consistent with ==.")
+      .def(
+          "__dlpack_device__",
+          [](const Device& d) { return py::make_tuple(d.device_type, d.device_id); },
+          "The DLPack (device_type, device_id) pair.")
+      .def(
+          "__repr__",
+          [](const Device& d) {
+            return device_type_name(d.device_type) + "(" + std::to_string(d.device_id) + ")";
+          },
+          "The device as name(index), e.g. cpu(0).");
 
-  py::class_<RuntimeFunction>(m, "Function", "A compiled function of a module.")
+  py::class_<RuntimeFunction>(m, "Function", R"doc(
+A compiled function of a module, from ``module["name"]``; it keeps its module alive. Call it
+with the arguments its spec lists, in order: tensors (NumPy arrays, kiln.nd.NDArrays, objects
+with __dlpack__) and numbers.)doc")
       .def_property_readonly(
           "name", [](const RuntimeFunction& f) { return std::string(f.spec->name); },
           "The function's name in its module.")
       .def_property_readonly(
           "spec", [](const RuntimeFunction& f) { return spec_dict(*f.spec); },
-          "What the function accepts: name, symbol, sym_vars and args (name, kind, dtype, shape, "
-          "device, alignment).")
-      .def("__call__", &call_function,
-           "Calls the function with tensors (NumPy arrays, kiln.nd.NDArrays, __dlpack__ objects) "
-           "and numbers.")
+          R"doc(
+What the function accepts, as a dict: "name", "symbol" (the kernel's name in the module),
+"sym_vars" and "sym_var_dtypes" (the symbolic dimensions and the integer dtype each must fit),
+and "args": one dict per parameter with "name", "kind" ("tensor" or "scalar") and "dtype", and
+for tensors "shape" (ints and sym_var names), "device", "alignment" (bytes) and "written"
+(whether the function stores into it).)doc")
+      .def("__call__", &call_function, R"doc(
+Calls the function. Tensors are passed without a copy: the kernel reads and writes the caller's
+memory (an array without the alignment a parameter requires is staged through an aligned copy,
+copied back when the function writes it). The call behaves as if every input were read before
+any output was written: an input that overlaps an output is copied first.
+
+Raises:
+    KilnTypeError: the wrong number of arguments, a wrong dtype, a tensor where a number is
+        expected or the reverse, or an object kiln cannot pass.
+    KilnValueError: a shape, stride, device, alignment or symbolic dimension (also its range in
+        its dtype) that does not match the spec; a scalar out of its dtype's range; a read-only
+        array (flags.writeable False, a read-only DLPack tensor) where the function writes;
+        written arguments that overlap each other.
+    KilnRuntimeError: the kernel failed, or memory for a copy ran out.)doc")
       .def("_time", &time_function, py::arg("args"), py::arg("number"), py::arg("repeat"),
-           py::arg("min_repeat_ms"), "Seconds per call, one per repeat (see time_evaluator).")
-      .def("__repr__", [](const RuntimeFunction& f) {
-        return "<kiln.runtime.Function " + std::string(f.spec->name) + ">";
-      });
+           py::arg("min_repeat_ms"),
+           "Seconds per call, one per repeat (used by Module.time_evaluator); raises as "
+           "__call__.")
+      .def(
+          "__repr__",
+          [](const RuntimeFunction& f) {
+            return "<kiln.runtime.Function " + std::string(f.spec->name) + ">";
+          },
+          "<kiln.runtime.Function name>.");
 
   py::class_<RuntimeModule, std::shared_ptr<RuntimeModule>>(
       m, "Module", "A module of compiled functions (wrapped by kiln.runtime.Module).")
@@ -261,7 +307,12 @@ void bind_runtime(py::module_& m) {
           "The manifest JSON text of a module built in this process; None for a loaded one.")
       .def_property_readonly("build_timings", &build_timings,
                              "Milliseconds per build phase (empty for a loaded module).")
-      .def("get_function", &get_function, py::arg("name"))
+      .def("get_function", &get_function, py::arg("name"), R"doc(
+The function ``name`` of the module.
+
+Raises:
+    KilnIndexError: the module has no such function (the message lists the names).
+    KilnRuntimeError: a module built here for a target this process cannot run.)doc")
       .def(
           "get_source",
           [](const RuntimeModule& mod, const std::string& format) {
@@ -271,7 +322,11 @@ void bind_runtime(py::module_& m) {
                    "was built";
             return mod.built->get_source(format);
           },
-          py::arg("format"))
+          py::arg("format"), R"doc(
+The code as text: "ll" (optimized LLVM IR) or "asm" (assembly).
+
+Raises:
+    KilnValueError: another format, or a module loaded from a file (it holds machine code only).)doc")
       .def(
           "export_library",
           [](const RuntimeModule& mod, const std::string& path) {
@@ -285,17 +340,33 @@ void bind_runtime(py::module_& m) {
             runtime_check(!error) << "export_library: cannot copy " << mod.path << " to " << path
                                   << ": " << error.message();
           },
-          py::arg("path"));
+          py::arg("path"), R"doc(
+Writes the module to ``path`` as a shared library with its manifest and checksum trailer (a
+loaded module is copied).
 
-  m.def("load_module", &load_module, py::arg("path"),
-        "Loads an exported module (see kiln.runtime.load_module).");
+Raises:
+    KilnRuntimeError: linking or writing failed (the message has the linker's output).)doc");
+
+  m.def("load_module", &load_module, py::arg("path"), R"doc(
+Loads an exported module (see kiln.runtime.load_module).
+
+Raises:
+    KilnRuntimeError: the file is missing, damaged or not a kiln module, or the module cannot
+        run here.)doc");
   m.def(
       "set_num_threads",
       [](int32_t n) {
-        if (KilnSetNumThreads(n) != 0) raise_last_error(ErrorKind::kRuntime);
+        int32_t status = KilnSetNumThreads(n);
+        if (status != 0) raise_last_error(status);
       },
-      py::arg("n"), "Sets the number of threads of parallel loops (<= 0: the default).");
-  m.def("get_num_threads", &KilnGetNumThreads, "The number of threads of parallel loops.");
+      py::arg("n"), R"doc(
+Sets the number of threads of parallel loops (the caller counts as one); n <= 0 restores the
+default.
+
+Raises:
+    KilnRuntimeError: called from inside a parallel task.)doc");
+  m.def("get_num_threads", &KilnGetNumThreads,
+        "The number of threads of parallel loops (the caller counts as one).");
 
   bind_ndarray(m);
 }

@@ -41,6 +41,23 @@ struct NDArrayStorage {
   DLTensor tensor{};  // the view handed to kernels and DLPack consumers
 };
 
+// DLPack 1.0's versioned tensor, which the installed DLPack 0.6 header lacks; its layout is
+// fixed by the DLPack ABI. Capsules named "dltensor_versioned" hold one.
+struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+};
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+};
+// DLManagedTensorVersioned.flags: the consumer must not write the tensor; the producer copied it.
+constexpr uint64_t kDLPackFlagReadOnly = uint64_t{1} << 0;
+constexpr uint64_t kDLPackFlagIsCopied = uint64_t{1} << 1;
+
 // kiln.nd.NDArray.
 struct NDArray {
   std::shared_ptr<NDArrayStorage> storage;
@@ -66,13 +83,18 @@ struct RuntimeFunction {
 // The Python arguments of one call, converted for the runtime: NumPy arrays, kiln.nd.NDArrays
 // and __dlpack__ objects become DLTensors over their data, Python numbers become scalars. A
 // compact CPU tensor whose data does not have the alignment its parameter requires (NumPy
-// aligns to 16 bytes, kernels assume 64) is staged through an aligned copy that is copied back
-// after the call. Construct and destroy with the GIL held; the values may be used without it.
+// aligns to 16 bytes, kernels may assume 64) is staged through an aligned copy; the copy of a
+// tensor the function writes is copied back after the call. An array the function writes must
+// be writable: a read-only NumPy array (flags.writeable False) or a DLPack tensor its producer
+// marks read-only is refused before anything runs. Construct and destroy with the GIL held; the
+// values may be used without it.
 class PackedArgs {
  public:
   // Converts `args` for the function `spec`. Raises a kType error naming the parameter for an
-  // object that is neither a tensor nor a number. When the count differs from the spec, the
-  // arguments are left unconverted so that the runtime reports the count.
+  // object that is neither a tensor nor a number, and a kValue error for a read-only array
+  // passed where the function writes, or for written arrays that overlap when one of them was
+  // staged (the runtime, which sees the staging copy, could not tell). When the count differs
+  // from the spec, the arguments are left unconverted so that the runtime reports the count.
   PackedArgs(const KilnFuncSpec& spec, const pybind11::tuple& args);
   // Releases the DLPack tensors borrowed from their producers and the staging buffers.
   ~PackedArgs();
@@ -83,11 +105,13 @@ class PackedArgs {
   const int32_t* codes() const { return codes_.data(); }
   int32_t size() const { return static_cast<int32_t>(values_.size()); }
 
-  // Copies staged tensors back into the caller's writable arrays (no GIL needed).
+  // Copies the staged tensors the function writes back into the caller's arrays (no GIL
+  // needed).
   void copy_back() const;
 
  private:
   struct Staged {
+    size_t arg_index;
     void* original;
     void* copy;
     size_t nbytes;
@@ -96,26 +120,34 @@ class PackedArgs {
 
   void release();
   void pack(size_t i, const KilnArgSpec* arg, pybind11::handle obj);
-  void pack_tensor(size_t i, const KilnArgSpec* arg, const DLTensor& tensor, bool writable);
+  // Packs a tensor; `read_only` says the caller's memory must not be written, and `what`
+  // describes the object for the message that refuses it where the function writes.
+  void pack_tensor(size_t i, const KilnArgSpec* arg, const DLTensor& tensor, bool read_only,
+                   const std::string& what);
+  void pack_dlpack(size_t i, const KilnArgSpec* arg, pybind11::handle obj);
   bool pack_number(size_t i, const KilnArgSpec* arg, pybind11::handle obj);
+  void check_staged_overlaps() const;
 
   const KilnFuncSpec& spec_;
   std::deque<DLTensor> tensors_;             // stable addresses for the values
+  std::deque<DLTensor> originals_;           // the caller's tensors of staged arguments
   std::deque<std::vector<int64_t>> shapes_;  // shapes and strides of NumPy arrays
   std::vector<DLManagedTensor*> borrowed_;   // consumed DLPack capsules
+  std::vector<DLManagedTensorVersioned*> borrowed_versioned_;
   std::vector<Staged> staged_;
   std::vector<KilnValue> values_;
   std::vector<int32_t> codes_;
 };
 
-// Calls `func` with `args` with the GIL released; raises KilnTypeError / KilnValueError with the
-// runtime's message when an argument does not match, KilnRuntimeError when the kernel fails.
+// Calls `func` with `args` with the GIL released; raises the runtime's error as the class its
+// error code names (see raise_runtime_error).
 void call_function(const RuntimeFunction& func, const pybind11::args& args);
 
-// Throws the kiln::Error that describes a failed call of `spec` with `args`; `message` is the
+// Throws the kiln::Error for a failed runtime call: kKilnErrorValue becomes kValue
+// (KilnValueError), kKilnErrorType kType, kKilnErrorIndex kIndex, and every other code (a
+// failing kernel, a module file or module the runtime refuses) kRuntime. `message` is the
 // runtime's last error, read right after the call.
-[[noreturn]] void raise_call_error(const KilnFuncSpec& spec, const PackedArgs& args,
-                                   const std::string& message);
+[[noreturn]] void raise_runtime_error(int32_t status, const std::string& message);
 
 // The DLPack dtype of a kiln dtype string ("float32", "bool", "bfloat16").
 DLDataType parse_dl_dtype(const std::string& text, const char* api);

@@ -2,6 +2,7 @@
 // composed only when a check fails.
 #include "arg_check.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,18 @@ std::string type_code_description(int32_t code) {
   return "type code " + std::to_string(code);
 }
 
+// The values an integer dtype holds, clipped to int64's (no extent or stride is larger).
+void integer_range(DLDataType dtype, int64_t* low, int64_t* high) {
+  int bits = dtype.bits;
+  if (dtype.code == kDLUInt) {
+    *low = 0;
+    *high = bits >= 63 ? INT64_MAX : (int64_t{1} << bits) - 1;
+  } else {
+    *low = bits >= 64 ? INT64_MIN : -(int64_t{1} << (bits - 1));
+    *high = bits >= 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
+  }
+}
+
 std::string format_tuple(const int64_t* values, int32_t n) {
   std::string text = "(";
   for (int32_t i = 0; i < n; ++i) text += (i > 0 ? ", " : "") + std::to_string(values[i]);
@@ -47,26 +60,52 @@ class Checker {
     for (int32_t k = 0; k < spec.num_sym_vars; ++k) bindings_[k].bound = false;
   }
 
-  int check(const KilnValue* args, const int32_t* type_codes, int32_t num_args) {
+  int check(const KilnValue* args, const int32_t* type_codes, int32_t num_args, ByteSpan* spans) {
     if (num_args != spec_.num_args) {
-      return fail(std::string(spec_.name) + ": expected " + std::to_string(spec_.num_args) +
-                  " arguments, found " + std::to_string(num_args));
+      return fail(kKilnErrorType, std::string(spec_.name) + ": expected " +
+                                      std::to_string(spec_.num_args) + " arguments, found " +
+                                      std::to_string(num_args));
     }
     if (num_args > 0 && (args == nullptr || type_codes == nullptr)) {
-      return fail(std::string(spec_.name) + ": the argument or type code array is NULL");
+      return fail(kKilnErrorValue,
+                  std::string(spec_.name) + ": the argument or type code array is NULL");
     }
     for (int32_t i = 0; i < num_args; ++i) {
       const KilnArgSpec& arg = spec_.args[i];
-      int status = arg.kind == kKilnArgTensor ? check_tensor(arg, i, args[i], type_codes[i])
-                                              : check_scalar(arg, args[i], type_codes[i]);
+      spans[i] = ByteSpan{0, 0};
+      int status = arg.kind == kKilnArgTensor
+                       ? check_tensor(arg, i, args[i], type_codes[i], &spans[i])
+                       : check_scalar(arg, args[i], type_codes[i]);
       if (status != 0) return status;
     }
     return 0;
   }
 
  private:
-  int arg_error(const KilnArgSpec& arg, const std::string& what) {
-    return fail(std::string(spec_.name) + ": argument " + arg.name + ": " + what);
+  int arg_error(const KilnArgSpec& arg, const std::string& what,
+                KilnErrorCode code = kKilnErrorValue) {
+    return fail(code, std::string(spec_.name) + ": argument " + arg.name + ": " + what);
+  }
+
+  // Binds symbolic variable `var` to `value` if it fits the variable's dtype: the kernel computes
+  // with the variable in that dtype, so a larger value would wrap inside it.
+  int bind(const KilnArgSpec& arg, int32_t arg_index, const char* what, int64_t var,
+           int64_t value) {
+    DLDataType dtype =
+        spec_.sym_var_dtypes != nullptr ? spec_.sym_var_dtypes[var] : DLDataType{kDLInt, 64, 1};
+    int64_t low, high;
+    integer_range(dtype, &low, &high);
+    if (value < low || value > high) {
+      return fail(kKilnErrorValue, std::string(spec_.name) + ": symbolic " + what + " " +
+                                       spec_.sym_var_names[var] + " = " + std::to_string(value) +
+                                       " of argument " + arg.name + " does not fit " +
+                                       dtype_name(dtype) + " (the function computes with " +
+                                       spec_.sym_var_names[var] + " as " + dtype_name(dtype) +
+                                       ", whose values are " + std::to_string(low) + " to " +
+                                       std::to_string(high) + ")");
+    }
+    bindings_[var] = Binding{true, value, arg_index};
+    return 0;
   }
 
   // Checks one shape extent or stride against its spec entry, binding a symbolic variable the
@@ -85,10 +124,7 @@ class Checker {
                                 ", but the function has " + std::to_string(spec_.num_sym_vars));
     }
     Binding& binding = bindings_[var];
-    if (!binding.bound) {
-      binding = Binding{true, found, arg_index};
-      return 0;
-    }
+    if (!binding.bound) return bind(arg, arg_index, what, var, found);
     if (binding.value == found) return 0;
     return arg_error(arg, place + " is " + spec_.sym_var_names[var] + " = " +
                               std::to_string(binding.value) + " (bound by argument " +
@@ -96,15 +132,18 @@ class Checker {
                               std::to_string(found));
   }
 
-  int check_tensor(const KilnArgSpec& arg, int32_t arg_index, KilnValue value, int32_t code) {
+  int check_tensor(const KilnArgSpec& arg, int32_t arg_index, KilnValue value, int32_t code,
+                   ByteSpan* span) {
     if (code != kKilnDLTensorHandle) {
-      return arg_error(arg, "expected a tensor (DLTensor*), found " + type_code_description(code));
+      return arg_error(arg, "expected a tensor (DLTensor*), found " + type_code_description(code),
+                       kKilnErrorType);
     }
     const DLTensor* tensor = static_cast<const DLTensor*>(value.v_handle);
     if (tensor == nullptr) return arg_error(arg, "DLTensor pointer is NULL");
     if (!same_dtype(tensor->dtype, arg.dtype)) {
       return arg_error(
-          arg, "expected dtype " + dtype_name(arg.dtype) + ", found " + dtype_name(tensor->dtype));
+          arg, "expected dtype " + dtype_name(arg.dtype) + ", found " + dtype_name(tensor->dtype),
+          kKilnErrorType);
     }
     if (tensor->ndim != arg.ndim) {
       return arg_error(arg, "expected ndim " + std::to_string(arg.ndim) + ", found " +
@@ -120,12 +159,20 @@ class Checker {
     }
     if (arg.ndim > 0 && tensor->shape == nullptr) return arg_error(arg, "shape pointer is NULL");
     bool empty = false;
+    // The product of the nonzero extents bounds every compact stride and element count below;
+    // a shape whose product overflows int64 describes no memory that exists.
+    int64_t product = 1;
     for (int32_t d = 0; d < arg.ndim; ++d) {
-      if (tensor->shape[d] < 0) {
+      int64_t extent = tensor->shape[d];
+      if (extent < 0) {
         return arg_error(arg, "dimension " + std::to_string(d) + " has negative extent " +
-                                  std::to_string(tensor->shape[d]));
+                                  std::to_string(extent));
       }
-      empty = empty || tensor->shape[d] == 0;
+      empty = empty || extent == 0;
+      if (extent > 0 && __builtin_mul_overflow(product, extent, &product)) {
+        return arg_error(arg, "the shape " + format_tuple(tensor->shape, arg.ndim) +
+                                  " has more than 2^63 - 1 elements");
+      }
     }
     for (int32_t d = 0; d < arg.ndim; ++d) {
       int status = check_extent(arg, arg_index, "dimension", d, arg.shape[d], tensor->shape[d]);
@@ -144,6 +191,46 @@ class Checker {
       return arg_error(arg,
                        where + " is not aligned to " + std::to_string(arg.alignment) + " bytes");
     }
+    status = compute_span(arg, *tensor, span);
+    // Overlaps are resolved by copying on the CPU; memory of other devices is not compared.
+    if (device != kDLCPU && device != kDLCUDAHost) *span = ByteSpan{0, 0};
+    return status;
+  }
+
+  // The bytes the elements of a non-empty tensor occupy: from its lowest to its highest element
+  // (strides may be negative), each element_bytes long. Refuses a tensor whose extent overflows
+  // 64 bits or leaves the address space.
+  int compute_span(const KilnArgSpec& arg, const DLTensor& tensor, ByteSpan* span) {
+    int64_t element_bytes = (static_cast<int64_t>(tensor.dtype.bits) * tensor.dtype.lanes + 7) / 8;
+    int64_t low = 0, high = 0, compact = 1;
+    bool overflow = false;
+    for (int32_t d = arg.ndim - 1; d >= 0; --d) {
+      int64_t stride = tensor.strides != nullptr ? tensor.strides[d] : compact;
+      int64_t step = 0;
+      overflow = overflow || __builtin_mul_overflow(stride, tensor.shape[d] - 1, &step);
+      if (step < 0) {
+        overflow = overflow || __builtin_add_overflow(low, step, &low);
+      } else {
+        overflow = overflow || __builtin_add_overflow(high, step, &high);
+      }
+      compact *= tensor.shape[d];  // bounded by the element count checked above
+    }
+    int64_t low_bytes = 0, high_bytes = 0;
+    overflow = overflow || __builtin_mul_overflow(low, element_bytes, &low_bytes) ||
+               __builtin_add_overflow(high, int64_t{1}, &high) ||
+               __builtin_mul_overflow(high, element_bytes, &high_bytes);
+    uintptr_t address = reinterpret_cast<uintptr_t>(tensor.data) + tensor.byte_offset;
+    uintptr_t below = uintptr_t{0} - static_cast<uintptr_t>(low_bytes);  // low_bytes <= 0
+    overflow = overflow || below > address ||
+               __builtin_add_overflow(address, static_cast<uintptr_t>(high_bytes), &span->end);
+    if (overflow) {
+      std::string strides =
+          tensor.strides != nullptr ? format_tuple(tensor.strides, arg.ndim) : "compact";
+      return arg_error(arg, "the shape " + format_tuple(tensor.shape, arg.ndim) + " with strides " +
+                                strides + " reaches past the 64-bit address space from " +
+                                format_pointer(reinterpret_cast<const void*>(address)));
+    }
+    span->begin = address - below;
     return 0;
   }
 
@@ -182,7 +269,8 @@ class Checker {
         is_float ? code == kKilnFloat : (code == kKilnInt || (is_unsigned && code == kKilnUInt));
     if (!code_ok) {
       return arg_error(
-          arg, "expected a " + dtype_name(dtype) + " scalar, found " + type_code_description(code));
+          arg, "expected a " + dtype_name(dtype) + " scalar, found " + type_code_description(code),
+          kKilnErrorType);
     }
     if (is_float) return 0;
     // Integer scalars travel as 64 bits; the value must fit the parameter's dtype.
@@ -215,7 +303,7 @@ class Checker {
 }  // namespace
 
 int check_arguments(const KilnFuncSpec& spec, const KilnValue* args, const int32_t* type_codes,
-                    int32_t num_args) {
+                    int32_t num_args, ByteSpan* spans) {
   constexpr int32_t kInlineBindings = 16;
   Binding inline_bindings[kInlineBindings];
   std::vector<Binding> heap_bindings;
@@ -225,7 +313,7 @@ int check_arguments(const KilnFuncSpec& spec, const KilnValue* args, const int32
     bindings = heap_bindings.data();
   }
   Checker checker(spec, bindings);
-  return checker.check(args, type_codes, num_args);
+  return checker.check(args, type_codes, num_args, spans);
 }
 
 }  // namespace runtime

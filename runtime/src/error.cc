@@ -17,9 +17,9 @@ std::string& last_error() {
 
 }  // namespace
 
-int fail(const std::string& message) {
+int fail(KilnErrorCode code, const std::string& message) {
   last_error() = message;
-  return -1;
+  return code;
 }
 
 std::string format_pointer(const void* ptr) {

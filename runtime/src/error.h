@@ -4,11 +4,14 @@
 
 #include <string>
 
+#include "kiln/runtime/c_runtime_api.h"
+
 namespace kiln {
 namespace runtime {
 
-// Sets the thread's last error to `message` and returns -1, so callers can `return fail(...)`.
-int fail(const std::string& message);
+// Sets the thread's last error to `message` and returns `code`, so that callers can
+// `return fail(kKilnErrorValue, ...)`: the code tells the host what kind of failure it was.
+int fail(KilnErrorCode code, const std::string& message);
 
 // Formats a pointer as 0x... for messages.
 std::string format_pointer(const void* ptr);

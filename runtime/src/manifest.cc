@@ -189,6 +189,13 @@ class ManifestReader {
         return fail(where + ".device: unknown device '" + device_name + "'");
       }
     }
+    arg->written = 1;  // a manifest that does not say is taken to write every tensor
+    if (const JsonValue* written = value.find("written")) {
+      if (written->kind != JsonValue::Kind::kBool) {
+        return fail_at(where + ".written", "expected true or false", *written);
+      }
+      arg->written = written->boolean ? 1 : 0;
+    }
     if (const JsonValue* alignment = value.find("alignment")) {
       int64_t bytes;
       if (!read_integer(*alignment, where + ".alignment", &bytes)) return false;
@@ -213,6 +220,7 @@ class ManifestReader {
         return false;
       }
     }
+    if (!read_sym_var_dtypes(value, where, function)) return false;
     const JsonValue* args = value.find("args");
     if (args == nullptr) return missing(where, "args");
     if (args->kind != JsonValue::Kind::kArray) {
@@ -233,6 +241,35 @@ class ManifestReader {
     spec.args = function->args.data();
     spec.num_sym_vars = static_cast<int32_t>(function->sym_var_names.size());
     spec.sym_var_names = function->sym_var_pointers.data();
+    spec.sym_var_dtypes = function->sym_var_dtypes.data();
+    return true;
+  }
+
+  // "sym_var_dtypes": one integer dtype per sym_var; int64 for each when absent.
+  bool read_sym_var_dtypes(const JsonValue& value, const std::string& where,
+                           FunctionSpec* function) {
+    size_t count = function->sym_var_names.size();
+    const JsonValue* dtypes = value.find("sym_var_dtypes");
+    if (dtypes == nullptr) {
+      function->sym_var_dtypes.assign(count, DLDataType{kDLInt, 64, 1});
+      return true;
+    }
+    std::vector<std::string> names;
+    if (!read_string_array(*dtypes, where + ".sym_var_dtypes", &names)) return false;
+    if (names.size() != count) {
+      return fail(where + ".sym_var_dtypes: expected " + std::to_string(count) +
+                  " entries, one per sym_var, found " + std::to_string(names.size()));
+    }
+    for (size_t k = 0; k < count; ++k) {
+      DLDataType dtype;
+      bool integer = parse_dtype(names[k], &dtype) && dtype.lanes == 1 &&
+                     (dtype.code == kDLInt || dtype.code == kDLUInt) && dtype.bits <= 64;
+      if (!integer) {
+        return fail(where + ".sym_var_dtypes[" + std::to_string(k) +
+                    "]: expected an integer dtype (int32, int64 ...), found '" + names[k] + "'");
+      }
+      function->sym_var_dtypes.push_back(dtype);
+    }
     return true;
   }
 
@@ -282,8 +319,11 @@ bool parse_manifest(const char* json, Manifest* out, std::string* error) {
 
 std::string check_manifest_runnable(const Manifest& manifest) {
   if (manifest.abi_version != KILN_RUNTIME_ABI_VERSION) {
+    std::string hint = manifest.abi_version < KILN_RUNTIME_ABI_VERSION
+                           ? "; export the module again with this version of kiln"
+                           : "; load it with a newer kiln runtime";
     return "module has ABI version " + std::to_string(manifest.abi_version) +
-           ", this runtime runs ABI version " + std::to_string(KILN_RUNTIME_ABI_VERSION);
+           ", this runtime runs ABI version " + std::to_string(KILN_RUNTIME_ABI_VERSION) + hint;
   }
   std::vector<std::string> words = split_words(manifest.target);
   if (words.empty()) return "target is empty";

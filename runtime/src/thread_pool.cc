@@ -133,7 +133,7 @@ class ThreadPool {
 
     if (job_.failed.load(std::memory_order_relaxed)) {
       KilnSetLastError(job_.error.c_str());
-      return -1;
+      return kKilnErrorRuntime;
     }
     return 0;
   }
@@ -157,7 +157,7 @@ class ThreadPool {
     int32_t status = 0;
     for (int32_t i = 0; i < num_tasks && status == 0; ++i) status = task(i, num_tasks, closure);
     t_inside_task = was_inside;
-    return status == 0 ? 0 : -1;
+    return status == 0 ? 0 : kKilnErrorRuntime;
   }
 
   // Claims and runs tasks of launch `generation` until none is left. After a failure the rest
@@ -257,14 +257,15 @@ extern "C" {
 
 int32_t KilnBackendParallelLaunch(KilnParallelTask task, void* closure, int32_t num_tasks) {
   using namespace kiln::runtime;
-  if (task == nullptr) return fail("KilnBackendParallelLaunch: task is NULL");
+  if (task == nullptr) return fail(kKilnErrorValue, "KilnBackendParallelLaunch: task is NULL");
   return pool()->launch(task, closure, num_tasks);
 }
 
 int32_t KilnSetNumThreads(int32_t n) {
   using namespace kiln::runtime;
   if (t_inside_task) {
-    return fail("KilnSetNumThreads: cannot change the thread pool from inside a parallel task");
+    return fail(kKilnErrorRuntime,
+                "KilnSetNumThreads: cannot change the thread pool from inside a parallel task");
   }
   pool()->resize(n);
   return 0;

@@ -75,7 +75,8 @@ void* workspace_alloc(uint64_t nbytes) {
   uint64_t class_bytes = 0;
   int size_class = size_class_of(nbytes, &class_bytes);
   if (size_class < 0) {
-    fail("KilnBackendAllocWorkspace: " + std::to_string(nbytes) + " bytes is too large");
+    fail(kKilnErrorRuntime,
+         "KilnBackendAllocWorkspace: " + std::to_string(nbytes) + " bytes is too large");
     return nullptr;
   }
   ThreadCache& cache = thread_cache();
@@ -86,8 +87,8 @@ void* workspace_alloc(uint64_t nbytes) {
   } else {
     void* memory = nullptr;
     if (posix_memalign(&memory, kWorkspaceAlignment, kHeaderBytes + class_bytes) != 0) {
-      fail("KilnBackendAllocWorkspace: out of memory allocating " + std::to_string(nbytes) +
-           " bytes");
+      fail(kKilnErrorRuntime, "KilnBackendAllocWorkspace: out of memory allocating " +
+                                  std::to_string(nbytes) + " bytes");
       return nullptr;
     }
     chunk = static_cast<ChunkHeader*>(memory);
@@ -100,15 +101,16 @@ void* workspace_alloc(uint64_t nbytes) {
 }
 
 int workspace_free(void* ptr) {
-  if (ptr == nullptr) return fail("KilnBackendFreeWorkspace: pointer is NULL");
+  if (ptr == nullptr) return fail(kKilnErrorValue, "KilnBackendFreeWorkspace: pointer is NULL");
   if (reinterpret_cast<uintptr_t>(ptr) % kWorkspaceAlignment != 0) {
-    return fail("KilnBackendFreeWorkspace: " + format_pointer(ptr) + " is not a workspace chunk");
+    return fail(kKilnErrorValue,
+                "KilnBackendFreeWorkspace: " + format_pointer(ptr) + " is not a workspace chunk");
   }
   ChunkHeader* chunk = reinterpret_cast<ChunkHeader*>(static_cast<char*>(ptr) - kHeaderBytes);
   if (chunk->magic != kChunkMagic) {
-    return fail("KilnBackendFreeWorkspace: " + format_pointer(ptr) +
-                " is not a live workspace chunk (freed twice, or not from "
-                "KilnBackendAllocWorkspace)");
+    return fail(kKilnErrorValue, "KilnBackendFreeWorkspace: " + format_pointer(ptr) +
+                                     " is not a live workspace chunk (freed twice, or not from "
+                                     "KilnBackendAllocWorkspace)");
   }
   chunk->magic = 0;
   ThreadCache& cache = thread_cache();
@@ -124,8 +126,9 @@ int workspace_free(void* ptr) {
 
 int check_workspace_device(const char* api, int32_t device_type, int32_t device_id) {
   if (device_type == kDLCPU) return 0;
-  return fail(std::string(api) + ": device " + device_type_name(device_type) + ":" +
-              std::to_string(device_id) + " is not supported by this runtime (cpu only)");
+  return fail(kKilnErrorValue, std::string(api) + ": device " + device_type_name(device_type) +
+                                   ":" + std::to_string(device_id) +
+                                   " is not supported by this runtime (cpu only)");
 }
 
 }  // namespace
@@ -145,7 +148,8 @@ void* KilnBackendAllocWorkspace(int32_t device_type, int32_t device_id, uint64_t
 
 int32_t KilnBackendFreeWorkspace(int32_t device_type, int32_t device_id, void* ptr) {
   using namespace kiln::runtime;
-  if (check_workspace_device("KilnBackendFreeWorkspace", device_type, device_id) != 0) return -1;
+  int32_t status = check_workspace_device("KilnBackendFreeWorkspace", device_type, device_id);
+  if (status != 0) return status;
   return workspace_free(ptr);
 }
 
@@ -153,13 +157,15 @@ void* KilnAllocAligned(size_t nbytes, size_t alignment) {
   using namespace kiln::runtime;
   if (alignment == 0) alignment = 64;
   if ((alignment & (alignment - 1)) != 0) {
-    fail("KilnAllocAligned: alignment " + std::to_string(alignment) + " is not a power of two");
+    fail(kKilnErrorValue,
+         "KilnAllocAligned: alignment " + std::to_string(alignment) + " is not a power of two");
     return nullptr;
   }
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
   void* memory = nullptr;
   if (posix_memalign(&memory, alignment, nbytes == 0 ? 1 : nbytes) != 0) {
-    fail("KilnAllocAligned: out of memory allocating " + std::to_string(nbytes) + " bytes");
+    fail(kKilnErrorRuntime,
+         "KilnAllocAligned: out of memory allocating " + std::to_string(nbytes) + " bytes");
     return nullptr;
   }
   return memory;

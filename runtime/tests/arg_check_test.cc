@@ -1,8 +1,10 @@
 // The argument checks KilnFuncCall runs before a kernel: one test per failure mode, asserting the
-// message, plus the layouts that must be accepted (explicit compact strides, byte offsets, empty
-// tensors, pinned host memory).
+// message and the error code, plus the layouts that must be accepted (explicit compact strides,
+// byte offsets, empty tensors, pinned host memory), the range of symbolic variables and shapes
+// whose size overflows 64 bits (described by hand: nothing that large is allocated).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,11 +35,14 @@ class ArgCheck : public ::testing::Test {
     return result;
   }
 
-  // Checks `args` against function `name`; returns "" when accepted, else the message.
-  static std::string check(const char* name, const PackedArgs& args) {
-    if (KilnFuncCheckArgs(spec(name), args.values.data(), args.codes.data(), args.size()) == 0) {
-      return "";
-    }
+  // Checks `args` against function `name`; returns "" when accepted, else the message. A
+  // refusal must come with error code `code`.
+  static std::string check(const char* name, const PackedArgs& args,
+                           int32_t code = kKilnErrorValue) {
+    int32_t status =
+        KilnFuncCheckArgs(spec(name), args.values.data(), args.codes.data(), args.size());
+    if (status == 0) return "";
+    EXPECT_EQ(status, code) << KilnGetLastError();
     return KilnGetLastError();
   }
 
@@ -83,18 +88,18 @@ TEST_F(ArgCheck, CallRunsKernelAfterChecks) {
 TEST_F(ArgCheck, ArgumentCount) {
   PackedArgs args;
   args.tensor(&ta_.tensor).tensor(&tb_.tensor).floating(2.0);
-  EXPECT_EQ(check("scale_add", args), "scale_add: expected 4 arguments, found 3");
+  EXPECT_EQ(check("scale_add", args, kKilnErrorType), "scale_add: expected 4 arguments, found 3");
 }
 
 TEST_F(ArgCheck, Dtype) {
   ta_.tensor.dtype = int64();
-  EXPECT_EQ(check("scale_add", scale_add_args()),
+  EXPECT_EQ(check("scale_add", scale_add_args(), kKilnErrorType),
             "scale_add: argument A: expected dtype float32, found int64");
 }
 
 TEST_F(ArgCheck, VectorDtypeIsNotScalarDtype) {
   ta_.tensor.dtype = DLDataType{kDLFloat, 32, 4};
-  EXPECT_EQ(check("scale_add", scale_add_args()),
+  EXPECT_EQ(check("scale_add", scale_add_args(), kKilnErrorType),
             "scale_add: argument A: expected dtype float32, found float32x4");
 }
 
@@ -197,7 +202,7 @@ TEST_F(ArgCheck, PinnedHostMemoryCountsAsCpu) {
 TEST_F(ArgCheck, ScalarTypeMismatch) {
   PackedArgs args;
   args.tensor(&ta_.tensor).tensor(&tb_.tensor).integer(2).tensor(&tc_.tensor);
-  EXPECT_EQ(check("scale_add", args),
+  EXPECT_EQ(check("scale_add", args, kKilnErrorType),
             "scale_add: argument alpha: expected a float32 scalar, found an int scalar (type "
             "code 0)");
 }
@@ -205,7 +210,7 @@ TEST_F(ArgCheck, ScalarTypeMismatch) {
 TEST_F(ArgCheck, ScalarWhereTensorExpected) {
   PackedArgs args;
   args.floating(1.0).tensor(&tb_.tensor).floating(2.0).tensor(&tc_.tensor);
-  EXPECT_EQ(check("scale_add", args),
+  EXPECT_EQ(check("scale_add", args, kKilnErrorType),
             "scale_add: argument A: expected a tensor (DLTensor*), found a float scalar (type "
             "code 2)");
 }
@@ -216,7 +221,7 @@ TEST_F(ArgCheck, NullTensorHandle) {
   EXPECT_EQ(check("scale_add", args), "scale_add: argument A: DLTensor pointer is NULL");
   PackedArgs null_args;
   null_args.null().tensor(&tb_.tensor).floating(2.0).tensor(&tc_.tensor);
-  EXPECT_EQ(check("scale_add", null_args),
+  EXPECT_EQ(check("scale_add", null_args, kKilnErrorType),
             "scale_add: argument A: expected a tensor (DLTensor*), found null (type code 4)");
 }
 
@@ -239,6 +244,73 @@ TEST_F(ArgCheck, EmptyTensorMayHaveNullData) {
   EXPECT_EQ(check("scale_add", args), "");
 }
 
+// main's n is an int32 variable: a tensor of 3e9 elements (described, never allocated) would
+// make the kernel's indices wrap, so the call is refused before it runs.
+TEST_F(ArgCheck, SymbolicDimensionOutOfItsDtype) {
+  const int64_t huge = 3000000000;
+  TensorView a(a_.data(), {huge}, float32()), b(b_.data(), {huge}, float32()),
+      c(c_.data(), {huge}, float32());
+  PackedArgs args;
+  args.tensor(&a.tensor).tensor(&b.tensor).tensor(&c.tensor);
+  KilnFunctionHandle main_function = nullptr;
+  ASSERT_EQ(KilnModuleGetFunction(module_, "main", &main_function), 0);
+  EXPECT_EQ(KilnFuncCall(main_function, args.values.data(), args.codes.data(), args.size()),
+            kKilnErrorValue);
+  EXPECT_STREQ(KilnGetLastError(),
+               "main: symbolic dimension n = 3000000000 of argument A does not fit int32 (the "
+               "function computes with n as int32, whose values are -2147483648 to 2147483647)");
+}
+
+TEST_F(ArgCheck, SymbolicDimensionAtTheEndOfItsDtype) {
+  const int64_t largest = INT32_MAX;
+  TensorView a(a_.data(), {largest}, float32()), b(b_.data(), {largest}, float32()),
+      c(c_.data(), {largest}, float32());
+  PackedArgs args;
+  args.tensor(&a.tensor).tensor(&b.tensor).tensor(&c.tensor);
+  EXPECT_EQ(check("main", args), "");
+}
+
+TEST_F(ArgCheck, ElementCountOverflow) {
+  // Described only: the check refuses the shape before anything could touch memory.
+  const int64_t big = int64_t{1} << 40;
+  TensorView x(a_.data(), {big, big}, float32());
+  TensorView out(c_.data(), {big}, float32());
+  PackedArgs row_args;
+  row_args.tensor(&x.tensor).tensor(&out.tensor);
+  EXPECT_EQ(check("row_sums", row_args),
+            "row_sums: argument X: the shape (1099511627776, 1099511627776) has more than 2^63 - "
+            "1 elements");
+}
+
+TEST_F(ArgCheck, ByteExtentOverflow) {
+  // Two rows INT64_MAX / 2 elements apart: the element count is small, the distance in bytes is
+  // not.
+  TensorView x(a_.data(), {2, 3}, float32());
+  x.set_strides({INT64_MAX / 2, 1});
+  std::vector<float> sums(2);
+  TensorView out(sums.data(), {2}, float32());
+  PackedArgs args;
+  args.tensor(&x.tensor).tensor(&out.tensor);
+  std::string message = check("row_sums", args);
+  EXPECT_EQ(message.rfind("row_sums: argument X: the shape (2, 3) with strides "
+                          "(4611686018427387903, 1) reaches past the 64-bit address space from 0x",
+                          0),
+            0u)
+      << message;
+}
+
+TEST_F(ArgCheck, NegativeStrideBelowAddressZero) {
+  // A row stride that walks below address 0 describes no memory.
+  TensorView x(a_.data(), {3, 2}, float32());
+  x.set_strides({-(INT64_MAX / 8), 1});
+  std::vector<float> sums(3);
+  TensorView out(sums.data(), {3}, float32());
+  PackedArgs args;
+  args.tensor(&x.tensor).tensor(&out.tensor);
+  std::string message = check("row_sums", args);
+  EXPECT_NE(message.find("reaches past the 64-bit address space"), std::string::npos) << message;
+}
+
 TEST_F(ArgCheck, NullArgumentArrays) {
   EXPECT_NE(KilnFuncCheckArgs(spec("scale_add"), nullptr, nullptr, 4), 0);
   EXPECT_STREQ(KilnGetLastError(), "scale_add: the argument or type code array is NULL");
@@ -253,14 +325,20 @@ class HandSpec : public ::testing::Test {
     shape_ = {m, n};
     strides_ = {s, 1};
     bool_shape_ = {m};
-    args_[0] =
-        KilnArgSpec{"X", kKilnArgTensor, float32(), 2, shape_.data(), strides_.data(), kDLCPU, 1};
-    args_[1] =
-        KilnArgSpec{"Y", kKilnArgTensor, float32(), 2, shape_.data(), strides_.data(), kDLCPU, 1};
-    args_[2] = KilnArgSpec{
-        "Z", kKilnArgTensor, DLDataType{KILN_DL_BOOL, 8, 1}, 1, bool_shape_.data(), nullptr, kDLCPU,
-        1};
-    spec_ = KilnFuncSpec{"strided", "kiln_strided", 3, args_, 3, names_};
+    args_[0] = KilnArgSpec{
+        "X", kKilnArgTensor, float32(), 2, shape_.data(), strides_.data(), kDLCPU, 1, 0};
+    args_[1] = KilnArgSpec{
+        "Y", kKilnArgTensor, float32(), 2, shape_.data(), strides_.data(), kDLCPU, 1, 0};
+    args_[2] = KilnArgSpec{"Z",
+                           kKilnArgTensor,
+                           DLDataType{KILN_DL_BOOL, 8, 1},
+                           1,
+                           bool_shape_.data(),
+                           nullptr,
+                           kDLCPU,
+                           1,
+                           1};
+    spec_ = KilnFuncSpec{"strided", "kiln_strided", 3, args_, 3, names_, dtypes_};
   }
 
   std::string check(DLTensor* x, DLTensor* y, DLTensor* z) {
@@ -274,6 +352,7 @@ class HandSpec : public ::testing::Test {
 
   std::vector<int64_t> shape_, strides_, bool_shape_;
   const char* names_[3] = {"m", "n", "s"};
+  DLDataType dtypes_[3] = {{kDLInt, 64, 1}, {kDLInt, 64, 1}, {kDLInt, 16, 1}};
   KilnArgSpec args_[3];
   KilnFuncSpec spec_;
   float data_[64] = {};
@@ -302,6 +381,17 @@ TEST_F(HandSpec, NullStridesMeanCompactForExplicitSpec) {
   z.tensor.dtype = DLDataType{KILN_DL_BOOL, 8, 1};
   y.set_strides({3, 1});  // x has NULL strides: compact, so s = 3 from x
   EXPECT_EQ(check(&x.tensor, &y.tensor, &z.tensor), "");
+}
+
+TEST_F(HandSpec, SymbolicStrideOutOfItsDtype) {
+  // s is an int16 variable; a row stride of 40000 does not fit. The shape is a hand-written
+  // view: only 2 rows are described, and nothing is read.
+  TensorView x(data_, {2, 3}, float32()), y(data_, {2, 3}, float32()), z(flags_, {2}, {});
+  z.tensor.dtype = DLDataType{KILN_DL_BOOL, 8, 1};
+  x.set_strides({40000, 1});
+  EXPECT_EQ(check(&x.tensor, &y.tensor, &z.tensor),
+            "strided: symbolic stride s = 40000 of argument X does not fit int16 (the function "
+            "computes with s as int16, whose values are -32768 to 32767)");
 }
 
 TEST_F(HandSpec, BoolSpelledAsUInt1) {

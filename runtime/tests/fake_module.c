@@ -1,6 +1,8 @@
 /* A hand-written stand-in for a module exported by kiln's code generator: kernels that follow the
- * packed calling convention, call back into the runtime (errors, thread pool, workspace), and a
- * manifest. Built several times with KILN_FAKE_VARIANT_* to give the runtime modules to refuse. */
+ * packed calling convention and call back into the runtime (errors, thread pool, workspace),
+ * hidden as generated kernels are, the table that exports them, and a manifest. Built several
+ * times with KILN_FAKE_VARIANT_* to give the runtime modules to refuse; the build seals each with
+ * its checksum trailer as kiln's exporter does. */
 #include <stdio.h>
 
 #include "kiln/runtime/c_runtime_api.h"
@@ -15,8 +17,11 @@
 
 #define DATA(tensor, type) ((type*)((char*)(tensor)->data + (tensor)->byte_offset))
 
+/* Kernels check nothing, so they stay out of the dynamic symbol table. */
+#define KERNEL __attribute__((visibility("hidden"))) int32_t
+
 /* C = A + B over float32[n]. */
-int32_t kiln_main(const KilnValue* args, const int32_t* type_codes, int32_t num_args) {
+KERNEL kiln_unchecked_main(const KilnValue* args, const int32_t* type_codes, int32_t num_args) {
   const DLTensor* a = (const DLTensor*)args[0].v_handle;
   const DLTensor* b = (const DLTensor*)args[1].v_handle;
   const DLTensor* c = (const DLTensor*)args[2].v_handle;
@@ -26,7 +31,8 @@ int32_t kiln_main(const KilnValue* args, const int32_t* type_codes, int32_t num_
 }
 
 /* C = alpha * A + B over float32[4, n]. */
-int32_t kiln_scale_add(const KilnValue* args, const int32_t* type_codes, int32_t num_args) {
+KERNEL kiln_unchecked_scale_add(const KilnValue* args, const int32_t* type_codes,
+                                int32_t num_args) {
   const DLTensor* a = (const DLTensor*)args[0].v_handle;
   const DLTensor* b = (const DLTensor*)args[1].v_handle;
   float alpha = (float)args[2].v_float64;
@@ -39,7 +45,7 @@ int32_t kiln_scale_add(const KilnValue* args, const int32_t* type_codes, int32_t
 }
 
 /* out[i] = sum_j X[i, j] for X float32[m, n] with row stride s (a view into a wider array). */
-int32_t kiln_row_sums(const KilnValue* args, const int32_t* type_codes, int32_t num_args) {
+KERNEL kiln_unchecked_row_sums(const KilnValue* args, const int32_t* type_codes, int32_t num_args) {
   const DLTensor* x = (const DLTensor*)args[0].v_handle;
   const DLTensor* out = (const DLTensor*)args[1].v_handle;
   int64_t row_stride = x->strides != NULL ? x->strides[0] : x->shape[1];
@@ -52,7 +58,7 @@ int32_t kiln_row_sums(const KilnValue* args, const int32_t* type_codes, int32_t 
 }
 
 /* out[i] = flag ? value : -value over int64[n]. */
-int32_t kiln_fill(const KilnValue* args, const int32_t* type_codes, int32_t num_args) {
+KERNEL kiln_unchecked_fill(const KilnValue* args, const int32_t* type_codes, int32_t num_args) {
   const DLTensor* out = (const DLTensor*)args[0].v_handle;
   int64_t value = args[2].v_int64 ? args[1].v_int64 : -args[1].v_int64;
   for (int64_t i = 0; i < out->shape[0]; ++i) DATA(out, int64_t)[i] = value;
@@ -60,7 +66,8 @@ int32_t kiln_fill(const KilnValue* args, const int32_t* type_codes, int32_t num_
 }
 
 /* Always fails, as a kernel that detects a runtime condition would. */
-int32_t kiln_fail_always(const KilnValue* args, const int32_t* type_codes, int32_t num_args) {
+KERNEL kiln_unchecked_fail_always(const KilnValue* args, const int32_t* type_codes,
+                                  int32_t num_args) {
   char message[128];
   snprintf(message, sizeof(message), "fail_always: deliberate failure with x = %d",
            (int)args[0].v_int64);
@@ -105,7 +112,8 @@ static int32_t sum_task(int32_t task_id, int32_t num_tasks, void* closure) {
   return 0;
 }
 
-int32_t kiln_parallel_sum(const KilnValue* args, const int32_t* type_codes, int32_t num_args) {
+KERNEL kiln_unchecked_parallel_sum(const KilnValue* args, const int32_t* type_codes,
+                                   int32_t num_args) {
   const DLTensor* x = (const DLTensor*)args[0].v_handle;
   const DLTensor* out = (const DLTensor*)args[1].v_handle;
   int32_t num_tasks = (int32_t)args[2].v_int64;
@@ -128,67 +136,99 @@ int32_t kiln_parallel_sum(const KilnValue* args, const int32_t* type_codes, int3
 }
 
 #define FUNCTIONS_JSON                                                                           \
-  "[{\"name\": \"main\", \"symbol\": \"kiln_main\", \"sym_vars\": [\"n\"], \"args\": ["          \
+  "[{\"name\": \"main\", \"symbol\": \"kiln_unchecked_main\", \"sym_vars\": [\"n\"],"            \
+  " \"sym_var_dtypes\": [\"int32\"], \"args\": ["                                                \
   "{\"name\": \"A\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [\"n\"],"          \
-  " \"alignment\": 64},"                                                                         \
+  " \"alignment\": 64, \"written\": false},"                                                     \
   "{\"name\": \"B\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [\"n\"],"          \
-  " \"alignment\": 64},"                                                                         \
+  " \"alignment\": 64, \"written\": false},"                                                     \
   "{\"name\": \"C\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [\"n\"],"          \
-  " \"alignment\": 64}]},"                                                                       \
-  "{\"name\": \"scale_add\", \"symbol\": \"kiln_scale_add\", \"sym_vars\": [\"n\"], \"args\": [" \
+  " \"alignment\": 64, \"written\": true}]},"                                                    \
+  "{\"name\": \"scale_add\", \"symbol\": \"kiln_unchecked_scale_add\", \"sym_vars\": [\"n\"],"   \
+  " \"args\": ["                                                                                 \
   "{\"name\": \"A\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"ndim\": 2,"                 \
-  " \"shape\": [4, \"n\"], \"strides\": null, \"device\": \"cpu\"},"                             \
-  "{\"name\": \"B\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [4, \"n\"]},"      \
+  " \"shape\": [4, \"n\"], \"strides\": null, \"device\": \"cpu\", \"written\": false},"         \
+  "{\"name\": \"B\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [4, \"n\"],"       \
+  " \"written\": false},"                                                                        \
   "{\"name\": \"alpha\", \"kind\": \"scalar\", \"dtype\": \"float32\"},"                         \
   "{\"name\": \"C\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [4, \"n\"],"       \
   " \"alignment\": 64}]},"                                                                       \
-  "{\"name\": \"row_sums\", \"symbol\": \"kiln_row_sums\", \"sym_vars\": [\"m\", \"n\", \"s\"]," \
-  " \"args\": ["                                                                                 \
+  "{\"name\": \"row_sums\", \"symbol\": \"kiln_unchecked_row_sums\","                            \
+  " \"sym_vars\": [\"m\", \"n\", \"s\"], \"args\": ["                                            \
   "{\"name\": \"X\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [\"m\", \"n\"],"   \
-  " \"strides\": [\"s\", 1]},"                                                                   \
-  "{\"name\": \"out\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [\"m\"]}]},"     \
-  "{\"name\": \"fill\", \"symbol\": \"kiln_fill\", \"sym_vars\": [\"n\"], \"args\": ["           \
+  " \"strides\": [\"s\", 1], \"written\": false},"                                               \
+  "{\"name\": \"out\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [\"m\"],"        \
+  " \"written\": true}]},"                                                                       \
+  "{\"name\": \"fill\", \"symbol\": \"kiln_unchecked_fill\", \"sym_vars\": [\"n\"], \"args\": [" \
   "{\"name\": \"out\", \"kind\": \"tensor\", \"dtype\": \"int64\", \"shape\": [\"n\"]},"         \
   "{\"name\": \"value\", \"kind\": \"scalar\", \"dtype\": \"int32\"},"                           \
   "{\"name\": \"flag\", \"kind\": \"scalar\", \"dtype\": \"bool\"}]},"                           \
-  "{\"name\": \"fail_always\", \"symbol\": \"kiln_fail_always\", \"args\": ["                    \
+  "{\"name\": \"fail_always\", \"symbol\": \"kiln_unchecked_fail_always\", \"args\": ["          \
   "{\"name\": \"x\", \"kind\": \"scalar\", \"dtype\": \"int32\"}]},"                             \
-  "{\"name\": \"parallel_sum\", \"symbol\": \"kiln_parallel_sum\", \"sym_vars\": [\"n\"],"       \
-  " \"args\": ["                                                                                 \
-  "{\"name\": \"X\", \"kind\": \"tensor\", \"dtype\": \"float64\", \"shape\": [\"n\"]},"         \
-  "{\"name\": \"out\", \"kind\": \"tensor\", \"dtype\": \"float64\", \"shape\": [1]},"           \
+  "{\"name\": \"parallel_sum\", \"symbol\": \"kiln_unchecked_parallel_sum\","                    \
+  " \"sym_vars\": [\"n\"], \"args\": ["                                                          \
+  "{\"name\": \"X\", \"kind\": \"tensor\", \"dtype\": \"float64\", \"shape\": [\"n\"],"          \
+  " \"written\": false},"                                                                        \
+  "{\"name\": \"out\", \"kind\": \"tensor\", \"dtype\": \"float64\", \"shape\": [1],"            \
+  " \"written\": true},"                                                                         \
   "{\"name\": \"num_tasks\", \"kind\": \"scalar\", \"dtype\": \"int32\"}]}]"
 
 #define TARGET_JSON "\"llvm -mtriple=" HOST_TRIPLE "\""
+#define ABI "\"abi_version\": 2"
+
+/* The kernel table, in manifest order, as the code generator writes it. */
+#define KERNEL_TABLE                                                            \
+  const KilnPackedCFunc kiln_module_functions[] = {kiln_unchecked_main,         \
+                                                   kiln_unchecked_scale_add,    \
+                                                   kiln_unchecked_row_sums,     \
+                                                   kiln_unchecked_fill,         \
+                                                   kiln_unchecked_fail_always,  \
+                                                   kiln_unchecked_parallel_sum, \
+                                                   NULL};
 
 #if defined(KILN_FAKE_VARIANT_OK)
 const char kiln_module_manifest[] =
-    "{\"abi_version\": 1, \"target\": " TARGET_JSON ", \"host_features\": [" HOST_FEATURES
+    "{" ABI ", \"target\": " TARGET_JSON ", \"host_features\": [" HOST_FEATURES
     "], \"functions\": " FUNCTIONS_JSON ", \"device_blobs\": []}";
+KERNEL_TABLE
+#elif defined(KILN_FAKE_VARIANT_OLD_ABI)
+/* A module of runtime ABI version 1: kernels exported by name, no table. */
+const char kiln_module_manifest[] =
+    "{\"abi_version\": 1, \"target\": " TARGET_JSON ", \"functions\": " FUNCTIONS_JSON "}";
 #elif defined(KILN_FAKE_VARIANT_BAD_ABI)
 const char kiln_module_manifest[] =
     "{\"abi_version\": 99, \"target\": " TARGET_JSON ", \"functions\": " FUNCTIONS_JSON "}";
+KERNEL_TABLE
 #elif defined(KILN_FAKE_VARIANT_MISSING_FEATURE)
-const char kiln_module_manifest[] =
-    "{\"abi_version\": 1, \"target\": " TARGET_JSON
-    ", \"host_features\": [\"kiln_fake_feature\"], \"functions\": " FUNCTIONS_JSON "}";
+const char kiln_module_manifest[] = "{" ABI ", \"target\": " TARGET_JSON
+                                    ", \"host_features\": [\"kiln_fake_feature\"], "
+                                    "\"functions\": " FUNCTIONS_JSON "}";
+KERNEL_TABLE
 #elif defined(KILN_FAKE_VARIANT_WRONG_ARCH)
-const char kiln_module_manifest[] =
-    "{\"abi_version\": 1, \"target\": \"llvm -mtriple=riscv64-unknown-linux-gnu\", "
-    "\"functions\": " FUNCTIONS_JSON "}";
+const char kiln_module_manifest[] = "{" ABI
+                                    ", \"target\": \"llvm -mtriple=riscv64-unknown-linux-gnu\", "
+                                    "\"functions\": " FUNCTIONS_JSON "}";
+KERNEL_TABLE
 #elif defined(KILN_FAKE_VARIANT_MALFORMED)
 const char kiln_module_manifest[] =
-    "{\"abi_version\": 1, \"target\": " TARGET_JSON ", \"functions\": [{\"name\": \"main\", ";
+    "{" ABI ", \"target\": " TARGET_JSON ", \"functions\": [{\"name\": \"main\", ";
+KERNEL_TABLE
 #elif defined(KILN_FAKE_VARIANT_DEVICE_BLOB)
 const char kiln_module_manifest[] =
-    "{\"abi_version\": 1, \"target\": " TARGET_JSON ", \"functions\": " FUNCTIONS_JSON
+    "{" ABI ", \"target\": " TARGET_JSON ", \"functions\": " FUNCTIONS_JSON
     ", \"device_blobs\": [{\"kind\": \"cuda\"}]}";
-#elif defined(KILN_FAKE_VARIANT_MISSING_SYMBOL)
+KERNEL_TABLE
+#elif defined(KILN_FAKE_VARIANT_MISSING_KERNEL)
+/* The manifest lists one function more than the table holds. */
 const char kiln_module_manifest[] =
-    "{\"abi_version\": 1, \"target\": " TARGET_JSON
-    ", \"functions\": [{\"name\": \"ghost\", \"symbol\": \"kiln_ghost\", \"args\": []}]}";
+    "{" ABI ", \"target\": " TARGET_JSON
+    ", \"functions\": [{\"name\": \"main\", "
+    "\"symbol\": \"kiln_unchecked_main\", \"args\": []}, {\"name\": \"ghost\", "
+    "\"symbol\": \"kiln_unchecked_ghost\", \"args\": []}]}";
+const KilnPackedCFunc kiln_module_functions[] = {kiln_unchecked_main, NULL};
 #elif defined(KILN_FAKE_VARIANT_NO_MANIFEST)
 /* No kiln_module_manifest: an ordinary shared library, not a kiln module. */
+KERNEL_TABLE
 #else
 #error "define one KILN_FAKE_VARIANT_*"
 #endif

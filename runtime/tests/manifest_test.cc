@@ -1,6 +1,6 @@
 // Manifests read through KilnModuleCreate (the in-process path a JIT uses): a working module with
-// a symbol resolver, each malformed-manifest message, target checks, and a fuzz pass showing that
-// damaged manifests give errors, never crashes.
+// a symbol resolver and its kernel table, each malformed-manifest message and its error code,
+// target checks, and a fuzz pass showing that damaged manifests give errors, never crashes.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -26,9 +26,22 @@ int32_t twice_kernel(const KilnValue* args, const int32_t*, int32_t) {
   return 0;
 }
 
+// The kernel tables a resolver hands out: the one kernel of valid_manifest, or nothing.
+const KilnPackedCFunc kOneKernel[] = {&twice_kernel, nullptr};
+const KilnPackedCFunc kNoKernel[] = {nullptr};
+
+// What the resolver serves and how often it was asked.
+struct Resolver {
+  const KilnPackedCFunc* table = kOneKernel;
+  int calls = 0;
+};
+
 void* resolve(void* ctx, const char* symbol) {
-  ++*static_cast<int*>(ctx);
-  if (std::strcmp(symbol, "kiln_twice") == 0) return reinterpret_cast<void*>(&twice_kernel);
+  auto* resolver = static_cast<Resolver*>(ctx);
+  ++resolver->calls;
+  if (std::strcmp(symbol, KILN_MODULE_FUNCTIONS_SYMBOL) == 0) {
+    return const_cast<KilnPackedCFunc*>(resolver->table);
+  }
   return nullptr;
 }
 
@@ -39,7 +52,7 @@ const char* kHostFeature = "";
 #endif
 
 std::string valid_manifest() {
-  return std::string(R"({"abi_version": 1, "target": "llvm", "host_features": [)") + kHostFeature +
+  return std::string(R"({"abi_version": 2, "target": "llvm", "host_features": [)") + kHostFeature +
          R"(], "producer": "ignored key",
     "functions": [{"name": "twice", "symbol": "kiln_twice", "sym_vars": ["n"],
                    "args": [{"name": "in", "kind": "tensor", "dtype": "int64", "shape": ["n"]},
@@ -47,31 +60,34 @@ std::string valid_manifest() {
     "device_blobs": []})";
 }
 
-// Creates a module from `manifest`; returns "" on success, else the message.
-std::string create_error(const std::string& manifest) {
-  int resolved = 0;
+// Creates a module from `manifest` over `table`; returns "" on success, else the message. The
+// error code must be `code`.
+std::string create_error(const std::string& manifest, int32_t code = kKilnErrorValue,
+                         const KilnPackedCFunc* table = kOneKernel) {
+  Resolver resolver;
+  resolver.table = table;
   ModuleGuard module;
-  if (KilnModuleCreate(manifest.c_str(), nullptr, resolve, &resolved, module.out()) == 0) {
-    return "";
-  }
+  int32_t status = KilnModuleCreate(manifest.c_str(), nullptr, resolve, &resolver, module.out());
+  if (status == 0) return "";
+  EXPECT_EQ(status, code) << KilnGetLastError();
   EXPECT_EQ(module.get(), nullptr);
   return KilnGetLastError();
 }
 
 // A manifest with one function whose single argument is `arg` (JSON object text).
 std::string manifest_with_arg(const std::string& arg) {
-  return R"({"abi_version": 1, "target": "llvm", "functions": [{"name": "f", "symbol": "kiln_twice",
+  return R"({"abi_version": 2, "target": "llvm", "functions": [{"name": "f", "symbol": "kiln_twice",
     "sym_vars": ["n"], "args": [)" +
          arg + "]}]}";
 }
 
-TEST(InProcessModule, ResolvesSymbolsThroughCallback) {
-  int resolved = 0;
+TEST(InProcessModule, ReadsKernelsFromTheTableTheResolverFinds) {
+  Resolver resolver;
   ModuleGuard module;
-  ASSERT_EQ(KilnModuleCreate(valid_manifest().c_str(), nullptr, resolve, &resolved, module.out()),
+  ASSERT_EQ(KilnModuleCreate(valid_manifest().c_str(), nullptr, resolve, &resolver, module.out()),
             0)
       << KilnGetLastError();
-  EXPECT_EQ(resolved, 1);
+  EXPECT_EQ(resolver.calls, 1);  // the table only: kernels are not looked up by name
   KilnFunctionHandle twice = nullptr;
   ASSERT_EQ(KilnModuleGetFunction(module.get(), "twice", &twice), 0);
   std::vector<int64_t> in = {1, 2, 3}, out(3);
@@ -83,10 +99,71 @@ TEST(InProcessModule, ResolvesSymbolsThroughCallback) {
   EXPECT_EQ(out, (std::vector<int64_t>{2, 4, 6}));
 }
 
-TEST(InProcessModule, UnresolvedSymbol) {
-  std::string manifest = R"({"abi_version": 1, "target": "llvm",
-      "functions": [{"name": "g", "symbol": "kiln_g", "args": []}]})";
-  EXPECT_EQ(create_error(manifest), "KilnModuleCreate: function g: symbol kiln_g not found");
+TEST(InProcessModule, MissingTable) {
+  EXPECT_EQ(create_error(valid_manifest(), kKilnErrorValue, nullptr),
+            "KilnModuleCreate: the module defines no kernel table kiln_module_functions; it is "
+            "not a module of runtime ABI version 2");
+}
+
+TEST(InProcessModule, TableShorterThanManifest) {
+  std::string manifest = R"({"abi_version": 2, "target": "llvm",
+      "functions": [{"name": "f", "symbol": "kiln_unchecked_f", "args": []},
+                    {"name": "g", "symbol": "kiln_unchecked_g", "args": []}]})";
+  EXPECT_EQ(create_error(manifest),
+            "KilnModuleCreate: the manifest lists 2 functions but the kernel table "
+            "kiln_module_functions holds 1 (function g has no kernel)");
+}
+
+TEST(InProcessModule, TableLongerThanManifest) {
+  std::string manifest = R"({"abi_version": 2, "target": "llvm", "functions": []})";
+  EXPECT_EQ(create_error(manifest),
+            "KilnModuleCreate: the kernel table kiln_module_functions holds more kernels than the "
+            "0 functions of the manifest");
+  EXPECT_EQ(create_error(manifest, kKilnErrorValue, kNoKernel), "");
+}
+
+TEST(InProcessModule, OldAbiIsRefusedWithAHint) {
+  std::string manifest = R"({"abi_version": 1, "target": "llvm", "functions": []})";
+  EXPECT_EQ(create_error(manifest, kKilnErrorModuleUnsupported),
+            "KilnModuleCreate: module has ABI version 1, this runtime runs ABI version 2; export "
+            "the module again with this version of kiln");
+}
+
+TEST(InProcessModule, WrittenFlagsAndSymbolicDtypes) {
+  std::string manifest = R"({"abi_version": 2, "target": "llvm", "functions": [{"name": "f",
+      "symbol": "kiln_unchecked_f", "sym_vars": ["n", "m"], "sym_var_dtypes": ["int32", "uint16"],
+      "args": [{"name": "A", "kind": "tensor", "dtype": "int64", "shape": ["n"], "written": false},
+               {"name": "B", "kind": "tensor", "dtype": "int64", "shape": ["m"], "written": true},
+               {"name": "C", "kind": "tensor", "dtype": "int64", "shape": ["n"]}]}]})";
+  Resolver resolver;
+  ModuleGuard module;
+  ASSERT_EQ(KilnModuleCreate(manifest.c_str(), nullptr, resolve, &resolver, module.out()), 0)
+      << KilnGetLastError();
+  KilnFunctionHandle function = nullptr;
+  const KilnFuncSpec* spec = nullptr;
+  ASSERT_EQ(KilnModuleGetFunction(module.get(), "f", &function), 0);
+  ASSERT_EQ(KilnFuncGetSpec(function, &spec), 0);
+  EXPECT_EQ(spec->args[0].written, 0);
+  EXPECT_EQ(spec->args[1].written, 1);
+  EXPECT_EQ(spec->args[2].written, 1);  // unstated: taken to be written
+  ASSERT_EQ(spec->num_sym_vars, 2);
+  EXPECT_EQ(spec->sym_var_dtypes[0].code, kDLInt);
+  EXPECT_EQ(spec->sym_var_dtypes[0].bits, 32);
+  EXPECT_EQ(spec->sym_var_dtypes[1].code, kDLUInt);
+  EXPECT_EQ(spec->sym_var_dtypes[1].bits, 16);
+}
+
+TEST(InProcessModule, SymbolicDtypesDefaultToInt64) {
+  Resolver resolver;
+  ModuleGuard module;
+  ASSERT_EQ(KilnModuleCreate(valid_manifest().c_str(), nullptr, resolve, &resolver, module.out()),
+            0);
+  KilnFunctionHandle function = nullptr;
+  const KilnFuncSpec* spec = nullptr;
+  ASSERT_EQ(KilnModuleGetFunction(module.get(), "twice", &function), 0);
+  ASSERT_EQ(KilnFuncGetSpec(function, &spec), 0);
+  EXPECT_EQ(spec->sym_var_dtypes[0].code, kDLInt);
+  EXPECT_EQ(spec->sym_var_dtypes[0].bits, 64);
 }
 
 TEST(InProcessModule, NeedsResolverOrHandle) {
@@ -96,11 +173,11 @@ TEST(InProcessModule, NeedsResolverOrHandle) {
 }
 
 TEST(InProcessModule, UnicodeEscapesDecodeToUtf8) {
-  std::string manifest = R"({"abi_version": 1, "target": "llvm", "functions": [
+  std::string manifest = R"({"abi_version": 2, "target": "llvm", "functions": [
       {"name": "caf\u00e9\ud83d\ude00", "symbol": "kiln_twice", "args": []}]})";
-  int resolved = 0;
+  Resolver resolver;
   ModuleGuard module;
-  ASSERT_EQ(KilnModuleCreate(manifest.c_str(), nullptr, resolve, &resolved, module.out()), 0)
+  ASSERT_EQ(KilnModuleCreate(manifest.c_str(), nullptr, resolve, &resolver, module.out()), 0)
       << KilnGetLastError();
   KilnFunctionHandle function = nullptr;
   EXPECT_EQ(KilnModuleGetFunction(module.get(), "caf\xc3\xa9\xf0\x9f\x98\x80", &function), 0);
@@ -154,6 +231,16 @@ TEST(ManifestErrors, EachMalformationIsNamed) {
        "manifest: functions[0].args[0].alignment: expected a power of two, found 48"},
       {manifest_with_arg(R"({"name": "a", "kind": "scalar", "dtype": "float32x4"})"),
        "manifest: functions[0].args[0].dtype: a scalar must have one lane"},
+      {manifest_with_arg(
+           R"({"name": "A", "kind": "tensor", "dtype": "float32", "shape": [4], "written": 1})"),
+       "manifest: functions[0].args[0].written: expected true or false, found a number"},
+      {R"({"abi_version": 2, "target": "llvm", "functions": [{"name": "f", "symbol": "s",
+          "sym_vars": ["n"], "sym_var_dtypes": ["int32", "int64"], "args": []}]})",
+       "manifest: functions[0].sym_var_dtypes: expected 1 entries, one per sym_var, found 2"},
+      {R"({"abi_version": 2, "target": "llvm", "functions": [{"name": "f", "symbol": "s",
+          "sym_vars": ["n"], "sym_var_dtypes": ["float32"], "args": []}]})",
+       "manifest: functions[0].sym_var_dtypes[0]: expected an integer dtype (int32, int64 ...), "
+       "found 'float32'"},
       {std::string(100, '[') + std::string(100, ']'),
        "manifest: invalid JSON: offset 65: nesting deeper than 64"},
       {R"({"abi_version": 1} x)",
@@ -183,20 +270,23 @@ TEST(ManifestErrors, OutOfRangeIntegerIsNotAnInteger) {
 }
 
 TEST(ManifestTarget, DeviceTargetKindIsRefused) {
-  EXPECT_EQ(create_error(R"({"abi_version": 1, "target": "cuda -arch=sm_90", "functions": []})"),
+  EXPECT_EQ(create_error(R"({"abi_version": 2, "target": "cuda -arch=sm_90", "functions": []})",
+                         kKilnErrorModuleUnsupported),
             "KilnModuleCreate: target kind 'cuda' is not a host target (expected llvm or c; "
             "device code belongs in device_blobs)");
 }
 
 TEST(ManifestTarget, EmptyTargetIsRefused) {
-  EXPECT_EQ(create_error(R"({"abi_version": 1, "target": "  ", "functions": []})"),
+  EXPECT_EQ(create_error(R"({"abi_version": 2, "target": "  ", "functions": []})",
+                         kKilnErrorModuleUnsupported),
             "KilnModuleCreate: target is empty");
 }
 
 TEST(ManifestTarget, ForeignOsIsRefused) {
 #if defined(__x86_64__)
   std::string message = create_error(
-      R"({"abi_version": 1, "target": "llvm -mtriple=x86_64-apple-darwin", "functions": []})");
+      R"({"abi_version": 2, "target": "llvm -mtriple=x86_64-apple-darwin", "functions": []})",
+      kKilnErrorModuleUnsupported);
   EXPECT_NE(message.find("OS of -mtriple=x86_64-apple-darwin is not this machine's (linux)"),
             std::string::npos)
       << message;
@@ -207,11 +297,22 @@ TEST(ManifestTarget, ForeignOsIsRefused) {
 
 TEST(ManifestTarget, SeveralMissingFeaturesAreAllNamed) {
   std::string message = create_error(
-      R"({"abi_version": 1, "target": "llvm", "host_features": ["no_such_a", "no_such_b"],
-          "functions": []})");
+      R"({"abi_version": 2, "target": "llvm", "host_features": ["no_such_a", "no_such_b"],
+          "functions": []})",
+      kKilnErrorModuleUnsupported);
   EXPECT_NE(message.find("module needs CPU features this CPU lacks: no_such_a, no_such_b"),
             std::string::npos)
       << message;
+}
+
+// Creates a module from a damaged manifest; "" or the message, whatever the error code.
+std::string fuzz_error(const std::string& manifest) {
+  Resolver resolver;
+  ModuleGuard module;
+  int32_t status = KilnModuleCreate(manifest.c_str(), nullptr, resolve, &resolver, module.out());
+  if (status == 0) return "";
+  EXPECT_LT(status, 0);
+  return KilnGetLastError();
 }
 
 TEST(ManifestFuzz, DamagedManifestsNeverCrash) {
@@ -219,7 +320,7 @@ TEST(ManifestFuzz, DamagedManifestsNeverCrash) {
   ASSERT_EQ(create_error(valid), "");
   // Every truncation.
   for (size_t length = 0; length < valid.size(); ++length) {
-    std::string message = create_error(valid.substr(0, length));
+    std::string message = fuzz_error(valid.substr(0, length));
     EXPECT_NE(message, "") << "truncated at " << length;
   }
   // Random byte substitutions with characters that matter to JSON.
@@ -231,7 +332,7 @@ TEST(ManifestFuzz, DamagedManifestsNeverCrash) {
     for (int e = 0; e < edits; ++e) {
       damaged[random() % damaged.size()] = alphabet[random() % (sizeof(alphabet) - 1)];
     }
-    create_error(damaged);  // accepted or refused with a message; must not crash
+    fuzz_error(damaged);  // accepted or refused with a message; must not crash
   }
 }
 

@@ -1,5 +1,7 @@
 // Loading exported modules: lookup, successful calls of the fake module's kernels, kernel errors,
-// and every reason the runtime refuses a module (ABI, target, CPU features, manifest, symbols).
+// every reason the runtime refuses a module (ABI, target, CPU features, manifest, kernel table)
+// with its error code, and the kernels' absence from the dynamic symbol table.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -20,11 +22,12 @@ KilnFunctionHandle get_function(KilnModuleHandle module, const char* name) {
   return function;
 }
 
-// Loads a variant that must be refused and returns the message.
-std::string refusal_message(const std::string& variant) {
+// Loads a variant that must be refused with error code `code` and returns the message.
+std::string refusal_message(const std::string& variant,
+                            int32_t code = kKilnErrorModuleUnsupported) {
   ModuleGuard module;
   std::string path = fake_module_path(variant);
-  EXPECT_NE(KilnModuleLoadFromFile(path.c_str(), module.out()), 0);
+  EXPECT_EQ(KilnModuleLoadFromFile(path.c_str(), module.out()), code) << KilnGetLastError();
   EXPECT_EQ(module.get(), nullptr);
   return KilnGetLastError();
 }
@@ -50,7 +53,7 @@ TEST(ModuleLoad, FunctionSpecComesFromManifest) {
   const KilnFuncSpec* spec = nullptr;
   ASSERT_EQ(KilnFuncGetSpec(get_function(module.get(), "scale_add"), &spec), 0);
   EXPECT_STREQ(spec->name, "scale_add");
-  EXPECT_STREQ(spec->symbol, "kiln_scale_add");
+  EXPECT_STREQ(spec->symbol, "kiln_unchecked_scale_add");
   ASSERT_EQ(spec->num_args, 4);
   EXPECT_STREQ(spec->args[0].name, "A");
   EXPECT_EQ(spec->args[0].kind, kKilnArgTensor);
@@ -64,15 +67,31 @@ TEST(ModuleLoad, FunctionSpecComesFromManifest) {
   EXPECT_EQ(spec->args[2].dtype.code, kDLFloat);
   EXPECT_EQ(spec->args[2].dtype.bits, 32);
   EXPECT_EQ(spec->args[3].alignment, 64);
+  EXPECT_EQ(spec->args[0].written, 0);
+  EXPECT_EQ(spec->args[3].written, 1);
   ASSERT_EQ(spec->num_sym_vars, 1);
   EXPECT_STREQ(spec->sym_var_names[0], "n");
+  EXPECT_EQ(spec->sym_var_dtypes[0].code, kDLInt);
+  EXPECT_EQ(spec->sym_var_dtypes[0].bits, 64);
+}
+
+TEST(ModuleLoad, KernelsAreNotExported) {
+  // The runtime's table is the only way to the kernels: the library's dynamic symbols hold the
+  // manifest and the table, and no kernel.
+  void* library = dlopen(fake_module_path("ok").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  EXPECT_NE(dlsym(library, KILN_MODULE_MANIFEST_SYMBOL), nullptr);
+  EXPECT_NE(dlsym(library, KILN_MODULE_FUNCTIONS_SYMBOL), nullptr);
+  EXPECT_EQ(dlsym(library, "kiln_unchecked_main"), nullptr);
+  EXPECT_EQ(dlsym(library, "kiln_main"), nullptr);
+  dlclose(library);
 }
 
 TEST(ModuleLoad, MissingFunctionListsAvailableNames) {
   ModuleGuard module;
   ASSERT_EQ(KilnModuleLoadFromFile(fake_module_path("ok").c_str(), module.out()), 0);
   KilnFunctionHandle function = nullptr;
-  EXPECT_NE(KilnModuleGetFunction(module.get(), "mian", &function), 0);
+  EXPECT_EQ(KilnModuleGetFunction(module.get(), "mian", &function), kKilnErrorIndex);
   EXPECT_NE(std::string(KilnGetLastError())
                 .find("no function 'mian' in " + fake_module_path("ok") +
                       "; available: main, scale_add, row_sums, fill, fail_always, parallel_sum"),
@@ -154,9 +173,9 @@ TEST(ModuleCall, KernelErrorIsReported) {
   ASSERT_EQ(KilnModuleLoadFromFile(fake_module_path("ok").c_str(), module.out()), 0);
   PackedArgs args;
   args.integer(42);
-  EXPECT_NE(KilnFuncCall(get_function(module.get(), "fail_always"), args.values.data(),
+  EXPECT_EQ(KilnFuncCall(get_function(module.get(), "fail_always"), args.values.data(),
                          args.codes.data(), args.size()),
-            0);
+            kKilnErrorRuntime);
   EXPECT_STREQ(KilnGetLastError(), "fail_always: deliberate failure with x = 42");
 }
 
@@ -176,7 +195,15 @@ TEST(ModuleCall, KernelRejectsAValueItChecksItself) {
 TEST(ModuleRefusal, AbiVersionMismatch) {
   std::string message = refusal_message("bad_abi");
   EXPECT_NE(message.find("fake_module_bad_abi.so: module has ABI version 99, this runtime runs "
-                         "ABI version 1"),
+                         "ABI version 2; load it with a newer kiln runtime"),
+            std::string::npos)
+      << message;
+}
+
+TEST(ModuleRefusal, ModuleOfTheOldAbi) {
+  std::string message = refusal_message("old_abi");
+  EXPECT_NE(message.find("fake_module_old_abi.so: module has ABI version 1, this runtime runs ABI "
+                         "version 2; export the module again with this version of kiln"),
             std::string::npos)
       << message;
 }
@@ -197,7 +224,7 @@ TEST(ModuleRefusal, WrongArchitecture) {
 }
 
 TEST(ModuleRefusal, MalformedManifest) {
-  std::string message = refusal_message("malformed");
+  std::string message = refusal_message("malformed", kKilnErrorModuleFile);
   EXPECT_NE(message.find("fake_module_malformed.so: manifest: invalid JSON: offset "),
             std::string::npos)
       << message;
@@ -211,30 +238,32 @@ TEST(ModuleRefusal, DeviceCode) {
       << message;
 }
 
-TEST(ModuleRefusal, MissingKernelSymbol) {
-  std::string message = refusal_message("missing_symbol");
-  EXPECT_NE(message.find("function ghost: symbol kiln_ghost not found"), std::string::npos)
+TEST(ModuleRefusal, TableWithoutAKernelOfTheManifest) {
+  std::string message = refusal_message("missing_kernel", kKilnErrorModuleFile);
+  EXPECT_NE(message.find("the manifest lists 2 functions but the kernel table "
+                         "kiln_module_functions holds 1 (function ghost has no kernel)"),
+            std::string::npos)
       << message;
 }
 
 TEST(ModuleRefusal, NotAKilnModule) {
-  std::string message = refusal_message("no_manifest");
+  std::string message = refusal_message("no_manifest", kKilnErrorModuleFile);
   EXPECT_NE(message.find("not a kiln module: it defines no symbol kiln_module_manifest"),
             std::string::npos)
       << message;
 }
 
 TEST(ModuleRefusal, MissingFile) {
-  std::string message = refusal_message("does_not_exist");
+  std::string message = refusal_message("does_not_exist", kKilnErrorModuleFile);
   EXPECT_NE(message.find("fake_module_does_not_exist.so: cannot open: "), std::string::npos)
       << message;
 }
 
 TEST(ModuleRefusal, NullArguments) {
   KilnModuleHandle module = nullptr;
-  EXPECT_NE(KilnModuleLoadFromFile(nullptr, &module), 0);
+  EXPECT_EQ(KilnModuleLoadFromFile(nullptr, &module), kKilnErrorValue);
   EXPECT_STREQ(KilnGetLastError(), "KilnModuleLoadFromFile: path and out must not be NULL");
-  EXPECT_NE(KilnFuncCall(nullptr, nullptr, nullptr, 0), 0);
+  EXPECT_EQ(KilnFuncCall(nullptr, nullptr, nullptr, 0), kKilnErrorValue);
   EXPECT_STREQ(KilnGetLastError(), "KilnFuncCall: function handle is NULL");
 }
 

@@ -1,5 +1,6 @@
-// The LLVM code generator's driver: the module, one packed function per PrimFunc, the mapping of
-// kiln types to LLVM types, variable bindings and the alias information of kiln.noalias.
+// The LLVM code generator's driver: the module, one packed function per PrimFunc and the table
+// that exports them, the mapping of kiln types to LLVM types, variable bindings and the alias
+// information of kiln.noalias.
 #include "kiln/codegen/codegen_llvm.h"
 
 #include <llvm/IR/Constants.h>
@@ -74,7 +75,7 @@ void CodeGenLLVM::add_function(const PrimFunc& func) {
   symbol_ = function_symbol(func);
   user_check(func.body.defined()) << "codegen: function " << symbol_ << " has no body";
   user_check(module_->getNamedValue(symbol_) == nullptr)
-      << "codegen: two functions export the symbol " << symbol_;
+      << "codegen: two functions have the symbol " << symbol_;
   check_parallel_nesting(func);
   num_tasks_ = 0;
 
@@ -123,8 +124,11 @@ void CodeGenLLVM::add_function(const PrimFunc& func) {
   llvm::Type* i32 = builder_.getInt32Ty();
   llvm::Type* ptr = builder_.getPtrTy();
   llvm::FunctionType* type = llvm::FunctionType::get(i32, {ptr, ptr, i32}, false);
+  // Internal: a kernel trusts its arguments, so it is reached only through the function table,
+  // which the runtime reads after checking them.
   llvm::Function* function =
-      llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol_, module_.get());
+      llvm::Function::Create(type, llvm::Function::InternalLinkage, symbol_, module_.get());
+  kernels_.push_back(function);
   function->getArg(0)->setName("args");
   function->getArg(1)->setName("type_codes");
   function->getArg(2)->setName("num_args");
@@ -150,6 +154,17 @@ void CodeGenLLVM::add_manifest(const std::string& manifest_json) {
       *module_, text->getType(), true, llvm::GlobalValue::ExternalLinkage, text, kManifestSymbol);
   global->setVisibility(llvm::GlobalValue::DefaultVisibility);
   global->setAlignment(llvm::Align(1));
+}
+
+void CodeGenLLVM::add_function_table() {
+  llvm::PointerType* ptr = builder_.getPtrTy();
+  std::vector<llvm::Constant*> entries(kernels_.begin(), kernels_.end());
+  entries.push_back(llvm::ConstantPointerNull::get(ptr));
+  llvm::ArrayType* type = llvm::ArrayType::get(ptr, entries.size());
+  auto* table =
+      new llvm::GlobalVariable(*module_, type, true, llvm::GlobalValue::ExternalLinkage,
+                               llvm::ConstantArray::get(type, entries), kFunctionTableSymbol);
+  table->setVisibility(llvm::GlobalValue::DefaultVisibility);
 }
 
 std::unique_ptr<llvm::Module> CodeGenLLVM::finish() {
@@ -259,6 +274,7 @@ std::unique_ptr<llvm::Module> codegen_llvm(const std::vector<Ref<PrimFunc>>& fun
     internal_check(func.defined()) << "codegen: null PrimFunc";
     codegen.add_function(*func);
   }
+  codegen.add_function_table();
   if (!manifest_json.empty()) codegen.add_manifest(manifest_json);
   return codegen.finish();
 }

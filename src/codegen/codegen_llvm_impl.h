@@ -33,6 +33,8 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   void add_function(const ir::PrimFunc& func);
   // Adds the manifest string global `kiln_module_manifest`.
   void add_manifest(const std::string& manifest_json);
+  // Adds `kiln_module_functions`: the functions added so far, in order, then NULL.
+  void add_function_table();
   // Verifies the module and hands it over.
   std::unique_ptr<llvm::Module> finish();
 
@@ -171,7 +173,8 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   std::unique_ptr<llvm::Module> module_;
   llvm::IRBuilder<> builder_;
   llvm::MDBuilder md_;
-  std::string symbol_;  // the exported symbol of the PrimFunc being emitted
+  std::string symbol_;                    // the symbol of the PrimFunc being emitted
+  std::vector<llvm::Function*> kernels_;  // the packed functions, in the order they were added
   FunctionState fn_;
   int num_tasks_ = 0;  // parallel tasks outlined from the current PrimFunc
   std::unordered_map<const ir::Var*, AliasInfo> alias_info_;

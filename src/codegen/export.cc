@@ -1,5 +1,5 @@
 // Export of compiled functions as a shared library: the object file comes from LLVM, the link
-// from the system C compiler, run without a shell.
+// from the system C compiler, run without a shell, and the checksum trailer from the runtime.
 #include "kiln/codegen/export.h"
 
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "kiln/codegen/codegen_llvm.h"
+#include "kiln/runtime/c_runtime_api.h"
 #include "kiln/support/error.h"
 #include "llvm_support.h"
 
@@ -142,6 +143,8 @@ void export_library(const std::vector<ir::Ref<ir::PrimFunc>>& funcs, const Targe
                                             : "exit status " + std::to_string(status))
                              << "): " << command_text << "\n"
                              << read_file(log_path);
+  // The checksum trailer lets the runtime refuse a truncated or corrupted copy before dlopen.
+  runtime_check(KilnModuleFileSeal(path.c_str()) == 0) << "export_library: " << KilnGetLastError();
 }
 
 }  // namespace kiln::codegen

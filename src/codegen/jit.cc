@@ -182,7 +182,8 @@ struct JitModule::Impl {
   Target target;
   std::string manifest;
   std::vector<std::string> symbols;
-  std::unordered_map<std::string, void*> addresses;  // function symbols and the manifest
+  std::unordered_map<std::string, void*> addresses;  // the function table and the manifest
+  std::unordered_map<std::string, void*> kernels;    // each function by its symbol
   llvm::orc::JITDylib* dylib = nullptr;
   JitTimings timings;
   // The optimized module, before code generation rewrote it, for get_source.
@@ -203,9 +204,8 @@ JitModule::JitModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 JitModule::~JitModule() = default;
 
 void* JitModule::get_function(const std::string& symbol) const {
-  if (symbol == kManifestSymbol) return nullptr;
-  auto it = impl_->addresses.find(symbol);
-  return it == impl_->addresses.end() ? nullptr : it->second;
+  auto it = impl_->kernels.find(symbol);
+  return it == impl_->kernels.end() ? nullptr : it->second;
 }
 
 const std::vector<std::string>& JitModule::function_symbols() const {
@@ -299,19 +299,33 @@ std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>&
   llvm::Error added = jit.addObjectFile(
       *impl->dylib, llvm::MemoryBuffer::getMemBufferCopy(object, dylib_name + ".o"));
   internal_check(!added) << "compile_jit: " << llvm_message(std::move(added));
-  std::vector<std::string> exported = impl->symbols;
+  // The kernels have internal linkage: they are found through the function table, as the
+  // runtime finds them in an exported library.
+  std::vector<std::string> exported = {kFunctionTableSymbol};
   if (!manifest_json.empty()) exported.push_back(kManifestSymbol);
   for (const std::string& symbol : exported) {
     session_errors.clear();
     auto address = jit.lookup(*impl->dylib, symbol);
     if (!address) {
       std::string lookup_error = llvm_message(address.takeError());
+      // The table links every function: name them, not the table.
+      std::string what = symbol;
+      if (symbol == kFunctionTableSymbol) {
+        what.clear();
+        for (const std::string& name : impl->symbols) what += (what.empty() ? "" : ", ") + name;
+      }
       user_error(ErrorKind::kValue)
-          << "compile_jit: could not link " << symbol << ": "
+          << "compile_jit: could not link " << what << ": "
           << (session_errors.empty() ? lookup_error : session_errors)
           << " (extern functions come from this process, libm and extra_symbols)";
     }
     impl->addresses[symbol] = address->template toPtr<void*>();
+  }
+  auto* const* table = static_cast<void* const*>(impl->addresses[kFunctionTableSymbol]);
+  for (size_t i = 0; i < impl->symbols.size(); ++i) {
+    internal_check(table[i] != nullptr)
+        << "compile_jit: the function table lacks " << impl->symbols[i];
+    impl->kernels[impl->symbols[i]] = table[i];
   }
   impl->timings.link_ms = ms_since(phase);
   impl->timings.total_ms = ms_since(start);

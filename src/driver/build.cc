@@ -26,7 +26,7 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// `func` with its "global_symbol" attribute, which names the exported symbol, set to `symbol`.
+// `func` with its "global_symbol" attribute, which names the kernel's symbol, set to `symbol`.
 // Symbols derive from the module keys: two functions made by te.create_prim_func, both
 // "main" by their attribute, get distinct symbols, and no symbol is the C program's `main`.
 Ref<PrimFunc> with_symbol(const Ref<PrimFunc>& func, const std::string& symbol) {
@@ -138,7 +138,8 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     lower_options.packed_entry = true;
     lower_options.name = name;
     result->names_.push_back(name);
-    result->lowered_.push_back(tir::lower(with_symbol(func, "kiln_" + name), lower_options));
+    result->lowered_.push_back(
+        tir::lower(with_symbol(func, "kiln_unchecked_" + name), lower_options));
   }
   result->timings_.lower_ms = ms_since(lower_start);
 

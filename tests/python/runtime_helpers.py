@@ -1,7 +1,8 @@
 """Helpers of the build and runtime tests: small operators, NumPy arrays with a chosen alignment,
-and a DLPack producer written with ctypes whose tensor fields (data, device) the test picks and
-whose deleter counts its calls."""
+a DLPack producer written with ctypes whose tensor fields (data, device) the test picks and
+whose deleter counts its calls, and the checksum trailer of module files written by hand."""
 import ctypes
+import struct
 
 import numpy as np
 
@@ -30,6 +31,24 @@ def vector_add(n=None):
     B = te.placeholder((n,), name="B")
     C = te.compute((n,), lambda i: A[i] + B[i], name="C")
     return te.create_prim_func([A, B, C])
+
+
+def fnv1a_64(data):
+    """The FNV-1a 64-bit hash of `data` (bytes), as the module file trailer records it."""
+    value = 0xcbf29ce484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def seal_module_file(path):
+    """Appends the 24-byte checksum trailer that the runtime verifies (covered length and
+    FNV-1a-64, little-endian, then b"KILNSUM1"), as export_library does after linking; written
+    here from the documented format, for libraries the tests link by hand."""
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "ab") as f:
+        f.write(struct.pack("<QQ", len(data), fnv1a_64(data)) + b"KILNSUM1")
 
 
 def aligned_empty(shape, dtype="float32", alignment=64, offset=0):
@@ -116,3 +135,60 @@ class NumpyDLPackWrapper:
 
     def __dlpack_device__(self):
         return self._array.__dlpack_device__()
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
+_VERSIONED_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
+DLManagedTensorVersioned._fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                                     ("deleter", _VERSIONED_DELETER), ("flags", ctypes.c_uint64),
+                                     ("dl_tensor", DLTensor)]
+
+DLPACK_FLAG_BITMASK_READ_ONLY = 1
+
+
+class VersionedProducer:
+    """An object with a DLPack 1.0 __dlpack__ over a compact float32 NumPy array: a consumer that
+    asks for max_version >= (1, 0) gets a "dltensor_versioned" capsule, with the read-only flag
+    when `read_only` and the version `major`; any other gets the unversioned capsule. `asked`
+    records the max_version of the last request, `deleted` the calls of the deleter."""
+
+    def __init__(self, array, read_only=False, major=1):
+        self.array = array
+        self._shape = (ctypes.c_int64 * array.ndim)(*array.shape)
+        self.asked = "never"
+        self.deleted = 0
+        self._deleter = _VERSIONED_DELETER(self._delete)
+        self._legacy_deleter = _DELETER(self._delete)
+        self._versioned = DLManagedTensorVersioned()
+        self._versioned.version = DLPackVersion(major, 0)
+        self._versioned.deleter = self._deleter
+        self._versioned.flags = DLPACK_FLAG_BITMASK_READ_ONLY if read_only else 0
+        self._legacy = DLManagedTensor()
+        self._legacy.deleter = self._legacy_deleter
+        for tensor in (self._versioned.dl_tensor, self._legacy.dl_tensor):
+            tensor.data = array.ctypes.data
+            tensor.device = DLDevice(1, 0)
+            tensor.ndim = array.ndim
+            tensor.dtype = DLDataType(2, 32, 1)
+            tensor.shape = self._shape
+            tensor.strides = None
+            tensor.byte_offset = 0
+
+    def _delete(self, managed):
+        self.deleted += 1
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        self.asked = max_version
+        if max_version is not None and max_version[0] >= 1:
+            return _capsule_new(ctypes.addressof(self._versioned), b"dltensor_versioned", None)
+        return _capsule_new(ctypes.addressof(self._legacy), b"dltensor", None)
+
+    def __dlpack_device__(self):
+        return (1, 0)

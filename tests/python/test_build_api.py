@@ -58,7 +58,8 @@ def test_irmodule_builds_every_function():
         rt(a, b)
     manifest = json.loads(rt.manifest)
     assert [f["name"] for f in manifest["functions"]] == ["double", "triple"]
-    assert [f["symbol"] for f in manifest["functions"]] == ["kiln_double", "kiln_triple"]
+    assert [f["symbol"] for f in manifest["functions"]] == ["kiln_unchecked_double",
+                                                            "kiln_unchecked_triple"]
 
 
 def test_irmodule_with_main_and_export(tmp_path):
@@ -78,13 +79,14 @@ def test_irmodule_with_main_and_export(tmp_path):
 def test_manifest_contents():
     rt = kiln.build(matmul(8, 4, 2))
     manifest = json.loads(rt.manifest)
-    assert manifest["abi_version"] == 1
+    assert manifest["abi_version"] == 2
     assert manifest["target"] == rt.target
     assert manifest["device_blobs"] == []
     assert isinstance(manifest["host_features"], list)
     (entry,) = manifest["functions"]
     assert entry["name"] == "main"
     assert [a["shape"] for a in entry["args"]] == [[8, 2], [2, 4], [8, 4]]
+    assert [a["written"] for a in entry["args"]] == [False, False, True]
 
 
 def test_target_strings():

@@ -129,12 +129,12 @@ def test_make_packed_api_spec():
     assert attrs["kiln.packed"] and attrs["kiln.noalias"]
     spec = json.loads(attrs["kiln.arg_spec"])
     assert spec == {
-        "name": "double", "symbol": "main", "sym_vars": ["n"],
+        "name": "double", "symbol": "main", "sym_vars": ["n"], "sym_var_dtypes": [str(n.dtype)],
         "args": [
             {"name": "A", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": ["n", 4],
-             "strides": None, "device": "cpu", "alignment": 4},
+             "strides": None, "device": "cpu", "alignment": 4, "written": False},
             {"name": "B", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": ["n", 4],
-             "strides": None, "device": "cpu", "alignment": 4}]}
+             "strides": None, "device": "cpu", "alignment": 4, "written": True}]}
     assert "T.packed_arg_data(0)" in entry.script()
     assert "T.packed_arg_shape(0, 0)" in entry.script()
     assert transform.make_packed_api(entry, "double").same_as(entry)

@@ -13,7 +13,7 @@ import pytest
 import kiln
 from kiln import te
 
-from runtime_helpers import add_one, matmul, vector_add
+from runtime_helpers import add_one, matmul, seal_module_file, vector_add
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -127,18 +127,40 @@ def test_load_refuses_a_file_that_is_not_a_module(tmp_path):
         kiln.runtime.load_module(tmp_path / "missing.so")
 
 
-def test_load_refuses_an_unknown_abi_version(tmp_path):
-    source = tmp_path / "old.c"
-    source.write_text('const char kiln_module_manifest[] = "{\\"abi_version\\": 99, '
-                      '\\"target\\": \\"llvm\\", \\"functions\\": []}";\n')
-    library = tmp_path / "old.so"
+def hand_made_module(tmp_path, manifest_text, name):
+    """A sealed shared library whose only content is `manifest_text` as kiln_module_manifest."""
+    source = tmp_path / (name + ".c")
+    escaped = manifest_text.replace("\\", "\\\\").replace('"', '\\"')
+    source.write_text(f'const char kiln_module_manifest[] = "{escaped}";\n')
+    library = tmp_path / (name + ".so")
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    seal_module_file(library)
+    return library
+
+
+def test_load_refuses_an_unknown_abi_version(tmp_path):
+    library = hand_made_module(
+        tmp_path, '{"abi_version": 99, "target": "llvm", "functions": []}', "future")
     with pytest.raises(kiln.KilnRuntimeError,
-                       match="module has ABI version 99, this runtime runs ABI version 1"):
+                       match="module has ABI version 99, this runtime runs ABI version 2; load it "
+                             "with a newer kiln runtime"):
+        kiln.runtime.load_module(library)
+
+
+def test_load_refuses_a_module_of_the_previous_abi(tmp_path):
+    library = hand_made_module(
+        tmp_path, '{"abi_version": 1, "target": "llvm", "functions": []}', "old")
+    with pytest.raises(kiln.KilnRuntimeError,
+                       match="module has ABI version 1, this runtime runs ABI version 2; export "
+                             "the module again with this version of kiln"):
         kiln.runtime.load_module(library)
 
 
 def test_module_for_features_this_cpu_lacks(tmp_path):
+    """A module built for a CPU feature this CPU lacks is refused, naming the feature. On x86-64
+    the feature tried is the first of a list this CPU lacks; a feature may imply others (avx512fp16
+    implies avx512f, avx512bw ...), and the message names every missing one, so the test checks
+    that the requested feature is among them, whatever the CPU has."""
     host = json.loads(kiln.build(add_one(8)).manifest)
     if "x86_64" not in host["target"]:
         pytest.skip("the features tried are x86 features")
@@ -146,17 +168,47 @@ def test_module_for_features_this_cpu_lacks(tmp_path):
     lacking = [f for f in candidates if f not in host["host_features"]]
     if not lacking:
         pytest.skip("this CPU has every feature tried")
-    rt = kiln.build(add_one(64), target="llvm -mattr=+" + lacking[0])
-    assert lacking[0] in json.loads(rt.manifest)["host_features"]
-    with pytest.raises(kiln.KilnRuntimeError,
-                       match=f"cannot run in this process: it uses CPU features this CPU lacks "
-                             f"\\({lacking[0]}\\)"):
+    feature = lacking[0]
+    rt = kiln.build(add_one(64), target="llvm -mattr=+" + feature)
+    needed = json.loads(rt.manifest)["host_features"]
+    assert feature in needed
+    with pytest.raises(kiln.KilnRuntimeError) as refusal:
         rt(np.zeros(64, "float32"), np.zeros(64, "float32"))
-    assert "kiln_main:" in rt.get_source("asm")
+    message = str(refusal.value)
+    prefix = "cannot run in this process: it uses CPU features this CPU lacks ("
+    assert prefix in message, message
+    missing = message.split(prefix, 1)[1].split(")", 1)[0].split(", ")
+    assert feature in missing, message
+    assert all(name in needed and name not in host["host_features"] for name in missing), message
+    assert "export it with export_library" in message
+    assert "kiln_unchecked_main:" in rt.get_source("asm")
     path = tmp_path / "lacking.so"
     rt.export_library(path)
-    with pytest.raises(kiln.KilnRuntimeError, match=lacking[0]):
+    with pytest.raises(kiln.KilnRuntimeError,
+                       match="module needs CPU features this CPU lacks: .*" + feature):
         kiln.runtime.load_module(path)
+
+
+def test_module_for_an_avx2_cpu_runs_on_any_avx2_host(tmp_path):
+    """Code built for an AVX2 CPU model (Haswell: AVX2 and FMA, no AVX-512) runs on every x86-64
+    host with those features, AVX-512 or not, in process and exported."""
+    host = json.loads(kiln.build(add_one(8)).manifest)
+    if "x86_64" not in host["target"]:
+        pytest.skip("haswell is an x86-64 CPU model")
+    rt = kiln.build(add_one(256), target="llvm -mcpu=haswell")
+    needed = json.loads(rt.manifest)["host_features"]
+    assert "avx2" in needed and not any(name.startswith("avx512") for name in needed)
+    lacking = [name for name in needed if name not in host["host_features"]]
+    if lacking:
+        pytest.skip(f"this CPU lacks {', '.join(lacking)}, which haswell code uses")
+    a, b = np.arange(256, dtype="float32"), np.zeros(256, "float32")
+    rt(a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    path = tmp_path / "haswell.so"
+    rt.export_library(path)
+    b[...] = 0
+    kiln.runtime.load_module(path)(a, b)
+    np.testing.assert_array_equal(b, a + 1)
 
 
 def test_thread_count():

@@ -10,12 +10,14 @@
 
 namespace kiln::codegen {
 
-// Compiles `funcs` for `target` into an object file and links it into the shared library
-// `path` with the system C compiler (`cc -shared -o path module.o -lm`). The library exports
-// the functions' symbols and `kiln_module_manifest` (the NUL-terminated `manifest_json`) and
-// nothing else; the runtime's backend functions stay undefined, for the loading process (which
-// links libkiln_runtime) to provide. Raises a kRuntime error with the compiler's output when
-// linking fails, and the errors of codegen_llvm.
+// Compiles `funcs` for `target` into an object file, links it into the shared library `path`
+// with the system C compiler (`cc -shared -o path module.o -lm`) and appends the checksum
+// trailer that the runtime verifies (KilnModuleFileSeal). The library exports
+// `kiln_module_functions` (the function table) and `kiln_module_manifest` (the NUL-terminated
+// `manifest_json`) and nothing else: the functions themselves are internal. The runtime's
+// backend functions stay undefined, for the loading process (which links libkiln_runtime) to
+// provide. Raises a kRuntime error with the compiler's output when linking fails, and the
+// errors of codegen_llvm.
 void export_library(const std::vector<ir::Ref<ir::PrimFunc>>& funcs, const Target& target,
                     const std::string& manifest_json, const std::string& path);
 

@@ -30,10 +30,11 @@ class JitModule {
   JitModule(const JitModule&) = delete;
   JitModule& operator=(const JitModule&) = delete;
 
-  // The address of the packed function exported as `symbol` (a KilnPackedCFunc), or nullptr
-  // when the module has no such function.
+  // The address of the packed function named `symbol` (a KilnPackedCFunc, which checks none of
+  // its arguments: hosts call it through the runtime), or nullptr when the module has no such
+  // function.
   void* get_function(const std::string& symbol) const;
-  // The exported symbols, in the order the PrimFuncs were given.
+  // The functions' symbols, in the order the PrimFuncs were given (the order of the table).
   const std::vector<std::string>& function_symbols() const;
   const std::string& manifest() const;
   const Target& target() const;
@@ -42,8 +43,8 @@ class JitModule {
   // format is a kValue error naming these two.
   std::string get_source(const std::string& format) const;
 
-  // A KilnSymbolResolver: the function symbols and kiln_module_manifest of the JitModule passed
-  // as `jit_module`, NULL for other names. Use it as
+  // A KilnSymbolResolver: kiln_module_functions and kiln_module_manifest of the JitModule passed
+  // as `jit_module`, NULL for other names (the functions are not exported). Use it as
   //   KilnModuleCreate(m->manifest().c_str(), nullptr, &JitModule::resolve, m.get(), &out)
   // and keep the JitModule alive until KilnModuleFree.
   static void* resolve(void* jit_module, const char* symbol);

@@ -80,8 +80,8 @@ class BuiltModule {
 std::string default_function_name(const ir::Ref<ir::PrimFunc>& func);
 
 // Builds every function of `mod` for `target` (a target string, see codegen::parse_target):
-//  1. each function is lowered with its module key as its name and "kiln_" + key as its
-//     exported symbol (the "global_symbol" attribute is set to it);
+//  1. each function is lowered with its module key as its name and "kiln_unchecked_" + key as
+//     its symbol (the "global_symbol" attribute is set to it; the module does not export it);
 //  2. the manifest lists the functions' argument specs ("kiln.arg_spec", written by the last
 //     lowering pass), the canonical target string and the ISA features the code needs;
 //  3. when the target runs on this CPU, the functions are JIT-compiled and a runtime module is

@@ -15,19 +15,28 @@ namespace kiln::tir {
 //  * a scalar parameter i binds its variable to cast(dtype, packed_arg_int(i)) (integers and
 //    bool) or cast(dtype, packed_arg_float(i)) (floats). A scalar parameter that is also a
 //    dimension of a tensor parameter takes the value of the dimension.
-// and sets the attributes "global_symbol" (kept, else "kiln_" + `name`), "kiln.packed" = true,
-// "kiln.noalias" = true (the buffers of a PrimFunc are distinct tensors; other attributes such
-// as "tir.noalias" are kept) and "kiln.arg_spec": the JSON text of this function's entry in the
+// and sets the attributes "global_symbol" (kept, else "kiln_unchecked_" + `name`: the kernel
+// checks nothing), "kiln.packed" = true, "kiln.noalias" = true (other attributes such as
+// "tir.noalias" are kept) and "kiln.arg_spec": the JSON text of this function's entry in the
 // module manifest, e.g.
 //
-//   {"name": "main", "symbol": "kiln_main", "sym_vars": ["n"],
+//   {"name": "main", "symbol": "kiln_unchecked_main", "sym_vars": ["n"],
+//    "sym_var_dtypes": ["int32"],
 //    "args": [{"name": "A", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": [128, "n"],
-//              "strides": null, "device": "cpu", "alignment": 64},
+//              "strides": null, "device": "cpu", "alignment": 64, "written": false},
 //             {"name": "alpha", "kind": "scalar", "dtype": "float32"}]}
 //
+// "sym_var_dtypes" holds each symbolic variable's dtype, in which the kernel computes with it.
+// "written" says whether the function may store into the tensor: a BufferStore to its data
+// variable anywhere in the body (or through a handle variable bound to it), or its address or
+// handle passed to a call with side effects. A tensor that is read and written is written.
+//
 // Design: the entry point checks nothing. The runtime checks every argument against this spec
-// (count, type codes, dtype, ndim, shape and the consistency of symbolic dimensions, strides,
-// device, alignment) before the kernel runs, so the kernel adds no AssertStmt and trusts them.
+// (count, type codes, dtype, ndim, shape and the consistency of symbolic dimensions and their
+// range in their dtype, strides, device, alignment) before the kernel runs, so the kernel adds
+// no AssertStmt and trusts them. kiln.noalias holds because the runtime passes no written tensor
+// that overlaps another argument: it copies overlapping read-only tensors and refuses
+// overlapping written ones (kiln/runtime/c_runtime_api.h, "Overlapping arguments").
 //
 // Errors (kValue, naming the function and the parameter): a dimension that is an expression
 // other than a constant or a variable (the spec cannot state it), a stride variable that is not

@@ -7,23 +7,37 @@ Device = _rt.Device
 
 
 def device(name, index=0):
-    """A device by name: "cpu" (or "llvm"), "cuda", "opencl", ... and an index."""
+    """The device ``name`` ("cpu" or "llvm", "cuda", "cuda_host", "opencl", "vulkan", "metal",
+    "rocm") with index ``index``, e.g. ``kiln.device("cpu", 0)``.
+
+    Raises:
+        KilnValueError: an unknown name or a negative index.
+    """
     return Device(name, index)
 
 
 def cpu(index=0):
-    """The CPU device, kiln.cpu(0)."""
+    """The CPU device, ``kiln.cpu(0)``.
+
+    Raises:
+        KilnValueError: a negative index.
+    """
     return Device("cpu", index)
 
 
 def set_num_threads(n):
-    """Sets the number of threads that run parallel loops (the caller counts as one); n <= 0
-    restores the default: KILN_NUM_THREADS when set, else the number of usable cores."""
+    """Sets the number of threads that run parallel loops to ``n`` (the caller counts as one);
+    ``n <= 0`` restores the default: KILN_NUM_THREADS when set, else the number of cores this
+    process may use. Takes effect for the following calls.
+
+    Raises:
+        KilnRuntimeError: called from inside a parallel task.
+    """
     _rt.set_num_threads(int(n))
 
 
 def get_num_threads():
-    """The number of threads that run parallel loops."""
+    """The number of threads that run parallel loops (the caller counts as one)."""
     return _rt.get_num_threads()
 
 

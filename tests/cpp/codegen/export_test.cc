@@ -6,6 +6,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "codegen_test_util.h"
 #include "kiln/codegen/export.h"
@@ -31,9 +36,10 @@ Ref<PrimFunc> add16(const std::string& symbol) {
 
 std::string manifest_for(const std::string& symbol) {
   std::string tensor = R"({"kind": "tensor", "dtype": "float32", "shape": [16], "alignment": 64, )";
-  return R"({"abi_version": 1, "target": ")" + host_target().str() +
-         R"(", "functions": [{"name": "add", "symbol": ")" + symbol + R"(", "args": [)" + tensor +
-         R"("name": "A"}, )" + tensor + R"("name": "B"}, )" + tensor + R"("name": "C"}]}]})";
+  return R"({"abi_version": )" + std::to_string(KILN_RUNTIME_ABI_VERSION) + R"(, "target": ")" +
+         host_target().str() + R"(", "functions": [{"name": "add", "symbol": ")" + symbol +
+         R"(", "args": [)" + tensor + R"("name": "A"}, )" + tensor + R"("name": "B"}, )" + tensor +
+         R"("name": "C"}]}]})";
 }
 
 class ExportTest : public ::testing::Test {
@@ -51,7 +57,7 @@ class ExportTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(ExportTest, SharedLibraryExportsTheFunctionsAndTheManifest) {
+TEST_F(ExportTest, SharedLibraryExportsTheTableAndTheManifestOnly) {
   std::string manifest = manifest_for("kiln_add");
   export_library({add16("kiln_add")}, host_target(), manifest, path("lib.so"));
   // RTLD_GLOBAL-free dlopen works because this process links libkiln_runtime, which defines the
@@ -61,9 +67,13 @@ TEST_F(ExportTest, SharedLibraryExportsTheFunctionsAndTheManifest) {
   const char* text = static_cast<const char*>(dlsym(handle, "kiln_module_manifest"));
   ASSERT_NE(text, nullptr);
   EXPECT_EQ(std::string(text), manifest);
-  auto fn = reinterpret_cast<KilnPackedCFunc>(dlsym(handle, "kiln_add"));
-  ASSERT_NE(fn, nullptr);
+  // The kernel checks nothing, so it is not exported: only the table reaches it.
+  EXPECT_EQ(dlsym(handle, "kiln_add"), nullptr);
   EXPECT_EQ(dlsym(handle, "kiln_add_parallel_0"), nullptr);  // tasks stay private
+  const auto* table = static_cast<const KilnPackedCFunc*>(dlsym(handle, "kiln_module_functions"));
+  ASSERT_NE(table, nullptr);
+  ASSERT_NE(table[0], nullptr);
+  EXPECT_EQ(table[1], nullptr);
   Tensor<float> a(16, DataType::float32()), b(16, DataType::float32()), c(16, DataType::float32());
   for (int k = 0; k < 16; ++k) {
     a[k] = static_cast<float>(k);
@@ -74,9 +84,37 @@ TEST_F(ExportTest, SharedLibraryExportsTheFunctionsAndTheManifest) {
   args[0].v_handle = a.dl();
   args[1].v_handle = b.dl();
   args[2].v_handle = c.dl();
-  ASSERT_EQ(fn(args, codes, 3), 0);
+  ASSERT_EQ(table[0](args, codes, 3), 0);
   for (int k = 0; k < 16; ++k) EXPECT_EQ(c[k], static_cast<float>(k) + 100.0f);
   dlclose(handle);
+}
+
+TEST_F(ExportTest, DynamicSymbolTableHoldsNoKernel) {
+  export_library({add16("kiln_unchecked_add")}, host_target(), manifest_for("kiln_unchecked_add"),
+                 path("lib.so"));
+  std::string listing = path("symbols.txt");
+  std::string command = "nm -D --defined-only " + path("lib.so") + " > " + listing;
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream in(listing);
+  std::string line;
+  std::vector<std::string> kiln_symbols;
+  while (std::getline(in, line)) {
+    std::string name = line.substr(line.rfind(' ') + 1);
+    if (name.rfind("kiln", 0) == 0) kiln_symbols.push_back(name);
+  }
+  std::remove(listing.c_str());
+  EXPECT_EQ(kiln_symbols,
+            (std::vector<std::string>{"kiln_module_functions", "kiln_module_manifest"}));
+}
+
+TEST_F(ExportTest, LibraryEndsWithItsChecksumTrailer) {
+  export_library({add16("kiln_add")}, host_target(), manifest_for("kiln_add"), path("lib.so"));
+  std::ifstream in(path("lib.so"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 24u);
+  EXPECT_EQ(bytes.substr(bytes.size() - 8), "KILNSUM1");
+  // Sealing again is refused: the exporter sealed it once.
+  EXPECT_EQ(KilnModuleFileSeal(path("lib.so").c_str()), kKilnErrorModuleFile);
 }
 
 TEST_F(ExportTest, RuntimeLoadsTheLibraryAndChecksArguments) {
@@ -112,6 +150,9 @@ TEST(JitRuntime, RuntimeServesJitCodeThroughTheResolver) {
       static_cast<const char*>(JitModule::resolve(jit_module.get(), "kiln_module_manifest")),
       manifest.c_str());
   EXPECT_EQ(JitModule::resolve(jit_module.get(), "kiln_jit_add_parallel_0"), nullptr);
+  // The resolver serves the table, not the unchecked kernel.
+  EXPECT_EQ(JitModule::resolve(jit_module.get(), "kiln_jit_add"), nullptr);
+  EXPECT_NE(JitModule::resolve(jit_module.get(), "kiln_module_functions"), nullptr);
   KilnModuleHandle module = nullptr;
   ASSERT_EQ(KilnModuleCreate(jit_module->manifest().c_str(), nullptr, &JitModule::resolve,
                              jit_module.get(), &module),
@@ -170,7 +211,8 @@ TEST(Source, CrossCompilesForAnotherArchitecture) {
 TEST(Source, LlvmIrOfTheJitModule) {
   auto module = jit(vector_fma16());
   std::string ll = module->get_source("ll");
-  EXPECT_NE(ll.find("define i32 @vfma(ptr"), std::string::npos) << ll;
+  EXPECT_NE(ll.find("define internal i32 @vfma(ptr"), std::string::npos) << ll;
+  EXPECT_NE(ll.find("constant [2 x ptr] [ptr @vfma, ptr null]"), std::string::npos) << ll;
   EXPECT_NE(ll.find("<16 x float>"), std::string::npos);
   // No fast math by default: the multiply and the add stay separate (no contraction).
   EXPECT_EQ(ll.find("fmul fast"), std::string::npos);

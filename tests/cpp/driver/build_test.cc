@@ -116,7 +116,7 @@ TEST(Build, ModuleOfSeveralFunctions) {
   std::unique_ptr<BuiltModule> built = build(mod, "llvm");
   EXPECT_EQ(built->function_names(), (std::vector<std::string>{"first", "second"}));
   auto manifest = nlohmann::json::parse(built->manifest());
-  EXPECT_EQ(manifest["functions"][1]["symbol"], "kiln_second");
+  EXPECT_EQ(manifest["functions"][1]["symbol"], "kiln_unchecked_second");
 }
 
 TEST(Build, SourceOfTheCode) {

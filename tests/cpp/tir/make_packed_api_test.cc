@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <vector>
+
 #include "flat_program.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/structural.h"
@@ -71,7 +73,7 @@ TEST(MakePackedApi, SetsTheAttributesOfTheEntryPoint) {
   AddFunc f;
   f.func->attrs["tir.noalias"] = bool_const(true);
   Ref<PrimFunc> result = make_packed_api(f.func, "add");
-  EXPECT_EQ(result->attrs.at("global_symbol").as<StringImm>()->value, "kiln_add");
+  EXPECT_EQ(result->attrs.at("global_symbol").as<StringImm>()->value, "kiln_unchecked_add");
   EXPECT_TRUE(is_const_int(result->attrs.at("kiln.packed"), 1));
   EXPECT_TRUE(is_const_int(result->attrs.at("kiln.noalias"), 1));
   EXPECT_TRUE(is_const_int(result->attrs.at("tir.noalias"), 1));
@@ -85,12 +87,12 @@ TEST(MakePackedApi, ArgSpecIsTheManifestEntry) {
   AddFunc f;
   nlohmann::json spec = spec_of(make_packed_api(f.func, "add"));
   nlohmann::json expected = nlohmann::json::parse(R"({
-    "name": "add", "symbol": "kiln_add", "sym_vars": ["n"],
+    "name": "add", "symbol": "kiln_unchecked_add", "sym_vars": ["n"], "sym_var_dtypes": ["int32"],
     "args": [
       {"name": "A", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": ["n", 4],
-       "strides": null, "device": "cpu", "alignment": 4},
+       "strides": null, "device": "cpu", "alignment": 4, "written": false},
       {"name": "B", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": ["n", 4],
-       "strides": null, "device": "cpu", "alignment": 4},
+       "strides": null, "device": "cpu", "alignment": 4, "written": true},
       {"name": "alpha", "kind": "scalar", "dtype": "float32"},
       {"name": "k", "kind": "scalar", "dtype": "int64"}]})");
   EXPECT_EQ(spec, expected) << spec.dump(2);
@@ -131,6 +133,72 @@ TEST(MakePackedApi, ScalarThatIsAlsoADimensionTakesTheDimension) {
             "        T.evaluate(n)");
   EXPECT_EQ(spec_of(result)["args"][1],
             nlohmann::json::parse(R"({"name": "n", "kind": "scalar", "dtype": "int32"})"));
+}
+
+TEST(MakePackedApi, SymbolicVariablesKeepTheirDtypes) {
+  Ref<Var> n = make_var("n", DataType::int64());
+  Ref<Var> m = make_size_var("m");
+  Ref<Buffer> a = decl_buffer({n, m}, DataType::float32(), "A");
+  Ref<PrimFunc> func = make_func({a}, make<Evaluate>(i32(0)));
+  nlohmann::json spec = spec_of(make_packed_api(func, "f"));
+  EXPECT_EQ(spec["sym_vars"], nlohmann::json::parse(R"(["n", "m"])"));
+  EXPECT_EQ(spec["sym_var_dtypes"], nlohmann::json::parse(R"(["int64", "int32"])"));
+}
+
+// The "written" flag of each tensor of `func`, in parameter order.
+std::vector<bool> written_flags(const Ref<PrimFunc>& func) {
+  std::vector<bool> flags;
+  nlohmann::json spec = spec_of(make_packed_api(func, "f"));
+  for (const auto& arg : spec["args"]) {
+    if (arg["kind"] == "tensor") flags.push_back(arg["written"].get<bool>());
+  }
+  return flags;
+}
+
+TEST(MakePackedApi, WrittenCountsStoresInsideNestedStatements) {
+  // for i: if i < 2: for j: C[j] = A[j] + B[i]: C is written deep inside, A and B only read.
+  Ref<Buffer> a = buffer_1d("A", i32(4)), b = buffer_1d("B", i32(4)), c = buffer_1d("C", i32(4));
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  Stmt store = buffer_store(c, add(buffer_load(a, {j}), buffer_load(b, {i})), {j});
+  Stmt body = loop(i, 4, make<IfThenElse>(lt(i, i32(2)), loop(j, 4, store), Stmt()));
+  EXPECT_EQ(written_flags(make_func({a, b, c}, body)), (std::vector<bool>{false, false, true}));
+}
+
+TEST(MakePackedApi, WrittenThroughAnotherBufferOfTheSameData) {
+  // A flattened view of A shares its data variable; a store through it writes A, which is read
+  // too (an in-place update).
+  Ref<Buffer> a = decl_buffer({i32(2), i32(2)}, DataType::float32(), "A");
+  Ref<Buffer> a_flat = buffer_1d("A", i32(4));
+  a_flat->data = a->data;
+  Ref<Var> i = make_var("i");
+  Stmt body =
+      loop(i, 4,
+           buffer_store(a_flat, add(buffer_load(a_flat, {i}), make_const(DataType::float32(), 1.0)),
+                        {i}));
+  EXPECT_EQ(written_flags(make_func({a}, body)), (std::vector<bool>{true}));
+}
+
+TEST(MakePackedApi, WrittenWhenItsAddressReachesAnExternCall) {
+  // call_extern may write through the pointers it is given; a pure call may not.
+  Ref<Buffer> a = buffer_1d("A", i32(4)), b = buffer_1d("B", i32(4));
+  Expr a_address = call(DataType::handle(), Builtin::AddressOf, {buffer_load(a, {i32(0)})});
+  Expr b_address = call(DataType::handle(), Builtin::AddressOf, {buffer_load(b, {i32(0)})});
+  Stmt body = make<Evaluate>(
+      call(DataType::int32(), Builtin::CallExtern, {make<StringImm>("fill"), a_address}));
+  body = make<SeqStmt>(
+      std::vector<Stmt>{body, make<Evaluate>(call(DataType::int32(), Builtin::CallPureExtern,
+                                                  {make<StringImm>("sum"), b_address}))});
+  EXPECT_EQ(written_flags(make_func({a, b}, body)), (std::vector<bool>{true, false}));
+}
+
+TEST(MakePackedApi, WrittenThroughAHandleBoundToTheData) {
+  // p = A's data; call_extern("fill", p): A is written.
+  Ref<Buffer> a = buffer_1d("A", i32(4));
+  Ref<Var> p = make_var("p", DataType::handle());
+  Stmt body = make<LetStmt>(
+      p, a->data,
+      make<Evaluate>(call(DataType::int32(), Builtin::CallExtern, {make<StringImm>("fill"), p})));
+  EXPECT_EQ(written_flags(make_func({a}, body)), (std::vector<bool>{true}));
 }
 
 TEST(MakePackedApiErrors, DimensionThatIsAnExpression) {

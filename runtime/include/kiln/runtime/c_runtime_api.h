@@ -22,9 +22,14 @@ extern "C" {
  * The packed calling convention
  * ============================================================================================
  *
- * Every compiled function is exported from its module as one C symbol of type KilnPackedCFunc:
+ * Every compiled function is a kernel of type KilnPackedCFunc:
  *
- *     int32_t kiln_main(const KilnValue* args, const int32_t* type_codes, int32_t num_args);
+ *     int32_t kernel(const KilnValue* args, const int32_t* type_codes, int32_t num_args);
+ *
+ * Kernels check nothing, so a module does not export them: they have internal linkage and names
+ * that say so (kiln_unchecked_<name>), and the module exports only its manifest and the table
+ * of its kernels (see "The module manifest"). KilnFuncCall, which checks every argument first,
+ * is the only way in.
  *
  * Argument i is args[i], and type_codes[i] (a KilnTypeCode) says which member of the union is
  * set and what it means:
@@ -42,14 +47,32 @@ extern "C" {
  *   kKilnNull           v_handle is NULL: "no value". No compiled parameter accepts it today.
  *
  * The kernel returns 0 on success. On failure it calls KilnSetLastError(message) first and then
- * returns a nonzero value; the message names the function and says what went wrong.
+ * returns a nonzero value; the message names the function and says what went wrong. KilnFuncCall
+ * reports any nonzero kernel status as kKilnErrorRuntime.
  *
  * The runtime checks every argument against the function's KilnArgSpec (from the module's
  * manifest) before the kernel runs: the argument count, each type code, and for each tensor its
  * dtype, ndim, shape (symbolic extents consistent across arguments), strides, device and the
- * alignment of data + byte_offset; for each integer scalar that its value fits its dtype. The
- * kernel trusts these facts and repeats none of these checks. A tensor with zero elements may
- * have a NULL or unaligned data pointer: the kernel touches no memory through it.
+ * alignment of data + byte_offset; that each symbolic variable's value fits its dtype and that
+ * no tensor's element count or byte extent overflows 64 bits; for each integer scalar that its
+ * value fits its dtype. The kernel trusts these facts and repeats none of these checks. A tensor
+ * with zero elements may have a NULL or unaligned data pointer: the kernel touches no memory
+ * through it.
+ *
+ * Overlapping arguments. A call behaves as if the kernel read all of its inputs before writing
+ * any output, as NumPy does with an `out=` array that overlaps an input. The manifest says which
+ * tensors a function writes ("written"); every tensor the kernel sees is then distinct from
+ * every other memory it writes, which is what lets kernels assume no aliasing. Before the kernel
+ * runs, the runtime compares the bytes each tensor spans (from data, byte_offset, shape, strides
+ * and the element size; a tensor without elements spans nothing):
+ *   - a tensor the function only reads that overlaps a written tensor is copied into a
+ *     temporary buffer with the same layout (strides, and the address modulo the alignment the
+ *     spec requires), and the kernel reads the copy; the copy is freed after the call;
+ *   - two written tensors that overlap are refused with kKilnErrorValue naming both: no order of
+ *     the writes would be right.
+ * Tensors that overlap only other read-only tensors are passed as they are. Spans are compared,
+ * not elements, so interleaved views (the even and the odd elements of one array) count as
+ * overlapping. Only tensors in CPU memory (kDLCPU, kDLCUDAHost) are compared.
  *
  * Kernels may be called concurrently from several threads and must keep no mutable global state.
  * They call back into the runtime only through the functions marked "called by compiled code"
@@ -77,8 +100,10 @@ typedef enum {
 typedef int32_t (*KilnPackedCFunc)(const KilnValue* args, const int32_t* type_codes,
                                    int32_t num_args);
 
-/*! \brief The manifest ABI version this runtime reads and calls (see "The module manifest"). */
-#define KILN_RUNTIME_ABI_VERSION 1
+/*! \brief The manifest ABI version this runtime reads and calls (see "The module manifest").
+ * Version 2: kernels are reached through the kiln_module_functions table, not by symbol, and the
+ * manifest states which tensors each function writes and the dtypes of its symbolic variables. */
+#define KILN_RUNTIME_ABI_VERSION 2
 
 /*! \brief DLPack's code for bool (kDLBool in DLPack >= 0.8), spelled out for older headers. */
 #define KILN_DL_BOOL 6
@@ -86,8 +111,32 @@ typedef int32_t (*KilnPackedCFunc)(const KilnValue* args, const int32_t* type_co
 /* ============================================================================================
  * Errors (called by compiled code and by hosts)
  * ============================================================================================
- * Every int-returning function of this API returns 0 on success and nonzero on failure, after
- * setting the calling thread's last-error message. */
+ * Every int32_t-returning function of this API returns 0 on success and a negative
+ * KilnErrorCode on failure, after setting the calling thread's last-error message. The code says
+ * what kind of failure it was, so that a host can react (or pick an exception class) without
+ * reading the message. Compiled kernels only promise a nonzero status on failure. */
+
+/*! \brief The kinds of failure the API reports (negative; 0 is success). */
+typedef enum {
+  kKilnSuccess = 0,
+  /*! \brief A value is out of range or inconsistent: a shape, stride, alignment, symbolic
+   * variable or scalar that does not match the spec, overlapping written tensors, a NULL or
+   * invalid argument of an API function. */
+  kKilnErrorValue = -1,
+  /*! \brief The kind of an argument is wrong: the argument count, a type code, a dtype. */
+  kKilnErrorType = -2,
+  /*! \brief A name or index that does not exist, e.g. a function the module lacks. */
+  kKilnErrorIndex = -3,
+  /*! \brief A failure while running: a kernel failed, memory ran out, the thread pool refused. */
+  kKilnErrorRuntime = -4,
+  /*! \brief A module file that cannot be opened or is not an intact kiln module: missing,
+   * unreadable, empty, not ELF, built for another machine, truncated, failing its checksum,
+   * without its manifest or function table, or with a malformed manifest. */
+  kKilnErrorModuleFile = -5,
+  /*! \brief An intact module that this runtime or CPU cannot run: another ABI version, another
+   * target architecture or OS, CPU features this CPU lacks, device code. */
+  kKilnErrorModuleUnsupported = -6,
+} KilnErrorCode;
 
 /*! \brief Sets the calling thread's last-error message (copied). NULL clears it. */
 KILN_RUNTIME_API void KilnSetLastError(const char* msg);
@@ -181,31 +230,40 @@ typedef struct {
   int32_t device_type;
   /*! \brief Tensors: required byte alignment of data + byte_offset (a power of two; 1: none). */
   int32_t alignment;
+  /*! \brief Tensors: nonzero when the function may write the tensor (see "Overlapping
+   * arguments"); 0 when it only reads it. */
+  int32_t written;
 } KilnArgSpec;
 
 /*! \brief The signature of one compiled function, as the module's manifest states it. */
 typedef struct {
   /*! \brief Function name (what KilnModuleGetFunction looks up). */
   const char* name;
-  /*! \brief The exported KilnPackedCFunc symbol. */
+  /*! \brief The kernel's name inside the module (not exported; for messages and disassembly). */
   const char* symbol;
   int32_t num_args;
   const KilnArgSpec* args;
   /*! \brief Names of the symbolic variables that shapes and strides refer to. */
   int32_t num_sym_vars;
   const char* const* sym_var_names;
+  /*! \brief The integer dtype of each symbolic variable (num_sym_vars entries; NULL means int64
+   * for each): the value a call binds it to must fit. */
+  const DLDataType* sym_var_dtypes;
 } KilnFuncSpec;
 
 /* ============================================================================================
  * The module manifest
  * ============================================================================================
  *
- * An exported module is a shared library that defines, besides one KilnPackedCFunc per function,
+ * An exported module is a shared library that exports exactly two symbols of its own, both with
+ * default visibility:
  *
- *     const char kiln_module_manifest[];   // a NUL-terminated UTF-8 JSON text
+ *     const char kiln_module_manifest[];               // a NUL-terminated UTF-8 JSON text
+ *     const KilnPackedCFunc kiln_module_functions[];   // the kernels in manifest order, then NULL
  *
- * with default visibility. The JSON object has these keys (unknown keys are ignored; a change
- * that old runtimes would misread raises abi_version):
+ * The runtime calls kernels only through that table, after checking the arguments; the kernels
+ * themselves are not exported (see "The packed calling convention"). The JSON object has these
+ * keys (unknown keys are ignored; a change that old runtimes would misread raises abi_version):
  *
  *   "abi_version"   integer, required; must equal KILN_RUNTIME_ABI_VERSION.
  *   "target"        string, required; the host target the code was compiled for, as kiln spells
@@ -215,9 +273,11 @@ typedef struct {
  *   "host_features" array of strings, optional; CPU features the code needs, in LLVM's spelling
  *                   ("avx2", "fma", "avx512f", "avx512vnni", "sse4.2"; a leading '+' is allowed).
  *                   The module is refused, naming them, when any is missing on this CPU.
- *   "functions"     array, required; one object per function:
- *       "name"      string; "symbol": string, the exported KilnPackedCFunc;
+ *   "functions"     array, required; one object per function, in the order of the table:
+ *       "name"      string; "symbol": string, the kernel's name inside the module (informational);
  *       "sym_vars"  array of strings, optional: the symbolic variables, numbered in order;
+ *       "sym_var_dtypes" array of integer dtype names, optional, parallel to sym_vars ("int32",
+ *                   "int64"; default "int64"): the value of each variable must fit its dtype;
  *       "args"      array of argument objects:
  *           "name"      string;  "kind": "tensor" or "scalar";
  *           "dtype"     "int8".."int64", "uint8".."uint64", "float16", "float32", "float64",
@@ -227,18 +287,31 @@ typedef struct {
  *           "ndim"      integer, optional; must equal the length of shape;
  *           "strides"   null (compact row-major, the default) or an array like shape;
  *           "device"    "cpu" (default), "cuda", "opencl", ... (DLPack device names);
- *           "alignment" integer power of two, optional, default 1.
+ *           "alignment" integer power of two, optional, default 1;
+ *           "written"   boolean, optional, default true: whether the function may store into
+ *                       the tensor (false: it only reads it).
  *   "device_blobs"  array, optional; device code (CUDA, OpenCL) for device launches. This runtime
  *                   serves host code only and refuses a module whose device_blobs is not empty.
  *
  * Example:
- *   {"abi_version": 1, "target": "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4",
+ *   {"abi_version": 2, "target": "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4",
  *    "host_features": ["avx512f"],
- *    "functions": [{"name": "main", "symbol": "kiln_main", "sym_vars": ["n"],
+ *    "functions": [{"name": "main", "symbol": "kiln_unchecked_main", "sym_vars": ["n"],
+ *      "sym_var_dtypes": ["int32"],
  *      "args": [{"name": "A", "kind": "tensor", "dtype": "float32", "shape": [128, "n"],
- *                "strides": null, "device": "cpu", "alignment": 64},
+ *                "strides": null, "device": "cpu", "alignment": 64, "written": false},
  *               {"name": "alpha", "kind": "scalar", "dtype": "float32"}]}],
  *    "device_blobs": []}
+ *
+ * The module file. After linking, the exporter appends a 24-byte trailer to the library, which
+ * the dynamic loader ignores and KilnModuleLoadFromFile verifies before it maps anything:
+ *
+ *     uint64 little-endian   covered: the number of bytes before the trailer
+ *     uint64 little-endian   FNV-1a 64-bit hash of those bytes (offset basis 0xcbf29ce484222325,
+ *                            prime 0x100000001b3)
+ *     8 bytes                the magic "KILNSUM1"
+ *
+ * so a truncated or corrupted file is refused with a message instead of faulting in dlopen.
  */
 
 /* ============================================================================================
@@ -252,20 +325,30 @@ typedef const struct KilnFunction* KilnFunctionHandle;
 /*! \brief Resolves a kernel symbol of an in-process module; returns NULL when absent. */
 typedef void* (*KilnSymbolResolver)(void* ctx, const char* symbol);
 
+/*! \brief The symbol of a module's kernel table (see "The module manifest"). */
+#define KILN_MODULE_FUNCTIONS_SYMBOL "kiln_module_functions"
+/*! \brief The symbol of a module's manifest text. */
+#define KILN_MODULE_MANIFEST_SYMBOL "kiln_module_manifest"
+
 /*!
- * \brief Loads an exported module: dlopen(path, RTLD_LOCAL | RTLD_NOW) (a path without '/' is
- * taken relative to the working directory), reads kiln_module_manifest, checks its ABI version,
- * target and CPU features, and resolves every function's symbol. Refuses, with a message, any
- * module it cannot run.
+ * \brief Loads an exported module. Before dlopen maps anything it reads the file (a path without
+ * '/' is taken relative to the working directory) and refuses, with kKilnErrorModuleFile, an
+ * empty, non-ELF or truncated file, one for another machine (ELF class, byte order, machine) or
+ * not a shared object, and one whose checksum trailer is missing or does not match (see "The
+ * module file"). Then dlopen(RTLD_LOCAL | RTLD_NOW), kiln_module_manifest and
+ * kiln_module_functions are read, and the ABI version, target and CPU features are judged
+ * (kKilnErrorModuleUnsupported when the module cannot run here). The file must not change while
+ * it is being loaded.
  */
 KILN_RUNTIME_API int32_t KilnModuleLoadFromFile(const char* path, KilnModuleHandle* out);
 
 /*!
  * \brief Creates a module from a manifest and code that is already in the process (a JIT).
- * Symbols are resolved through resolver(resolver_ctx, symbol) when resolver is not NULL, else
- * with dlsym(dl_handle, symbol). On success the module takes ownership of dl_handle (dlclose on
- * free); on failure the caller keeps it. The caller keeps resolver_ctx and the code it resolves
- * to alive until KilnModuleFree. The manifest is checked as in KilnModuleLoadFromFile.
+ * The kernels are read from the table kiln_module_functions (see "The module manifest"),
+ * resolved through resolver(resolver_ctx, "kiln_module_functions") when resolver is not NULL,
+ * else with dlsym(dl_handle, ...). On success the module takes ownership of dl_handle (dlclose
+ * on free); on failure the caller keeps it. The caller keeps resolver_ctx and the code it
+ * resolves to alive until KilnModuleFree. The manifest is checked as in KilnModuleLoadFromFile.
  */
 KILN_RUNTIME_API int32_t KilnModuleCreate(const char* manifest_json, void* dl_handle_or_null,
                                           KilnSymbolResolver resolver, void* resolver_ctx,
@@ -291,16 +374,28 @@ KILN_RUNTIME_API int32_t KilnModuleGetTarget(KilnModuleHandle module, const char
 KILN_RUNTIME_API int32_t KilnFuncGetSpec(KilnFunctionHandle func, const KilnFuncSpec** out);
 
 /*!
- * \brief Calls a function: checks the arguments against its spec, then runs the kernel. Returns
- * nonzero with the last error set when an argument does not match (e.g. "main: argument A:
- * expected dtype float32, found int64") or the kernel fails. Never touches tensor memory itself.
+ * \brief Calls a function: checks the arguments against its spec, copies read-only tensors that
+ * overlap a written one (see "Overlapping arguments"), then runs the kernel. Returns
+ * kKilnErrorType or kKilnErrorValue with the last error set when an argument does not match
+ * (e.g. "main: argument A: expected dtype float32, found int64"), kKilnErrorRuntime when the
+ * kernel fails or a copy cannot be allocated. Reads tensor memory only to copy an overlapping
+ * input.
  */
 KILN_RUNTIME_API int32_t KilnFuncCall(KilnFunctionHandle func, const KilnValue* args,
                                       const int32_t* type_codes, int32_t num_args);
 
-/*! \brief Checks arguments against a spec as KilnFuncCall does, without calling anything. */
+/*! \brief Checks arguments against a spec as KilnFuncCall does (overlapping written tensors
+ * included), without calling anything. */
 KILN_RUNTIME_API int32_t KilnFuncCheckArgs(const KilnFuncSpec* spec, const KilnValue* args,
                                            const int32_t* type_codes, int32_t num_args);
+
+/*!
+ * \brief Appends the checksum trailer that KilnModuleLoadFromFile verifies (see "The module
+ * file") to the shared library at path. kiln's exporter calls it after linking; a host that
+ * links a module by other means calls it once on the result. Fails with kKilnErrorModuleFile
+ * when the file cannot be read or written, or already ends with a trailer.
+ */
+KILN_RUNTIME_API int32_t KilnModuleFileSeal(const char* path);
 
 #ifdef __cplusplus
 } /* extern "C" */

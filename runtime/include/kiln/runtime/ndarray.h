@@ -15,15 +15,23 @@
 namespace kiln {
 namespace runtime {
 
-/*! \brief The error every C++ wrapper of the runtime throws; what() is the runtime's message. */
+/*! \brief The error every C++ wrapper of the runtime throws; what() is the runtime's message and
+ * code() the KilnErrorCode of the failed call (e.g. kKilnErrorValue for a wrong argument). */
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message, int32_t code = kKilnErrorRuntime)
+      : std::runtime_error(message), code_(code) {}
+  /*! \brief The KilnErrorCode of the failure. */
+  int32_t code() const { return code_; }
+
+ private:
+  int32_t code_;
 };
 
-/*! \brief Throws Error with the thread's last-error message when a C API call failed. */
+/*! \brief Throws Error with the thread's last-error message and the call's code when a C API
+ * call failed. */
 inline void check_call(int32_t status) {
-  if (status != 0) throw Error(KilnGetLastError());
+  if (status != 0) throw Error(KilnGetLastError(), status);
 }
 
 /*!
@@ -36,20 +44,27 @@ class NDArray {
   static NDArray empty(const std::vector<int64_t>& shape, DLDataType dtype, size_t alignment = 64) {
     if (dtype.bits == 0 || dtype.bits % 8 != 0) {
       throw Error("NDArray::empty: dtype bits must be a positive multiple of 8, found " +
-                  std::to_string(dtype.bits));
+                      std::to_string(dtype.bits),
+                  kKilnErrorValue);
     }
-    size_t count = 1;
+    // The byte size, refusing a shape whose size does not fit 64 bits.
+    size_t nbytes = static_cast<size_t>(dtype.bits / 8) * dtype.lanes;
     for (int64_t extent : shape) {
-      if (extent < 0) throw Error("NDArray::empty: negative extent " + std::to_string(extent));
-      count *= static_cast<size_t>(extent);
+      if (extent < 0) {
+        throw Error("NDArray::empty: negative extent " + std::to_string(extent), kKilnErrorValue);
+      }
+      if (__builtin_mul_overflow(nbytes, static_cast<size_t>(extent), &nbytes)) {
+        throw Error("NDArray::empty: the shape's size in bytes does not fit 64 bits",
+                    kKilnErrorValue);
+      }
     }
     NDArray array;
     array.state_ = std::make_unique<State>();
     State& state = *array.state_;
     state.shape = shape;
-    state.nbytes = count * (dtype.bits / 8) * dtype.lanes;
+    state.nbytes = nbytes;
     state.data = KilnAllocAligned(state.nbytes, alignment);
-    if (state.data == nullptr) throw Error(KilnGetLastError());
+    if (state.data == nullptr) throw Error(KilnGetLastError(), kKilnErrorRuntime);
     state.tensor.data = state.data;
     state.tensor.device = DLDevice{kDLCPU, 0};
     state.tensor.ndim = static_cast<int>(shape.size());
