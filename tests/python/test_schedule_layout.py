@@ -321,8 +321,8 @@ def test_transform_layout_argument_errors():
     block = sch.get_block("C")
     with pytest.raises(KilnValueError) as info:
         sch.transform_layout(block, ("foo", 0), lambda i, j: [j, i])
-    assert 'buffer must be ("read" or "write", index) or a name, found ("foo", …)' in \
-        str(info.value)
+    assert ('Schedule.transform_layout: buffer must be ("read" or "write", index) or a buffer '
+            'name (str), found ("foo", …)') in str(info.value)
     with pytest.raises(kiln.error.KilnTypeError) as info:
         sch.transform_layout(block, "A", 3)
     assert "index_map must be an IndexMap, a function such as lambda i, j: [i // 16, j, i % 16]" \
