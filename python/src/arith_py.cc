@@ -205,7 +205,7 @@ void bind_bounds(py::module_& m) {
            }),
            py::arg("coeff"), py::arg("base"), "The set coeff * k + base.")
       .def_readonly("coeff", &ModularSet::coeff, "The modulus (0: a single value).")
-      .def_readonly("base", &ModularSet::base, "The remainder.")
+      .def_readonly("base", &ModularSet::base, "The remainder (the value itself when coeff is 0).")
       .def("__eq__", [](const ModularSet& a, const ModularSet& b) { return a == b; })
       .def("__repr__", [](const ModularSet& s) {
         std::ostringstream os;

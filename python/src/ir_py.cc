@@ -177,7 +177,7 @@ Raises:
              return make<StringImm>(to_str(value, "tir.StringImm", "value"));
            }),
            py::arg("value"), "The string constant ``value``.")
-      .def_readonly("value", &StringImm::value, "The string.");
+      .def_readonly("value", &StringImm::value, "The string, a str.");
   py::class_<Var, ExprNode, Ref<Var>>(m, "Var", R"doc(A scalar variable: a loop variable, a block
 iterator, a symbolic dimension or a scalar parameter.
 
@@ -238,7 +238,7 @@ Raises:
   bind_comparison_truth(NE_class, true);
 
   py::class_<Not, ExprNode, Ref<Not>>(m, "Not", "The logical not of a bool expression.")
-      .def_readonly("a", &Not::a, "The operand.");
+      .def_readonly("a", &Not::a, "The negated bool expression.");
   py::class_<Select, ExprNode, Ref<Select>>(
       m, "Select",
       "condition ? true_value : false_value, evaluating both values (te.if_then_else evaluates "
@@ -281,12 +281,12 @@ Raises:
       .def_readonly("lanes", &Broadcast::lanes, "The number of lanes.");
   py::class_<Let, ExprNode, Ref<Let>>(m, "Let", "let var = value in body.")
       .def_readonly("var", &Let::var, "The bound variable.")
-      .def_readonly("value", &Let::value, "Its value.")
+      .def_readonly("value", &Let::value, "The value bound to var.")
       .def_readonly("body", &Let::body, "The expression that uses it.");
   py::class_<BufferLoad, ExprNode, Ref<BufferLoad>>(m, "BufferLoad",
                                                     "A load of one element (or a vector) of a "
                                                     "buffer: buffer[indices].")
-      .def_readonly("buffer", &BufferLoad::buffer, "The buffer.")
+      .def_readonly("buffer", &BufferLoad::buffer, "The buffer it loads from.")
       .def_readonly("indices", &BufferLoad::indices, "One index per dimension.");
   py::class_<CommReducer, Node, Ref<CommReducer>>(
       m, "CommReducer",
@@ -299,7 +299,7 @@ Raises:
   py::class_<Reduce, ExprNode, Ref<Reduce>>(m, "Reduce",
                                             "A reduction of source over the reduce axes "
                                             "(what te.sum, te.max … return).")
-      .def_readonly("combiner", &Reduce::combiner, "The CommReducer.")
+      .def_readonly("combiner", &Reduce::combiner, "The CommReducer that combines values.")
       .def_readonly("source", &Reduce::source, "The reduced expressions (several for a tuple).")
       .def_readonly("axis", &Reduce::axis, "The reduce axes, tir.IterVars.")
       .def_readonly("condition", &Reduce::condition, "Where the points count (the where=).")
@@ -323,7 +323,7 @@ Raises:
 te.compute, a reduce axis (te.reduce_axis), or a block iterator.
 
 In tensor expressions it stands for its variable: ``A[i, k]``, ``k * 2``.)doc")
-      .def_readonly("var", &IterVar::var, "The variable.")
+      .def_readonly("var", &IterVar::var, "The iteration variable, a tir.Var.")
       .def_readonly("dom", &IterVar::dom, "Its domain, a Range.")
       .def_property_readonly(
           "iter_type", [](const IterVar& self) { return iter_type_name(self.type); },
@@ -396,7 +396,7 @@ Raises:
   py::class_<StmtNode, Stmt>(m, "Stmt", py::base<Node>(), "The base class of statements.");
   py::class_<LetStmt, StmtNode, Ref<LetStmt>>(m, "LetStmt", "let var = value in body.")
       .def_readonly("var", &LetStmt::var, "The bound variable.")
-      .def_readonly("value", &LetStmt::value, "Its value.")
+      .def_readonly("value", &LetStmt::value, "The value bound to var.")
       .def_readonly("body", &LetStmt::body, "The statement that uses it.");
   py::class_<AssertStmt, StmtNode, Ref<AssertStmt>>(
       m, "AssertStmt", "Fails with message unless condition holds, then runs body.")
@@ -404,7 +404,7 @@ Raises:
       .def_readonly("message", &AssertStmt::message, "The failure message.")
       .def_readonly("body", &AssertStmt::body, "What runs after the check.");
   py::class_<BufferStore, StmtNode, Ref<BufferStore>>(m, "BufferStore", "buffer[indices] = value.")
-      .def_readonly("buffer", &BufferStore::buffer, "The buffer.")
+      .def_readonly("buffer", &BufferStore::buffer, "The buffer it stores into.")
       .def_readonly("value", &BufferStore::value, "The stored value.")
       .def_readonly("indices", &BufferStore::indices, "One index per dimension.");
   py::class_<Allocate, StmtNode, Ref<Allocate>>(
@@ -430,7 +430,7 @@ Raises:
           },
           "The loop's annotations, a dict (Schedule.annotate sets them).");
   py::class_<SeqStmt, StmtNode, Ref<SeqStmt>>(m, "SeqStmt", "Statements run in order.")
-      .def_readonly("seq", &SeqStmt::seq, "The statements.")
+      .def_readonly("seq", &SeqStmt::seq, "The statements, in order.")
       .def("__len__", [](const SeqStmt& s) { return s.seq.size(); })
       .def(
           "__getitem__",
@@ -453,11 +453,11 @@ Raises:
       .def_readonly("else_case", &IfThenElse::else_case, "What runs elsewhere, or None.");
   py::class_<Evaluate, StmtNode, Ref<Evaluate>>(m, "Evaluate",
                                                 "Evaluates an expression for its effect (a call).")
-      .def_readonly("value", &Evaluate::value, "The expression.");
+      .def_readonly("value", &Evaluate::value, "The evaluated expression.");
   py::class_<BufferRegion>(m, "BufferRegion",
                            "A region of a buffer, one Range per dimension (a block's reads "
                            "and writes).")
-      .def_readonly("buffer", &BufferRegion::buffer, "The buffer.")
+      .def_readonly("buffer", &BufferRegion::buffer, "The buffer of the region.")
       .def_readonly("region", &BufferRegion::region, "One Range per dimension.");
   py::class_<Block, StmtNode, Ref<Block>>(m, "Block", R"doc(The unit of scheduling: a computation
 with its iterators (spatial, reduce), the regions it reads and writes, the buffers it allocates,
@@ -470,7 +470,7 @@ an optional init (for reductions) and a body. Schedule.get(block_rv) gives one.)
       .def_readonly("alloc_buffers", &Block::alloc_buffers, "The buffers it allocates.")
       .def_readonly("init", &Block::init,
                     "What runs before the first reduction step of each output point, or None.")
-      .def_readonly("body", &Block::body, "The computation.")
+      .def_readonly("body", &Block::body, "The statement the block runs for each point.")
       .def_property_readonly(
           "annotations",
           [](const Block& b) {
@@ -486,7 +486,7 @@ an optional init (for reductions) and a body. Schedule.get(block_rv) gives one.)
       .def_readonly("iter_values", &BlockRealize::iter_values,
                     "The values of the block's iterators.")
       .def_readonly("predicate", &BlockRealize::predicate, "Where the block runs.")
-      .def_readonly("block", &BlockRealize::block, "The Block.");
+      .def_readonly("block", &BlockRealize::block, "The Block it runs.");
 
   // Functions and modules.
   py::class_<PrimFunc, Node, Ref<PrimFunc>>(m, "PrimFunc", R"doc(A function of TensorIR: scalar
