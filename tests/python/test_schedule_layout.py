@@ -18,12 +18,6 @@ def script(sch):
     return sch.mod["main"].script()
 
 
-def requires(*primitives):
-    """Skips a test that also exercises primitives of another family while they are absent."""
-    missing = [p for p in primitives if not hasattr(tir.Schedule, p)]
-    return pytest.mark.skipif(bool(missing), reason="needs Schedule." + ", ".join(missing))
-
-
 def assert_fails(sch, error_class, call, *fragments):
     """Runs `call`, which must raise `error_class` with every fragment in its message, and checks
     that the schedule's module and trace are unchanged."""
@@ -230,7 +224,6 @@ def test_transform_layout_of_an_intermediate():
     assert_trace_roundtrip(sch, func)
 
 
-@requires("blockize")
 def test_transform_layout_maps_regions_of_a_blockized_loop():
     func = elementwise_chain(8, 4)
     sch = tir.Schedule(func)
