@@ -179,8 +179,9 @@ void bind_math(py::module_& m) {
   for (const Unary& u : kUnary) {
     std::string api = std::string("te.") + u.name;
     Builtin op = u.op;
-    std::string doc = std::string(u.what) +
-                      ", element-wise; the result has x's dtype (bool for isnan).\n\n"
+    std::string result = op == Builtin::IsNan ? "is a bool" : "has x's dtype";
+    std::string doc = std::string(u.what) + ", element-wise; the result " + result +
+                      ".\n\n"
                       "Args:\n"
                       "    x (PrimExpr or number): the operand; a Python number is float32.\n\n"
                       "Raises:\n"

@@ -11,8 +11,8 @@ import pytest
 import kiln
 from kiln import arith, te, tir
 
+from api_helpers import is_excluded, members, public_classes_and_callables
 from schedule_helpers import matmul
-from test_docstrings import is_excluded, members, public_classes_and_callables
 
 
 def elementwise():
