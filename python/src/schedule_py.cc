@@ -409,7 +409,7 @@ the new indices (a list or tuple, or one expression).
 Raises:
     KilnTypeError: func is not callable, or returns something that is not an expression.
     KilnValueError: func has a parameter that is not plain positional (*args, keywords), or
-        its result is not an affine map of its parameters.)doc")
+        its result uses anything but its parameters, integer constants and + - * // %.)doc")
       .def_static(
           "parse",
           [](py::handle text) { return IndexMap::parse(to_str(text, "IndexMap.parse", "text")); },
@@ -843,10 +843,11 @@ Example:
                   [&](Handles& h) { schedule::unroll(s, h.loop(loop, "loop")); });
           },
           py::arg("loop"),
-          R"doc(Marks a loop to be unrolled: lowering replaces it by copies of its body.
+          R"doc(Marks a loop to be unrolled: lowering replaces a loop of small constant extent by
+copies of its body, and leaves a longer or symbolic one to LLVM's unroller.
 
 Args:
-    loop (LoopRV): the loop; its extent must be a constant when it is lowered.
+    loop (LoopRV): the loop.
 
 Raises:
     StaleHandleError, KilnTypeError: as split.
