@@ -1,7 +1,7 @@
-"""kiln: a tensor-expression compiler with an auto-tuner.
+"""kiln: a tensor-expression compiler.
 
 Describe an operator with ``kiln.te``, transform its loops with ``kiln.tir.Schedule``, and run
-it with ``kiln.tir.interpret`` (the reference interpreter) or build it for a target.
+it with ``kiln.tir.interpret`` (the reference interpreter) or compile it with ``kiln.build``.
 """
 from . import error
 from .error import KilnError, KilnTypeError, KilnValueError, KilnIndexError, InternalError

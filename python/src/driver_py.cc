@@ -17,30 +17,29 @@ using namespace kiln::ir;
 void bind_driver(py::module_& m) {
   m.def(
       "build",
-      [](py::handle obj, const std::string& target, const std::optional<std::string>& name,
-         const std::optional<std::string>& dump_ir) {
+      [](py::handle obj, py::handle target, py::handle name, py::handle dump_ir) {
+        const char* api = "kiln.build";
+        FuncOrModule input = to_func_or_module(obj, api, "func");
+        std::string target_text = to_str(target, api, "target");
+        std::optional<std::string> func_name = to_optional_str(name, api, "name");
         driver::BuildOptions options;
-        if (dump_ir.has_value()) options.dump_dir = *dump_ir;
+        if (auto dir = to_optional_path(dump_ir, api, "dump_ir")) options.dump_dir = *dir;
         std::unique_ptr<driver::BuiltModule> built;
-        if (py::isinstance<PrimFunc>(obj)) {
-          built = driver::build(obj.cast<Ref<PrimFunc>>(), target, name.value_or(""), options);
-        } else if (py::isinstance<IRModule>(obj)) {
-          user_check(!name.has_value())
+        if (input.func) {
+          built = driver::build(input.func, target_text, func_name.value_or(""), options);
+        } else {
+          user_check(!func_name.has_value())
               << "kiln.build: name applies to a PrimFunc; the functions of an IRModule are "
                  "built under their names in the module";
-          built = driver::build(obj.cast<Ref<IRModule>>(), target, options);
-        } else {
-          user_error(ErrorKind::kType)
-              << "kiln.build: expected a PrimFunc, an IRModule or a tir.Schedule, found an "
-                 "object of type "
-              << py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>();
+          built = driver::build(input.mod, target_text, options);
         }
         auto module = std::make_shared<RuntimeModule>();
         module->built = std::move(built);
         return module;
       },
       py::arg("func"), py::arg("target"), py::arg("name") = py::none(),
-      py::arg("dump_ir") = py::none(), "Builds a PrimFunc or an IRModule (see kiln.build).");
+      py::arg("dump_ir") = py::none(),
+      "Builds a PrimFunc, an IRModule or a tir.Schedule (see kiln.build).");
 }
 
 }  // namespace kiln::python

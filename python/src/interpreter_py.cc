@@ -19,10 +19,6 @@ using interpreter::Argument;
 
 namespace {
 
-std::string python_type_name(py::handle obj) {
-  return py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>();
-}
-
 // "argument 1 (buffer B)" / "argument 2 (scalar n)", as the interpreter's own messages say.
 std::string describe_param(const PrimFunc& func, size_t i) {
   std::string what = "argument " + std::to_string(i);
@@ -101,17 +97,13 @@ Argument to_argument(py::handle obj, const std::string& what) {
                                << python_type_name(obj);
 }
 
-// The function to run: a PrimFunc, or the only (or "main") function of an IRModule.
+// The function to run: a PrimFunc, or the only (or "main") function of an IRModule or of a
+// tir.Schedule's module.
 Ref<PrimFunc> to_func(py::handle obj) {
-  if (py::isinstance<PrimFunc>(obj)) return obj.cast<Ref<PrimFunc>>();
-  if (py::isinstance<IRModule>(obj)) {
-    auto mod = obj.cast<Ref<IRModule>>();
-    if (mod->functions.size() == 1) return mod->functions.begin()->second;
-    return mod->lookup("main");
-  }
-  user_error(ErrorKind::kType) << "tir.interpret: expected a PrimFunc or an IRModule, found an "
-                                  "object of type "
-                               << python_type_name(obj);
+  FuncOrModule input = to_func_or_module(obj, "tir.interpret", "func");
+  if (input.func) return input.func;
+  if (input.mod->functions.size() == 1) return input.mod->functions.begin()->second;
+  return input.mod->lookup("main");
 }
 
 }  // namespace
@@ -134,8 +126,27 @@ Arguments are passed in destination-passing style: one NumPy array per buffer pa
 and written in place; bfloat16 arrays use ml_dtypes.bfloat16) and a Python number per scalar
 parameter. Every load and store is bounds-checked, memory allocated by the function starts as
 garbage (NaN / 0xCD bytes), and loops of every kind run sequentially. Errors raise kiln
-exceptions whose message starts with "tir.interpret:". `func` may also be an IRModule with one
-function or a "main" function.)doc");
+exceptions whose message starts with "tir.interpret:".
+
+Args:
+    func (PrimFunc, IRModule or tir.Schedule): the function; for a module (or a schedule's
+        module), its only function or its function "main".
+    *args: one NumPy array per buffer parameter, one number per scalar parameter.
+
+Raises:
+    KilnIndexError: the number of arguments differs from the number of parameters, or an
+        access is out of bounds (the message names the buffer and the index).
+    KilnTypeError: an argument is not a NumPy array or a number, or its dtype differs from the
+        parameter's.
+    KilnValueError: a shape does not match the parameter's (symbolic dimensions are bound by
+        the first array that has them), or an array the function stores into is read-only.
+    KilnRuntimeError: an integer division by zero, or a failed assertion of the function.
+
+Example:
+    a = np.random.rand(1024).astype("float32")
+    b = np.empty_like(a)
+    tir.interpret(func, a, b)
+    np.testing.assert_allclose(b, a * 2 + 1))doc");
 }
 
 }  // namespace kiln::python

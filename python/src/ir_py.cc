@@ -81,9 +81,23 @@ void bind_operators(py::class_<ExprNode, Expr>& cls) {
   cls.def("__or__",
           [](const Expr& s, py::handle o) { return logical_or(s, to_expr(o, "|", "operand")); });
   cls.def("__invert__", [](const Expr& s) { return logical_not(s); });
-  cls.def("astype",
-          [](const Expr& self, py::handle dtype) { return cast(to_dtype(dtype, "astype"), self); });
-  cls.def("same_as", [](const Expr& self, const Expr& other) { return self.same_as(other); });
+  cls.def(
+      "astype",
+      [](const Expr& self, py::handle dtype) {
+        return cast(to_dtype(dtype, "PrimExpr.astype"), self);
+      },
+      py::arg("dtype"),
+      R"doc(The expression converted to ``dtype`` (a Cast; none when the dtype is the same).
+
+Raises:
+    KilnTypeError: dtype is not a dtype string such as "float32".)doc");
+  cls.def(
+      "same_as",
+      [](const Expr& self, py::handle other) {
+        return py::isinstance<ExprNode>(other) && self.same_as(other.cast<Expr>());
+      },
+      py::arg("other"),
+      "Whether other is this very expression (identity, not structural equality).");
 }
 
 // The truth value of an EQ / NE built by Python's == / !=: whether both sides are the same node.
@@ -99,88 +113,142 @@ void bind_script_and_structural(py::module_& m);
 }  // namespace
 
 void bind_ir(py::module_& m) {
-  py::class_<Node, Ref<Node>>(m, "Node")
-      .def("same_as", [](const Node& self, const Node& other) { return &self == &other; })
+  py::class_<Node, Ref<Node>>(m, "Node",
+                              "The base class of kiln's IR objects: expressions, statements, "
+                              "buffers, PrimFuncs and IRModules. IR objects never change; "
+                              "str() prints them as TVMScript-like text.")
+      .def(
+          "same_as",
+          [](const Node& self, py::handle other) {
+            return py::isinstance<Node>(other) && &self == other.cast<const Node*>();
+          },
+          py::arg("other"),
+          "Whether other is this very object (identity, not structural equality; see "
+          "kiln.ir.structural_equal).")
       .def("__hash__", [](const Node& self) { return identity_hash(self); })
       .def("__eq__", [](const Node& self, const py::object& other) {
         return py::isinstance<Node>(other) && &self == other.cast<const Node*>();
       });
 
   // Expressions.
-  py::class_<ExprNode, Expr> expr(m, "PrimExpr", py::base<Node>());
-  expr.def_property_readonly("dtype", &dtype_str);
+  py::class_<ExprNode, Expr> expr(m, "PrimExpr", py::base<Node>(), R"doc(An expression of a scalar
+or vector dtype.
+
+Python operators build expressions with kiln's promotion rules: + - * / // % (// and % round
+toward negative infinity), < <= > >= == !=, & | ~ on bools. A Python number takes the other
+operand's dtype. An expression has no Python truth value: use te.if_then_else or tir.Select for
+a condition the kernel evaluates.)doc");
+  expr.def_property_readonly("dtype", &dtype_str,
+                             "The dtype as a string: \"int32\", \"float32\", \"float32x8\" (8 "
+                             "lanes), \"bool\".");
   bind_operators(expr);
 
-  py::class_<IntImm, ExprNode, Ref<IntImm>>(m, "IntImm")
-      .def(py::init([](py::handle dtype, int64_t value) {
+  py::class_<IntImm, ExprNode, Ref<IntImm>>(m, "IntImm", "An integer (or bool) constant.")
+      .def(py::init([](py::handle dtype, py::handle value) {
              DataType t = to_dtype(dtype, "tir.IntImm");
              type_check(t.is_integer() || t.is_bool())
                  << "tir.IntImm: dtype must be an integer or bool type, found " << t;
-             user_check(t.is_bool()
-                            ? (value == 0 || value == 1)
-                            : fits_dtype(value, t) && !(t.is_uint() && t.bits() == 64 && value < 0))
-                 << "tir.IntImm: the value " << value << " does not fit " << t << " (its range is "
+             int64_t v = to_int(value, "tir.IntImm", "value");
+             user_check(t.is_bool() ? (v == 0 || v == 1)
+                                    : fits_dtype(v, t) && !(t.is_uint() && t.bits() == 64 && v < 0))
+                 << "tir.IntImm: the value " << v << " does not fit " << t << " (its range is "
                  << dtype_range(t) << ")";
-             return cast<IntImm>(make_const(t, value));
+             return cast<IntImm>(make_const(t, v));
            }),
-           py::arg("dtype"), py::arg("value"))
-      .def_readonly("value", &IntImm::value)
+           py::arg("dtype"), py::arg("value"),
+           R"doc(The constant ``value`` of an integer or bool dtype.
+
+Raises:
+    KilnTypeError: dtype is not an integer or bool dtype, or value is not an int.
+    KilnValueError: value does not fit dtype.)doc")
+      .def_readonly("value", &IntImm::value, "The value, an int.")
       .def("__int__", [](const IntImm& self) { return self.value; })
       .def("__index__", [](const IntImm& self) { return self.value; });
-  py::class_<FloatImm, ExprNode, Ref<FloatImm>>(m, "FloatImm")
-      .def(py::init([](py::handle dtype, double value) {
+  py::class_<FloatImm, ExprNode, Ref<FloatImm>>(m, "FloatImm", "A floating-point constant.")
+      .def(py::init([](py::handle dtype, py::handle value) {
              DataType t = to_dtype(dtype, "tir.FloatImm");
              type_check(t.is_float()) << "tir.FloatImm: dtype must be a float type, found " << t;
-             return cast<FloatImm>(make_const(t, value));
+             return cast<FloatImm>(make_const(t, to_float(value, "tir.FloatImm", "value")));
            }),
-           py::arg("dtype"), py::arg("value"))
-      .def_readonly("value", &FloatImm::value)
+           py::arg("dtype"), py::arg("value"),
+           R"doc(The constant ``value`` of a float dtype (rounded to it).
+
+Raises:
+    KilnTypeError: dtype is not a float dtype, or value is not a number.)doc")
+      .def_readonly("value", &FloatImm::value, "The value, a float.")
       .def("__float__", [](const FloatImm& self) { return self.value; });
-  py::class_<StringImm, ExprNode, Ref<StringImm>>(m, "StringImm")
-      .def(py::init([](std::string value) { return make<StringImm>(std::move(value)); }))
-      .def_readonly("value", &StringImm::value);
-  py::class_<Var, ExprNode, Ref<Var>>(m, "Var")
-      .def(py::init([](std::string name, py::handle dtype) {
-             return make<Var>(std::move(name), to_dtype(dtype, "tir.Var"));
+  py::class_<StringImm, ExprNode, Ref<StringImm>>(
+      m, "StringImm", "A string constant (in call arguments and annotations).")
+      .def(py::init([](py::handle value) {
+             return make<StringImm>(to_str(value, "tir.StringImm", "value"));
            }),
-           py::arg("name"), py::arg("dtype") = "int32")
-      .def_readonly("name", &Var::name)
-      .def_readonly("name_hint", &Var::name)
-      .def_readonly("is_size_var", &Var::is_size_var);
+           py::arg("value"), "The string constant ``value``.")
+      .def_readonly("value", &StringImm::value, "The string, a str.");
+  py::class_<Var, ExprNode, Ref<Var>>(m, "Var", R"doc(A scalar variable: a loop variable, a block
+iterator, a symbolic dimension or a scalar parameter.
+
+Its identity is the object: two Vars with the same name are different variables.)doc")
+      .def(py::init([](py::handle name, py::handle dtype) {
+             return make<Var>(to_str(name, "tir.Var", "name"), to_dtype(dtype, "tir.Var"));
+           }),
+           py::arg("name"), py::arg("dtype") = "int32",
+           R"doc(A new variable.
+
+Args:
+    name (str): a hint for printing.
+    dtype (str): its dtype.
+
+Raises:
+    KilnTypeError: name is not a str or dtype is not a dtype.)doc")
+      .def_readonly("name", &Var::name, "The name hint.")
+      .def_readonly("name_hint", &Var::name, "The name hint (TVM's name).")
+      .def_readonly("is_size_var", &Var::is_size_var,
+                    "Whether the variable is known to be >= 0 (a symbolic dimension).");
   m.def(
       "SizeVar",
-      [](std::string name, py::handle dtype) {
-        return make<Var>(std::move(name), to_dtype(dtype, "tir.SizeVar"), true);
+      [](py::handle name, py::handle dtype) {
+        return make<Var>(to_str(name, "tir.SizeVar", "name"), to_dtype(dtype, "tir.SizeVar"), true);
       },
-      py::arg("name"), py::arg("dtype") = "int32");
+      py::arg("name"), py::arg("dtype") = "int32",
+      R"doc(A new variable known to be >= 0, which the arithmetic analysis uses (a symbolic
+dimension).
 
-  py::class_<BinaryNode, ExprNode, Ref<BinaryNode>>(m, "BinaryOp")
-      .def_readonly("a", &BinaryNode::a)
-      .def_readonly("b", &BinaryNode::b);
-#define KILN_BIND_BINARY(Name) py::class_<Name, BinaryNode, Ref<Name>> Name##_class(m, #Name);
-  KILN_BIND_BINARY(Add)
-  KILN_BIND_BINARY(Sub)
-  KILN_BIND_BINARY(Mul)
-  KILN_BIND_BINARY(Div)
-  KILN_BIND_BINARY(Mod)
-  KILN_BIND_BINARY(FloorDiv)
-  KILN_BIND_BINARY(FloorMod)
-  KILN_BIND_BINARY(Min)
-  KILN_BIND_BINARY(Max)
-  KILN_BIND_BINARY(EQ)
-  KILN_BIND_BINARY(NE)
-  KILN_BIND_BINARY(LT)
-  KILN_BIND_BINARY(LE)
-  KILN_BIND_BINARY(GT)
-  KILN_BIND_BINARY(GE)
-  KILN_BIND_BINARY(And)
-  KILN_BIND_BINARY(Or)
+Raises:
+    KilnTypeError: name is not a str or dtype is not a dtype.)doc");
+
+  py::class_<BinaryNode, ExprNode, Ref<BinaryNode>>(
+      m, "BinaryOp", "The base class of the binary expressions (Add, LT, And, …).")
+      .def_readonly("a", &BinaryNode::a, "The left operand.")
+      .def_readonly("b", &BinaryNode::b, "The right operand.");
+#define KILN_BIND_BINARY(Name, doc) \
+  py::class_<Name, BinaryNode, Ref<Name>> Name##_class(m, #Name, doc);
+  KILN_BIND_BINARY(Add, "a + b.")
+  KILN_BIND_BINARY(Sub, "a - b.")
+  KILN_BIND_BINARY(Mul, "a * b.")
+  KILN_BIND_BINARY(Div, "a / b: IEEE division on floats; rounds toward zero on integers.")
+  KILN_BIND_BINARY(Mod, "The remainder of a / b rounded toward zero (C's %), on integers.")
+  KILN_BIND_BINARY(FloorDiv, "a / b rounded toward negative infinity (Python's //).")
+  KILN_BIND_BINARY(FloorMod, "The remainder of FloorDiv, with the sign of b (Python's %).")
+  KILN_BIND_BINARY(Min, "The smaller of a and b (on floats, the non-NaN one).")
+  KILN_BIND_BINARY(Max, "The larger of a and b (on floats, the non-NaN one).")
+  KILN_BIND_BINARY(EQ, "a == b, a bool expression.")
+  KILN_BIND_BINARY(NE, "a != b, a bool expression.")
+  KILN_BIND_BINARY(LT, "a < b, a bool expression.")
+  KILN_BIND_BINARY(LE, "a <= b, a bool expression.")
+  KILN_BIND_BINARY(GT, "a > b, a bool expression.")
+  KILN_BIND_BINARY(GE, "a >= b, a bool expression.")
+  KILN_BIND_BINARY(And, "The logical and of two bool expressions (no short circuit).")
+  KILN_BIND_BINARY(Or, "The logical or of two bool expressions (no short circuit).")
 #undef KILN_BIND_BINARY
   bind_comparison_truth(EQ_class, false);
   bind_comparison_truth(NE_class, true);
 
-  py::class_<Not, ExprNode, Ref<Not>>(m, "Not").def_readonly("a", &Not::a);
-  py::class_<Select, ExprNode, Ref<Select>>(m, "Select")
+  py::class_<Not, ExprNode, Ref<Not>>(m, "Not", "The logical not of a bool expression.")
+      .def_readonly("a", &Not::a, "The negated bool expression.");
+  py::class_<Select, ExprNode, Ref<Select>>(
+      m, "Select",
+      "condition ? true_value : false_value, evaluating both values (te.if_then_else evaluates "
+      "only the chosen one).")
       .def(py::init([](py::handle c, py::handle t, py::handle f) {
              Expr cond = to_expr(c, "tir.Select", "condition");
              auto [tv, fv] = promote("tir.Select", to_expr(t, "tir.Select", "true_value"),
@@ -189,198 +257,337 @@ void bind_ir(py::module_& m) {
                  << "tir.Select: the condition must be a bool, found dtype " << cond->dtype;
              return make<Select>(tv->dtype, cond, tv, fv);
            }),
-           py::arg("condition"), py::arg("true_value"), py::arg("false_value"))
-      .def_readonly("condition", &Select::condition)
-      .def_readonly("true_value", &Select::true_value)
-      .def_readonly("false_value", &Select::false_value);
-  py::class_<Cast, ExprNode, Ref<Cast>>(m, "Cast").def_readonly("value", &Cast::value);
-  py::class_<Call, ExprNode, Ref<Call>>(m, "Call")
-      .def_property_readonly("op", [](const Call& self) { return builtin_name(self.op); })
-      .def_readonly("args", &Call::args);
-  py::class_<Ramp, ExprNode, Ref<Ramp>>(m, "Ramp")
-      .def_readonly("base", &Ramp::base)
-      .def_readonly("stride", &Ramp::stride)
-      .def_readonly("lanes", &Ramp::lanes);
-  py::class_<Broadcast, ExprNode, Ref<Broadcast>>(m, "Broadcast")
-      .def_readonly("value", &Broadcast::value)
-      .def_readonly("lanes", &Broadcast::lanes);
-  py::class_<Let, ExprNode, Ref<Let>>(m, "Let")
-      .def_readonly("var", &Let::var)
-      .def_readonly("value", &Let::value)
-      .def_readonly("body", &Let::body);
-  py::class_<BufferLoad, ExprNode, Ref<BufferLoad>>(m, "BufferLoad")
-      .def_readonly("buffer", &BufferLoad::buffer)
-      .def_readonly("indices", &BufferLoad::indices);
-  py::class_<CommReducer, Node, Ref<CommReducer>>(m, "CommReducer")
-      .def_readonly("lhs", &CommReducer::lhs)
-      .def_readonly("rhs", &CommReducer::rhs)
-      .def_readonly("result", &CommReducer::result)
-      .def_readonly("identity_element", &CommReducer::identity);
-  py::class_<Reduce, ExprNode, Ref<Reduce>>(m, "Reduce")
-      .def_readonly("combiner", &Reduce::combiner)
-      .def_readonly("source", &Reduce::source)
-      .def_readonly("axis", &Reduce::axis)
-      .def_readonly("condition", &Reduce::condition)
-      .def_readonly("value_index", &Reduce::value_index);
+           py::arg("condition"), py::arg("true_value"), py::arg("false_value"),
+           R"doc(A Select; the values are promoted to one dtype.
 
-  py::class_<Range>(m, "Range")
+Raises:
+    KilnTypeError: an argument is not an expression or a number, or condition is not a bool.)doc")
+      .def_readonly("condition", &Select::condition, "The bool condition.")
+      .def_readonly("true_value", &Select::true_value, "The value where the condition holds.")
+      .def_readonly("false_value", &Select::false_value, "The value elsewhere.");
+  py::class_<Cast, ExprNode, Ref<Cast>>(
+      m, "Cast",
+      "A conversion of value to dtype (float to int truncates toward zero; a narrower int "
+      "wraps). PrimExpr.astype makes one.")
+      .def_readonly("value", &Cast::value, "The converted expression.");
+  py::class_<Call, ExprNode, Ref<Call>>(
+      m, "Call", "A call of a builtin: a math function (exp, tanh, …) or an IR operation.")
+      .def_property_readonly(
+          "op", [](const Call& self) { return builtin_name(self.op); },
+          "The builtin's name, e.g. \"exp\", \"if_then_else\".")
+      .def_readonly("args", &Call::args, "The arguments, a list of expressions.");
+  py::class_<Ramp, ExprNode, Ref<Ramp>>(
+      m, "Ramp", "The vector [base, base + stride, …, base + (lanes - 1) * stride].")
+      .def_readonly("base", &Ramp::base, "The first lane's value.")
+      .def_readonly("stride", &Ramp::stride, "The step between lanes.")
+      .def_readonly("lanes", &Ramp::lanes, "The number of lanes.");
+  py::class_<Broadcast, ExprNode, Ref<Broadcast>>(m, "Broadcast",
+                                                  "A vector repeating one scalar value.")
+      .def_readonly("value", &Broadcast::value, "The scalar value.")
+      .def_readonly("lanes", &Broadcast::lanes, "The number of lanes.");
+  py::class_<Let, ExprNode, Ref<Let>>(m, "Let", "let var = value in body.")
+      .def_readonly("var", &Let::var, "The bound variable.")
+      .def_readonly("value", &Let::value, "The value bound to var.")
+      .def_readonly("body", &Let::body, "The expression that uses it.");
+  py::class_<BufferLoad, ExprNode, Ref<BufferLoad>>(m, "BufferLoad",
+                                                    "A load of one element (or a vector) of a "
+                                                    "buffer: buffer[indices].")
+      .def_readonly("buffer", &BufferLoad::buffer, "The buffer it loads from.")
+      .def_readonly("indices", &BufferLoad::indices, "One index per dimension.");
+  py::class_<CommReducer, Node, Ref<CommReducer>>(
+      m, "CommReducer",
+      "A commutative reducer: result = combine(lhs, rhs), starting from identity_element "
+      "(te.sum's is x + y from 0).")
+      .def_readonly("lhs", &CommReducer::lhs, "The variables of the left operands.")
+      .def_readonly("rhs", &CommReducer::rhs, "The variables of the right operands.")
+      .def_readonly("result", &CommReducer::result, "The combined values, of lhs and rhs.")
+      .def_readonly("identity_element", &CommReducer::identity, "The neutral elements.");
+  py::class_<Reduce, ExprNode, Ref<Reduce>>(m, "Reduce",
+                                            "A reduction of source over the reduce axes "
+                                            "(what te.sum, te.max … return).")
+      .def_readonly("combiner", &Reduce::combiner, "The CommReducer that combines values.")
+      .def_readonly("source", &Reduce::source, "The reduced expressions (several for a tuple).")
+      .def_readonly("axis", &Reduce::axis, "The reduce axes, tir.IterVars.")
+      .def_readonly("condition", &Reduce::condition, "Where the points count (the where=).")
+      .def_readonly("value_index", &Reduce::value_index,
+                    "Which component of a tuple reduction this is.");
+
+  py::class_<Range>(m, "Range", "The integers [min, min + extent).")
       .def(py::init([](py::handle begin, py::handle end) {
              Expr b = to_expr(begin, "tir.Range", "begin");
              Expr e = to_expr(end, "tir.Range", "end");
              return Range{b, sub(e, b)};
            }),
-           py::arg("begin"), py::arg("end"))
-      .def_readonly("min", &Range::min)
-      .def_readonly("extent", &Range::extent);
-  py::class_<IterVar>(m, "IterVar")
-      .def_readonly("var", &IterVar::var)
-      .def_readonly("dom", &IterVar::dom)
-      .def_property_readonly("iter_type",
-                             [](const IterVar& self) { return iter_type_name(self.type); })
+           py::arg("begin"), py::arg("end"),
+           R"doc(The range [begin, end).
+
+Raises:
+    KilnTypeError: begin or end is not an expression or a number.)doc")
+      .def_readonly("min", &Range::min, "The first value.")
+      .def_readonly("extent", &Range::extent, "The number of values.");
+  py::class_<IterVar>(m, "IterVar", R"doc(An iteration variable with its domain: an axis of a
+te.compute, a reduce axis (te.reduce_axis), or a block iterator.
+
+In tensor expressions it stands for its variable: ``A[i, k]``, ``k * 2``.)doc")
+      .def_readonly("var", &IterVar::var, "The iteration variable, a tir.Var.")
+      .def_readonly("dom", &IterVar::dom, "Its domain, a Range.")
+      .def_property_readonly(
+          "iter_type", [](const IterVar& self) { return iter_type_name(self.type); },
+          "\"spatial\", \"reduce\" or \"opaque\".")
       // An IterVar stands for its variable in expressions (k in te.sum(A[i, k], axis=k)).
       .def("_as_expr", [](const IterVar& self) { return Expr(self.var); });
 
   // Buffers.
-  py::class_<Buffer, Node, Ref<Buffer>>(m, "Buffer")
-      .def_readonly("name", &Buffer::name)
-      .def_readonly("data", &Buffer::data)
-      .def_property_readonly("dtype", [](const Buffer& b) { return b.dtype.str(); })
-      .def_readonly("shape", &Buffer::shape)
-      .def_readonly("strides", &Buffer::strides)
-      .def_readonly("elem_offset", &Buffer::elem_offset)
-      .def_property_readonly("data_alignment", &Buffer::alignment)
-      .def_readonly("offset_factor", &Buffer::offset_factor)
-      .def_property_readonly("ndim", &Buffer::ndim)
-      .def("scope", [](const Buffer& b) { return b.scope; })
-      .def("__getitem__", [](const Ref<Buffer>& self, py::handle index) {
-        std::vector<Expr> indices;
-        if (py::isinstance<py::tuple>(index)) {
-          for (py::handle i : index)
-            indices.push_back(to_expr(i, "Buffer.__getitem__", "an index"));
-        } else {
-          indices.push_back(to_expr(index, "Buffer.__getitem__", "the index"));
-        }
-        return buffer_load(self, std::move(indices));
-      });
+  py::class_<Buffer, Node, Ref<Buffer>>(m, "Buffer", R"doc(A typed, shaped view of memory that
+loads and stores name: a parameter of a PrimFunc or an allocation.
+
+``buffer[i, j]`` builds a load of one element.)doc")
+      .def_readonly("name", &Buffer::name, "The name (a hint for printing).")
+      .def_readonly("data", &Buffer::data, "The pointer variable of its storage.")
+      .def_property_readonly(
+          "dtype", [](const Buffer& b) { return b.dtype.str(); }, "The element dtype.")
+      .def_readonly("shape", &Buffer::shape, "The extents, one expression per dimension.")
+      .def_readonly("strides", &Buffer::strides,
+                    "The strides in elements; empty for compact row-major.")
+      .def_readonly("elem_offset", &Buffer::elem_offset,
+                    "The offset of element 0 from data, in elements.")
+      .def_property_readonly("data_alignment", &Buffer::alignment,
+                             "The bytes the data is known to be aligned to: the declared "
+                             "alignment, else the element's size.")
+      .def_readonly("offset_factor", &Buffer::offset_factor,
+                    "A factor that elem_offset is a multiple of.")
+      .def_property_readonly("ndim", &Buffer::ndim, "The number of dimensions.")
+      .def(
+          "scope", [](const Buffer& b) { return b.scope; },
+          "The storage scope: \"global\", \"shared\" or \"local\".")
+      .def(
+          "__getitem__",
+          [](const Ref<Buffer>& self, py::handle index) {
+            std::vector<Expr> indices;
+            if (py::isinstance<py::tuple>(index)) {
+              for (py::handle i : index)
+                indices.push_back(to_expr(i, "Buffer.__getitem__", "an index"));
+            } else {
+              indices.push_back(to_expr(index, "Buffer.__getitem__", "the index"));
+            }
+            return buffer_load(self, std::move(indices));
+          },
+          py::arg("indices"),
+          R"doc(A load of the element at ``indices``: ``B[i, j]``.
+
+Raises:
+    KilnIndexError: the number of indices differs from ndim.
+    KilnTypeError: an index is not an integer expression.)doc");
   m.def(
       "decl_buffer",
-      [](py::handle shape, py::handle dtype, std::string name, std::string scope) {
-        return decl_buffer(to_shape(shape, "tir.decl_buffer"), to_dtype(dtype, "tir.decl_buffer"),
-                           std::move(name), std::move(scope));
+      [](py::handle shape, py::handle dtype, py::handle name, py::handle scope) {
+        const char* api = "tir.decl_buffer";
+        return decl_buffer(to_shape(shape, api), to_dtype(dtype, api), to_str(name, api, "name"),
+                           to_str(scope, api, "scope"));
       },
       py::arg("shape"), py::arg("dtype") = "float32", py::arg("name") = "buffer",
-      py::arg("scope") = "global");
+      py::arg("scope") = "global",
+      R"doc(A new compact buffer.
+
+Args:
+    shape (tuple of int or PrimExpr): the extents.
+    dtype (str): the element dtype.
+    name (str): the name.
+    scope (str): "global", "shared" or "local".
+
+Raises:
+    KilnTypeError: an argument has the wrong type.)doc");
 
   // Statements.
-  py::class_<StmtNode, Stmt>(m, "Stmt", py::base<Node>());
-  py::class_<LetStmt, StmtNode, Ref<LetStmt>>(m, "LetStmt")
-      .def_readonly("var", &LetStmt::var)
-      .def_readonly("value", &LetStmt::value)
-      .def_readonly("body", &LetStmt::body);
-  py::class_<AssertStmt, StmtNode, Ref<AssertStmt>>(m, "AssertStmt")
-      .def_readonly("condition", &AssertStmt::condition)
-      .def_readonly("message", &AssertStmt::message)
-      .def_readonly("body", &AssertStmt::body);
-  py::class_<BufferStore, StmtNode, Ref<BufferStore>>(m, "BufferStore")
-      .def_readonly("buffer", &BufferStore::buffer)
-      .def_readonly("value", &BufferStore::value)
-      .def_readonly("indices", &BufferStore::indices);
-  py::class_<Allocate, StmtNode, Ref<Allocate>>(m, "Allocate")
-      .def_readonly("buffer", &Allocate::buffer)
-      .def_readonly("body", &Allocate::body);
-  py::class_<For, StmtNode, Ref<For>>(m, "For")
-      .def_readonly("loop_var", &For::loop_var)
-      .def_readonly("min", &For::min)
-      .def_readonly("extent", &For::extent)
-      .def_property_readonly("kind", [](const For& f) { return for_kind_name(f.kind); })
-      .def_readonly("body", &For::body)
-      .def_readonly("thread_tag", &For::thread_tag)
-      .def_property_readonly("annotations", [](const For& f) {
-        py::dict d;
-        for (const auto& [k, v] : f.annotations) d[py::str(k)] = from_attr_value(v);
-        return d;
-      });
-  py::class_<SeqStmt, StmtNode, Ref<SeqStmt>>(m, "SeqStmt")
-      .def_readonly("seq", &SeqStmt::seq)
+  py::class_<StmtNode, Stmt>(m, "Stmt", py::base<Node>(), "The base class of statements.");
+  py::class_<LetStmt, StmtNode, Ref<LetStmt>>(m, "LetStmt", "let var = value in body.")
+      .def_readonly("var", &LetStmt::var, "The bound variable.")
+      .def_readonly("value", &LetStmt::value, "The value bound to var.")
+      .def_readonly("body", &LetStmt::body, "The statement that uses it.");
+  py::class_<AssertStmt, StmtNode, Ref<AssertStmt>>(
+      m, "AssertStmt", "Fails with message unless condition holds, then runs body.")
+      .def_readonly("condition", &AssertStmt::condition, "The checked condition.")
+      .def_readonly("message", &AssertStmt::message, "The failure message.")
+      .def_readonly("body", &AssertStmt::body, "What runs after the check.");
+  py::class_<BufferStore, StmtNode, Ref<BufferStore>>(m, "BufferStore", "buffer[indices] = value.")
+      .def_readonly("buffer", &BufferStore::buffer, "The buffer it stores into.")
+      .def_readonly("value", &BufferStore::value, "The stored value.")
+      .def_readonly("indices", &BufferStore::indices, "One index per dimension.");
+  py::class_<Allocate, StmtNode, Ref<Allocate>>(
+      m, "Allocate", "Allocates the storage of buffer for the duration of body.")
+      .def_readonly("buffer", &Allocate::buffer, "The allocated buffer.")
+      .def_readonly("body", &Allocate::body, "The statement that uses it.");
+  py::class_<For, StmtNode, Ref<For>>(m, "For", "for loop_var in [min, min + extent): body.")
+      .def_readonly("loop_var", &For::loop_var, "The loop variable.")
+      .def_readonly("min", &For::min, "The first value.")
+      .def_readonly("extent", &For::extent, "The number of iterations.")
+      .def_property_readonly(
+          "kind", [](const For& f) { return for_kind_name(f.kind); },
+          "\"serial\", \"parallel\", \"vectorized\", \"unrolled\" or \"thread_binding\".")
+      .def_readonly("body", &For::body, "The loop body.")
+      .def_readonly("thread_tag", &For::thread_tag,
+                    "The thread axis of a thread_binding loop (\"threadIdx.x\" …), else \"\".")
+      .def_property_readonly(
+          "annotations",
+          [](const For& f) {
+            py::dict d;
+            for (const auto& [k, v] : f.annotations) d[py::str(k)] = from_attr_value(v);
+            return d;
+          },
+          "The loop's annotations, a dict (Schedule.annotate sets them).");
+  py::class_<SeqStmt, StmtNode, Ref<SeqStmt>>(m, "SeqStmt", "Statements run in order.")
+      .def_readonly("seq", &SeqStmt::seq, "The statements, in order.")
       .def("__len__", [](const SeqStmt& s) { return s.seq.size(); })
-      .def("__getitem__", [](const SeqStmt& s, size_t i) {
-        index_check(i < s.seq.size())
-            << "SeqStmt: index " << i << " out of range for " << s.seq.size() << " statements";
-        return s.seq[i];
-      });
-  py::class_<IfThenElse, StmtNode, Ref<IfThenElse>>(m, "IfThenElse")
-      .def_readonly("condition", &IfThenElse::condition)
-      .def_readonly("then_case", &IfThenElse::then_case)
-      .def_readonly("else_case", &IfThenElse::else_case);
-  py::class_<Evaluate, StmtNode, Ref<Evaluate>>(m, "Evaluate")
-      .def_readonly("value", &Evaluate::value);
-  py::class_<BufferRegion>(m, "BufferRegion")
-      .def_readonly("buffer", &BufferRegion::buffer)
-      .def_readonly("region", &BufferRegion::region);
-  py::class_<Block, StmtNode, Ref<Block>>(m, "Block")
-      .def_readonly("name_hint", &Block::name)
-      .def_readonly("iter_vars", &Block::iter_vars)
-      .def_readonly("reads", &Block::reads)
-      .def_readonly("writes", &Block::writes)
-      .def_readonly("alloc_buffers", &Block::alloc_buffers)
-      .def_readonly("init", &Block::init)
-      .def_readonly("body", &Block::body)
-      .def_property_readonly("annotations", [](const Block& b) {
-        py::dict d;
-        for (const auto& [k, v] : b.annotations) d[py::str(k)] = from_attr_value(v);
-        return d;
-      });
-  py::class_<BlockRealize, StmtNode, Ref<BlockRealize>>(m, "BlockRealize")
-      .def_readonly("iter_values", &BlockRealize::iter_values)
-      .def_readonly("predicate", &BlockRealize::predicate)
-      .def_readonly("block", &BlockRealize::block);
+      .def(
+          "__getitem__",
+          [](const SeqStmt& s, py::handle index) {
+            int64_t i = to_int(index, "SeqStmt.__getitem__", "index");
+            index_check(i >= 0 && i < static_cast<int64_t>(s.seq.size()))
+                << "SeqStmt: index " << i << " out of range for " << s.seq.size() << " statements";
+            return s.seq[static_cast<size_t>(i)];
+          },
+          py::arg("index"),
+          R"doc(The statement at ``index``.
+
+Raises:
+    KilnIndexError: index is out of range.
+    KilnTypeError: index is not an int.)doc");
+  py::class_<IfThenElse, StmtNode, Ref<IfThenElse>>(m, "IfThenElse",
+                                                    "if condition: then_case else: else_case.")
+      .def_readonly("condition", &IfThenElse::condition, "The bool condition.")
+      .def_readonly("then_case", &IfThenElse::then_case, "What runs where it holds.")
+      .def_readonly("else_case", &IfThenElse::else_case, "What runs elsewhere, or None.");
+  py::class_<Evaluate, StmtNode, Ref<Evaluate>>(m, "Evaluate",
+                                                "Evaluates an expression for its effect (a call).")
+      .def_readonly("value", &Evaluate::value, "The evaluated expression.");
+  py::class_<BufferRegion>(m, "BufferRegion",
+                           "A region of a buffer, one Range per dimension (a block's reads "
+                           "and writes).")
+      .def_readonly("buffer", &BufferRegion::buffer, "The buffer of the region.")
+      .def_readonly("region", &BufferRegion::region, "One Range per dimension.");
+  py::class_<Block, StmtNode, Ref<Block>>(m, "Block", R"doc(The unit of scheduling: a computation
+with its iterators (spatial, reduce), the regions it reads and writes, the buffers it allocates,
+an optional init (for reductions) and a body. Schedule.get(block_rv) gives one.)doc")
+      .def_readonly("name_hint", &Block::name, "The block's name, unique in its function.")
+      .def_readonly("iter_vars", &Block::iter_vars,
+                    "The block iterators, tir.IterVars with their domains and kinds.")
+      .def_readonly("reads", &Block::reads, "The regions it reads, BufferRegions.")
+      .def_readonly("writes", &Block::writes, "The regions it writes, BufferRegions.")
+      .def_readonly("alloc_buffers", &Block::alloc_buffers, "The buffers it allocates.")
+      .def_readonly("init", &Block::init,
+                    "What runs before the first reduction step of each output point, or None.")
+      .def_readonly("body", &Block::body, "The statement the block runs for each point.")
+      .def_property_readonly(
+          "annotations",
+          [](const Block& b) {
+            py::dict d;
+            for (const auto& [k, v] : b.annotations) d[py::str(k)] = from_attr_value(v);
+            return d;
+          },
+          "The block's annotations, a dict.");
+  py::class_<BlockRealize, StmtNode, Ref<BlockRealize>>(
+      m, "BlockRealize",
+      "Runs a block where predicate holds, with each iterator bound to a value of the loop "
+      "variables.")
+      .def_readonly("iter_values", &BlockRealize::iter_values,
+                    "The values of the block's iterators.")
+      .def_readonly("predicate", &BlockRealize::predicate, "Where the block runs.")
+      .def_readonly("block", &BlockRealize::block, "The Block it runs.");
 
   // Functions and modules.
-  py::class_<PrimFunc, Node, Ref<PrimFunc>>(m, "PrimFunc")
-      .def_readonly("params", &PrimFunc::params)
-      .def_property_readonly("buffer_map",
-                             [](const PrimFunc& f) {
-                               py::dict d;
-                               for (const auto& [var, buffer] : f.buffer_map) {
-                                 d[py::cast(var)] = py::cast(buffer);
-                               }
-                               return d;
-                             })
-      .def_readonly("body", &PrimFunc::body)
-      .def_property_readonly("attrs",
-                             [](const PrimFunc& f) {
-                               py::dict d;
-                               for (const auto& [k, v] : f.attrs)
-                                 d[py::str(k)] = from_attr_value(v);
-                               return d;
-                             })
+  py::class_<PrimFunc, Node, Ref<PrimFunc>>(m, "PrimFunc", R"doc(A function of TensorIR: scalar
+and buffer parameters and a body, what te.create_prim_func makes and tir.Schedule transforms.
+
+print(func) shows it as TVMScript-like text; tir.interpret runs it; kiln.build compiles it.)doc")
+      .def_readonly("params", &PrimFunc::params,
+                    "The parameters, Vars (a buffer parameter is the Var of buffer_map).")
+      .def_property_readonly(
+          "buffer_map",
+          [](const PrimFunc& f) {
+            py::dict d;
+            for (const auto& [var, buffer] : f.buffer_map) d[py::cast(var)] = py::cast(buffer);
+            return d;
+          },
+          "The buffer of each buffer parameter: a dict from parameter Var to Buffer.")
+      .def_readonly("body", &PrimFunc::body, "The body statement.")
+      .def_property_readonly(
+          "attrs",
+          [](const PrimFunc& f) {
+            py::dict d;
+            for (const auto& [k, v] : f.attrs) d[py::str(k)] = from_attr_value(v);
+            return d;
+          },
+          "The function's attributes, a dict (\"global_symbol\", …).")
       .def(
           "with_attr",
-          [](const PrimFunc& f, const std::string& key, py::handle value) {
+          [](const PrimFunc& f, py::handle key, py::handle value) {
             auto n = copy(&f);
-            n->attrs[key] = to_attr_value(value, "PrimFunc.with_attr");
+            n->attrs[to_str(key, "PrimFunc.with_attr", "key")] =
+                to_attr_value(value, "PrimFunc.with_attr");
             return n;
           },
-          py::arg("key"), py::arg("value"));
+          py::arg("key"), py::arg("value"),
+          R"doc(A copy of the function with attribute ``key`` set to ``value``.
 
-  py::class_<IRModule, Node, Ref<IRModule>>(m, "IRModule")
-      .def(py::init([](const std::map<std::string, Ref<PrimFunc>>& functions) {
+Args:
+    key (str): the attribute, e.g. "global_symbol".
+    value (int, float, bool, str or PrimExpr): its value.
+
+Raises:
+    KilnTypeError: key is not a str or value is not a constant or an expression.)doc");
+
+  py::class_<IRModule, Node, Ref<IRModule>>(
+      m, "IRModule",
+      "A module of named PrimFuncs: what kiln.build compiles and tir.Schedule.mod holds.")
+      .def(py::init([](py::handle functions) {
+             const char* api = "IRModule";
              auto mod = make<IRModule>();
-             mod->functions = functions;
+             if (functions.is_none()) return mod;
+             if (!py::isinstance<py::dict>(functions)) {
+               raise_type_error(api, "functions", "a dict from names to PrimFuncs", functions);
+             }
+             for (auto [name, func] : py::reinterpret_borrow<py::dict>(functions)) {
+               std::string key = to_str(name, api, "a key of functions");
+               mod->functions[key] =
+                   to_node<PrimFunc>(func, api, "a value of functions", "a PrimFunc");
+             }
              return mod;
            }),
-           py::arg("functions") = std::map<std::string, Ref<PrimFunc>>{})
-      .def("__getitem__", &IRModule::lookup)
-      .def("__contains__", [](const IRModule& mod,
-                              const std::string& name) { return mod.functions.count(name) > 0; })
-      .def("__len__", [](const IRModule& mod) { return mod.functions.size(); })
-      .def("keys",
-           [](const IRModule& mod) {
-             std::vector<std::string> names;
-             for (const auto& [name, f] : mod.functions) names.push_back(name);
-             return names;
+           py::arg("functions") = py::none(),
+           R"doc(A module of the given functions.
+
+Args:
+    functions (dict of str to PrimFunc, optional): the functions by name.
+
+Raises:
+    KilnTypeError: functions is not a dict from names to PrimFuncs.)doc")
+      .def(
+          "__getitem__",
+          [](const IRModule& mod, py::handle name) {
+            return mod.lookup(to_str(name, "IRModule.__getitem__", "name"));
+          },
+          py::arg("name"),
+          R"doc(The function called ``name``: ``mod["main"]``.
+
+Raises:
+    KilnIndexError: the module has no such function (the message lists its functions).
+    KilnTypeError: name is not a str.)doc")
+      .def("__contains__",
+           [](const IRModule& mod, py::handle name) {
+             return py::isinstance<py::str>(name) &&
+                    mod.functions.count(name.cast<std::string>()) > 0;
            })
-      .def_readonly("functions", &IRModule::functions);
+      .def("__len__", [](const IRModule& mod) { return mod.functions.size(); })
+      .def(
+          "keys",
+          [](const IRModule& mod) {
+            std::vector<std::string> names;
+            for (const auto& [name, f] : mod.functions) names.push_back(name);
+            return names;
+          },
+          "The function names, sorted.")
+      .def_readonly("functions", &IRModule::functions,
+                    "The functions, a dict from name to PrimFunc.");
   bind_script_and_structural(m);
 }
 
@@ -391,7 +598,7 @@ void bind_ir(py::module_& m) {
 namespace {
 
 // A Node or None; anything else is a type error that names the API.
-Ref<Node> to_node(const py::handle& obj, const char* api, const char* what) {
+Ref<Node> to_optional_node(const py::handle& obj, const char* api, const char* what) {
   if (obj.is_none()) return nullptr;
   type_check(py::isinstance<Node>(obj))
       << api << ": " << what << " must be an IR node (an expression, statement, buffer, PrimFunc "
@@ -399,9 +606,9 @@ Ref<Node> to_node(const py::handle& obj, const char* api, const char* what) {
   return obj.cast<Ref<Node>>();
 }
 
-// The name a function prints under: its global_symbol when it has one.
-std::string func_name(const PrimFunc& f, const py::object& name) {
-  if (!name.is_none()) return name.cast<std::string>();
+// The name a function prints under: `name`, else its global_symbol when it has one.
+std::string func_name(const PrimFunc& f, const py::object& name, const char* api) {
+  if (!name.is_none()) return to_str(name, api, "name");
   auto it = f.attrs.find("global_symbol");
   if (it != f.attrs.end()) {
     if (const auto* s = it->second.as<StringImm>()) return s->value;
@@ -418,16 +625,19 @@ void bind_script_and_structural(py::module_& m) {
   func.def(
       "script",
       [](const Ref<PrimFunc>& self, const py::object& name) {
-        return to_script(self, func_name(*self, name));
+        return to_script(self, func_name(*self, name, "PrimFunc.script"));
       },
       py::arg("name") = py::none(),
-      "The function as TVMScript-like text, named `name` (default: its global_symbol or main).");
+      R"doc(The function as TVMScript-like text (what print(func) shows).
+
+Args:
+    name (str, optional): the name it prints under; default: its global_symbol, else main.)doc");
   func.def(
       "show",
       [](const Ref<PrimFunc>& self, const py::object& name) {
-        py::print(to_script(self, func_name(*self, name)));
+        py::print(to_script(self, func_name(*self, name, "PrimFunc.show")));
       },
-      py::arg("name") = py::none(), "Prints script() to stdout.");
+      py::arg("name") = py::none(), "Prints script(name) to stdout.");
 
   auto mod = py::reinterpret_borrow<py::class_<IRModule, Node, Ref<IRModule>>>(m.attr("IRModule"));
   mod.def(
@@ -439,29 +649,57 @@ void bind_script_and_structural(py::module_& m) {
 
   m.def(
       "structural_equal",
-      [](const py::object& lhs, const py::object& rhs, bool map_free_vars) {
-        return structural_equal(to_node(lhs, "structural_equal", "lhs"),
-                                to_node(rhs, "structural_equal", "rhs"), map_free_vars);
+      [](const py::object& lhs, const py::object& rhs, py::handle map_free_vars) {
+        const char* api = "structural_equal";
+        return structural_equal(to_optional_node(lhs, api, "lhs"),
+                                to_optional_node(rhs, api, "rhs"),
+                                to_bool(map_free_vars, api, "map_free_vars"));
       },
-      py::arg("lhs"), py::arg("rhs"), py::arg("map_free_vars") = false);
+      py::arg("lhs"), py::arg("rhs"), py::arg("map_free_vars") = false,
+      R"doc(Whether two IR objects have the same structure.
+
+Variables and buffers are compared by where they are defined, not by name (two functions made
+by the same code are equal); block names and constants must match.
+
+Args:
+    lhs, rhs: IR nodes (expressions, statements, buffers, PrimFuncs, IRModules) or None.
+    map_free_vars (bool): let variables defined outside both objects correspond too.
+
+Raises:
+    KilnTypeError: an argument is not an IR node or None.)doc");
   m.def(
       "structural_hash",
-      [](const py::object& node, bool map_free_vars) {
-        return structural_hash(to_node(node, "structural_hash", "node"), map_free_vars);
+      [](const py::object& node, py::handle map_free_vars) {
+        const char* api = "structural_hash";
+        return structural_hash(to_optional_node(node, api, "node"),
+                               to_bool(map_free_vars, api, "map_free_vars"));
       },
-      py::arg("node"), py::arg("map_free_vars") = false);
+      py::arg("node"), py::arg("map_free_vars") = false,
+      R"doc(A 64-bit hash consistent with structural_equal.
+
+The hash ignores variable names and is the same in every process, run and machine, so it can
+key a cache or a database of functions.
+
+Raises:
+    KilnTypeError: node is not an IR node or None.)doc");
   m.def(
       "assert_structural_equal",
-      [](const py::object& lhs, const py::object& rhs, bool map_free_vars) {
+      [](const py::object& lhs, const py::object& rhs, py::handle map_free_vars) {
+        const char* api = "assert_structural_equal";
         std::string diff =
-            structural_diff(to_node(lhs, "assert_structural_equal", "lhs"),
-                            to_node(rhs, "assert_structural_equal", "rhs"), map_free_vars);
+            structural_diff(to_optional_node(lhs, api, "lhs"), to_optional_node(rhs, api, "rhs"),
+                            to_bool(map_free_vars, api, "map_free_vars"));
         user_check(diff.empty())
             << "assert_structural_equal: the two objects are not structurally equal; first "
                "difference at "
             << diff;
       },
-      py::arg("lhs"), py::arg("rhs"), py::arg("map_free_vars") = false);
+      py::arg("lhs"), py::arg("rhs"), py::arg("map_free_vars") = false,
+      R"doc(Raises unless structural_equal(lhs, rhs, map_free_vars).
+
+Raises:
+    KilnValueError: the objects differ; the message shows the path to the first difference.
+    KilnTypeError: an argument is not an IR node or None.)doc");
 }
 
 }  // namespace

@@ -22,10 +22,6 @@ using te::Tensor;
 
 namespace {
 
-std::string type_name(py::handle obj) {
-  return py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>();
-}
-
 // One index of Tensor.__getitem__, with the errors a TE user most often needs.
 Expr to_index(py::handle obj, const Tensor& tensor, size_t position) {
   const char* api = "Tensor.__getitem__";
@@ -87,7 +83,7 @@ std::vector<IterVar> to_axis_list(py::handle obj, const char* api) {
       [&](py::handle item) {
         user_error(ErrorKind::kType)
             << api << ": axis must be a reduce axis (te.reduce_axis) or a list of them, found an "
-            << "object of type " << type_name(item);
+            << "object of type " << python_type_name(item);
       };
   if (py::isinstance<IterVar>(obj)) return {obj.cast<IterVar>()};
   if (!(py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj))) fail(obj);
@@ -113,14 +109,14 @@ Range to_range(py::handle dom, const char* api) {
   user_error(ErrorKind::kType) << api
                                << ": dom must be a (begin, end) tuple or a tir.Range, found an "
                                   "object of type "
-                               << type_name(dom);
+                               << python_type_name(dom);
 }
 
 Attrs to_attrs(py::handle obj, const char* api) {
   Attrs attrs;
   if (obj.is_none()) return attrs;
   type_check(py::isinstance<py::dict>(obj))
-      << api << ": attrs must be a dict, found an object of type " << type_name(obj);
+      << api << ": attrs must be a dict, found an object of type " << python_type_name(obj);
   for (auto [key, value] : py::reinterpret_borrow<py::dict>(obj)) {
     attrs[py::str(key).cast<std::string>()] = to_attr_value(value, api);
   }
@@ -157,23 +153,46 @@ void bind_math(py::module_& m) {
   struct Unary {
     const char* name;
     Builtin op;
+    const char* what;  // the first line of the docstring
   };
   static const Unary kUnary[] = {
-      {"exp", Builtin::Exp},     {"exp2", Builtin::Exp2},   {"log", Builtin::Log},
-      {"log2", Builtin::Log2},   {"log1p", Builtin::Log1p}, {"sqrt", Builtin::Sqrt},
-      {"rsqrt", Builtin::Rsqrt}, {"sin", Builtin::Sin},     {"cos", Builtin::Cos},
-      {"tan", Builtin::Tan},     {"tanh", Builtin::Tanh},   {"sigmoid", Builtin::Sigmoid},
-      {"erf", Builtin::Erf},     {"abs", Builtin::Abs},     {"floor", Builtin::Floor},
-      {"ceil", Builtin::Ceil},   {"round", Builtin::Round}, {"trunc", Builtin::Trunc},
-      {"isnan", Builtin::IsNan},
+      {"exp", Builtin::Exp, "e to the power x"},
+      {"exp2", Builtin::Exp2, "2 to the power x"},
+      {"log", Builtin::Log, "The natural logarithm of x"},
+      {"log2", Builtin::Log2, "The base-2 logarithm of x"},
+      {"log1p", Builtin::Log1p, "log(1 + x), accurate for x near 0"},
+      {"sqrt", Builtin::Sqrt, "The square root of x"},
+      {"rsqrt", Builtin::Rsqrt, "1 / sqrt(x)"},
+      {"sin", Builtin::Sin, "The sine of x (radians)"},
+      {"cos", Builtin::Cos, "The cosine of x (radians)"},
+      {"tan", Builtin::Tan, "The tangent of x (radians)"},
+      {"tanh", Builtin::Tanh, "The hyperbolic tangent of x"},
+      {"sigmoid", Builtin::Sigmoid, "1 / (1 + exp(-x))"},
+      {"erf", Builtin::Erf, "The error function of x"},
+      {"abs", Builtin::Abs, "The absolute value of x (ints too)"},
+      {"floor", Builtin::Floor, "The largest integer value not above x"},
+      {"ceil", Builtin::Ceil, "The smallest integer value not below x"},
+      {"round", Builtin::Round, "x rounded to the nearest integer value, ties to even"},
+      {"trunc", Builtin::Trunc, "x rounded toward zero"},
+      {"isnan", Builtin::IsNan, "Whether x is NaN (a bool expression)"},
   };
   for (const Unary& u : kUnary) {
     std::string api = std::string("te.") + u.name;
     Builtin op = u.op;
+    std::string result = op == Builtin::IsNan ? "is a bool" : "has x's dtype";
+    std::string doc = std::string(u.what) + ", element-wise; the result " + result +
+                      ".\n\n"
+                      "Args:\n"
+                      "    x (PrimExpr or number): the operand; a Python number is float32.\n\n"
+                      "Raises:\n"
+                      "    KilnTypeError: x is not an expression or a number, or its dtype is "
+                      "not one the function takes.\n\n"
+                      "Example:\n"
+                      "    B = te.compute(A.shape, lambda i: te." +
+                      u.name + "(A[i]), name=\"B\")";
     m.def(
         u.name, [op, api](py::handle x) { return call(op, {math_arg(x, api.c_str())}); },
-        py::arg("x"),
-        ("Element-wise " + std::string(u.name) + "; a Python number is float32.").c_str());
+        py::arg("x"), doc.c_str());
   }
   auto power = [](py::handle x, py::handle y) {
     Expr base = math_arg(x, "te.power");
@@ -182,8 +201,19 @@ void bind_math(py::module_& m) {
     if (!exponent->dtype.is_float()) exponent = cast(base->dtype, exponent);
     return call(Builtin::Pow, {base, exponent});
   };
-  m.def("power", power, py::arg("x"), py::arg("y"), "x ** y on floats.");
-  m.def("pow", power, py::arg("x"), py::arg("y"), "x ** y on floats (same as te.power).");
+  const char* power_doc = R"doc(x to the power y, element-wise, on floats.
+
+Args:
+    x (PrimExpr or number): the base; a Python number is float32.
+    y (PrimExpr or number): the exponent; a number or an integer expression takes x's dtype.
+
+Raises:
+    KilnTypeError: an operand is not an expression or a number.
+
+Example:
+    B = te.compute((n,), lambda i: te.power(A[i], 2.0), name="B"))doc";
+  m.def("power", power, py::arg("x"), py::arg("y"), power_doc);
+  m.def("pow", power, py::arg("x"), py::arg("y"), power_doc);
 }
 
 void bind_arith(py::module_& m) {
@@ -191,23 +221,34 @@ void bind_arith(py::module_& m) {
   struct Binary {
     const char* name;
     Builder f;
+    const char* what;  // the first line of the docstring
   };
   static const Binary kBinary[] = {
-      {"floordiv", &floordiv},
-      {"floormod", &floormod},
-      {"truncdiv", &truncdiv},
-      {"truncmod", &truncmod},
+      {"floordiv", &floordiv, "a / b rounded toward negative infinity (Python's //)"},
+      {"floormod", &floormod, "The remainder of floordiv, with the sign of b (Python's %)"},
+      {"truncdiv", &truncdiv, "a / b rounded toward zero (C's integer /)"},
+      {"truncmod", &truncmod, "The remainder of truncdiv, with the sign of a (C's %)"},
   };
   for (const Binary& b : kBinary) {
     std::string api = std::string("te.") + b.name;
     Builder f = b.f;
+    std::string doc = std::string(b.what) +
+                      ".\n\n"
+                      "Args:\n"
+                      "    a, b (PrimExpr or int): the operands; a Python int takes the other "
+                      "operand's dtype.\n\n"
+                      "Raises:\n"
+                      "    KilnTypeError: an operand is not an expression or a number.\n\n"
+                      "Example:\n"
+                      "    B = te.compute((n,), lambda i: A[te." +
+                      b.name + "(i, 4)], name=\"B\")";
     m.def(
         b.name,
         [f, api](py::handle a, py::handle c) {
           auto [x, y] = two_operands(a, c, api.c_str());
           return f(x, y);
         },
-        py::arg("a"), py::arg("b"));
+        py::arg("a"), py::arg("b"), doc.c_str());
   }
   m.def(
       "_elementwise_max",
@@ -231,7 +272,19 @@ void bind_arith(py::module_& m) {
         return if_then_else(c, x, y);
       },
       py::arg("cond"), py::arg("t"), py::arg("f"),
-      "cond ? t : f, evaluating only the chosen arm (guards out-of-bounds loads in padding).");
+      R"doc(cond ? t : f, evaluating only the chosen arm (so it guards loads that would be out
+of bounds, e.g. in padding).
+
+Args:
+    cond (PrimExpr): a bool condition.
+    t, f (PrimExpr or number): the two values; a Python number takes the other arm's dtype.
+
+Raises:
+    KilnTypeError: an argument is not an expression or a number, or cond is not a bool.
+
+Example:
+    P = te.compute((n + 2,), lambda i: te.if_then_else(
+        te.all(i >= 1, i <= n), A[i - 1], 0.0), name="P"))doc");
   // Folds the conditions with f, starting from f's neutral element (which f folds away).
   auto fold = [](const char* api, Expr (*f)(Expr, Expr), bool neutral) {
     return [api, f, neutral](py::args conds) {
@@ -241,15 +294,25 @@ void bind_arith(py::module_& m) {
       return result;
     };
   };
-  m.def("all", fold("te.all", &logical_and, true), "The logical and of every condition.");
-  m.def("any", fold("te.any", &logical_or, false), "The logical or of every condition.");
+  m.def("all", fold("te.all", &logical_and, true),
+        R"doc(The logical and of every condition: ``te.all(i >= 1, i < n)``.
+
+Raises:
+    KilnValueError: no condition is given.
+    KilnTypeError: a condition is not a bool expression.)doc");
+  m.def("any", fold("te.any", &logical_or, false),
+        R"doc(The logical or of every condition: ``te.any(i < 1, i >= n)``.
+
+Raises:
+    KilnValueError: no condition is given.
+    KilnTypeError: a condition is not a bool expression.)doc");
   m.def(
       "const",
       [](py::handle value, py::handle dtype) -> Expr {
         bool is_float = py::isinstance<py::float_>(value);
         type_check(py::isinstance<py::int_>(value) || is_float)
             << "te.const: value must be a Python number, found an object of type "
-            << type_name(value);
+            << python_type_name(value);
         DataType t;
         if (!dtype.is_none()) {
           t = to_dtype(dtype, "te.const");
@@ -259,7 +322,8 @@ void bind_arith(py::module_& m) {
           t = is_float ? DataType::float32() : to_expr(value, "te.const", "value")->dtype;
         }
         if (is_float) return make_const(t, value.cast<double>());
-        int64_t v = *as_const_int(to_expr(value, "te.const", "value"));
+        if (py::isinstance<py::bool_>(value)) return make_const(t, int64_t{value.cast<bool>()});
+        int64_t v = to_int(value, "te.const", "value");
         user_check(!t.is_integer() ||
                    (fits_dtype(v, t) && !(t.is_uint() && t.bits() == 64 && v < 0)))
             << "te.const: the value " << v << " does not fit " << t << " (its range is "
@@ -267,14 +331,35 @@ void bind_arith(py::module_& m) {
         return make_const(t, v);
       },
       py::arg("value"), py::arg("dtype") = py::none(),
-      "A constant; the dtype defaults to int32 for ints (int64 when too large), float32 for "
-      "floats, bool for bools.");
+      R"doc(A constant of the given dtype.
+
+Args:
+    value (int, float or bool): the value.
+    dtype (str, optional): its dtype; default: int32 for ints (int64 when too large), float32
+        for floats, bool for bools.
+
+Raises:
+    KilnTypeError: value is not a number, or dtype is not a dtype.
+    KilnValueError: an integer value does not fit dtype (te.const(300, "int8")).
+
+Example:
+    half = te.const(0.5, "float16"))doc");
   m.def(
       "max_value", [](py::handle dtype) { return max_value(to_dtype(dtype, "te.max_value")); },
-      py::arg("dtype"));
+      py::arg("dtype"),
+      R"doc(The largest value of a dtype, as a constant (the identity of te.min); for floats the
+largest finite value, as in TVM.
+
+Raises:
+    KilnTypeError: dtype is not a dtype string such as "float32".)doc");
   m.def(
       "min_value", [](py::handle dtype) { return min_value(to_dtype(dtype, "te.min_value")); },
-      py::arg("dtype"));
+      py::arg("dtype"),
+      R"doc(The smallest value of a dtype, as a constant (the identity of te.max); for floats
+the lowest finite value, as in TVM, so that a fully masked row of a softmax stays finite.
+
+Raises:
+    KilnTypeError: dtype is not a dtype string such as "float32".)doc");
   m.def(
       "_to_expr",
       [](py::handle obj, const std::string& api) { return to_expr(obj, api.c_str(), "value"); },
@@ -284,11 +369,26 @@ void bind_arith(py::module_& m) {
 void bind_reductions(py::module_& m) {
   m.def(
       "reduce_axis",
-      [](py::handle dom, const std::string& name) {
-        return te::reduce_axis(to_range(dom, "te.reduce_axis"), name);
+      [](py::handle dom, py::handle name) {
+        return te::reduce_axis(to_range(dom, "te.reduce_axis"),
+                               to_str(name, "te.reduce_axis", "name"));
       },
       py::arg("dom"), py::arg("name") = "rv",
-      "A reduce axis over dom, a (begin, end) tuple or a tir.Range.");
+      R"doc(A reduce axis: an iteration variable that te.sum, te.max … reduce over.
+
+Args:
+    dom (tuple or tir.Range): its range, (begin, end) with end excluded.
+    name (str): its name in the printed IR.
+
+Returns:
+    tir.IterVar: use it as an index (A[i, k]) and as the axis of a reducer.
+
+Raises:
+    KilnTypeError: dom is not a (begin, end) pair or a Range, or name is not a str.
+
+Example:
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C"))doc");
   using Reducer = Expr (*)(Expr, const std::vector<IterVar>&, Expr, Expr);
   struct ReducerEntry {
     const char* name;
@@ -353,39 +453,85 @@ void bind_reductions(py::module_& m) {
 }
 
 void bind_tensors(py::module_& m) {
-  py::class_<Operation, std::shared_ptr<Operation>>(m, "Operation")
-      .def_readonly("name", &Operation::name)
-      .def_readonly("tag", &Operation::tag)
-      .def_property_readonly("attrs", [](const Operation& op) { return attrs_to_dict(op.attrs); })
-      .def_property_readonly("num_outputs", &Operation::num_outputs)
-      .def("output", &Operation::output, py::arg("index"))
-      .def_property_readonly("input_tensors", &Operation::input_tensors)
+  py::class_<Operation, std::shared_ptr<Operation>>(
+      m, "Operation",
+      "What computes a tensor: a PlaceholderOp (an input) or a ComputeOp (te.compute). "
+      "Tensor.op gives it.")
+      .def_readonly("name", &Operation::name, "The name given to te.placeholder or te.compute.")
+      .def_readonly("tag", &Operation::tag, "The tag given to te.compute (\"\" by default).")
+      .def_property_readonly(
+          "attrs", [](const Operation& op) { return attrs_to_dict(op.attrs); },
+          "The attributes given to te.compute, as a dict.")
+      .def_property_readonly("num_outputs", &Operation::num_outputs,
+                             "How many tensors the operation computes (several for a tuple "
+                             "reduction).")
+      .def(
+          "output",
+          [](const Operation& op, py::handle index) {
+            return op.output(static_cast<size_t>(to_int(index, "Operation.output", "index", 0)));
+          },
+          py::arg("index"),
+          R"doc(The tensor of output ``index``.
+
+Raises:
+    KilnIndexError: index is not below num_outputs.
+    KilnTypeError: index is not an int.)doc")
+      .def_property_readonly("input_tensors", &Operation::input_tensors,
+                             "The tensors the operation reads, in order of first use.")
       .def("__eq__",
            [](const Operation& a, py::handle b) {
              return py::isinstance<Operation>(b) && &a == b.cast<const Operation*>();
            })
       .def("__hash__", [](const Operation& op) { return std::hash<const void*>()(&op); });
-  py::class_<te::PlaceholderOp, Operation, std::shared_ptr<te::PlaceholderOp>>(m, "PlaceholderOp")
-      .def_property_readonly("shape",
-                             [](const te::PlaceholderOp& op) { return op.outputs[0]->shape; })
+  py::class_<te::PlaceholderOp, Operation, std::shared_ptr<te::PlaceholderOp>>(
+      m, "PlaceholderOp", "The operation of an input tensor (te.placeholder).")
       .def_property_readonly(
-          "dtype", [](const te::PlaceholderOp& op) { return op.outputs[0]->dtype.str(); });
-  py::class_<te::ComputeOp, Operation, std::shared_ptr<te::ComputeOp>>(m, "ComputeOp")
-      .def_readonly("axis", &te::ComputeOp::axis)
-      .def_readonly("reduce_axis", &te::ComputeOp::reduce_axis)
-      .def_readonly("body", &te::ComputeOp::body);
+          "shape", [](const te::PlaceholderOp& op) { return op.outputs[0]->shape; },
+          "The input's shape, a list of expressions.")
+      .def_property_readonly(
+          "dtype", [](const te::PlaceholderOp& op) { return op.outputs[0]->dtype.str(); },
+          "The input's dtype, e.g. \"float32\".");
+  py::class_<te::ComputeOp, Operation, std::shared_ptr<te::ComputeOp>>(
+      m, "ComputeOp", "The operation of a tensor defined element-wise by te.compute.")
+      .def_readonly("axis", &te::ComputeOp::axis,
+                    "The spatial axes, one tir.IterVar per dimension, named after fcompute's "
+                    "parameters.")
+      .def_readonly("reduce_axis", &te::ComputeOp::reduce_axis,
+                    "The reduce axes of a reduction (empty otherwise).")
+      .def_readonly("body", &te::ComputeOp::body,
+                    "The expressions of the outputs, one per output (a Reduce for a reduction).");
 
-  py::class_<Tensor>(m, "Tensor")
-      .def_property_readonly("shape", &Tensor::shape)
-      .def_property_readonly("dtype", [](const Tensor& t) { return t.dtype().str(); })
-      .def_property_readonly("name", &Tensor::name)
-      .def_property_readonly("ndim", &Tensor::ndim)
-      .def_property_readonly("op", &op_of)
-      .def_readonly("value_index", &Tensor::value_index)
-      .def_property_readonly("buffer", &Tensor::buffer)
-      .def("__getitem__", &index_tensor)
-      .def("__call__", [](const Tensor& self,
-                          py::args indices) { return index_tensor(self, py::tuple(indices)); })
+  py::class_<Tensor>(m, "Tensor", R"doc(A tensor of a tensor expression: an input
+(te.placeholder) or the output of te.compute.
+
+Index it with one expression per dimension to read an element in another te.compute:
+``A[i, j]`` (or ``A(i, j)``). te.create_prim_func turns tensors into a PrimFunc.)doc")
+      .def_property_readonly("shape", &Tensor::shape,
+                             "The shape, a list of expressions (IntImm for constant dimensions, "
+                             "Var for symbolic ones).")
+      .def_property_readonly(
+          "dtype", [](const Tensor& t) { return t.dtype().str(); },
+          "The element dtype, e.g. \"float32\".")
+      .def_property_readonly("name", &Tensor::name, "The tensor's name (its operation's name).")
+      .def_property_readonly("ndim", &Tensor::ndim, "The number of dimensions.")
+      .def_property_readonly("op", &op_of, "The Operation that computes the tensor.")
+      .def_readonly("value_index", &Tensor::value_index,
+                    "Which output of its operation the tensor is (0 unless it has several).")
+      .def_property_readonly("buffer", &Tensor::buffer,
+                             "The tir.Buffer the tensor becomes in create_prim_func.")
+      .def("__getitem__", &index_tensor, py::arg("indices"),
+           R"doc(The element at ``indices`` (one integer expression per dimension), as an
+expression: ``A[i, j]``.
+
+Raises:
+    KilnIndexError: the number of indices differs from ndim.
+    KilnTypeError: an index is a float, a slice, a tensor or not an integer expression.)doc")
+      .def(
+          "__call__",
+          [](const Tensor& self, py::args indices) {
+            return index_tensor(self, py::tuple(indices));
+          },
+          "The element at the given indices, like A[i, j]: ``A(i, j)``.")
       .def("__iter__",
            [](const Tensor& self) -> py::object {
              user_error(ErrorKind::kType)
@@ -408,28 +554,47 @@ void bind_tensors(py::module_& m) {
 
   m.def(
       "placeholder",
-      [](py::handle shape, py::handle dtype, std::string name) {
-        return te::placeholder(to_shape(shape, "te.placeholder"), to_dtype(dtype, "te.placeholder"),
-                               std::move(name));
+      [](py::handle shape, py::handle dtype, py::handle name) {
+        const char* api = "te.placeholder";
+        return te::placeholder(to_shape(shape, api), to_dtype(dtype, api),
+                               to_str(name, api, "name"));
       },
       py::arg("shape"), py::arg("dtype") = "float32", py::arg("name") = "placeholder",
-      "An input tensor of the given shape and dtype.");
+      R"doc(An input tensor of the given shape and dtype.
+
+Args:
+    shape (tuple of int or PrimExpr): the dimensions; a te.var makes a symbolic one.
+    dtype (str): the element dtype, e.g. "float32", "int8", "bfloat16".
+    name (str): the name of the buffer in the PrimFunc.
+
+Returns:
+    Tensor
+
+Raises:
+    KilnTypeError: a dimension is not an integer, dtype is not a dtype, or name is not a str.
+    KilnValueError: a constant dimension is not positive.
+
+Example:
+    n = te.var("n")
+    A = te.placeholder((n, 64), "float32", name="A"))doc");
   m.def(
       "_compute_axes",
-      [](py::handle shape, std::vector<std::string> names, const std::string& name) {
-        return te::compute_axes(to_shape(shape, "te.compute"), names, "te.compute", name);
+      [](py::handle shape, std::vector<std::string> names, py::handle name) {
+        return te::compute_axes(to_shape(shape, "te.compute"), names, "te.compute",
+                                to_str(name, "te.compute", "name"));
       },
       py::arg("shape"), py::arg("names"), py::arg("name"));
   m.def(
       "_compute_from_body",
-      [](std::vector<IterVar> axis, py::list body, const std::string& name, const std::string& tag,
+      [](std::vector<IterVar> axis, py::list body, py::handle name, py::handle tag,
          py::handle attrs) {
         std::vector<Expr> values;
         for (py::handle v : body) {
           values.push_back(to_expr(v, "te.compute", "the value returned by fcompute"));
         }
-        return te::compute_from_body(std::move(axis), std::move(values), name, tag,
-                                     to_attrs(attrs, "te.compute"));
+        return te::compute_from_body(
+            std::move(axis), std::move(values), to_str(name, "te.compute", "name"),
+            to_str(tag, "te.compute", "tag"), to_attrs(attrs, "te.compute"));
       },
       py::arg("axis"), py::arg("body"), py::arg("name"), py::arg("tag"), py::arg("attrs"));
   m.def(
@@ -437,7 +602,8 @@ void bind_tensors(py::module_& m) {
       [](py::handle args) {
         const char* api = "te.create_prim_func";
         type_check(py::isinstance<py::list>(args) || py::isinstance<py::tuple>(args))
-            << api << ": expected a list of tensors, found an object of type " << type_name(args);
+            << api << ": expected a list of tensors, found an object of type "
+            << python_type_name(args);
         std::vector<te::PrimFuncArg> converted;
         size_t index = 0;
         for (py::handle a : args) {
@@ -450,14 +616,34 @@ void bind_tensors(py::module_& m) {
                 << api << ": argument " << index
                 << " must be a te.Tensor (or a tir.Var for a scalar parameter), found an object "
                    "of type "
-                << type_name(a);
+                << python_type_name(a);
           }
           ++index;
         }
         return te::create_prim_func(converted);
       },
       py::arg("args"),
-      "The PrimFunc computing the given tensors; its parameters follow the list order.");
+      R"doc(The PrimFunc (TensorIR) that computes the given tensors.
+
+Each te.compute becomes a block named after it, under one loop per axis; the tensors in
+``args`` become the parameters in that order, and the other computed tensors become buffers
+the function allocates. The function's attribute "global_symbol" is "main".
+
+Args:
+    args (list of Tensor or tir.Var): the inputs and outputs, plus any scalar parameter (a
+        te.var used in expressions and not in a shape).
+
+Returns:
+    PrimFunc
+
+Raises:
+    KilnTypeError: args is not a list, or an entry is neither a Tensor nor a tir.Var.
+    KilnValueError: an input tensor that the outputs read is not in args, or a variable is
+        neither in args nor a dimension of an argument tensor's shape.
+
+Example:
+    func = te.create_prim_func([A, B, C])
+    print(func))doc");
 }
 
 }  // namespace

@@ -110,7 +110,9 @@ def test_bad_target_strings(target, message):
 
 
 def test_bad_inputs():
-    with pytest.raises(kiln.KilnTypeError, match="kiln.build: expected a PrimFunc, an IRModule"):
+    with pytest.raises(kiln.KilnTypeError, match="kiln.build: func must be a PrimFunc, an "
+                                                 "IRModule or a tir.Schedule, found an object "
+                                                 "of type str"):
         kiln.build("not a function")
     with pytest.raises(kiln.KilnTypeError, match="the target must be a string"):
         kiln.build(add_one(16), target=3)

@@ -1,20 +1,14 @@
 """Scheduled functions built for "llvm" and checked against NumPy: split, reorder, parallel,
-vectorize and unroll (and compute_at, cache_read/cache_write, rfactor where the schedule has
-them); and the assembly of a vectorized loop holds vector instructions."""
+vectorize, unroll, compute_at, cache_read/cache_write and rfactor; and the assembly of a
+vectorized loop holds vector instructions."""
 import re
 
 import numpy as np
-import pytest
 
 import kiln
 from kiln import te, tir
 
 from runtime_helpers import matmul
-
-
-def needs(primitive):
-    return pytest.mark.skipif(not hasattr(tir.Schedule, primitive),
-                              reason=f"tir.Schedule has no {primitive} in this tree")
 
 
 def matmul_data(m, n, k, seed=0):
@@ -103,7 +97,6 @@ def test_parallel_matmul_with_several_thread_counts():
     assert kiln.runtime.get_num_threads() == old
 
 
-@needs("compute_at")
 def test_compute_at_producer_into_consumer_loop():
     n = 64
     A = te.placeholder((n, n), name="A")
@@ -119,7 +112,6 @@ def test_compute_at_producer_into_consumer_loop():
     np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
 
 
-@needs("cache_write")
 def test_cache_write_local_accumulator():
     M, N, K = 32, 32, 16
     sch = tir.Schedule(matmul(M, N, K))
@@ -128,12 +120,10 @@ def test_cache_write_local_accumulator():
     i, j, k = sch.get_loops(block)
     io, ii = sch.split(i, factors=[None, 4])
     sch.reorder(io, j, k, ii)
-    if hasattr(tir.Schedule, "reverse_compute_at"):
-        sch.reverse_compute_at(cache, io)
+    sch.reverse_compute_at(cache, io)
     check_matmul(kiln.build(sch.mod), M, N, K)
 
 
-@needs("cache_read")
 def test_cache_read_of_an_input():
     M, N, K = 16, 16, 16
     sch = tir.Schedule(matmul(M, N, K))
@@ -141,7 +131,6 @@ def test_cache_read_of_an_input():
     check_matmul(kiln.build(sch.mod), M, N, K)
 
 
-@needs("rfactor")
 def test_rfactor_of_a_row_sum():
     n = 256
     A = te.placeholder((8, n), name="A")

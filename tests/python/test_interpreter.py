@@ -110,6 +110,18 @@ def test_irmodule_with_one_function_is_accepted():
     np.testing.assert_array_equal(b, [2, 3, 4])
 
 
+def test_schedule_is_accepted():
+    A = te.placeholder((8,), "int32", name="A")
+    B = te.compute((8,), lambda i: A[i] * 3, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    (i,) = sch.get_loops("B")
+    sch.split(i, factors=[None, 4])
+    a = np.arange(8, dtype=np.int32)
+    b = np.zeros(8, np.int32)
+    tir.interpret(sch, a, b)
+    np.testing.assert_array_equal(b, a * 3)
+
+
 # Numeric rules, checked against NumPy / ml_dtypes, which round after every operation too.
 
 def test_float16_rounds_after_every_operation():

@@ -119,8 +119,8 @@ def test_scalar_parameter_checks():
 
 def test_not_a_function():
     with pytest.raises(kiln.KilnTypeError,
-                       match=r"tir.interpret: expected a PrimFunc or an IRModule, found an object "
-                             r"of type int"):
+                       match=r"tir.interpret: func must be a PrimFunc, an IRModule or a "
+                             r"tir.Schedule, found an object of type int"):
         tir.interpret(3)
 
 

@@ -137,12 +137,6 @@ def test_verify_ir_accepts_every_stage():
         transform.verify_ir(func, after_pass=name)
 
 
-def needs(*primitives):
-    missing = [p for p in primitives if not hasattr(tir.Schedule, p)]
-    return pytest.mark.skipif(bool(missing), reason=f"tir.Schedule has no {', '.join(missing)}")
-
-
-@needs("split", "reorder")
 @pytest.mark.parametrize("pass_name", list(BEFORE))
 def test_pass_keeps_results_of_a_tiled_matmul(pass_name):
     func, shapes = OPERATORS["matmul"](m=8, n=6, k=4)
@@ -156,7 +150,6 @@ def test_pass_keeps_results_of_a_tiled_matmul(pass_name):
     assert_same_results(func, after, shapes)
 
 
-@needs("compute_at", "split")
 def test_compute_at_intermediate_is_compacted_to_one_tile():
     sch = tir.Schedule(elementwise_chain())
     i, j = sch.get_loops(sch.get_block("B"))

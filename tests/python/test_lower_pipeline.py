@@ -1,12 +1,14 @@
 """kiln.tir.lower: every te operator lowers to a program that computes the same results on the
 reference interpreter and meets the code generators' input contract (no blocks, one index per
 access, one-dimensional allocations); dump_ir writes one file per pass, "(unchanged)" where a
-pass did nothing; lowering a module lowers each function."""
+pass did nothing; lowering a module lowers each function, and lowering a tir.Schedule lowers its
+module."""
 import os
 import re
 
 import pytest
 
+import kiln
 from kiln import IRModule, tir
 
 from lower_helpers import OPERATORS, assert_same_results, walk
@@ -78,3 +80,23 @@ def test_lowering_a_lowered_function_changes_nothing():
     func, _ = OPERATORS["layer_norm"]()
     lowered = tir.lower(func)
     assert tir.lower(lowered).same_as(lowered)
+
+
+def test_lower_takes_a_schedule():
+    func, shapes = OPERATORS["matmul"]()
+    sch = tir.Schedule(func)
+    i, _, _ = sch.get_loops("C")
+    sch.split(i, factors=[None, 2])
+    lowered = tir.lower(sch)
+    assert isinstance(lowered, IRModule)
+    assert lowered["main"].script() == tir.lower(sch.mod)["main"].script()
+    assert_codegen_contract(lowered["main"])
+    assert_same_results(func, lowered["main"], shapes)
+
+
+def test_lower_dump_ir_takes_a_path_and_rejects_other_types(tmp_path):
+    func, _ = OPERATORS["matmul"]()
+    tir.lower(func, dump_ir=tmp_path / "dump")
+    assert "00_input.py" in dumped_files(tmp_path / "dump")
+    with pytest.raises(kiln.KilnTypeError, match="tir.lower: dump_ir must be a path"):
+        tir.lower(func, dump_ir=3)

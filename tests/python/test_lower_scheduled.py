@@ -4,18 +4,9 @@ binding, parallel/vectorize/unroll) lowers to a program that computes the same r
 reference interpreter, with intermediate buffers shrunk to what one tile uses."""
 import re
 
-import pytest
-
 from kiln import te, tir
 
 from lower_helpers import OPERATORS, assert_same_results
-
-PRIMITIVES = ("split", "reorder", "compute_at", "reverse_compute_at", "cache_read", "cache_write",
-              "rfactor", "decompose_reduction", "storage_align", "blockize", "bind", "set_scope",
-              "parallel", "vectorize", "unroll")
-pytestmark = pytest.mark.skipif(
-    not all(hasattr(tir.Schedule, p) for p in PRIMITIVES),
-    reason="needs the schedule primitives " + ", ".join(PRIMITIVES))
 
 
 def allocations(func):

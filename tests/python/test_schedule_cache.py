@@ -18,12 +18,6 @@ def script(sch):
     return sch.mod["main"].script()
 
 
-def requires(*primitives):
-    """Skips a test that also exercises primitives of another family while they are absent."""
-    missing = [p for p in primitives if not hasattr(tir.Schedule, p)]
-    return pytest.mark.skipif(bool(missing), reason="needs Schedule." + ", ".join(missing))
-
-
 def assert_fails(sch, error_class, call, *fragments):
     """Runs `call`, which must raise `error_class` with every fragment in its message, and checks
     that the schedule's module and trace are unchanged."""
@@ -231,7 +225,6 @@ def test_cache_read_of_an_intermediate_goes_before_the_first_reader():
     assert_trace_roundtrip(sch, func)
 
 
-@requires("compute_at")
 def test_cache_read_goes_inside_the_loop_shared_by_writer_and_reader():
     func = elementwise_chain(4, 2)
     sch = tir.Schedule(func)
@@ -282,7 +275,6 @@ def test_cache_read_under_split_and_reordered_loops():
     assert_trace_roundtrip(sch, func)
 
 
-@requires("compute_at", "reverse_compute_at")
 def test_cache_read_moved_under_a_tile_packs_the_tile():
     # The GEMM pattern: tile, cache both inputs and the output, move the copies under the tile.
     func = matmul()
@@ -326,7 +318,6 @@ def test_cache_read_errors():
                  "cache_read: storage scope 'texture' is not one of 'global', 'shared', 'local'")
 
 
-@requires("decompose_reduction")
 def test_cache_read_error_when_two_blocks_write_the_buffer():
     sch = tir.Schedule(matmul_relu())
     sch.decompose_reduction(sch.get_block("C"), sch.get_loops(sch.get_block("C"))[2])
@@ -335,7 +326,6 @@ def test_cache_read_error_when_two_blocks_write_the_buffer():
                  "buffer C is written by 2 blocks of the scope ('C_init', 'C')")
 
 
-@requires("reverse_compute_at")
 def test_cache_read_error_when_writer_and_a_reader_share_a_loop():
     sch = tir.Schedule(layer_norm())
     sch.reverse_compute_at(sch.get_block("var"), sch.get_loops(sch.get_block("mean"))[0])
@@ -372,7 +362,6 @@ def test_cache_write_of_an_output_under_a_non_divisible_split():
     assert_trace_roundtrip(sch, func)
 
 
-@requires("compute_at")
 def test_cache_write_inside_the_loop_shared_with_the_reader():
     func = elementwise_chain()
     sch = tir.Schedule(func)
@@ -408,7 +397,6 @@ def test_cache_write_errors():
                  "cache_write: storage scope 'register' is not one of")
 
 
-@requires("decompose_reduction")
 def test_cache_write_error_when_two_blocks_write_the_buffer():
     sch = tir.Schedule(matmul_relu())
     sch.decompose_reduction(sch.get_block("C"), sch.get_loops(sch.get_block("C"))[2])
@@ -417,7 +405,6 @@ def test_cache_write_error_when_two_blocks_write_the_buffer():
                  "cache_write: buffer C is written by 2 blocks")
 
 
-@requires("reverse_compute_at")
 def test_cache_write_error_when_writer_and_a_reader_share_a_loop():
     sch = tir.Schedule(layer_norm())
     sch.reverse_compute_at(sch.get_block("var"), sch.get_loops(sch.get_block("mean"))[0])
@@ -551,7 +538,6 @@ def block_names(sch):
     return names
 
 
-@requires("blockize")
 def test_cache_write_error_when_the_block_reads_values_written_outside():
     # After blockize, the update block reads C, which the outer block's init writes: a cache of
     # C would start uninitialized.

@@ -91,8 +91,6 @@ class Fuzzer:
             "decompose_reduction", "storage_align", "set_scope", "blockize",
             "sample_compute_location",
         ])
-        if not hasattr(sch, kind):
-            return kind, None
         block, loop = self.pick_loop(sch)
         if block is None:
             return kind, None

@@ -33,7 +33,7 @@ namespace kiln::tir {
 //                                                     B[12 * 8 + ii] = A[12 * 8 + ii]
 //
 // Returns `func` itself when no loop is split. Tested by tests/cpp/tir/loop_partition_test.cc and
-// tests/python/test_passes_part2.py.
+// tests/python/test_lower_loop_passes.py.
 ir::Ref<ir::PrimFunc> loop_partition(const ir::Ref<ir::PrimFunc>& func);
 
 }  // namespace kiln::tir

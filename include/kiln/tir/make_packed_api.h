@@ -50,7 +50,7 @@ namespace kiln::tir {
 //                                                    body
 //
 // Returns `func` itself when it already is a packed entry point ("kiln.packed" is set). Tested by
-// tests/cpp/tir/make_packed_api_test.cc and tests/python/test_passes_part2.py.
+// tests/cpp/tir/make_packed_api_test.cc and tests/python/test_lower_packed_entry.py.
 ir::Ref<ir::PrimFunc> make_packed_api(const ir::Ref<ir::PrimFunc>& func, const std::string& name);
 
 }  // namespace kiln::tir

@@ -27,7 +27,7 @@ namespace kiln::tir {
 //                                          A[2] = B[2]
 //
 // Returns `func` itself when nothing is unrolled. Tested by tests/cpp/tir/unroll_loops_test.cc
-// and tests/python/test_passes_part2.py.
+// and tests/python/test_lower_loop_passes.py.
 ir::Ref<ir::PrimFunc> unroll_loops(const ir::Ref<ir::PrimFunc>& func);
 
 }  // namespace kiln::tir

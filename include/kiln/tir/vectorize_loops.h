@@ -33,7 +33,7 @@ namespace kiln::tir {
 //     B[i] = A[i] + c                                                T.Broadcast(c, 8)
 //
 // Returns `func` itself when it has no vectorized loop. Tested by
-// tests/cpp/tir/vectorize_loops_test.cc and tests/python/test_passes_part2.py.
+// tests/cpp/tir/vectorize_loops_test.cc and tests/python/test_lower_loop_passes.py.
 ir::Ref<ir::PrimFunc> vectorize_loops(const ir::Ref<ir::PrimFunc>& func);
 
 }  // namespace kiln::tir

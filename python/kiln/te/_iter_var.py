@@ -13,7 +13,12 @@ def _forward(name):
     def method(self, *args):
         return getattr(self.var, name)(*args)
     method.__name__ = name
+    method.__doc__ = f"``iter_var.var.{name}(...)``: the iteration variable's {name}."
     return method
+
+
+def _dtype(self):
+    return self.var.dtype
 
 
 def install():
@@ -21,5 +26,7 @@ def install():
     cls = _ir.IterVar
     for name in _FORWARDED:
         setattr(cls, name, _forward(name))
+    cls.astype.__doc__ = ("The iteration variable converted to ``dtype``, like PrimExpr.astype: "
+                          "``k.astype(\"float32\")``.")
     cls.__hash__ = lambda self: hash(self.var)
-    cls.dtype = property(lambda self: self.var.dtype)
+    cls.dtype = property(_dtype, doc="The dtype of the iteration variable, e.g. \"int32\".")

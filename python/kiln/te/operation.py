@@ -11,12 +11,35 @@ from .._kiln import te as _te
 
 
 def var(name="tindex", dtype="int32"):
-    """A scalar variable, e.g. a symbolic dimension: ``n = te.var("n")``."""
+    """A scalar variable: a symbolic dimension or a scalar parameter.
+
+    Args:
+        name (str): its name in the printed IR and in argument errors.
+        dtype (str): its dtype; "int64" for a dimension that may exceed 2**31 - 1.
+
+    Returns:
+        tir.Var
+
+    Raises:
+        KilnTypeError: name is not a str or dtype is not a dtype.
+
+    Example:
+        n = te.var("n")
+        A = te.placeholder((n,), "float32", name="A")
+    """
     return _ir.Var(name, dtype)
 
 
 def size_var(name="size", dtype="int32"):
-    """A variable known to be non-negative, for symbolic dimensions."""
+    """A variable known to be non-negative, for symbolic dimensions (the arithmetic analysis
+    uses the fact); otherwise as te.var.
+
+    Raises:
+        KilnTypeError: name is not a str or dtype is not a dtype.
+
+    Example:
+        n = te.size_var("n")
+    """
     return _ir.SizeVar(name, dtype)
 
 
@@ -51,9 +74,30 @@ def _axis_names(fcompute, ndim, name):
 def compute(shape, fcompute, name="compute", tag="", attrs=None):
     """A tensor defined element-wise: ``out[i, j, ...] = fcompute(i, j, ...)``.
 
-    fcompute returns an expression (or a number), a reduction (te.sum, ...), or a tuple of the
-    components of one tuple reducer call for a multi-output reduction. The axes are named after
-    fcompute's parameters. Returns a Tensor, or a list of tensors when there are several outputs.
+    Args:
+        shape (tuple of int or PrimExpr): the output's dimensions.
+        fcompute (callable): takes one index variable per dimension (its parameters name the
+            axes) and returns an expression (or a number), a reduction (te.sum, ...), or a
+            tuple of the components of one tuple-reducer call for a multi-output reduction.
+        name (str): the tensor's name, which is also its block's name in the PrimFunc.
+        tag (str): a free-form tag kept on the operation.
+        attrs (dict, optional): attributes kept on the operation.
+
+    Returns:
+        Tensor, or a list of tensors when fcompute returns several outputs.
+
+    Raises:
+        KilnTypeError: fcompute is not callable, a dimension is not an integer, fcompute
+            returns something that is not an expression, or name, tag or attrs has the wrong
+            type.
+        KilnIndexError: fcompute takes a different number of indices than the shape has
+            dimensions, or indexes a tensor with the wrong number of indices.
+        KilnValueError: the body is not a valid computation (e.g. a reduction nested in an
+            expression, or a reduce axis the body does not use).
+
+    Example:
+        k = te.reduce_axis((0, K), name="k")
+        C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
     """
     if isinstance(shape, (list, tuple)):
         shape = list(shape)

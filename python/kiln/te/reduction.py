@@ -14,19 +14,50 @@ def _is_axis(obj):
 
 
 def sum(expr, axis, where=None, init=None):  # noqa: A001 (TVM's name)
-    """The sum of expr over the reduce axes `axis` (an IterVar or a list of them), counting only
-    the points where `where` holds; starts from `init` when given, else 0."""
+    """The sum of ``expr`` over the reduce axes ``axis``, for the body of a te.compute.
+
+    Args:
+        expr (PrimExpr): the value at each point of the axes.
+        axis (IterVar or list of IterVar): reduce axes from te.reduce_axis.
+        where (PrimExpr, optional): count only the points where this bool holds.
+        init (PrimExpr or number, optional): the starting value; default 0.
+
+    Returns:
+        Reduce: the reduction, to return from fcompute.
+
+    Raises:
+        KilnTypeError: expr is not an expression or axis is not reduce axes.
+        KilnValueError: the reduction is not valid (see te.compute).
+
+    Example:
+        k = te.reduce_axis((0, K), name="k")
+        B = te.compute((M,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    """
     return _te._sum(expr, axis, where, init)
 
 
 def prod(expr, axis, where=None, init=None):
-    """The product of expr over the reduce axes `axis`; starts from `init` when given, else 1."""
+    """The product of ``expr`` over the reduce axes ``axis``; starts from ``init`` when given,
+    else 1. Arguments and errors as te.sum.
+
+    Example:
+        B = te.compute((M,), lambda i: te.prod(A[i, k], axis=k), name="B")
+    """
     return _te._prod(expr, axis, where, init)
 
 
 def max(expr, axis=None, where=None, init=None):  # noqa: A001 (TVM's name)
-    """The maximum of expr over the reduce axes `axis`; or, called with two expressions and no
-    axis, the element-wise maximum ``te.max(a, b)``."""
+    """The maximum of ``expr`` over the reduce axes ``axis`` (starting from the dtype's lowest
+    value, or ``init``); or, called with two expressions and no axis, the element-wise maximum
+    ``te.max(a, b)``. Arguments and errors as te.sum.
+
+    Raises:
+        KilnTypeError: neither reduce axes nor a second expression is given.
+
+    Example:
+        B = te.compute((M,), lambda i: te.max(A[i, k], axis=k), name="B")
+        R = te.compute((M,), lambda i: te.max(A[i, 0], 0.0), name="R")   # ReLU
+    """
     if axis is not None and not _is_axis(axis) and where is None and init is None:
         return _te._elementwise_max(expr, axis)
     if axis is None:
@@ -35,8 +66,16 @@ def max(expr, axis=None, where=None, init=None):  # noqa: A001 (TVM's name)
 
 
 def min(expr, axis=None, where=None, init=None):  # noqa: A001 (TVM's name)
-    """The minimum of expr over the reduce axes `axis`; or, called with two expressions and no
-    axis, the element-wise minimum ``te.min(a, b)``."""
+    """The minimum of ``expr`` over the reduce axes ``axis`` (starting from the dtype's highest
+    value, or ``init``); or, called with two expressions and no axis, the element-wise minimum
+    ``te.min(a, b)``. Arguments and errors as te.sum.
+
+    Raises:
+        KilnTypeError: neither reduce axes nor a second expression is given.
+
+    Example:
+        B = te.compute((M,), lambda i: te.min(A[i, k], axis=k), name="B")
+    """
     if axis is not None and not _is_axis(axis) and where is None and init is None:
         return _te._elementwise_min(expr, axis)
     if axis is None:
@@ -63,7 +102,25 @@ def comm_reducer(fcombine, fidentity, name="reduce"):
 
     The result is called as ``reducer(expr, axis, where=None, init=None)``, with expr a tuple of
     expressions for a tuple reducer; it returns a Reduce, or a tuple of them.
+
+    Args:
+        fcombine (callable): (x, y) -> the combined value (or tuple of values).
+        fidentity (callable): (dtype, ...) -> the neutral element (or tuple of them).
+        name (str): the reducer's name in messages.
+
+    Raises:
+        KilnTypeError: fcombine or fidentity is not callable.
+        KilnIndexError: (when the reducer is called) fcombine or fidentity returns a different
+            number of values than expr has components.
+
+    Example:
+        mysum = te.comm_reducer(lambda x, y: x + y, lambda t: te.const(0, t), name="mysum")
+        B = te.compute((M,), lambda i: mysum(A[i, k], axis=k), name="B")
     """
+    for what, func in (("fcombine", fcombine), ("fidentity", fidentity)):
+        if not callable(func):
+            raise KilnTypeError(f"te.comm_reducer: {what} must be callable, found an object of "
+                                f"type {type(func).__name__}")
     api = f"te.comm_reducer {name}"
 
     def reducer(expr, axis, where=None, init=None):

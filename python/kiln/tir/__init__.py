@@ -1,4 +1,6 @@
-"""TensorIR: expressions, statements, buffers and functions."""
+"""TensorIR: expressions, statements, buffers and functions (the IR node classes), the
+reference interpreter (interpret), schedules (Schedule and its handles, traces, index maps and
+tensor intrinsics) and lowering (lower, and the passes one at a time in kiln.tir.transform)."""
 from .._kiln import ir as _ir
 
 # Expressions
@@ -42,10 +44,30 @@ from . import transform  # noqa: E402,F401
 
 
 def lower(func, dump_ir=None, verify=None):
-    """Lowers a scheduled PrimFunc (or every function of an IRModule) to the flat loop program.
+    """Lowers a scheduled function to the flat loop program that code generators take: no
+    blocks, one-dimensional buffers, vector loops as vector code. The passes, in order, are in
+    tir/pipeline.cc; kiln.tir.transform runs them one at a time.
 
-    dump_ir: a directory that receives the IR after each pass (NN_<pass>.py, "(unchanged)" when a
-    pass changed nothing) and timing.txt. verify: run the IR verifier after every pass (default:
-    on in debug builds, or when KILN_VERIFY_IR=1).
+    Args:
+        func (PrimFunc, IRModule or tir.Schedule): what to lower; a Schedule lowers its module.
+        dump_ir (str or os.PathLike, optional): a directory that receives the IR after each
+            pass (NN_<pass>.py, "(unchanged)" when a pass changed nothing) and timing.txt; with
+            several functions, one subdirectory per function.
+        verify (bool, optional): run the IR verifier after every pass (default: on in debug
+            builds, or when KILN_VERIFY_IR=1).
+
+    Returns:
+        PrimFunc for a PrimFunc, IRModule for an IRModule or a Schedule.
+
+    Raises:
+        KilnTypeError: func is not a PrimFunc, an IRModule or a Schedule, or dump_ir or verify
+            has the wrong type.
+        KilnValueError: the function cannot be lowered (the message names the pass).
+        InternalError: verify found IR that a pass broke (a bug in kiln).
+
+    Example:
+        sch = tir.Schedule(func)
+        ...
+        print(tir.lower(sch)["main"])
     """
-    return _tir_tools.lower(func, dump_ir=None if dump_ir is None else str(dump_ir), verify=verify)
+    return _tir_tools.lower(func, dump_ir=dump_ir, verify=verify)
