@@ -454,7 +454,8 @@ RV blockize(Schedule& sch, const RV& loop_rv) {
   return out;
 }
 
-void tensorize(Schedule& sch, const RV& rv, const std::string& intrin_name) {
+void tensorize(Schedule& sch, const RV& rv, const std::string& intrin_name,
+               const IntrinTarget* target_info) {
   const char* primitive = "tensorize";
   // Step 1. The block: a loop is blockized first (nothing is installed before the end).
   const std::string func_name = sch.func_name(rv);
@@ -469,8 +470,21 @@ void tensorize(Schedule& sch, const RV& rv, const std::string& intrin_name) {
     target = Ref<BlockRealize>(sch.block(rv, primitive).realize);
   }
   const Block* block = target->block.get();
-  // Step 2. The intrinsic.
+  // Step 2. The intrinsic, and the target's features when the target is known.
   TensorIntrin intrin = get_tensor_intrin(intrin_name);
+  if (target_info != nullptr) {
+    std::vector<std::string> missing = missing_features(intrin, *target_info);
+    if (!missing.empty()) {
+      std::string needs, lacks;
+      for (const std::string& f : intrin.required_features)
+        needs += (needs.empty() ? "" : ", ") + f;
+      for (const std::string& f : missing) lacks += (lacks.empty() ? "" : ", ") + f;
+      schedule_error("TensorizeTargetError", primitive,
+                     "intrinsic '" + intrin_name + "' needs the target features " + needs +
+                         "; the target '" + target_info->name + "' lacks " + lacks,
+                     func, target.get());
+    }
+  }
   // Step 3. Match the block's body against the description.
   arith::Analyzer analyzer;
   for (const IterVar& iv : block->iter_vars) analyzer.bind(iv.var, iv.dom, true);
@@ -528,6 +542,7 @@ void tensorize(Schedule& sch, const RV& rv, const std::string& intrin_name) {
   std::set<std::string> names(index.block_names().begin(), index.block_names().end());
   auto new_block = copy(block);
   new_block->body = instantiate_impl(*impl_root, params, &names, &new_block->alloc_buffers);
+  new_block->annotations[kTensorIntrinAnnotation] = make<StringImm>(intrin_name);
   // Step 7. Replace; the loops and blocks of the old body are gone.
   std::vector<const Var*> removed_loops;
   post_order_visit(block->body, [&removed_loops](const Node* node) {

@@ -97,7 +97,7 @@ struct Registry {
 };
 
 void add(Registry& registry, const std::string& name, const Ref<PrimFunc>& desc,
-         const Ref<PrimFunc>& impl, bool override) {
+         const Ref<PrimFunc>& impl, bool override, std::vector<std::string> features) {
   user_check(desc.defined() && impl.defined())
       << "TensorIntrin.register: intrinsic '" << name << "' needs a description and an "
       << "implementation PrimFunc";
@@ -110,14 +110,29 @@ void add(Registry& registry, const std::string& name, const Ref<PrimFunc>& desc,
   d->body = dropper.mutate(desc->body);
   auto i = copy(impl.get());
   i->body = dropper.mutate(impl->body);
-  registry.intrinsics[name] = TensorIntrin{name, d, i};
+  for (const std::string& feature : features) {
+    user_check(!feature.empty() && feature[0] != '+' && feature[0] != '-')
+        << "TensorIntrin.register: intrinsic '" << name << "' declares the feature '" << feature
+        << "'; give feature names without a sign, as targets list them (e.g. \"avx512vnni\")";
+  }
+  std::sort(features.begin(), features.end());
+  features.erase(std::unique(features.begin(), features.end()), features.end());
+  registry.intrinsics[name] = TensorIntrin{name, d, i, std::move(features)};
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
 }
 
 Registry& registry() {
   static Registry* instance = [] {
     auto* r = new Registry();
     auto shipped = [r](const std::string& name, const Ref<PrimFunc>& desc,
-                       const Ref<PrimFunc>& impl) { add(*r, name, desc, impl, false); };
+                       const Ref<PrimFunc>& impl, const std::vector<std::string>& features) {
+      add(*r, name, desc, impl, false, features);
+    };
     register_x86_avx512_vnni_intrinsics(shipped);
     register_x86_avx512_bf16_intrinsics(shipped);
     return r;
@@ -128,10 +143,44 @@ Registry& registry() {
 }  // namespace
 
 void register_tensor_intrin(const std::string& name, const Ref<PrimFunc>& desc,
-                            const Ref<PrimFunc>& impl, bool override) {
+                            const Ref<PrimFunc>& impl, bool override,
+                            std::vector<std::string> required_features) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  add(r, name, desc, impl, override);
+  add(r, name, desc, impl, override, std::move(required_features));
+}
+
+std::vector<std::string> missing_features(const TensorIntrin& intrin, const IntrinTarget& target) {
+  std::vector<std::string> missing;
+  for (const std::string& feature : intrin.required_features) {
+    if (std::find(target.features.begin(), target.features.end(), feature) ==
+        target.features.end()) {
+      missing.push_back(feature);
+    }
+  }
+  return missing;
+}
+
+void check_tensor_intrin_features(const PrimFunc& func, const std::string& func_name,
+                                  const IntrinTarget& target, const char* api) {
+  post_order_visit(
+      func.body, [&](const Node* node) {
+        if (node->kind() != NodeKind::Block) return;
+        const auto* block = static_cast<const Block*>(node);
+        auto it = block->annotations.find(kTensorIntrinAnnotation);
+        if (it == block->annotations.end()) return;
+        const auto* name = it->second.as<StringImm>();
+        if (name == nullptr) return;
+        TensorIntrin intrin = get_tensor_intrin(name->value);
+        std::vector<std::string> missing = missing_features(intrin, target);
+        user_check(missing.empty())
+            << api << ": function " << func_name << " uses the tensor intrinsic '" << intrin.name
+            << "' (block '" << block->name << "'), which needs the target features "
+            << join(intrin.required_features) << "; the target '" << target.name << "' lacks "
+            << join(missing)
+            << ". Build for a target that has them (such a module can be exported and run on a "
+               "machine that has them), or schedule without the intrinsic";
+      });
 }
 
 TensorIntrin get_tensor_intrin(const std::string& name) {

@@ -320,6 +320,37 @@ Expr offset_index(const Expr& base, const Expr& index) {
   return plus(index);
 }
 
+// A flat index over a tile (one that leaves a dimension, e.g. B[0, ramp(0, 1, 64)] of a 16x4
+// tile) as one index per dimension: the lane's position in the tile, row-major, divided out
+// (B[ramp(0, 1, 64) // 4, ramp(0, 1, 64) % 4]). Every index then stays inside its dimension, so
+// that regions, bounds and layout transformations see the truth; flattening the actual buffer
+// turns a contiguous tile back into one ramp.
+std::vector<Expr> split_flat_index(const Buffer& tile, const std::vector<Expr>& indices,
+                                   arith::Analyzer* analyzer) {
+  size_t n = indices.size();
+  std::vector<int64_t> shape(n), strides(n);
+  int64_t stride = 1;
+  for (size_t k = n; k-- > 0;) {
+    shape[k] = *as_const_int(tile.shape[k]);
+    strides[k] = stride;
+    stride *= shape[k];
+  }
+  DataType t = indices[n - 1]->dtype.element_of();
+  Expr flat;
+  for (size_t k = 0; k < n; ++k) {
+    Expr term = indices[k] * make_const(t, strides[k]);
+    flat = flat.defined() ? flat + term : term;
+  }
+  flat = analyzer->simplify(flat);
+  std::vector<Expr> out(n);
+  for (size_t k = 0; k < n; ++k) {
+    Expr index = strides[k] == 1 ? flat : floordiv(flat, make_const(t, strides[k]));
+    if (k > 0) index = floormod(index, make_const(t, shape[k]));
+    out[k] = analyzer->simplify(index);
+  }
+  return out;
+}
+
 std::vector<Expr> embed(const RegionBinding& binding, const std::vector<Expr>& indices) {
   std::vector<Expr> out = binding.base;
   size_t lead = out.size() - indices.size();
@@ -364,20 +395,19 @@ class ImplInstantiator : public IRMutator {
   Expr visit(const BufferLoad* op) override {
     auto it = params_.find(op->buffer.get());
     if (it == params_.end()) return IRMutator::visit(op);
-    std::vector<Expr> indices = op->indices;
-    mutate_all(&indices);
-    return make<BufferLoad>(op->dtype, it->second.buffer, embed(it->second, indices));
+    return make<BufferLoad>(op->dtype, it->second.buffer,
+                            embed(it->second, tile_indices(*op->buffer, op->indices)));
   }
 
   Stmt visit(const BufferStore* op) override {
     auto it = params_.find(op->buffer.get());
     if (it == params_.end()) return IRMutator::visit(op);
-    std::vector<Expr> indices = op->indices;
-    mutate_all(&indices);
+    std::vector<Expr> indices = tile_indices(*op->buffer, op->indices);
     return make<BufferStore>(it->second.buffer, mutate(op->value), embed(it->second, indices));
   }
 
   Stmt visit(const For* op) override {
+    analyzer_.bind(op->loop_var, Range{op->min, op->extent}, true);
     Ref<Var> fresh = renew(op->loop_var);
     Stmt visited = IRMutator::visit(op);
     auto loop = copy(visited.as<For>());
@@ -398,6 +428,7 @@ class ImplInstantiator : public IRMutator {
   }
 
   Stmt visit(const Block* op) override {
+    for (const IterVar& iv : op->iter_vars) analyzer_.bind(iv.var, iv.dom, true);
     std::vector<IterVar> iters = op->iter_vars;
     for (IterVar& iv : iters) iv.var = renew(iv.var);
     std::vector<Ref<Buffer>> allocs = fresh_buffers(op->alloc_buffers);
@@ -431,6 +462,21 @@ class ImplInstantiator : public IRMutator {
     return fresh;
   }
 
+  // The renewed indices of an access to a parameter tile, one per dimension of the tile: a
+  // flat index across the tile is split per dimension (split_flat_index).
+  std::vector<Expr> tile_indices(const Buffer& tile, const std::vector<Expr>& original) {
+    bool flat = false;
+    for (size_t k = 0; k < original.size(); ++k) {
+      const int64_t* extent = as_const_int(tile.shape[k]);
+      arith::ConstIntBound bound = analyzer_.const_int_bound(original[k]);
+      flat |= extent == nullptr || bound.min_value < 0 || bound.max_value >= *extent;
+    }
+    std::vector<Expr> indices = original;
+    mutate_all(&indices);
+    if (!flat) return indices;
+    return split_flat_index(tile, indices, &analyzer_);
+  }
+
   std::string fresh_name(const std::string& base) {
     std::string name = base;
     for (int i = 1; names_->count(name) != 0; ++i) name = base + "_" + std::to_string(i);
@@ -440,6 +486,7 @@ class ImplInstantiator : public IRMutator {
 
   RegionBindings params_;
   std::set<std::string>* names_;
+  arith::Analyzer analyzer_;  // the ranges of the implementation's loops and iterators
   std::unordered_map<const Var*, Expr> vars_;
   std::unordered_map<const Buffer*, Ref<Buffer>> buffers_;
 };

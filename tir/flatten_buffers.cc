@@ -206,7 +206,55 @@ class Flattener : public IRMutator {
     }
     Expr result = accumulate(buffer, base, indices[last], last);
     if (elem_offset.defined()) result = result + elem_offset;
-    return result;
+    return result->dtype.is_vector() ? as_ramp(result) : result;
+  }
+
+  // A vector offset that is affine in the lane, e.g. (b + ramp(0, 1, 64) // 4) * 4 +
+  // ramp(0, 1, 64) % 4 (a tile read per dimension by a tensor intrinsic), as one Ramp, so that
+  // it stays one contiguous vector access; anything else is returned as it is.
+  Expr as_ramp(const Expr& index) {
+    int lanes = index->dtype.lanes();
+    Ref<Var> lane = make_var("lane", index->dtype.element_of());
+    Expr scalar = lane_form(index, lane);
+    if (!scalar.defined()) return index;
+    arith::Analyzer analyzer;
+    analyzer.bind(lane, Range{make_zero(lane->dtype), make_const(lane->dtype, lanes)});
+    Expr first =
+        analyzer.simplify(substitute(scalar, VarMap{{lane.get(), make_zero(lane->dtype)}}));
+    Expr stride =
+        analyzer.simplify(substitute(scalar, VarMap{{lane.get(), make_one(lane->dtype)}}) - first);
+    if (uses_var(first, [&](const Var* v) { return v == lane.get(); }) ||
+        uses_var(stride, [&](const Var* v) { return v == lane.get(); }) ||
+        !analyzer.can_prove_equal(scalar, first + stride * Expr(lane))) {
+      return index;
+    }
+    return ramp(first, stride, lanes);
+  }
+
+  // The value of lane `lane` of a vector integer expression as a scalar expression, or null
+  // for a form this does not follow.
+  static Expr lane_form(const Expr& e, const Ref<Var>& lane) {
+    if (e->dtype.is_scalar()) return e;
+    if (const auto* r = e.as<Ramp>()) return r->base + r->stride * cast(r->base->dtype, lane);
+    if (const auto* b = e.as<Broadcast>()) return b->value;
+    auto binary = [&](const BinaryNode* op, Expr (*build)(Expr, Expr)) -> Expr {
+      Expr a = lane_form(op->a, lane), b = lane_form(op->b, lane);
+      return a.defined() && b.defined() ? build(a, b) : Expr();
+    };
+    switch (e->kind()) {
+      case NodeKind::Add:
+        return binary(e.as<Add>(), &add);
+      case NodeKind::Sub:
+        return binary(e.as<Sub>(), &sub);
+      case NodeKind::Mul:
+        return binary(e.as<Mul>(), &mul);
+      case NodeKind::FloorDiv:
+        return binary(e.as<FloorDiv>(), &floordiv);
+      case NodeKind::FloorMod:
+        return binary(e.as<FloorMod>(), &floormod);
+      default:
+        return Expr();
+    }
   }
 
   // Adds dimension d's index to the offset of the dimensions before it.

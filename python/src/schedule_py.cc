@@ -13,6 +13,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "kiln/codegen/target.h"
 #include "kiln/schedule/annotation.h"
 #include "kiln/schedule/blockize_tensorize.h"
 #include "kiln/schedule/buffer_scope.h"
@@ -454,16 +455,31 @@ x86.avx512.bf16.dot_16x2_bf16bf16f32; TensorIntrin.names() lists what is registe
                     "The PrimFunc that describes what the intrinsic computes.")
       .def_readonly("impl", &TensorIntrin::impl,
                     "The PrimFunc whose body replaces a tensorized block's body.")
+      .def_readonly("required_features", &TensorIntrin::required_features,
+                    "The target features the implementation needs (LLVM's names, sorted).")
       .def_static(
           "register",
-          [](py::handle name, py::handle desc, py::handle impl, py::handle override) {
+          [](py::handle name, py::handle desc, py::handle impl, py::handle override,
+             py::handle required_features) {
             const char* api = "TensorIntrin.register";
+            std::vector<std::string> features;
+            if (!required_features.is_none()) {
+              if (py::isinstance<py::str>(required_features) ||
+                  !py::isinstance<py::sequence>(required_features)) {
+                raise_type_error(api, "required_features", "a list of feature names",
+                                 required_features);
+              }
+              for (py::handle f : required_features) {
+                features.push_back(to_str(f, api, "a required feature"));
+              }
+            }
             register_tensor_intrin(to_str(name, api, "name"),
                                    to_node<ir::PrimFunc>(desc, api, "desc", "a PrimFunc"),
                                    to_node<ir::PrimFunc>(impl, api, "impl", "a PrimFunc"),
-                                   to_bool(override, api, "override"));
+                                   to_bool(override, api, "override"), std::move(features));
           },
           py::arg("name"), py::arg("desc"), py::arg("impl"), py::arg("override") = false,
+          py::arg("required_features") = py::none(),
           R"doc(Registers a tensor intrinsic under ``name``.
 
 Both functions take the same buffers in the same order, with the same constant shapes and
@@ -475,6 +491,9 @@ Args:
     desc (PrimFunc): what the intrinsic computes.
     impl (PrimFunc): how it computes it.
     override (bool): replace an intrinsic already registered under the name.
+    required_features (list of str, optional): the target features impl needs, as targets
+        name them (e.g. ["avx512f", "avx512vnni"]); tensorize and kiln.build refuse the
+        intrinsic for a target without them.
 
 Raises:
     KilnValueError: the functions do not have the form above (the message says which rule
@@ -1336,26 +1355,40 @@ Example:
     outer = sch.blockize(ji))doc")
       .def(
           "tensorize",
-          [](Schedule& s, py::handle block_or_loop, py::handle tensor_intrin) {
-            apply(s, "Schedule.tensorize", [&](Handles& h) {
+          [](Schedule& s, py::handle block_or_loop, py::handle tensor_intrin, py::handle target) {
+            const char* api = "Schedule.tensorize";
+            std::optional<IntrinTarget> known;
+            if (!target.is_none()) {
+              codegen::Target parsed = codegen::parse_target(to_str(target, api, "target"));
+              known = IntrinTarget{parsed.str(), parsed.isa_features()};
+            }
+            apply(s, api, [&](Handles& h) {
               schedule::tensorize(s, h.block_or_loop(block_or_loop, "block_or_loop"),
-                                  to_str(tensor_intrin, "Schedule.tensorize", "tensor_intrin"));
+                                  to_str(tensor_intrin, api, "tensor_intrin"),
+                                  known ? &*known : nullptr);
             });
           },
-          py::arg("block_or_loop"), py::arg("tensor_intrin"),
+          py::arg("block_or_loop"), py::arg("tensor_intrin"), py::arg("target") = py::none(),
           R"doc(Replaces a block's body by the implementation of a tensor intrinsic.
 
 The body must compute what the intrinsic's description computes (same loops, iterators and
 expressions, over regions of the block's buffers). Given a loop, blockizes it first.
 
+The block is annotated with the intrinsic's name; kiln.build refuses it for a target that lacks
+the features the intrinsic needs (TensorIntrin.required_features).
+
 Args:
     block_or_loop (BlockRV, LoopRV or str): the block (or its name), or the loop to blockize.
     tensor_intrin (str): a name registered with TensorIntrin.register.
+    target (str, optional): the target the schedule is for; when given, an intrinsic that
+        needs features the target lacks is refused now rather than at build time.
 
 Raises:
     TensorizeMismatchError: the body differs from the description (the message shows both).
     TensorizeLayoutError: a region that the implementation reads as one vector is not
         contiguous.
+    TensorizeTargetError: the target lacks features the intrinsic needs (the message names
+        the intrinsic, the target and the missing features).
     KilnValueError: no intrinsic of that name.
     blockize's errors when given a loop; BlockNotFoundError, StaleHandleError, KilnTypeError.
 

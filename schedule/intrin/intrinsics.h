@@ -5,14 +5,16 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "kiln/ir/function.h"
 
 namespace kiln::schedule {
 
-// Registers one intrinsic: name, description, implementation.
-using IntrinRegistrar = std::function<void(const std::string&, const ir::Ref<ir::PrimFunc>&,
-                                           const ir::Ref<ir::PrimFunc>&)>;
+// Registers one intrinsic: name, description, implementation, the target features it needs.
+using IntrinRegistrar =
+    std::function<void(const std::string&, const ir::Ref<ir::PrimFunc>&,
+                       const ir::Ref<ir::PrimFunc>&, const std::vector<std::string>&)>;
 
 // x86.avx512.vnni.*: u8 x s8 dot products accumulated in int32 (vpdpbusd).
 void register_x86_avx512_vnni_intrinsics(const IntrinRegistrar& add);

@@ -36,7 +36,7 @@ void register_x86_avx512_bf16_intrinsics(const IntrinRegistrar& add) {
                                DataType::float32());
   };
   add("x86.avx512.bf16.dot_16x2_bf16bf16f32", dot_product_desc(buffers()),
-      dot_16x2_bf16bf16f32_impl(buffers()));
+      dot_16x2_bf16bf16f32_impl(buffers()), {"avx512bw", "avx512bf16"});
 }
 
 }  // namespace kiln::schedule

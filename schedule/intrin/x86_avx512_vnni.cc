@@ -34,7 +34,7 @@ void register_x86_avx512_vnni_intrinsics(const IntrinRegistrar& add) {
     return dot_product_buffers(16, 4, DataType::uint(8), DataType::int_(8), DataType::int32());
   };
   add("x86.avx512.vnni.dot_16x4_u8s8s32", dot_product_desc(buffers()),
-      dot_16x4_u8s8s32_impl(buffers()));
+      dot_16x4_u8s8s32_impl(buffers()), {"avx512f", "avx512vnni"});
 }
 
 }  // namespace kiln::schedule

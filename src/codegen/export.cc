@@ -100,6 +100,7 @@ int run_command(const std::vector<std::string>& argv, const std::string& log) {
 
 std::string compile_object(const std::vector<ir::Ref<ir::PrimFunc>>& funcs, const Target& target,
                            const std::string& manifest_json) {
+  detail::LLVMErrorScope scope(detail::describe_functions(funcs, target));
   llvm::LLVMContext context;
   std::shared_ptr<llvm::TargetMachine> machine = detail::lease_target_machine(target);
   std::unique_ptr<llvm::Module> module =
@@ -113,6 +114,7 @@ std::string compile_source(const std::vector<ir::Ref<ir::PrimFunc>>& funcs, cons
   user_check(format == "ll" || format == "asm")
       << "compile_source: unknown format '" << format
       << "'; the formats are \"ll\" (optimized LLVM IR) and \"asm\" (assembly)";
+  detail::LLVMErrorScope scope(detail::describe_functions(funcs, target));
   llvm::LLVMContext context;
   std::shared_ptr<llvm::TargetMachine> machine = detail::lease_target_machine(target);
   std::unique_ptr<llvm::Module> module = codegen_llvm(funcs, target, *machine, context, "");

@@ -241,6 +241,7 @@ std::string JitModule::get_source(const std::string& format) const {
     impl_->optimized->print(stream, nullptr);
     stream.flush();
   } else {
+    detail::LLVMErrorScope scope("the assembly of a module for " + impl_->target.str());
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*impl_->optimized);
     std::shared_ptr<llvm::TargetMachine> machine = detail::lease_target_machine(impl_->target);
     text = detail::emit_machine_code(*copy, *machine, detail::MachineCodeKind::kAssembly);
@@ -265,6 +266,7 @@ std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>&
   }
 
   // Step 1. PrimFuncs -> LLVM IR -> optimized IR -> object file.
+  detail::LLVMErrorScope scope(detail::describe_functions(funcs, target));
   Clock::time_point phase = Clock::now();
   impl->context = std::make_unique<llvm::LLVMContext>();
   std::shared_ptr<llvm::TargetMachine> machine = detail::lease_target_machine(target);

@@ -9,11 +9,13 @@
 #include <llvm/IR/PassManager.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -21,6 +23,28 @@
 #include "kiln/support/error.h"
 
 namespace kiln::codegen::detail {
+
+namespace {
+
+// What this thread is compiling inside an LLVMErrorScope ("" outside every scope), and whether
+// LLVM failed fatally since the scope began (its TargetMachine is then not reused).
+thread_local std::string compiling;
+thread_local int scope_depth = 0;
+thread_local bool fatal_error_seen = false;
+
+void on_fatal_error(void* /*user_data*/, const char* reason, bool /*gen_crash_diag*/) {
+  if (scope_depth > 0) {
+    fatal_error_seen = true;
+    // The exception unwinds through LLVM's frames (built with unwind tables); the objects of
+    // the failed compilation are dropped with it.
+    internal_error << "LLVM failed while compiling " << compiling << ": " << reason
+                   << " (kiln gave LLVM code the target cannot compile; the process goes on)";
+  }
+  // Not kiln's compilation: LLVM's own behaviour (it exits after the handler returns).
+  std::fprintf(stderr, "LLVM ERROR: %s\n", reason);
+}
+
+}  // namespace
 
 void initialize_llvm() {
   static std::once_flag once;
@@ -30,7 +54,31 @@ void initialize_llvm() {
     llvm::InitializeAllTargetMCs();
     llvm::InitializeAllAsmPrinters();
     llvm::InitializeAllAsmParsers();
+    llvm::install_fatal_error_handler(&on_fatal_error, nullptr);
   });
+}
+
+std::string describe_functions(const std::vector<ir::Ref<ir::PrimFunc>>& funcs,
+                               const Target& target) {
+  std::string names;
+  for (const auto& func : funcs) {
+    if (!func.defined()) continue;
+    auto it = func->attrs.find("global_symbol");
+    const auto* symbol = it == func->attrs.end() ? nullptr : it->second.as<ir::StringImm>();
+    names += (names.empty() ? "" : ", ") + (symbol != nullptr ? symbol->value : "(unnamed)");
+  }
+  return (funcs.size() == 1 ? "function " : "functions ") + names + " for target " + target.str();
+}
+
+LLVMErrorScope::LLVMErrorScope(std::string what) : previous_(std::move(compiling)) {
+  initialize_llvm();
+  compiling = std::move(what);
+  ++scope_depth;
+}
+
+LLVMErrorScope::~LLVMErrorScope() {
+  --scope_depth;
+  compiling = std::move(previous_);
 }
 
 const llvm::Target& lookup_llvm_target(const std::string& triple, const char* api) {
@@ -123,8 +171,16 @@ std::shared_ptr<llvm::TargetMachine> lease_target_machine(const Target& target) 
   MachinePool& pool = MachinePool::get();
   std::unique_ptr<llvm::TargetMachine> machine = pool.take(key);
   if (machine == nullptr) machine = create_target_machine(target);
-  return std::shared_ptr<llvm::TargetMachine>(
-      machine.release(), [key](llvm::TargetMachine* m) { MachinePool::get().give_back(key, m); });
+  fatal_error_seen = false;
+  return std::shared_ptr<llvm::TargetMachine>(machine.release(), [key](llvm::TargetMachine* m) {
+    // After a fatal error in its passes the machine may hold half-built state: drop it.
+    if (fatal_error_seen) {
+      fatal_error_seen = false;
+      delete m;
+      return;
+    }
+    MachinePool::get().give_back(key, m);
+  });
 }
 
 void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, int opt_level) {

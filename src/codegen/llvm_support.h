@@ -4,8 +4,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kiln/codegen/target.h"
+#include "kiln/ir/function.h"
 
 namespace llvm {
 class Module;
@@ -15,8 +17,30 @@ class Target;
 
 namespace kiln::codegen::detail {
 
-// Registers LLVM's targets, MC layers and asm printers; cheap after the first call, thread-safe.
+// Registers LLVM's targets, MC layers and asm printers and installs kiln's handler of LLVM's
+// fatal errors (see LLVMErrorScope); cheap after the first call, thread-safe.
 void initialize_llvm();
+
+// While one is alive on a thread, a fatal error that LLVM reports on that thread (e.g. an
+// instruction the target cannot select: "Do not know how to split the result of this
+// operator!") throws a kInternal kiln::Error naming `what` instead of ending the process. The
+// TargetMachine leased during such a compilation is not reused. Outside every scope LLVM's
+// fatal errors keep their usual behaviour (message, then exit), for other users of LLVM in
+// the process. Tested by tests/cpp/codegen/codegen_errors_test.cc.
+// "functions kiln_main, kiln_f for target llvm -mtriple=…", what an LLVMErrorScope names.
+std::string describe_functions(const std::vector<ir::Ref<ir::PrimFunc>>& funcs,
+                               const Target& target);
+
+class LLVMErrorScope {
+ public:
+  explicit LLVMErrorScope(std::string what);
+  ~LLVMErrorScope();
+  LLVMErrorScope(const LLVMErrorScope&) = delete;
+  LLVMErrorScope& operator=(const LLVMErrorScope&) = delete;
+
+ private:
+  std::string previous_;
+};
 
 // The registered LLVM target of `triple`; a kValue error naming the registered ones otherwise.
 const llvm::Target& lookup_llvm_target(const std::string& triple, const char* api);

@@ -10,6 +10,7 @@
 
 #include "kiln/codegen/export.h"
 #include "kiln/ir/expr.h"
+#include "kiln/schedule/tensor_intrin.h"
 #include "kiln/support/error.h"
 #include "kiln/tir/pipeline.h"
 
@@ -131,8 +132,11 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     if (env != nullptr) dump_dir = env;
   }
   Clock::time_point lower_start = Clock::now();
+  schedule::IntrinTarget intrin_target{result->target_.str(), result->target_.isa_features()};
   for (const auto& [name, func] : mod->functions) {
     user_check(func.defined()) << "build: function " << name << " of the module is null";
+    // A tensor intrinsic the target cannot select would reach LLVM's instruction selection.
+    schedule::check_tensor_intrin_features(*func, name, intrin_target, "build");
     tir::LowerOptions lower_options;
     lower_options.dump_dir = function_dump_dir(dump_dir, name, mod->functions.size());
     lower_options.packed_entry = true;

@@ -277,6 +277,7 @@ def main(A: T.Buffer((32, 64), "uint8"), B: T.Buffer((4, 16, 16, 4), "int8"), C:
             v_i, v_j_o, v_k_o = T.axis.remap("SSR", [i, j_0, k_0])
             T.reads(A[v_i, v_k_o * 4:v_k_o * 4 + 4], B[v_j_o, v_k_o, 0:16, 0:4])
             T.writes(C[v_i, v_j_o * 16:v_j_o * 16 + 16])
+            T.block_attr({"kiln.tensor_intrin": "x86.avx512.vnni.dot_16x4_u8s8s32"})
             with T.init():
                 for j_1_init in range(16):
                     with T.block("C_init"):
@@ -284,7 +285,7 @@ def main(A: T.Buffer((32, 64), "uint8"), B: T.Buffer((4, 16, 16, 4), "int8"), C:
                         T.reads()
                         T.writes(C[v_i, v_j_o * 16 + v_j_i_init])
                         C[v_i, v_j_o * 16 + v_j_i_init] = 0
-            C[v_i, T.Ramp(v_j_o * 16, 1, 16)] = T.call_llvm_pure_intrin("int32x16", "llvm.x86.avx512.vpdpbusd.512", C[v_i, T.Ramp(v_j_o * 16, 1, 16)], T.Broadcast(T.reinterpret("int32", A[v_i, T.Ramp(v_k_o * 4, 1, 4)]), 16), T.reinterpret("int32x16", B[v_j_o, v_k_o, 0, T.Ramp(0, 1, 64)]))'''
+            C[v_i, T.Ramp(v_j_o * 16, 1, 16)] = T.call_llvm_pure_intrin("int32x16", "llvm.x86.avx512.vpdpbusd.512", C[v_i, T.Ramp(v_j_o * 16, 1, 16)], T.Broadcast(T.reinterpret("int32", A[v_i, T.Ramp(v_k_o * 4, 1, 4)]), 16), T.reinterpret("int32x16", B[v_j_o, v_k_o, T.Ramp(0, 1, 64) // T.Broadcast(4, 64), T.Ramp(0, 1, 64) % T.Broadcast(4, 64)]))'''
     assert sch.trace.as_python().splitlines()[-1] == (
         'sch.tensorize(block_or_loop=l5, tensor_intrin="x86.avx512.vnni.dot_16x4_u8s8s32")')
     assert_trace_roundtrip(sch, func)
@@ -298,8 +299,83 @@ def test_tensorize_bf16_structure():
     assert ('C[v_i, T.Ramp(v_j_o * 16, 1, 16)] = T.call_llvm_pure_intrin("float32x16", '
             '"llvm.x86.avx512bf16.dpbf16ps.512", C[v_i, T.Ramp(v_j_o * 16, 1, 16)], '
             'T.Broadcast(T.reinterpret("int32", A[v_i, T.Ramp(v_k_o * 2, 1, 2)]), 16), '
-            'T.reinterpret("int32x16", B[v_j_o, v_k_o, 0, T.Ramp(0, 1, 32)]))') in text, text
+            'T.reinterpret("int32x16", B[v_j_o, v_k_o, T.Ramp(0, 1, 32) // T.Broadcast(2, 32), '
+            'T.Ramp(0, 1, 32) % T.Broadcast(2, 32)]))') in text, text
     assert_trace_roundtrip(sch, func)
+
+
+def test_tensorized_tile_is_indexed_inside_every_dimension():
+    # The 16x4 tile of B that vpdpbusd reads as one 64-byte vector is indexed per dimension
+    # (lane // 4, lane % 4), never past the extent 4 of the last one; flattening makes it one
+    # contiguous vector load again.
+    sch, j1 = tiled(matmul_u8s8s32(), 16, 4)
+    sch.tensorize(j1, VNNI)
+    lowered = tir.lower(sch.mod)["main"].script()
+    assert 'T.reinterpret("int32x16", B_1[T.Ramp(j_0 * 1024 + k_0 * 64, 1, 64)])' in lowered
+
+
+X86_TRIPLE = "-mtriple=x86_64-pc-linux-gnu"
+
+
+@pytest.mark.parametrize("intrin, func, lanes, depth, instruction", [
+    (VNNI, matmul_u8s8s32, 16, 4, "vpdpbusd"), (BF16, matmul_bf16, 16, 2, "vdpbf16ps")])
+def test_tensorize_compiles_for_a_target_with_the_features_on_any_host(tmp_path, intrin, func,
+                                                                       lanes, depth, instruction):
+    # Code for an AVX-512 CPU is compiled (not run) whatever this machine is.
+    sch, j1 = tiled(func(), lanes, depth)
+    sch.tensorize(j1, intrin, target=f"llvm {X86_TRIPLE} -mcpu=znver4")
+    rt = kiln.build(sch.mod, target=f"llvm {X86_TRIPLE} -mcpu=znver4")
+    assert instruction in rt.get_source("asm")
+    rt.export_library(tmp_path / "tensorized.so")
+    assert (tmp_path / "tensorized.so").stat().st_size > 0
+
+
+@pytest.mark.parametrize("intrin, func, lanes, depth, missing", [
+    (VNNI, matmul_u8s8s32, 16, 4, "avx512f, avx512vnni"),
+    (BF16, matmul_bf16, 16, 2, "avx512bf16, avx512bw")])
+def test_build_refuses_an_intrinsic_the_target_cannot_run(intrin, func, lanes, depth, missing):
+    # Built for haswell (AVX2) the intrinsic would abort LLVM's instruction selection; the
+    # build refuses it by name, and the process goes on.
+    sch, j1 = tiled(func(), lanes, depth)
+    sch.tensorize(j1, intrin)
+    target = f"llvm {X86_TRIPLE} -mcpu=haswell"
+    with pytest.raises(kiln.KilnValueError,
+                       match=rf"build: function main uses the tensor intrinsic '{intrin}' \(block "
+                             rf"'C_o'\), which needs the target features .*; the target "
+                             rf"'llvm {X86_TRIPLE} -mcpu=haswell' lacks {missing}\."):
+        kiln.build(sch.mod, target=target)
+    assert kiln.build(tir.Schedule(func()).mod, target=target) is not None
+
+
+def test_build_for_this_cpu_refuses_an_intrinsic_it_lacks():
+    if "avx512_vnni" in cpu_flags():
+        pytest.skip("this CPU has AVX-512 VNNI: the host target can use the intrinsic")
+    sch, j1 = tiled(matmul_u8s8s32(), 16, 4)
+    sch.tensorize(j1, VNNI)
+    with pytest.raises(kiln.KilnValueError, match=r"needs the target features avx512f, "
+                                                   r"avx512vnni; the target 'llvm .*' lacks"):
+        kiln.build(sch.mod)
+
+
+def test_tensorize_with_a_target_refuses_what_it_lacks():
+    func = matmul_u8s8s32()
+    sch, j1 = tiled(func, 16, 4)
+    assert_fails_unchanged(
+        sch, tir.schedule.TensorizeTargetError,
+        rf"tensorize: intrinsic '{VNNI}' needs the target features avx512f, avx512vnni; the "
+        rf"target 'llvm {X86_TRIPLE} -mcpu=haswell' lacks avx512f, avx512vnni",
+        lambda: sch.tensorize(j1, VNNI, target=f"llvm {X86_TRIPLE} -mcpu=haswell"))
+
+
+def test_intrinsics_declare_their_features():
+    assert tir.TensorIntrin.get(VNNI).required_features == ["avx512f", "avx512vnni"]
+    assert tir.TensorIntrin.get(BF16).required_features == ["avx512bf16", "avx512bw"]
+    desc, impl = dot_4x4_desc(), dot_4x4_impl()
+    tir.TensorIntrin.register("test.dot_4x4_features", desc, impl, override=True,
+                              required_features=["avx2", "fma", "avx2"])
+    assert tir.TensorIntrin.get("test.dot_4x4_features").required_features == ["avx2", "fma"]
+    with pytest.raises(kiln.KilnValueError, match=r"declares the feature '\+avx2'"):
+        tir.TensorIntrin.register("test.dot_4x4_bad", desc, impl, required_features=["+avx2"])
 
 
 @needs_cpu("avx512_vnni")

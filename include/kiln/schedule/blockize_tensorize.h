@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kiln/schedule/schedule.h"
+#include "kiln/schedule/tensor_intrin.h"
 
 namespace kiln::schedule {
 
@@ -56,6 +57,11 @@ RV blockize(Schedule& sch, const RV& loop);
 //     (e.g. all 64 bytes of a 16x4 tile), the matched region is contiguous: the actual buffer
 //     is compact and its trailing dimensions after the first one equal the tile's
 //     (TensorizeLayoutError).
-void tensorize(Schedule& sch, const RV& block_or_loop, const std::string& intrin_name);
+//  4. When `target` is given, it has every feature the intrinsic needs (TensorizeTargetError
+//     naming the intrinsic, the target and the missing features). Without a target the check
+//     waits for kiln.build, which knows it.
+// The tensorized block carries the annotation "kiln.tensor_intrin" (the intrinsic's name).
+void tensorize(Schedule& sch, const RV& block_or_loop, const std::string& intrin_name,
+               const IntrinTarget* target = nullptr);
 
 }  // namespace kiln::schedule

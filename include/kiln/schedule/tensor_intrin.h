@@ -11,11 +11,17 @@
 //  * An intrinsic is the update step of a reduction (C += …); the init of a block in either
 //    function (te.create_prim_func gives a reduction one) is dropped at registration, since the
 //    block being tensorized keeps its own init.
+//  * An intrinsic declares the target features its implementation needs (LLVM's names, e.g.
+//    "avx512vnni"). tensorize refuses it for a target that lacks them when told the target, and
+//    so does kiln.build (through the "kiln.tensor_intrin" annotation tensorize leaves on the
+//    block): code generators never see an instruction the target cannot select.
 // Shipped, registered before the first look-up:
 //   x86.avx512.vnni.dot_16x4_u8s8s32       C[i] (int32, 16) += sum_k<4 A[k] (uint8) * B[i, k]
-//                                          (int8, 16x4), with llvm.x86.avx512.vpdpbusd.512
+//                                          (int8, 16x4), with llvm.x86.avx512.vpdpbusd.512;
+//                                          needs avx512f, avx512vnni
 //   x86.avx512.bf16.dot_16x2_bf16bf16f32   C[i] (float32, 16) += sum_k<2 A[k] * B[i, k]
-//                                          (bfloat16), with llvm.x86.avx512bf16.dpbf16ps.512
+//                                          (bfloat16), with llvm.x86.avx512bf16.dpbf16ps.512;
+//                                          needs avx512bw, avx512bf16
 #pragma once
 
 #include <string>
@@ -29,12 +35,34 @@ struct TensorIntrin {
   std::string name;
   ir::Ref<ir::PrimFunc> desc;  // what the instruction computes
   ir::Ref<ir::PrimFunc> impl;  // how
+  // The target features the implementation needs, sorted (empty: any target).
+  std::vector<std::string> required_features;
+};
+
+// The annotation tensorize puts on a tensorized block: the intrinsic's name (a StringImm).
+constexpr const char* kTensorIntrinAnnotation = "kiln.tensor_intrin";
+
+// A target as the feature checks see it: its canonical string (for messages) and its features.
+struct IntrinTarget {
+  std::string name;
+  std::vector<std::string> features;
 };
 
 // Registers an intrinsic under `name` after checking the form above (kValue errors that say
 // which rule fails). A name already registered is a kValue error unless `override`.
 void register_tensor_intrin(const std::string& name, const ir::Ref<ir::PrimFunc>& desc,
-                            const ir::Ref<ir::PrimFunc>& impl, bool override = false);
+                            const ir::Ref<ir::PrimFunc>& impl, bool override = false,
+                            std::vector<std::string> required_features = {});
+
+// The features of `intrin` that `target` lacks, in the intrinsic's order (empty: none).
+std::vector<std::string> missing_features(const TensorIntrin& intrin, const IntrinTarget& target);
+
+// Checks every block of `func` that tensorize annotated with an intrinsic against `target`:
+// a kValue error naming `api`, the function, the block, the intrinsic, the target and the
+// features it lacks. kiln.build runs it before lowering. Tested by
+// tests/python/test_schedule_tensorize.py.
+void check_tensor_intrin_features(const ir::PrimFunc& func, const std::string& func_name,
+                                  const IntrinTarget& target, const char* api);
 
 // The intrinsic called `name` (its functions as registered, inits dropped); a kValue error
 // listing the registered names when there is none.

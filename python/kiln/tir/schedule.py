@@ -82,6 +82,7 @@ _ERROR_DOCS = {
     "TensorizeMismatchError": "The block's body does not compute what the intrinsic's "
                               "description computes.",
     "TensorizeLayoutError": "A region the intrinsic reads as one vector is not contiguous.",
+    "TensorizeTargetError": "The target lacks a feature the tensor intrinsic needs.",
     "PredicateNotSupportedError": "The block's predicate is of a form the primitive cannot "
                                   "carry over.",
     "NotAConsumerError": "A block given as a consumer does not read the buffer.",

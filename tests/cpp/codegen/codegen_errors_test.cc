@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen_test_util.h"
+#include "kiln/codegen/export.h"
 
 namespace kiln::codegen::testing {
 namespace {
@@ -12,7 +13,16 @@ Ref<Buffer> out_buffer() {
 }
 
 Stmt store_one(const Ref<Buffer>& out, Expr index) {
-  return buffer_store(out, make_const(DataType::float32(), 1.0), {std::move(index)});
+  return buffer_store(out, make_const(out->dtype, 1.0), {std::move(index)});
+}
+
+bool llvm_knows_x86() {
+  try {
+    parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell");
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 TEST(CodegenErrors, ThreadBindingIsGpuOnly) {
@@ -95,6 +105,38 @@ TEST(CodegenErrors, JitRefusesFeaturesThisCpuLacks) {
   EXPECT_NE(msg.find("compile_jit: target 'llvm -mtriple="), std::string::npos) << msg;
   EXPECT_NE(msg.find("uses CPU features this CPU lacks ("), std::string::npos) << msg;
   EXPECT_NE(msg.find("amx-tile"), std::string::npos) << msg;
+}
+
+// vpdpbusd on a target without AVX-512 VNNI: LLVM's instruction selection fails fatally ("Do not
+// know how to split the result of this operator!"). kiln turns that into an internal error and
+// the process, and LLVM, go on.
+TEST(CodegenErrors, LLVMFatalErrorsBecomeInternalErrors) {
+  if (!llvm_knows_x86()) GTEST_SKIP() << "this LLVM has no x86 target";
+  Target haswell = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell");
+  DataType i32x16 = DataType::int_(32, 16);
+  Ref<Buffer> out = buffer_1d("out", DataType::int32(), int32_const(16));
+  Expr lanes = ramp(int32_const(0), int32_const(1), 16);
+  Expr dot = call(i32x16, Builtin::CallLLVMPureIntrin,
+                  {make<StringImm>("llvm.x86.avx512.vpdpbusd.512"), buffer_load(out, {lanes}),
+                   buffer_load(out, {lanes}), buffer_load(out, {lanes})});
+  Ref<PrimFunc> func = packed_func("dot", {out}, buffer_store(out, dot, {lanes}));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      compile_source({func}, haswell, "asm");
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+      std::string msg = e.what();
+      EXPECT_NE(msg.find("LLVM failed while compiling function dot for target llvm "
+                         "-mtriple=x86_64-pc-linux-gnu -mcpu=haswell: "),
+                std::string::npos)
+          << msg;
+    }
+  }
+  // LLVM still compiles afterwards, with the same kind of target machine.
+  std::string text =
+      compile_source({packed_func("ok", {out}, store_one(out, int32_const(0)))}, haswell, "asm");
+  EXPECT_NE(text.find("ok"), std::string::npos);
 }
 
 }  // namespace
