@@ -1,11 +1,13 @@
 // Buffer storage: set_scope, storage_align.
 #include "kiln/schedule/buffer_scope.h"
 
+#include <algorithm>
+
 #include "buffer_util.h"
 #include "instruction_registry.h"
-#include "kiln/arith/analyzer.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
+#include "kiln/ir/storage_align.h"
 #include "schedule_util.h"
 
 namespace kiln::schedule {
@@ -30,18 +32,6 @@ void check_allocated(const Ref<PrimFunc>& func, const BlockLocation& loc, const 
 Ref<PrimFunc> with_buffer(const Ref<PrimFunc>& func, const Buffer* old_buffer,
                           const Ref<Buffer>& new_buffer) {
   return with_body(func, replace_buffers(func->body, BufferMap{{old_buffer, new_buffer}}));
-}
-
-// The strides of `buffer` in elements: its own, or the compact row-major ones.
-std::vector<Expr> current_strides(const Buffer& buffer) {
-  if (!buffer.strides.empty()) return buffer.strides;
-  std::vector<Expr> strides(buffer.shape.size());
-  Expr stride;
-  for (size_t d = buffer.shape.size(); d-- > 0;) {
-    strides[d] = stride.defined() ? stride : make_one(buffer.shape[d]->dtype);
-    stride = strides[d] * buffer.shape[d];
-  }
-  return strides;
 }
 
 }  // namespace
@@ -93,36 +83,21 @@ void storage_align(Schedule& sch, const RV& block_rv, int64_t buffer_index, int6
                        ", found " + args,
                    func, loc.realize);
   }
-  const size_t dim = static_cast<size_t>(axis < 0 ? axis + ndim : axis);
-  // Step 3. Check that no outer dimension is padded, then compute the new strides: the inner
-  // ones kept, this one padded, the outer ones compact around it.
-  arith::Analyzer analyzer;
-  std::vector<Expr> strides = current_strides(*buffer);
-  for (size_t d = 0; d < dim; ++d) {
-    Expr compact = strides[d + 1] * buffer->shape[d + 1];
-    if (!analyzer.can_prove_equal(strides[d], compact)) {
-      schedule_error("StorageAlignOrderError", primitive,
-                     "dimension " + std::to_string(d) + " of buffer " + buffer->name +
-                         " is already padded (stride " + to_script(strides[d]) + " instead of " +
-                         to_script(analyzer.simplify(compact)) + "); align the inner dimension " +
-                         std::to_string(dim) + " before the outer ones",
-                     func, loc.realize);
-    }
-  }
-  DataType index_type = strides[dim]->dtype;
-  Expr natural =
-      dim + 1 == strides.size() ? make_one(index_type) : strides[dim + 1] * buffer->shape[dim + 1];
-  Expr pad =
-      floormod(make_const(index_type, offset) - floormod(natural, make_const(index_type, factor)),
-               make_const(index_type, factor));
-  strides[dim] = analyzer.simplify(natural + pad);
-  for (size_t d = dim; d-- > 0;) {
-    strides[d] = analyzer.simplify(strides[d + 1] * buffer->shape[d + 1]);
-  }
-  auto aligned = copy(buffer.get());
-  aligned->strides = std::move(strides);
+  // Step 3. Record the alignment on the block; compaction applies it to the final shape.
+  const int64_t dim = axis < 0 ? axis + ndim : axis;
+  std::vector<StorageAlign> entries;
+  auto it = loc.block->annotations.find(kStorageAlignAnnotation);
+  if (it != loc.block->annotations.end()) entries = parse_storage_align(it->second);
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [&](const StorageAlign& e) {
+                                 return e.buffer_index == buffer_index && e.axis == dim;
+                               }),
+                entries.end());
+  entries.push_back(StorageAlign{buffer_index, dim, factor, offset});
+  auto block = copy(loc.block);
+  block->annotations[kStorageAlignAnnotation] = make<StringImm>(format_storage_align(entries));
   // Step 4. Replace and record.
-  sch.replace(func_name, with_buffer(func, buffer.get(), aligned), primitive);
+  sch.replace(func_name, with_body(func, replace_stmt(func->body, loc.block, block)), primitive);
   sch.record(Instruction{
       primitive,
       Json::array({block_rv.name()}),

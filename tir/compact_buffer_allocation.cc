@@ -10,6 +10,7 @@
 #include "kiln/arith/int_set.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
+#include "kiln/ir/storage_align.h"
 #include "tir/pass_util.h"
 
 namespace kiln::tir {
@@ -40,6 +41,8 @@ class RegionCollector : public IRVisitor {
 
   // Per buffer, the sets of each access, one vector per dimension.
   std::unordered_map<const Buffer*, std::vector<std::vector<IntSet>>> sets;
+  // Per buffer, the alignments storage_align recorded on the blocks writing it.
+  std::unordered_map<const Buffer*, std::vector<StorageAlign>> aligns;
   // Buffers whose data variable is used directly; they cannot be compacted.
   std::unordered_set<const Buffer*> opaque;
   // Variables defined inside the scope: an offset must not use them.
@@ -79,6 +82,15 @@ class RegionCollector : public IRVisitor {
   // (a tensorized body reading a whole tile through one flat ramp) may reach past what its
   // indices alone say, and the regions are the block's promise of what it touches.
   void visit(const Block* op) override {
+    auto annotation = op->annotations.find(kStorageAlignAnnotation);
+    if (annotation != op->annotations.end()) {
+      for (const StorageAlign& e : parse_storage_align(annotation->second)) {
+        if (e.buffer_index < 0 || e.buffer_index >= static_cast<int64_t>(op->writes.size()))
+          continue;
+        const Buffer* written = op->writes[e.buffer_index].buffer.get();
+        if (sets.count(written) != 0) aligns[written].push_back(e);
+      }
+    }
     for (const auto* regions : {&op->reads, &op->writes}) {
       for (const BufferRegion& r : *regions) {
         auto it = sets.find(r.buffer.get());
@@ -184,6 +196,25 @@ std::unique_ptr<Compaction> compact(const Ref<Buffer>& buffer,
   return result;
 }
 
+// The strides of a buffer of `shape` whose dimensions are padded as `aligns` say, from the
+// innermost out (the last alignment of an axis wins).
+std::vector<Expr> aligned_strides(const std::vector<Expr>& shape,
+                                  const std::vector<StorageAlign>& aligns, Analyzer* analyzer) {
+  size_t n = shape.size();
+  std::vector<Expr> strides(n);
+  for (size_t d = n; d-- > 0;) {
+    DataType t = shape[d]->dtype;
+    Expr stride = d + 1 == n ? make_one(t) : strides[d + 1] * cast(t, shape[d + 1]);
+    for (const StorageAlign& e : aligns) {
+      if (e.axis != static_cast<int64_t>(d)) continue;
+      Expr factor = make_const(t, e.factor);
+      stride = stride + floormod(make_const(t, e.offset) - floormod(stride, factor), factor);
+    }
+    strides[d] = analyzer->simplify(stride);
+  }
+  return strides;
+}
+
 // Finds every allocating block, with the ranges of the loops and iterators around it known to
 // the analyzer, and decides the compaction of its buffers.
 class CompactionPlanner : public IRVisitor {
@@ -210,6 +241,19 @@ class CompactionPlanner : public IRVisitor {
         const auto& access_sets = collector.sets.at(b.get());
         if (access_sets.empty()) continue;
         auto plan = compact(b, access_sets, collector.inner_vars, &analyzer_);
+        auto aligns = collector.aligns.find(b.get());
+        if (aligns != collector.aligns.end() && b->strides.empty() &&
+            (!b->elem_offset.defined() || is_const_int(b->elem_offset, 0))) {
+          // The alignment applies to the final shape, compacted or not.
+          if (plan == nullptr) {
+            plan = std::make_unique<Compaction>();
+            auto aligned = copy(b.get());
+            aligned->data = make_var(b->data->name, b->data->dtype);
+            plan->buffer = aligned;
+            plan->offsets.resize(b->shape.size());
+          }
+          plan->buffer->strides = aligned_strides(plan->buffer->shape, aligns->second, &analyzer_);
+        }
         if (plan != nullptr) plans[b.get()] = std::move(plan);
       }
     }

@@ -1077,6 +1077,10 @@ Example:
           R"doc(Pads the stride of dimension ``axis`` of a buffer the block writes so that
 stride % factor == offset (to avoid bank conflicts or cache-set aliasing).
 
+The block records the alignment (its "kiln.storage_align" annotation); lowering applies it to
+the buffer's final shape, so a tile compacted out of the buffer is padded by its own row length.
+Aligning the same axis again replaces the alignment; several axes combine.
+
 Args:
     block (BlockRV or str): the writer, or its name.
     buffer_index (int): the position of the buffer in the block's writes.
@@ -1088,7 +1092,6 @@ Raises:
     BufferIndexOutOfRangeError: the block writes fewer buffers.
     FunctionParamBufferError: the buffer is a parameter of the function.
     InvalidStorageAlignError: axis, factor or offset is out of range.
-    StorageAlignOrderError: an outer dimension is padded already (align inner ones first).
     BlockNotFoundError, StaleHandleError, KilnTypeError: as get_loops.
 
 Example:

@@ -198,8 +198,11 @@ SET_SCOPE = '''\
     C = T.alloc_buffer((4, 2), "float32")'''
 
 STORAGE_ALIGN = '''\
-    B = T.alloc_buffer((4, 2), "float32", strides=(5, 1))
-    C = T.alloc_buffer((4, 2), "float32")'''
+        with T.block("B"):
+            v_i, v_j = T.axis.remap("SS", [i, j])
+            T.reads(A[v_i, v_j])
+            T.writes(B[v_i, v_j])
+            T.block_attr({"kiln.storage_align": "0:0:4:1"})'''
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,8 +453,8 @@ def test_storage_align_golden():
     func = elementwise_chain(4, 2)
     sch = tir.Schedule(func)
     sch.storage_align(sch.get_block("B"), 0, axis=0, factor=4, offset=1)
-    # Row stride 2 padded to 5: 5 % 4 == 1.
-    assert STORAGE_ALIGN in script(sch)
+    # Recorded on the block; lowering pads the row stride 2 to 5 (5 % 4 == 1).
+    assert STORAGE_ALIGN in script(sch), script(sch)
     assert_same_results(func, sch.mod)
     assert_trace_roundtrip(sch, func)
     assert "sch.storage_align(block=b0, axis=0, buffer_index=0, factor=4, offset=1)" in \
@@ -480,11 +483,34 @@ def test_storage_align_of_inner_then_outer_dimensions():
     sch.storage_align(pad, 0, axis=2, factor=8, offset=2)
     sch.storage_align(pad, 0, axis=1, factor=8, offset=3)
     sch.storage_align(pad, 0, axis=1, factor=16, offset=0)
-    # Row stride 10 -> 10 (10 % 8 == 2); plane 100 -> 112 (112 % 16 == 0), batch 336.
-    assert 'pad = T.alloc_buffer((1, 3, 10, 10), "float32", strides=(336, 112, 10, 1))' in \
-        script(sch)
+    # The second alignment of axis 1 replaces the first.
+    assert 'T.block_attr({"kiln.storage_align": "0:2:8:2;0:1:16:0"})' in script(sch)
+    # Row stride 10 -> 10 (10 % 8 == 2); plane 100 -> 112 (112 % 16 == 0): 3 planes span
+    # 2 * 112 + 9 * 10 + 10 elements.
+    lowered = tir.lower(sch.mod)["main"].script()
+    assert 'T.allocate((324,), "float32") as pad' in lowered, lowered
+    assert "pad[ch * 112 + y * 10 + x]" in lowered
     assert_same_results(func, sch.mod)
     assert_trace_roundtrip(sch, func)
+
+
+def test_storage_align_applies_to_the_compacted_tile():
+    # A 64x64 shared copy of A aligned on its rows, compacted to the 8x8 tile each iteration
+    # uses: the tile's own rows are padded (pitch 9), not the pitch of the 64-wide buffer (65).
+    func = matmul(64, 64, 64)
+    sch = tir.Schedule(func)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    io, ii = sch.split(i, factors=[None, 8])
+    ko, ki = sch.split(k, factors=[None, 8])
+    sch.reorder(io, ko, ii, j, ki)
+    cached = sch.cache_read(block, 0, "shared")
+    sch.compute_at(cached, ko)
+    sch.storage_align(cached, 0, axis=0, factor=8, offset=1)
+    lowered = tir.lower(sch.mod)["main"].script()
+    assert 'T.allocate((71,), "float32", scope="shared") as A_shared' in lowered, lowered
+    assert "A_shared[ax0 * 9 + ax1]" in lowered
+    assert_same_results(func, sch.mod)
 
 
 def test_storage_align_of_a_cache_stage():
@@ -492,8 +518,8 @@ def test_storage_align_of_a_cache_stage():
     sch = tir.Schedule(func)
     cached = sch.cache_read(sch.get_block("C"), 0, "shared")
     sch.storage_align(cached, 0, axis=0, factor=16, offset=4)
-    assert 'A_shared = T.alloc_buffer((16, 8), "float32", scope="shared", strides=(20, 1))' in \
-        script(sch)
+    # The row stride 8 becomes 20 when lowered: 16 rows span 15 * 20 + 8 elements.
+    assert 'T.allocate((308,), "float32", scope="shared")' in tir.lower(sch.mod)["main"].script()
     assert_same_results(func, sch.mod)
     assert_trace_roundtrip(sch, func)
 
@@ -514,15 +540,6 @@ def test_storage_align_errors():
                  "(axis=0, factor=0, offset=0)")
     assert_fails(sch, "InvalidStorageAlignError", lambda: sch.storage_align(block, 0, 0, 4, 4),
                  "found (axis=0, factor=4, offset=4)")
-
-
-def test_storage_align_error_when_an_outer_dimension_is_padded():
-    sch = tir.Schedule(conv2d())
-    pad = sch.get_block("pad")
-    sch.storage_align(pad, 0, axis=1, factor=8, offset=2)
-    assert_fails(sch, "StorageAlignOrderError", lambda: sch.storage_align(pad, 0, 2, 8, 2),
-                 "dimension 1 of buffer pad is already padded (stride 106 instead of 100); "
-                 "align the inner dimension 2 before the outer ones")
 
 
 # ---------------------------------------------------------------------------------------------

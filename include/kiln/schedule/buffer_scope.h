@@ -1,6 +1,6 @@
 // Buffer storage: set_scope moves an intermediate buffer to another memory scope, and
-// storage_align pads a dimension's stride (to avoid shared-memory bank conflicts). Both change
-// the buffer's declaration only; loops and blocks are unchanged.
+// storage_align pads a dimension's stride (to avoid shared-memory bank conflicts). Loops and
+// accesses are unchanged.
 #pragma once
 
 #include <cstdint>
@@ -22,18 +22,19 @@ void set_scope(Schedule& sch, const RV& block, int64_t buffer_index,
                const std::string& storage_scope);
 
 // Pads the stride of dimension `axis` of the buffer that the block writes at `buffer_index` so
-// that stride % factor == offset, keeping the strides of the inner dimensions:
-//   B = T.alloc_buffer((16, 16), "float32")  ==>  storage_align(b, 0, axis=0, factor=8, offset=1)
-//   B = T.alloc_buffer((16, 16), "float32", strides=(17, 1))
-// The alignment is written into the buffer's strides, which the lowering honours, so no later
-// pass is involved. `axis` may be negative (counted from the last dimension).
+// that stride % factor == offset (to avoid shared-memory bank conflicts), as TVM does: the block
+// records the alignment in its "kiln.storage_align" annotation (kiln/ir/storage_align.h), and
+// the lowering pass compact_buffer_allocation applies it to the buffer's final shape, so that a
+// tile compacted out of the buffer gets the padded pitch of its own rows:
+//   B = T.alloc_buffer((16, 16))    ==>    with T.block("B"):
+//   with T.block("B"): ...                   T.block_attr({"kiln.storage_align": "0:0:8:1"})
+//                                            ...            (lowered: strides (17, 1))
+// `axis` may be negative (counted from the last dimension); aligning the same axis again
+// replaces its alignment; several axes combine, inner dimensions padded first.
 // Preconditions:
 //  1. The block writes at least buffer_index + 1 buffers (BufferIndexOutOfRangeError).
 //  2. The buffer is allocated in the function, not a parameter (FunctionParamBufferError).
 //  3. -ndim <= axis < ndim, factor > 0 and 0 <= offset < factor (InvalidStorageAlignError).
-//  4. No dimension outside `axis` is padded already: its stride would have to be recomputed
-//     without knowing its alignment, so align the inner dimensions first
-//     (StorageAlignOrderError).
 void storage_align(Schedule& sch, const RV& block, int64_t buffer_index, int64_t axis,
                    int64_t factor, int64_t offset);
 

@@ -16,8 +16,11 @@ namespace kiln::tir {
 // A dimension keeps its extent (and is not shifted) when its interval is unbounded, when the
 // interval's length has no constant upper bound, when that bound is not smaller than a constant
 // extent, or when the extent is symbolic and the length is not an exact constant (a symbolic
-// dimension of n elements used whole stays n). A buffer with explicit strides (storage_align)
-// keeps them, so its alignment stays; only its extents shrink. A buffer with an element offset,
+// dimension of n elements used whole stays n). The alignments that storage_align recorded on
+// the blocks writing a buffer ("kiln.storage_align") then give the strides of its final shape,
+// compacted or not: a (1024, 1024) buffer aligned on axis 0 and compacted to a (32, 32) tile
+// gets strides (33, 1), not (1025, 1). A buffer with explicit strides keeps them; only its
+// extents shrink. A buffer with an element offset,
 // or whose data variable is used other than by loads and stores, is left alone. Parameter
 // buffers never change. Returns `func` itself when no buffer shrinks.
 //

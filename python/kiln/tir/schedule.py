@@ -63,8 +63,6 @@ _ERROR_DOCS = {
                           "consumer.",
     "FunctionParamBufferError": "The buffer is a parameter of the function, not an allocation.",
     "InvalidStorageAlignError": "The axis, factor or offset of storage_align is out of range.",
-    "StorageAlignOrderError": "An outer dimension of the buffer is aligned already; align the "
-                              "inner ones first.",
     "BufferNotFoundError": "The block accesses no buffer (or several) of that name.",
     "InvalidIndexMapError": "The index map does not take one index per dimension.",
     "NonBijectiveIndexMapError": "The index map is not a bijection onto its range.",
