@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -13,6 +14,7 @@
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
+#include "kiln/tir/index_limits.h"
 
 namespace kiln::tir {
 
@@ -170,9 +172,19 @@ class PackedApiBuilder {
     j["symbol"] = symbol_;
     j["sym_vars"] = sym_var_names_;
     j["sym_var_dtypes"] = sym_var_dtypes_;
+    if (limit_ < std::numeric_limits<int32_t>::max()) {
+      Json max = Json::array();
+      for (const Ref<Var>& v : sym_vars_) {
+        max.push_back(v->dtype.bits() <= 32 ? Json(limit_) : Json(nullptr));
+      }
+      j["sym_var_max"] = max;
+    }
     j["args"] = Json(args_);
     return j.dump();
   }
+
+  // Step 4. The largest value the int32 symbolic dimensions may take (index_limits.h).
+  void limit_symbolic(const Stmt& body) { limit_ = int32_symbolic_limit(body, sym_vars_); }
 
  private:
   struct Binding {
@@ -212,6 +224,7 @@ class PackedApiBuilder {
     sym_var_index_[v] = sym_var_names_.size();
     sym_var_names_.push_back(unique);
     sym_var_dtypes_.push_back(v->dtype.str());
+    sym_vars_.push_back(Ref<Var>(v));
     Expr value = packed_call(DataType::int64(), Builtin::PackedArgShape,
                              {int32_const(static_cast<int64_t>(i)), int32_const(k)});
     add_binding(i, Ref<Var>(v), cast(v->dtype, value));
@@ -274,6 +287,8 @@ class PackedApiBuilder {
   std::unordered_map<const Var*, size_t> sym_var_index_;
   std::vector<std::string> sym_var_names_;
   std::vector<std::string> sym_var_dtypes_;
+  std::vector<Ref<Var>> sym_vars_;
+  int64_t limit_ = std::numeric_limits<int32_t>::max();
   std::unordered_set<std::string> used_names_;
   std::unordered_set<const Var*> written_;
   std::vector<Json> args_ = std::vector<Json>(func_.params.size());
@@ -294,6 +309,7 @@ Ref<PrimFunc> make_packed_api(const Ref<PrimFunc>& func, const std::string& name
   PackedApiBuilder builder(*func, name, symbol);
   builder.bind_params();
   builder.check_free_vars(func->body);
+  builder.limit_symbolic(func->body);
   auto result = copy(func.get());
   result->body = builder.wrap(func->body);
   result->attrs["global_symbol"] = make<StringImm>(symbol);

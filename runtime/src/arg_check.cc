@@ -95,6 +95,16 @@ class Checker {
         spec_.sym_var_dtypes != nullptr ? spec_.sym_var_dtypes[var] : DLDataType{kDLInt, 64, 1};
     int64_t low, high;
     integer_range(dtype, &low, &high);
+    int64_t supported = spec_.sym_var_max != nullptr ? spec_.sym_var_max[var] : INT64_MAX;
+    if (value <= high && value > supported) {
+      return fail(kKilnErrorValue,
+                  std::string(spec_.name) + ": symbolic " + what + " " + spec_.sym_var_names[var] +
+                      " = " + std::to_string(value) + " of argument " + arg.name +
+                      " is larger than " + std::to_string(supported) +
+                      ", the largest the function supports: its " + dtype_name(dtype) +
+                      " index arithmetic (e.g. a loop tiled past " + spec_.sym_var_names[var] +
+                      ") would overflow; declare the dimension as int64 for such sizes");
+    }
     if (value < low || value > high) {
       return fail(kKilnErrorValue, std::string(spec_.name) + ": symbolic " + what + " " +
                                        spec_.sym_var_names[var] + " = " + std::to_string(value) +

@@ -221,6 +221,7 @@ class ManifestReader {
       }
     }
     if (!read_sym_var_dtypes(value, where, function)) return false;
+    if (!read_sym_var_max(value, where, function)) return false;
     const JsonValue* args = value.find("args");
     if (args == nullptr) return missing(where, "args");
     if (args->kind != JsonValue::Kind::kArray) {
@@ -242,6 +243,29 @@ class ManifestReader {
     spec.num_sym_vars = static_cast<int32_t>(function->sym_var_names.size());
     spec.sym_var_names = function->sym_var_pointers.data();
     spec.sym_var_dtypes = function->sym_var_dtypes.data();
+    spec.sym_var_max = function->sym_var_max.data();
+    return true;
+  }
+
+  // "sym_var_max": per sym_var, the largest value the function supports or null (none beyond
+  // its dtype's); no limits when absent.
+  bool read_sym_var_max(const JsonValue& value, const std::string& where, FunctionSpec* function) {
+    size_t count = function->sym_var_names.size();
+    function->sym_var_max.assign(count, INT64_MAX);
+    const JsonValue* limits = value.find("sym_var_max");
+    if (limits == nullptr) return true;
+    if (limits->kind != JsonValue::Kind::kArray || limits->array.size() != count) {
+      return fail_at(where + ".sym_var_max",
+                     "expected an array of " + std::to_string(count) +
+                         " entries (an integer or null per sym_var)",
+                     *limits);
+    }
+    for (size_t k = 0; k < count; ++k) {
+      const JsonValue& entry = limits->array[k];
+      if (entry.kind == JsonValue::Kind::kNull) continue;
+      std::string at = where + ".sym_var_max[" + std::to_string(k) + "]";
+      if (!read_integer(entry, at, &function->sym_var_max[k])) return false;
+    }
     return true;
   }
 

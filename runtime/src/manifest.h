@@ -19,6 +19,7 @@ struct FunctionSpec {
   std::vector<std::string> sym_var_names;
   std::vector<const char*> sym_var_pointers;
   std::vector<DLDataType> sym_var_dtypes;
+  std::vector<int64_t> sym_var_max;
   std::deque<std::string> arg_names;
   std::deque<std::vector<int64_t>> shapes;
   std::deque<std::vector<int64_t>> strides;

@@ -338,7 +338,7 @@ class HandSpec : public ::testing::Test {
                            kDLCPU,
                            1,
                            1};
-    spec_ = KilnFuncSpec{"strided", "kiln_strided", 3, args_, 3, names_, dtypes_};
+    spec_ = KilnFuncSpec{"strided", "kiln_strided", 3, args_, 3, names_, dtypes_, max_};
   }
 
   std::string check(DLTensor* x, DLTensor* y, DLTensor* z) {
@@ -353,6 +353,8 @@ class HandSpec : public ::testing::Test {
   std::vector<int64_t> shape_, strides_, bool_shape_;
   const char* names_[3] = {"m", "n", "s"};
   DLDataType dtypes_[3] = {{kDLInt, 64, 1}, {kDLInt, 64, 1}, {kDLInt, 16, 1}};
+  // n is limited below its dtype: the function's index arithmetic supports no more.
+  int64_t max_[3] = {INT64_MAX, 1000, INT64_MAX};
   KilnArgSpec args_[3];
   KilnFuncSpec spec_;
   float data_[64] = {};
@@ -392,6 +394,22 @@ TEST_F(HandSpec, SymbolicStrideOutOfItsDtype) {
   EXPECT_EQ(check(&x.tensor, &y.tensor, &z.tensor),
             "strided: symbolic stride s = 40000 of argument X does not fit int16 (the function "
             "computes with s as int16, whose values are -32768 to 32767)");
+}
+
+TEST_F(HandSpec, SymbolicDimensionAboveWhatTheFunctionSupports) {
+  // The shape is described only: nothing is read.
+  TensorView x(data_, {2, 1001}, float32()), y(data_, {2, 1001}, float32()), z(flags_, {2}, {});
+  z.tensor.dtype = DLDataType{KILN_DL_BOOL, 8, 1};
+  x.set_strides({1001, 1});
+  y.set_strides({1001, 1});
+  EXPECT_EQ(check(&x.tensor, &y.tensor, &z.tensor),
+            "strided: symbolic dimension n = 1001 of argument X is larger than 1000, the largest "
+            "the function supports: its int64 index arithmetic (e.g. a loop tiled past n) would "
+            "overflow; declare the dimension as int64 for such sizes");
+  TensorView x2(data_, {2, 1000}, float32()), y2(data_, {2, 1000}, float32());
+  x2.set_strides({1000, 1});
+  y2.set_strides({1000, 1});
+  EXPECT_EQ(check(&x2.tensor, &y2.tensor, &z.tensor), "");
 }
 
 TEST_F(HandSpec, BoolSpelledAsUInt1) {

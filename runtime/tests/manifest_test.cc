@@ -153,6 +153,23 @@ TEST(InProcessModule, WrittenFlagsAndSymbolicDtypes) {
   EXPECT_EQ(spec->sym_var_dtypes[1].bits, 16);
 }
 
+TEST(InProcessModule, SymbolicLimits) {
+  std::string manifest = R"({"abi_version": 2, "target": "llvm", "functions": [{"name": "f",
+      "symbol": "kiln_unchecked_f", "sym_vars": ["n", "m"], "sym_var_dtypes": ["int32", "int64"],
+      "sym_var_max": [2147483640, null],
+      "args": [{"name": "A", "kind": "tensor", "dtype": "int64", "shape": ["n", "m"]}]}]})";
+  Resolver resolver;
+  ModuleGuard module;
+  ASSERT_EQ(KilnModuleCreate(manifest.c_str(), nullptr, resolve, &resolver, module.out()), 0)
+      << KilnGetLastError();
+  KilnFunctionHandle function = nullptr;
+  const KilnFuncSpec* spec = nullptr;
+  ASSERT_EQ(KilnModuleGetFunction(module.get(), "f", &function), 0);
+  ASSERT_EQ(KilnFuncGetSpec(function, &spec), 0);
+  EXPECT_EQ(spec->sym_var_max[0], 2147483640);
+  EXPECT_EQ(spec->sym_var_max[1], INT64_MAX);
+}
+
 TEST(InProcessModule, SymbolicDtypesDefaultToInt64) {
   Resolver resolver;
   ModuleGuard module;
@@ -237,6 +254,10 @@ TEST(ManifestErrors, EachMalformationIsNamed) {
       {R"({"abi_version": 2, "target": "llvm", "functions": [{"name": "f", "symbol": "s",
           "sym_vars": ["n"], "sym_var_dtypes": ["int32", "int64"], "args": []}]})",
        "manifest: functions[0].sym_var_dtypes: expected 1 entries, one per sym_var, found 2"},
+      {R"({"abi_version": 2, "target": "llvm", "functions": [{"name": "f", "symbol": "s",
+          "sym_vars": ["n"], "sym_var_max": [1, 2], "args": []}]})",
+       "manifest: functions[0].sym_var_max: expected an array of 1 entries (an integer or null "
+       "per sym_var), found an array"},
       {R"({"abi_version": 2, "target": "llvm", "functions": [{"name": "f", "symbol": "s",
           "sym_vars": ["n"], "sym_var_dtypes": ["float32"], "args": []}]})",
        "manifest: functions[0].sym_var_dtypes[0]: expected an integer dtype (int32, int64 ...), "

@@ -27,6 +27,8 @@ namespace kiln::tir {
 //             {"name": "alpha", "kind": "scalar", "dtype": "float32"}]}
 //
 // "sym_var_dtypes" holds each symbolic variable's dtype, in which the kernel computes with it.
+// "sym_var_max" (present only when some int32 variable has a limit) holds, per variable, the
+// largest value the function's int32 index arithmetic supports (tir/index_limits.h), or null.
 // "written" says whether the function may store into the tensor: a BufferStore to its data
 // variable anywhere in the body (or through a handle variable bound to it), or its address or
 // handle passed to a call with side effects. A tensor that is read and written is written.

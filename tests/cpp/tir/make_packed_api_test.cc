@@ -86,8 +86,10 @@ TEST(MakePackedApi, SetsTheAttributesOfTheEntryPoint) {
 TEST(MakePackedApi, ArgSpecIsTheManifestEntry) {
   AddFunc f;
   nlohmann::json spec = spec_of(make_packed_api(f.func, "add"));
+  // The loop runs to n * 4 in int32: n may be at most INT32_MAX / 4.
   nlohmann::json expected = nlohmann::json::parse(R"({
     "name": "add", "symbol": "kiln_unchecked_add", "sym_vars": ["n"], "sym_var_dtypes": ["int32"],
+    "sym_var_max": [536870911],
     "args": [
       {"name": "A", "kind": "tensor", "dtype": "float32", "ndim": 2, "shape": ["n", 4],
        "strides": null, "device": "cpu", "alignment": 4, "written": false},

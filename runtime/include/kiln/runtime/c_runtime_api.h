@@ -249,6 +249,9 @@ typedef struct {
   /*! \brief The integer dtype of each symbolic variable (num_sym_vars entries; NULL means int64
    * for each): the value a call binds it to must fit. */
   const DLDataType* sym_var_dtypes;
+  /*! \brief The largest value each symbolic variable may take (num_sym_vars entries; NULL means
+   * no limit beyond its dtype's): the function's index arithmetic supports no larger one. */
+  const int64_t* sym_var_max;
 } KilnFuncSpec;
 
 /* ============================================================================================
@@ -278,6 +281,9 @@ typedef struct {
  *       "sym_vars"  array of strings, optional: the symbolic variables, numbered in order;
  *       "sym_var_dtypes" array of integer dtype names, optional, parallel to sym_vars ("int32",
  *                   "int64"; default "int64"): the value of each variable must fit its dtype;
+ *       "sym_var_max" array, optional, parallel to sym_vars: an integer (the largest value the
+ *                   function's index arithmetic supports, e.g. 2147483640 for an int32 extent
+ *                   tiled by 8) or null (no limit but the dtype's);
  *       "args"      array of argument objects:
  *           "name"      string;  "kind": "tensor" or "scalar";
  *           "dtype"     "int8".."int64", "uint8".."uint64", "float16", "float32", "float64",
