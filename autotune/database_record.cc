@@ -148,6 +148,9 @@ Record checked_record(const Measurement& measurement, size_t index, size_t count
   Json trace = parse_json(measurement.trace_json);
   user_check(trace.is_object()) << api << ": trace_json must be a JSON object (a schedule trace), "
                                 << "found '" << measurement.trace_json.substr(0, 80) << "'";
+  Json search = parse_json(measurement.search_json);
+  user_check(search.is_object()) << api << ": search_json must be a JSON object, found '"
+                                 << measurement.search_json.substr(0, 80) << "'";
   // Step 2. The run times: positive and finite, and present when the candidate ran correctly.
   user_check(are_run_times(measurement.run_secs))
       << api << ": run_secs must be positive finite seconds, found "
@@ -158,6 +161,7 @@ Record checked_record(const Measurement& measurement, size_t index, size_t count
   Record record;
   static_cast<Measurement&>(record) = measurement;
   record.trace_json = trace.dump();
+  record.search_json = search.dump();
   record.target_kind = target_kind_of(measurement.target.target);
   summarize(measurement.run_secs, &record);
   return record;
@@ -180,6 +184,7 @@ sql::RecordRow row_of_record(const Record& record) {
   row.kiln_version = record.kiln_version;
   row.ir_format_version = record.ir_format_version;
   if (!record.created.empty()) row.created = record.created;
+  row.search_json = record.search_json;
   return row;
 }
 
@@ -207,6 +212,7 @@ std::optional<Record> record_of_row(const sql::RecordRow& row, std::string* prob
   if (!row.status) return missing("status");
   if (!row.error || !row.kiln_version) return missing("error or kiln_version");
   if (!row.ir_format_version) return missing("ir_format_version");
+  if (!row.search_json) return missing("search_json");
   if (row.target->empty() || row.device_model->empty()) {
     *problem = "its target or device_model is empty";
     return std::nullopt;
@@ -224,6 +230,10 @@ std::optional<Record> record_of_row(const sql::RecordRow& row, std::string* prob
   }
   if (!parse_json(*row.trace_json).is_object()) {
     *problem = "its trace_json is not a JSON object";
+    return std::nullopt;
+  }
+  if (!parse_json(*row.search_json).is_object()) {
+    *problem = "its search_json is not a JSON object";
     return std::nullopt;
   }
   std::optional<std::vector<double>> run_secs = parse_run_secs(*row.run_secs_json);
@@ -247,6 +257,7 @@ std::optional<Record> record_of_row(const sql::RecordRow& row, std::string* prob
   record.kiln_version = *row.kiln_version;
   record.ir_format_version = static_cast<int>(*row.ir_format_version);
   record.created = row.created.value_or("");
+  record.search_json = *row.search_json;
   return record;
 }
 
@@ -298,6 +309,7 @@ Json json_of_workload(const Workload& workload) {
 
 Json json_of_record(const Record& record) {
   Json trace = parse_json(record.trace_json);
+  Json search = parse_json(record.search_json);
   Json median = record.median ? Json(*record.median) : Json(nullptr);
   Json spread = record.spread ? Json(*record.spread) : Json(nullptr);
   return Json{{"record",
@@ -316,7 +328,8 @@ Json json_of_record(const Record& record) {
                 {"error", record.error},
                 {"kiln_version", record.kiln_version},
                 {"ir_format_version", record.ir_format_version},
-                {"created", record.created}}}};
+                {"created", record.created},
+                {"search", search}}}};
 }
 
 std::optional<Workload> workload_of_json(const Json& line, std::string* problem) {
@@ -360,6 +373,8 @@ std::optional<Record> record_of_json(const Json& line, std::string* problem) {
   row.kiln_version = text_field(object, "kiln_version");
   row.ir_format_version = int_field(object, "ir_format_version");
   row.created = text_field(object, "created");
+  // A line without search metadata has none.
+  row.search_json = json_field(object, "search").value_or("{}");
   std::optional<Record> record = record_of_row(row, problem);
   // The median and spread are derived again rather than trusted from the file.
   if (record) summarize(record->run_secs, &*record);

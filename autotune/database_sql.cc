@@ -19,7 +19,7 @@ namespace kiln::autotune::sql {
 namespace {
 
 constexpr int64_t kApplicationId = 0x6b696c6e;
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kCreateSchema = R"sql(
 CREATE TABLE workloads (
@@ -47,7 +47,8 @@ CREATE TABLE records (
   error TEXT NOT NULL,
   kiln_version TEXT NOT NULL,
   ir_format_version INTEGER NOT NULL,
-  created TEXT NOT NULL
+  created TEXT NOT NULL,
+  search_json TEXT NOT NULL DEFAULT '{}'  -- the search's metadata (generation, predicted score)
 );
 -- is_measured, measured_hashes, count and merge's duplicate check.
 CREATE INDEX records_by_candidate
@@ -65,7 +66,10 @@ struct Migration {
   int from;
   const char* sql;
 };
-const std::vector<Migration> kMigrations = {};
+const std::vector<Migration> kMigrations = {
+    // Version 2: records keep the search's metadata of their candidate.
+    {1, "ALTER TABLE records ADD COLUMN search_json TEXT NOT NULL DEFAULT '{}'"},
+};
 
 std::string quoted_path(const sqlite::Connection& connection) {
   return "'" + connection.path() + "'";
@@ -178,7 +182,7 @@ enum Slot {
   " id, workload_id, target, target_kind, device_model, device_features, trace_json," \
   " candidate_hash, run_secs_json, median, spread, status, error, kiln_version, "     \
   "ir_format_version,"                                                                \
-  " created "
+  " created, search_json "
 #define KILN_WORKLOAD_COLUMNS " id, key_version, structural_hash, func_json, created "
 #define KILN_SAME_TARGET " target = ?2 AND device_model = ?3 AND device_features = ?4 "
 #define KILN_NOW " strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
@@ -211,6 +215,7 @@ RecordRow read_record_row(const sqlite::Statement& statement) {
   row.kiln_version = statement.column_text(13);
   row.ir_format_version = statement.column_int(14);
   row.created = statement.column_text(15);
+  row.search_json = statement.column_text(16);
   return row;
 }
 
@@ -300,7 +305,7 @@ int64_t Queries::insert_record(const RecordRow& row) {
   sqlite::Statement& statement = prepared(
       kInsertRecord, "INSERT INTO records (" KILN_RECORD_COLUMNS
                      ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
-                     " ?14, coalesce(?15," KILN_NOW "))");
+                     " ?14, coalesce(?15," KILN_NOW "), ?16)");
   sqlite::Statement::Use use(statement);
   statement.bind(1, row.workload_id.value());
   statement.bind(2, row.target.value());
@@ -317,6 +322,7 @@ int64_t Queries::insert_record(const RecordRow& row) {
   statement.bind(13, row.kiln_version.value());
   statement.bind(14, row.ir_format_version.value());
   if (row.created) statement.bind(15, *row.created);
+  statement.bind(16, row.search_json.value());
   statement.step("adding records to");
   return connection_.last_insert_id();
 }

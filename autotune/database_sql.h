@@ -51,6 +51,7 @@ struct RecordRow {
   std::optional<std::string> kiln_version;
   std::optional<int64_t> ir_format_version;
   std::optional<std::string> created;  // empty on insert: the database's clock
+  std::optional<std::string> search_json;
 };
 
 // The three columns every tuning lookup matches.

@@ -87,6 +87,9 @@ struct Measurement {
   std::string error;         // why the candidate failed (empty when ok)
   std::string kiln_version;  // the kiln that measured it
   int ir_format_version = kIrFormatVersion;
+  // What the search knew of the candidate (a JSON object, stored compact), e.g.
+  // {"generation": 3, "predicted_score": 0.82}.
+  std::string search_json = "{}";
 };
 
 // A stored record: a measurement plus what the database derived from it.

@@ -17,8 +17,9 @@ void fill(Database& db) {
   Measurement crashed = measurement(conv, 12, {});
   crashed.status = RecordStatus::kCrash;
   crashed.error = "SIGILL";
-  db.commit_records(
-      {measurement(gemm, 10, {1e-3, 1.5e-3}), measurement(gemm, 11, {2e-3}, zen4), crashed});
+  Measurement searched = measurement(gemm, 10, {1e-3, 1.5e-3});
+  searched.search_json = R"({"generation": 3, "predicted_score": 0.75})";
+  db.commit_records({searched, measurement(gemm, 11, {2e-3}, zen4), crashed});
 }
 
 // A record's content without the ids that differ between files.
@@ -29,7 +30,7 @@ std::string content(const Record& r) {
   for (double t : r.run_secs) out << t << ",";
   out << "|" << r.median.value_or(-1) << "|" << r.spread.value_or(-1) << "|"
       << status_name(r.status) << "|" << r.error << "|" << r.kiln_version << "|"
-      << r.ir_format_version << "|" << r.created;
+      << r.ir_format_version << "|" << r.created << "|" << r.search_json;
   return out.str();
 }
 
@@ -143,6 +144,16 @@ TEST_F(DatabaseTest, MergeRefusesAFileOfAnotherKind) {
   EXPECT_EQ(error_of([&] { target->merge(path("missing.db")); }).message,
             "kiln.autotune.Database.merge: cannot read '" + path("missing.db") +
                 "'; check that the file exists and is readable");
+}
+
+TEST_F(DatabaseTest, MergeFromAnOlderDatabaseLeavesItsFileAsItWas) {
+  make_version_1_database(path("old.db"));
+  auto target = Database::open(path("b.db"));
+  MergeSummary summary = target->merge(path("old.db"));
+  EXPECT_EQ(summary.workloads_added, 1);
+  EXPECT_EQ(summary.records_added, 1);
+  EXPECT_EQ(target->records()[0].kiln_version, "old");
+  EXPECT_EQ(raw_query(path("old.db"), "PRAGMA user_version"), "1");
 }
 
 TEST_F(DatabaseTest, MergeFromANewerDatabaseIsRefusedAndChangesNothing) {

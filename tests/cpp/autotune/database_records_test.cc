@@ -47,6 +47,19 @@ TEST_F(DatabaseTest, CommittedRecordCarriesWhatTheDatabaseDerives) {
   EXPECT_EQ(r.kiln_version, "test");
   EXPECT_EQ(r.ir_format_version, kIrFormatVersion);
   EXPECT_FALSE(r.created.empty());
+  EXPECT_EQ(r.search_json, "{}");
+}
+
+TEST_F(DatabaseTest, SearchMetadataIsKeptAsACompactJsonObject) {
+  auto db = Database::open(path());
+  Measurement m = measurement(add_workload(*db).id, 1, {1e-3});
+  m.search_json = R"({ "generation" : 3, "predicted_score" : 0.5 })";
+  db->commit_records({m});
+  EXPECT_EQ(db->records()[0].search_json, R"({"generation":3,"predicted_score":0.5})");
+  m.search_json = "[3]";
+  EXPECT_EQ(error_of([&] { db->commit_records({m}); }).message,
+            "kiln.autotune.Database.commit_records: measurement 1 of 1 (candidate "
+            "0000000000000001): search_json must be a JSON object, found '[3]'");
 }
 
 TEST_F(DatabaseTest, FailedCandidateIsStoredWithItsReasonAndNoTimes) {

@@ -51,6 +51,44 @@ TEST_F(DatabaseTest, EmptyFileBecomesANewDatabase) {
   EXPECT_EQ(raw_query(path(), "PRAGMA user_version"), std::to_string(schema_version()));
 }
 
+// The columns (name, type, not null, default) and indexes of a file's tables.
+std::string schema_of(const std::string& path) {
+  return raw_query(path,
+                   "SELECT group_concat(name || ' ' || type || ' ' || \"notnull\" || ' ' || "
+                   "coalesce(dflt_value, ''), ', ') FROM pragma_table_info('records')") +
+         " | " +
+         raw_query(path,
+                   "SELECT group_concat(name || ' ' || type || ' ' || \"notnull\", ', ') FROM "
+                   "pragma_table_info('workloads')") +
+         " | " +
+         raw_query(path,
+                   "SELECT group_concat(name || ' ' || tbl_name, ', ') FROM (SELECT name, "
+                   "tbl_name FROM sqlite_master WHERE type = 'index' ORDER BY name)");
+}
+
+TEST_F(DatabaseTest, Version1FileIsMigratedKeepingItsRecords) {
+  make_version_1_database(path("old.db"));
+  auto db = Database::open(path("old.db"));
+  EXPECT_EQ(raw_query(path("old.db"), "PRAGMA user_version"), std::to_string(schema_version()));
+  std::vector<Record> records = db->records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].candidate_hash, 0x2au);
+  EXPECT_EQ(records[0].run_secs, (std::vector<double>{1e-3, 3e-3}));
+  EXPECT_EQ(records[0].kiln_version, "old");
+  EXPECT_EQ(records[0].created, "2024-01-02T03:04:06.000Z");
+  EXPECT_EQ(records[0].search_json, "{}");
+  EXPECT_EQ(db->best(1, zen3(), 1).size(), 1u);
+  EXPECT_TRUE(db->take_warnings().empty());
+}
+
+TEST_F(DatabaseTest, MigratedFileHasTheSchemaOfANewOne) {
+  make_version_1_database(path("old.db"));
+  Database::open(path("old.db"));
+  Database::open(path("new.db"));
+  EXPECT_NE(schema_of(path("new.db")).find("search_json TEXT 1 '{}'"), std::string::npos);
+  EXPECT_EQ(schema_of(path("old.db")), schema_of(path("new.db")));
+}
+
 TEST_F(DatabaseTest, NewerSchemaVersionIsRefused) {
   Database::open(path());
   raw_sql(path(), "PRAGMA user_version = 99");
