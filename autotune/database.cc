@@ -119,17 +119,16 @@ std::unique_ptr<Database> Database::open(const std::string& path, const OpenOpti
   // Step 1. Open the file and check what it is before changing anything in it.
   impl->connection = std::make_unique<sqlite::Connection>(path, false, options.busy_timeout_s);
   sqlite::Connection& connection = *impl->connection;
-  connection.execute("PRAGMA foreign_keys = ON", "configuring");
+  sql::enable_foreign_keys(connection);
   sql::prepare_schema(connection);
-  // Step 2. WAL lets readers and one writer work at once, and a commit is durable when it
-  // returns (synchronous FULL), so kill -9 loses only an uncommitted batch.
-  std::string mode = connection.query_text("PRAGMA journal_mode = WAL", "configuring");
+  // Step 2. WAL mode, so that processes sharing the file do not wait for each other's reads, and
+  // each commit is durable when it returns: kill -9 loses only an uncommitted batch.
+  std::string mode = sql::enable_wal(connection);
   if (mode != "wal" && path != ":memory:") {
     impl->warn("kiln.autotune.Database: '" + path + "' could not use WAL mode (journal mode '" +
                mode + "', e.g. on a network file system); processes that share it will wait " +
                "for each other's reads and writes");
   }
-  connection.execute("PRAGMA synchronous = FULL", "configuring");
   impl->queries = std::make_unique<sql::Queries>(connection);
   // Step 3. Say once which stored rows this kiln will ignore.
   warn_about_other_versions(*impl);

@@ -1,6 +1,7 @@
 // Moving records between tuning databases: export_jsonl writes a JSON-lines file, merge adds the
 // workloads and records of another database file or export, skipping what is already present and
 // what this kiln cannot use.
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -114,9 +115,19 @@ Source read_jsonl(Database::Impl& impl, const std::string& path) {
 int64_t Database::export_jsonl(const std::string& path) {
   const char* api = "kiln.autotune.Database.export_jsonl";
   impl_->check_open(api);
-  std::ofstream out(path, std::ios::trunc);
-  runtime_check(out.good()) << api << ": cannot write '" << path
+  // The export is written beside its path and renamed into place when complete, so that a
+  // failure never leaves a truncated export under the name.
+  std::string partial = path + ".partial";
+  std::ofstream out(partial, std::ios::trunc);
+  runtime_check(out.good()) << api << ": cannot write '" << partial
                             << "'; check that its directory exists and is writable";
+  struct RemovePartial {
+    const std::string& file;
+    bool done = false;
+    ~RemovePartial() {
+      if (!done) std::remove(file.c_str());
+    }
+  } remove_partial{partial};
   // One read transaction: the export is one consistent snapshot even while others write.
   sqlite::Transaction snapshot(*impl_->connection, "exporting", sqlite::Transaction::kRead);
   out << dump_line(detail::export_header());
@@ -137,8 +148,11 @@ int64_t Database::export_jsonl(const std::string& path) {
     ++written;
   }
   snapshot.commit();
-  out.flush();
-  runtime_check(out.good()) << api << ": writing '" << path << "' failed (is the disk full?)";
+  out.close();
+  runtime_check(!out.fail()) << api << ": writing '" << partial << "' failed (is the disk full?)";
+  runtime_check(std::rename(partial.c_str(), path.c_str()) == 0)
+      << api << ": cannot rename '" << partial << "' to '" << path << "'";
+  remove_partial.done = true;
   return written;
 }
 

@@ -60,8 +60,8 @@ CREATE INDEX records_by_median
 
 // ===== Migrations ================================================================================
 //
-// kMigrations[i] takes a file from schema version `from` to `from + 1`. Each runs in the open
-// transaction, so a failed migration leaves the file as it was.
+// Each migration takes a file from schema version `from` to `from + 1`. They run in the open
+// transaction of prepare_schema, so a failed migration leaves the file as it was.
 struct Migration {
   int from;
   const char* sql;
@@ -114,6 +114,10 @@ bool needs_schema_change(sqlite::Connection& connection, const FileState& state)
       << " is a SQLite database but not a kiln tuning database (application id "
       << state.application_id << ", expected " << kApplicationId << ", and " << state.tables
       << " tables); give the path of a tuning database or of a new file";
+  runtime_check(state.version >= 1)
+      << "kiln.autotune.Database: " << quoted_path(connection)
+      << " carries kiln's application id but no schema version, so kiln did not write it; give "
+         "the path of a tuning database or of a new file";
   runtime_check(state.version <= kSchemaVersion)
       << "kiln.autotune.Database: " << quoted_path(connection) << " has schema version "
       << state.version << ", newer than version " << kSchemaVersion
@@ -125,6 +129,16 @@ bool needs_schema_change(sqlite::Connection& connection, const FileState& state)
 
 int current_schema_version() {
   return kSchemaVersion;
+}
+
+void enable_foreign_keys(sqlite::Connection& connection) {
+  connection.execute("PRAGMA foreign_keys = ON", "configuring");
+}
+
+std::string enable_wal(sqlite::Connection& connection) {
+  std::string mode = connection.query_text("PRAGMA journal_mode = WAL", "configuring");
+  connection.execute("PRAGMA synchronous = FULL", "configuring");
+  return mode;
 }
 
 void prepare_schema(sqlite::Connection& connection) {
@@ -157,8 +171,8 @@ void prepare_schema(sqlite::Connection& connection) {
 
 // ===== Queries ===================================================================================
 //
-// Each function prepares its statement once (slot) and reuses it. Record queries select
-// kRecordColumns, read by read_record_row. A target key is always ?2, ?3, ?4.
+// Each function prepares its statement once (in its slot) and reuses it. Record queries select
+// KILN_RECORD_COLUMNS, read by read_record_row. A target key is always ?2, ?3, ?4.
 namespace {
 
 enum Slot {
@@ -180,9 +194,8 @@ enum Slot {
 
 #define KILN_RECORD_COLUMNS                                                           \
   " id, workload_id, target, target_kind, device_model, device_features, trace_json," \
-  " candidate_hash, run_secs_json, median, spread, status, error, kiln_version, "     \
-  "ir_format_version,"                                                                \
-  " created, search_json "
+  " candidate_hash, run_secs_json, median, spread, status, error, kiln_version,"      \
+  " ir_format_version, created, search_json "
 #define KILN_WORKLOAD_COLUMNS " id, key_version, structural_hash, func_json, created "
 #define KILN_SAME_TARGET " target = ?2 AND device_model = ?3 AND device_features = ?4 "
 #define KILN_NOW " strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
@@ -426,5 +439,10 @@ std::map<int64_t, int64_t> Queries::count_records_of_other_versions(int64_t ir_f
   statement.bind(1, ir_format_version);
   return read_version_counts(statement, "counting the records of");
 }
+
+#undef KILN_RECORD_COLUMNS
+#undef KILN_WORKLOAD_COLUMNS
+#undef KILN_SAME_TARGET
+#undef KILN_NOW
 
 }  // namespace kiln::autotune::sql

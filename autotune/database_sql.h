@@ -19,6 +19,14 @@ namespace kiln::autotune::sql {
 // The schema version this kiln creates (PRAGMA user_version of the file).
 int current_schema_version();
 
+// Turns on foreign keys for this connection (SQLite's default is off, per connection).
+void enable_foreign_keys(sqlite::Connection& connection);
+
+// Puts the file in WAL mode, in which readers and one writer work at once, with synchronous FULL,
+// so that a commit is on disk when it returns. Returns the journal mode in effect: "wal", or
+// another where the file system cannot share memory between processes (a network file system).
+std::string enable_wal(sqlite::Connection& connection);
+
 // Step 1 of opening: checks that the file is empty or a kiln tuning database of this or an older
 // schema version, then creates the schema or migrates it in one transaction. Raises a kRuntime
 // error naming the path otherwise.

@@ -66,6 +66,19 @@ TEST_F(DatabaseTest, ExportAndMergeRoundTripEveryField) {
   EXPECT_EQ(copy->workloads()[1].created, source->workloads()[1].created);
 }
 
+TEST_F(DatabaseTest, ExportIsRenamedIntoPlaceWhenComplete) {
+  auto db = Database::open(path());
+  fill(*db);
+  db->export_jsonl(path("a.jsonl"));
+  EXPECT_TRUE(std::filesystem::exists(path("a.jsonl")));
+  EXPECT_FALSE(std::filesystem::exists(path("a.jsonl.partial")));
+  std::string missing = path("no-such-dir/a.jsonl");
+  CaughtError error = error_of([&] { db->export_jsonl(missing); });
+  EXPECT_EQ(error.kind, ErrorKind::kRuntime);
+  EXPECT_EQ(error.message, "kiln.autotune.Database.export_jsonl: cannot write '" + missing +
+                               ".partial'; check that its directory exists and is writable");
+}
+
 TEST_F(DatabaseTest, MergeFromADatabaseFile) {
   auto source = Database::open(path("a.db"));
   fill(*source);

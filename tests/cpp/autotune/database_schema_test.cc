@@ -114,6 +114,16 @@ TEST_F(DatabaseTest, DatabaseOfAnotherProgramIsRefusedUnchanged) {
   EXPECT_EQ(raw_query(path(), "SELECT count(*) FROM sqlite_master"), "1");
 }
 
+TEST_F(DatabaseTest, FileWithKilnsIdButNoSchemaVersionIsRefused) {
+  raw_sql(path(), "CREATE TABLE records (id INTEGER); PRAGMA application_id = 1802071150");
+  CaughtError error = error_of([&] { Database::open(path()); });
+  EXPECT_EQ(error.kind, ErrorKind::kRuntime);
+  EXPECT_EQ(error.message, "kiln.autotune.Database: '" + path() +
+                               "' carries kiln's application id but no schema version, so kiln "
+                               "did not write it; give the path of a tuning database or of a new "
+                               "file");
+}
+
 TEST_F(DatabaseTest, TextFileIsRefused) {
   write_file(path(), "workload,target,seconds\ngemm,llvm,0.001\n" + std::string(2000, 'x'));
   CaughtError error = error_of([&] { Database::open(path()); });
