@@ -192,6 +192,8 @@ def required_positional_count(func, name):
         params = None
     if params is not None:
         count = 0
+        if params and params[0].name == "self":
+            params = params[1:]  # the __init__ of a Python class, unbound
         for p in params:
             if p.kind == p.VAR_POSITIONAL:
                 count += 1
