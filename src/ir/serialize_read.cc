@@ -17,26 +17,27 @@ namespace {
 // A short description of a JSON value for "found …".
 std::string describe(const Json& j) {
   switch (j.type()) {
-    case Json::value_t::null:
+    case Json::Type::kNull:
       return "null";
-    case Json::value_t::boolean:
-      return j.get<bool>() ? "true" : "false";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-    case Json::value_t::number_float:
-      return "the number " + j.dump();
-    case Json::value_t::string: {
-      std::string s = j.dump();
-      if (s.size() > 40) s = s.substr(0, 37) + "...\"";
-      return "the string " + s;
+    case Json::Type::kBool:
+      return j.as_bool() ? "true" : "false";
+    case Json::Type::kInt:
+    case Json::Type::kUint:
+    case Json::Type::kFloat:
+      return "the number " + std::string(j.text().substr(0, 40));
+    case Json::Type::kString: {
+      std::string s(j.text().substr(0, 40));
+      for (char& c : s) {
+        if (static_cast<unsigned char>(c) < 0x20) c = '?';
+      }
+      return "the string \"" + s + (j.text().size() > 40 ? "...\"" : "\"");
     }
-    case Json::value_t::object:
+    case Json::Type::kObject:
       return "an object";
-    case Json::value_t::array:
+    case Json::Type::kArray:
       return "an array of " + std::to_string(j.size()) + (j.size() == 1 ? " item" : " items");
-    default:
-      return "a value of another type";
   }
+  return "a value";
 }
 
 int hex_value(char c) {
@@ -77,19 +78,24 @@ Reader::Object::Object(Reader* reader, const Json& j, const char* expected)
 }
 
 const Json& Reader::Object::get(const char* name) {
-  auto it = j_.find(name);
-  if (it == j_.end()) reader_->fail(std::string("missing field \"") + name + "\"");
-  if (count_ < sizeof(taken_) / sizeof(taken_[0])) taken_[count_] = name;
-  ++count_;
-  return *it;
+  const Json* value = j_.find(name);
+  if (value == nullptr) reader_->fail(std::string("missing field \"") + name + "\"");
+  internal_check(count_ < sizeof(taken_) / sizeof(taken_[0]))
+      << "load_json: a node with more fields than Reader::Object can track";
+  taken_[count_++] = name;
+  return *value;
 }
 
 void Reader::Object::finish() const {
   if (j_.size() == count_) return;
-  for (auto it = j_.begin(); it != j_.end(); ++it) {
-    bool known = false;
-    for (size_t i = 0; i < count_ && !known; ++i) known = it.key() == taken_[i];
-    if (!known) reader_->fail("unexpected field \"" + it.key() + "\"");
+  // Every field was taken once; the others are unknown names or repeated ones.
+  size_t seen[sizeof(taken_) / sizeof(taken_[0])] = {};
+  for (size_t k = 0; k < j_.size(); ++k) {
+    std::string_view key = j_[k].key();
+    size_t i = 0;
+    while (i < count_ && key != taken_[i]) ++i;
+    if (i == count_) reader_->fail("unexpected field \"" + std::string(key) + "\"");
+    if (++seen[i] > 1) reader_->fail("the field \"" + std::string(key) + "\" appears twice");
   }
 }
 
@@ -99,11 +105,10 @@ int64_t Reader::integer(const Json& j, int64_t min, int64_t max) {
   bool ok = false;
   int64_t value = 0;
   if (j.is_number_unsigned()) {
-    auto u = j.get<uint64_t>();
-    ok = u <= static_cast<uint64_t>(max);
-    value = static_cast<int64_t>(u);
+    ok = j.as_uint() <= static_cast<uint64_t>(max);
+    value = static_cast<int64_t>(j.as_uint());
   } else if (j.is_number_integer()) {
-    value = j.get<int64_t>();
+    value = j.as_int();
     ok = true;
   }
   if (!ok || value < min || value > max) {
@@ -115,15 +120,15 @@ int64_t Reader::integer(const Json& j, int64_t min, int64_t max) {
 
 bool Reader::boolean(const Json& j) {
   if (!j.is_boolean()) mismatch(j, "true or false");
-  return j.get<bool>();
+  return j.as_bool();
 }
 
 double Reader::real(const Json& j) {
-  if (j.is_number_float()) return j.get<double>();
-  if (j.is_number_unsigned()) return static_cast<double>(j.get<uint64_t>());
-  if (j.is_number_integer()) return static_cast<double>(j.get<int64_t>());
+  if (j.is_number_float()) return j.as_double();
+  if (j.is_number_unsigned()) return static_cast<double>(j.as_uint());
+  if (j.is_number_integer()) return static_cast<double>(j.as_int());
   if (j.is_string()) {
-    const auto& s = j.get_ref<const std::string&>();
+    std::string_view s = j.text();
     if (s == "inf") return HUGE_VAL;
     if (s == "-inf") return -HUGE_VAL;
     if (s == "nan") return std::nan("");
@@ -145,11 +150,11 @@ double Reader::real(const Json& j) {
 }
 
 std::string Reader::text(const Json& j) {
-  if (j.is_string()) return j.get<std::string>();
+  if (j.is_string()) return std::string(j.text());
   if (j.is_object() && j.size() == 1) {
-    auto it = j.find("hex");
-    if (it != j.end() && it->is_string()) {
-      const auto& hex = it->get_ref<const std::string&>();
+    const Json* hex_value_json = j.find("hex");
+    if (hex_value_json != nullptr && hex_value_json->is_string()) {
+      std::string_view hex = hex_value_json->text();
       std::string bytes;
       bool ok = hex.size() % 2 == 0;
       for (size_t i = 0; ok && i < hex.size(); i += 2) {
@@ -165,7 +170,7 @@ std::string Reader::text(const Json& j) {
 
 DataType Reader::dtype(const Json& j) {
   if (!j.is_string()) mismatch(j, "a dtype string such as \"float32\"");
-  const auto& s = j.get_ref<const std::string&>();
+  std::string s(j.text());
   auto it = dtypes_.find(s);
   if (it != dtypes_.end()) return it->second;
   DataType t;
@@ -190,7 +195,7 @@ const Json& Reader::array(const Json& j, const char* expected) {
 // --- The tables --------------------------------------------------------------------------------
 
 size_t Reader::index(const Json& j, size_t size, const char* table) {
-  if (j.is_number_unsigned() && j.get<uint64_t>() < size) return j.get<uint64_t>();
+  if (j.is_number_unsigned() && j.as_uint() < size) return j.as_uint();
   if (size == 0) {
     mismatch(j, (std::string("an index into \"") + table + "\", which is empty").c_str());
   }
@@ -205,7 +210,7 @@ Ref<Var> Reader::var_ref(const Json& j) {
 
 Ref<Buffer> Reader::buffer_ref(const Json& j) {
   if (j.is_number_unsigned()) {
-    uint64_t i = j.get<uint64_t>();
+    uint64_t i = j.as_uint();
     if (i < buffer_limit_) return buffers_[i];
     if (i < buffers_.size()) {
       fail("refers to buffer " + std::to_string(i) + " from entry " +
@@ -270,15 +275,11 @@ void Reader::check_rank(const Buffer& buffer, size_t count, const char* what) {
 // --- The document ------------------------------------------------------------------------------
 
 Ref<Node> Reader::document(const std::string& text) {
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const Json::exception& e) {
-    user_error(ErrorKind::kValue) << api_ << ": the text is not valid JSON: " << e.what();
-  }
+  path_.reserve(64);
+  JsonDocument parsed(text, api_);
+  const Json& doc = parsed.root();
   Object o(this, doc, "a kiln IR document (a JSON object with \"kiln_ir_format\")");
-  auto version = doc.find("kiln_ir_format");
-  if (version == doc.end()) {
+  if (doc.find("kiln_ir_format") == nullptr) {
     fail(
         "missing field \"kiln_ir_format\"; this JSON is not a kiln IR document (save_json "
         "writes one)");

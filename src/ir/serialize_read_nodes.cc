@@ -15,9 +15,9 @@ namespace kiln::ir::serialize {
 namespace {
 
 // Node kinds by their names; the names, not the enum's numbers, are what documents hold.
-const std::unordered_map<std::string, NodeKind>& kinds_by_name() {
+const std::unordered_map<std::string_view, NodeKind>& kinds_by_name() {
   static const auto* kinds = [] {
-    auto* map = new std::unordered_map<std::string, NodeKind>();
+    auto* map = new std::unordered_map<std::string_view, NodeKind>();
 #define KILN_KIND_BY_NAME(Name) map->emplace(#Name, NodeKind::Name);
     KILN_EXPR_NODE_LIST(KILN_KIND_BY_NAME)
     KILN_STMT_NODE_LIST(KILN_KIND_BY_NAME)
@@ -74,8 +74,7 @@ const T* tag() {
 // --- Nodes -------------------------------------------------------------------------------------
 
 NodeKind Reader::node_kind(const Json& j, Expect expect) {
-  auto it =
-      j.is_string() ? kinds_by_name().find(j.get_ref<const std::string&>()) : kinds_by_name().end();
+  auto it = j.is_string() ? kinds_by_name().find(j.text()) : kinds_by_name().end();
   if (it == kinds_by_name().end()) mismatch(j, "the name of a node kind, such as \"Add\"");
   if (!fits(it->second, expect)) {
     fail(std::string("expected ") + expected_text(expect) + ", found a " + kind_name(it->second));
@@ -265,7 +264,7 @@ class NodeReader {
     int64_t value = r_->field(*o_, "value", [&](const Json& v) -> int64_t {
       if (dtype_.is_uint() && dtype_.bits() == 64) {
         // Written as the unsigned number; kept as the int64 with the same bits.
-        if (v.is_number_unsigned()) return static_cast<int64_t>(v.get<uint64_t>());
+        if (v.is_number_unsigned()) return static_cast<int64_t>(v.as_uint());
         r_->mismatch(v, "an integer in [0, 18446744073709551615] (the dtype is uint64)");
       }
       int64_t x = r_->integer(v, INT64_MIN, INT64_MAX);
@@ -325,7 +324,7 @@ class NodeReader {
   Ref<Node> read(const Call*) {
     Builtin op = r_->field(*o_, "op", [&](const Json& v) {
       std::optional<Builtin> found;
-      if (v.is_string()) found = builtin_from_name(v.get_ref<const std::string&>());
+      if (v.is_string()) found = builtin_from_name(std::string(v.text()));
       if (!found) r_->mismatch(v, "the name of a builtin, such as \"exp\" (see builtin.h)");
       return *found;
     });

@@ -1,12 +1,14 @@
-// The reading half of IR serialization (kiln/ir/serialize.h), private to src/ir: a Reader walks
-// a parsed JSON document and builds the tree, checking every value it takes. Split in two files:
-// serialize_read.cc holds the document, its tables, the values and the error paths;
-// serialize_read_nodes.cc holds the nodes, one function per kind.
+// The reading half of IR serialization (kiln/ir/serialize.h), private to src/ir: a JSON parser
+// (serialize_json.cc) and a Reader that walks the parsed document and builds the tree, checking
+// every value it takes. The Reader is split in two files: serialize_read.cc holds the document,
+// its tables, the values and the error paths; serialize_read_nodes.cc holds the nodes, one
+// function per kind.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
+#include <cstdint>
+#include <deque>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -14,7 +16,73 @@
 
 namespace kiln::ir::serialize {
 
-using Json = nlohmann::json;
+// A value of a parsed JSON document. Containers hold their values in the document's pool, and
+// strings and numbers are views of the text, so a value lives no longer than its document.
+class JsonValue {
+ public:
+  enum class Type : uint8_t { kNull, kBool, kInt, kUint, kFloat, kString, kArray, kObject };
+
+  Type type() const { return type_; }
+  bool is_null() const { return type_ == Type::kNull; }
+  bool is_boolean() const { return type_ == Type::kBool; }
+  // An integer written without fraction or exponent that fits 64 bits (signed or not).
+  bool is_number_integer() const { return type_ == Type::kInt || type_ == Type::kUint; }
+  // A non-negative one of those.
+  bool is_number_unsigned() const { return type_ == Type::kUint; }
+  bool is_number_float() const { return type_ == Type::kFloat; }
+  bool is_string() const { return type_ == Type::kString; }
+  bool is_array() const { return type_ == Type::kArray; }
+  bool is_object() const { return type_ == Type::kObject; }
+
+  bool as_bool() const { return number_.b; }
+  int64_t as_int() const { return number_.i; }
+  uint64_t as_uint() const { return number_.u; }
+  double as_double() const { return number_.d; }
+  // A string's value, or a number's text as written.
+  std::string_view text() const { return text_; }
+
+  // The values of an array or object (0 for anything else), in order.
+  size_t size() const { return count_; }
+  const JsonValue& operator[](size_t i) const { return (*pool_)[first_ + i]; }
+  // The name of this value in its object.
+  std::string_view key() const { return key_; }
+  // The first member of an object called `key`, or null.
+  const JsonValue* find(std::string_view key) const;
+
+ private:
+  friend class JsonDocument;
+  friend class JsonParser;
+  const std::vector<JsonValue>* pool_ = nullptr;
+  Type type_ = Type::kNull;
+  union {
+    bool b;
+    int64_t i;
+    uint64_t u;
+    double d;
+  } number_{};
+  std::string_view text_;
+  std::string_view key_;
+  uint32_t first_ = 0;
+  uint32_t count_ = 0;
+};
+
+// Parses `text`, which must outlive the document, as JSON (RFC 8259, strictly: UTF-8 strings,
+// no trailing commas or text). Throws the kValue error "<api>: the text is not valid JSON: …"
+// with the line and column of the problem.
+class JsonDocument {
+ public:
+  JsonDocument(const std::string& text, const char* api);
+  JsonDocument(const JsonDocument&) = delete;
+  JsonDocument& operator=(const JsonDocument&) = delete;
+  const JsonValue& root() const { return root_; }
+
+ private:
+  std::vector<JsonValue> pool_;
+  std::deque<std::string> strings_;  // strings that had escapes, decoded
+  JsonValue root_;
+};
+
+using Json = JsonValue;
 
 // What a node field may hold.
 enum class Expect { kAny, kExpr, kStmt, kBlock, kCommReducer, kPrimFunc };
@@ -139,7 +207,7 @@ class Reader {
 template <class E>
 E Reader::enumeration(const Json& j, const char* (*name_of)(E), int count, const char* what) {
   if (j.is_string()) {
-    const auto& s = j.get_ref<const std::string&>();
+    std::string_view s = j.text();
     for (int i = 0; i < count; ++i) {
       if (s == name_of(static_cast<E>(i))) return static_cast<E>(i);
     }

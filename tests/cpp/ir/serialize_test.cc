@@ -18,6 +18,7 @@
 #include "kiln/ir/printer.h"
 #include "kiln/ir/serialize.h"
 #include "kiln/ir/structural.h"
+#include "src/ir/serialize_reader.h"
 #include "tests/cpp/ir/sample_funcs.h"
 
 namespace kiln::ir {
@@ -494,6 +495,11 @@ TEST(SerializeErrors, MissingExtraAndMistypedFields) {
   EXPECT_EQ(load_error(doc),
             "load_json: at $.root.body.block.body.body: expected a statement (an object with "
             "\"kind\"), found null");
+  std::string text = save_json(samples::matmul(16));
+  size_t at = text.find("\"kind\":\"PrimFunc\"");
+  text.insert(at, "\"kind\":\"PrimFunc\",");
+  EXPECT_EQ(error_of([&] { load_json(text); }),
+            "load_json: at $.root: the field \"kind\" appears twice");
   doc = matmul_doc();
   doc["vars"][0]["size_var"] = 0;
   EXPECT_EQ(load_error(doc),
@@ -665,6 +671,133 @@ std::string damage(std::string text, std::mt19937_64& rng) {
       break;
   }
   return text;
+}
+
+// The value the loader's JSON parser reads, as an nlohmann::json to compare (a repeated name in
+// an object keeps its last value, as nlohmann does).
+Json to_nlohmann(const serialize::JsonValue& v) {
+  using Type = serialize::JsonValue::Type;
+  switch (v.type()) {
+    case Type::kNull:
+      return nullptr;
+    case Type::kBool:
+      return v.as_bool();
+    case Type::kInt:
+      return v.as_int();
+    case Type::kUint:
+      return v.as_uint();
+    case Type::kFloat:
+      return v.as_double();
+    case Type::kString:
+      return std::string(v.text());
+    case Type::kArray: {
+      Json array = Json::array();
+      for (size_t i = 0; i < v.size(); ++i) array.push_back(to_nlohmann(v[i]));
+      return array;
+    }
+    case Type::kObject: {
+      Json object = Json::object();
+      for (size_t i = 0; i < v.size(); ++i) object[std::string(v[i].key())] = to_nlohmann(v[i]);
+      return object;
+    }
+  }
+  return nullptr;
+}
+
+// Whether the loader's parser and nlohmann agree on `text`: both refuse it, or both read the
+// same value. Numbers beyond a double, which nlohmann reads as inf, are refused by ours.
+void expect_same_parse(const std::string& text) {
+  Json expected;
+  bool nlohmann_ok = true;
+  try {
+    expected = Json::parse(text);
+  } catch (const Json::exception&) {
+    nlohmann_ok = false;
+  }
+  try {
+    serialize::JsonDocument doc(text, "load_json");
+    ASSERT_TRUE(nlohmann_ok) << "accepted what nlohmann refuses: " << text;
+    EXPECT_EQ(to_nlohmann(doc.root()), expected) << text;
+  } catch (const Error& e) {
+    std::string message = e.what();
+    ASSERT_EQ(message.rfind("load_json: the text is not valid JSON: ", 0), 0u) << message;
+    if (message.find("too large for a double") != std::string::npos) return;
+    EXPECT_FALSE(nlohmann_ok) << "refused what nlohmann accepts: " << text << "\n" << message;
+  }
+}
+
+TEST(SerializeJson, ParserAgreesWithNlohmann) {
+  const char* cases[] = {"",
+                         " ",
+                         "{}",
+                         "[]",
+                         " [ 1 , 2 ] ",
+                         "[1,]",
+                         "{\"a\":1,}",
+                         "{\"a\" 1}",
+                         "[1 2]",
+                         "01",
+                         "-0",
+                         "-",
+                         "1.",
+                         ".5",
+                         "1e",
+                         "1e+",
+                         "1E-2",
+                         "-0.0",
+                         "1e-400",
+                         "18446744073709551615",
+                         "18446744073709551616",
+                         "-9223372036854775808",
+                         "-9223372036854775809",
+                         "123456789012345678901234567890",
+                         "true",
+                         "tru",
+                         "nul",
+                         "null x",
+                         "\"\\ud800\"",
+                         "\"\\udc00\"",
+                         "\"\\ud83d\\ude00\"",
+                         "\"\\u00e9\\/\\b\\f\\n\\r\\t\\\"\\\\\"",
+                         "\"\\x\"",
+                         "\"tab\there\"",
+                         "\"caf\xc3\xa9\"",
+                         "\"\xff\"",
+                         "\"\xed\xa0\x80\"",
+                         "\"\xf4\x90\x80\x80\"",
+                         "\"unterminated",
+                         "{\"a\":1,\"a\":2}",
+                         "[[[[]]], {\"b\": [null, true, false, {}]}]"};
+  for (const char* text : cases) expect_same_parse(text);
+
+  const std::string seeds[] = {save_json(every_kind()), save_json(samples::matmul(8))};
+  std::mt19937_64 rng(7);
+  for (int iteration = 0; iteration < 2000; ++iteration) {
+    std::string text = seeds[iteration % 2];
+    int count = 1 + static_cast<int>(rng() % 3);
+    for (int d = 0; d < count; ++d) text = damage(text, rng);
+    expect_same_parse(text);
+  }
+}
+
+TEST(SerializeJson, DeepNestingCostsNoStack) {
+  // The parser keeps open containers on the heap: two hundred thousand levels parse (and a document
+  // that deep is then refused by the loader at its first level, without recursion).
+  std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  serialize::JsonDocument doc(deep, "load_json");
+  const serialize::JsonValue* v = &doc.root();
+  int depth = 1;
+  while (v->size() == 1) {
+    v = &(*v)[0];
+    ++depth;
+  }
+  EXPECT_EQ(depth, 200000);
+  EXPECT_EQ(error_of([&] { load_json(deep); }),
+            "load_json: at $: expected a kiln IR document (a JSON object with "
+            "\"kiln_ir_format\"), found an array of 1 item");
+  EXPECT_EQ(error_of([&] { load_json(deep.substr(0, 300000)); }),
+            "load_json: the text is not valid JSON: expected ',' or ']' in an array at the end "
+            "of the text");
 }
 
 TEST(SerializeFuzz, MutatedDocumentsGiveErrorsNeverCrashes) {
