@@ -1,14 +1,62 @@
 // The JSON parser behind load_json (kiln/ir/serialize.h): strict RFC 8259, without recursion
 // (a crafted document nested a million levels deep costs memory, never the stack), and with all
 // values in one pool, so that a document of a few hundred nodes parses in tens of microseconds.
-// A general JSON library spends most of load_json's time building maps and strings.
+// A general JSON library spends most of load_json's time building maps and strings. Also the
+// text helpers of serialize_text.h.
 #include <charconv>
 #include <cstring>
 
 #include "kiln/support/error.h"
 #include "src/ir/serialize_reader.h"
+#include "src/ir/serialize_text.h"
 
 namespace kiln::ir::serialize {
+
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0; };
+  unsigned char c = byte(0);
+  if (i < s.size() && c < 0x80) return 1;
+  size_t extra;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    extra = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    extra = 2;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    extra = 3;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (byte(1) < lo || byte(1) > hi) return 0;
+  for (size_t k = 2; k <= extra; ++k) {
+    if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
+  }
+  return extra + 1;
+}
+
+std::string quoted(std::string_view s, size_t limit) {
+  std::string out = "\"";
+  size_t i = 0;
+  while (i < s.size() && i < limit) {
+    size_t length = utf8_sequence_length(s, i);
+    auto c = static_cast<unsigned char>(s[i]);
+    if (length == 0 || c < 0x20 || c == 0x7F) {
+      out += "\\x";
+      out += "0123456789abcdef"[c >> 4];
+      out += "0123456789abcdef"[c & 0xF];
+      ++i;
+    } else {
+      out.append(s, i, length);
+      i += length;
+    }
+  }
+  out += i < s.size() ? "...\"" : "\"";
+  return out;
+}
 
 const JsonValue* JsonValue::find(std::string_view key) const {
   for (uint32_t i = 0; i < count_; ++i) {
@@ -262,33 +310,11 @@ class JsonParser {
     return result;
   }
 
-  // The length of the well-formed UTF-8 sequence at pos_ (RFC 3629: no overlong forms, no
-  // surrogates, nothing above U+10FFFF).
+  // The length of the UTF-8 sequence at pos_, which must be well formed.
   size_t utf8_length() {
-    auto byte = [&](size_t i) {
-      return pos_ + i < text_.size() ? static_cast<unsigned char>(text_[pos_ + i]) : 0;
-    };
-    unsigned char c = byte(0);
-    size_t extra;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      extra = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      extra = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      extra = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      fail("a string holds a byte that is not UTF-8");
-    }
-    if (byte(1) < lo || byte(1) > hi) fail("a string holds a byte that is not UTF-8");
-    for (size_t i = 2; i <= extra; ++i) {
-      if (byte(i) < 0x80 || byte(i) > 0xBF) fail("a string holds a byte that is not UTF-8");
-    }
-    return extra + 1;
+    size_t length = utf8_sequence_length(text_, pos_);
+    if (length == 0) fail("a string holds a byte that is not UTF-8");
+    return length;
   }
 
   void parse_escape(std::string* out) {

@@ -7,6 +7,7 @@
 #include "kiln/ir/serialize.h"
 #include "kiln/support/error.h"
 #include "src/ir/serialize_reader.h"
+#include "src/ir/serialize_text.h"
 
 namespace kiln::ir {
 
@@ -25,19 +26,20 @@ std::string describe(const Json& j) {
     case Json::Type::kUint:
     case Json::Type::kFloat:
       return "the number " + std::string(j.text().substr(0, 40));
-    case Json::Type::kString: {
-      std::string s(j.text().substr(0, 40));
-      for (char& c : s) {
-        if (static_cast<unsigned char>(c) < 0x20) c = '?';
-      }
-      return "the string \"" + s + (j.text().size() > 40 ? "...\"" : "\"");
-    }
+    case Json::Type::kString:
+      return "the string " + quoted(j.text(), 40);
     case Json::Type::kObject:
       return "an object";
     case Json::Type::kArray:
       return "an array of " + std::to_string(j.size()) + (j.size() == 1 ? " item" : " items");
   }
   return "a value";
+}
+
+double from_bits(uint64_t bits) {
+  double value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
 }
 
 int hex_value(char c) {
@@ -94,8 +96,8 @@ void Reader::Object::finish() const {
     std::string_view key = j_[k].key();
     size_t i = 0;
     while (i < count_ && key != taken_[i]) ++i;
-    if (i == count_) reader_->fail("unexpected field \"" + std::string(key) + "\"");
-    if (++seen[i] > 1) reader_->fail("the field \"" + std::string(key) + "\" appears twice");
+    if (i == count_) reader_->fail("unexpected field " + quoted(key));
+    if (++seen[i] > 1) reader_->fail("the field " + quoted(key) + " appears twice");
   }
 }
 
@@ -131,7 +133,7 @@ double Reader::real(const Json& j) {
     std::string_view s = j.text();
     if (s == "inf") return HUGE_VAL;
     if (s == "-inf") return -HUGE_VAL;
-    if (s == "nan") return std::nan("");
+    if (s == "nan") return from_bits(0x7ff8000000000000ULL);
     // "nan(0x" + 16 hex digits + ")": a NaN with its exact bits.
     if (s.size() == 23 && s.compare(0, 6, "nan(0x") == 0 && s.back() == ')') {
       uint64_t bits = 0;
@@ -141,8 +143,7 @@ double Reader::real(const Json& j) {
         ok = digit >= 0;
         bits = bits << 4 | static_cast<uint64_t>(digit);
       }
-      double value;
-      std::memcpy(&value, &bits, sizeof(value));
+      double value = from_bits(bits);
       if (ok && std::isnan(value)) return value;
     }
   }
@@ -269,13 +270,14 @@ void Reader::read_buffers(const Json& j) {
 void Reader::check_rank(const Buffer& buffer, size_t count, const char* what) {
   if (count == buffer.shape.size()) return;
   fail(std::to_string(count) + " " + what + " for the " + std::to_string(buffer.shape.size()) +
-       "-dimensional buffer " + buffer.name);
+       "-dimensional buffer " + quoted(buffer.name));
 }
 
 // --- The document ------------------------------------------------------------------------------
 
 Ref<Node> Reader::document(const std::string& text) {
   path_.reserve(64);
+  // Step 1. The text as JSON, and the version before anything else is read.
   JsonDocument parsed(text, api_);
   const Json& doc = parsed.root();
   Object o(this, doc, "a kiln IR document (a JSON object with \"kiln_ir_format\")");
@@ -293,6 +295,7 @@ Ref<Node> Reader::document(const std::string& text) {
     }
     return found;
   });
+  // Step 2. The tables: variables, then buffers (whose fields may name variables).
   {
     const Json& vars = o.get("vars");
     At at(this, "vars");
@@ -303,6 +306,7 @@ Ref<Node> Reader::document(const std::string& text) {
     At at(this, "buffers");
     read_buffers(buffers);
   }
+  // Step 3. The tree, which refers to both tables.
   Ref<Node> root = field(o, "root", [&](const Json& v) { return node(v, Expect::kAny, true); });
   o.finish();
   return root;

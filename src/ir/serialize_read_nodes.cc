@@ -9,6 +9,7 @@
 #include "kiln/ir/serialize.h"
 #include "kiln/support/error.h"
 #include "src/ir/serialize_reader.h"
+#include "src/ir/serialize_text.h"
 
 namespace kiln::ir::serialize {
 
@@ -198,7 +199,7 @@ Attrs Reader::attrs(const Json& j) {
       At at_value(this, size_t{1});
       value = expr(pair[1]);
     }
-    if (!result.emplace(name, value).second) fail("the name \"" + name + "\" appears twice");
+    if (!result.emplace(name, value).second) fail("the name " + quoted(name) + " appears twice");
   }
   return result;
 }
@@ -469,7 +470,8 @@ class NodeReader {
     if (iter_values.size() != block->iter_vars.size()) {
       Reader::At at(r_, "iter_values");
       r_->fail(std::to_string(iter_values.size()) + " values for the " +
-               std::to_string(block->iter_vars.size()) + " iterators of block " + block->name);
+               std::to_string(block->iter_vars.size()) + " iterators of block " +
+               quoted(block->name));
     }
     return make<BlockRealize>(std::move(iter_values), predicate, block);
   }
@@ -506,7 +508,7 @@ class NodeReader {
           param = r_->var_ref(v[i][0]);
           bool listed = false;
           for (const Ref<Var>& p : n->params) listed = listed || p == param;
-          if (!listed) r_->fail("variable " + param->name + " is not a parameter");
+          if (!listed) r_->fail("variable " + quoted(param->name) + " is not a parameter");
         }
         Reader::At at_buffer(r_, size_t{1});
         map.emplace_back(param, r_->buffer_ref(v[i][1]));
@@ -532,7 +534,7 @@ class NodeReader {
         Reader::At at_func(r_, size_t{1});
         auto func = cast<PrimFunc>(r_->node(v[i][1], Expect::kPrimFunc));
         if (!n->functions.emplace(name, func).second) {
-          r_->fail("a second function named \"" + name + "\"");
+          r_->fail("a second function named " + quoted(name));
         }
       }
       return 0;

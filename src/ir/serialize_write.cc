@@ -10,43 +10,18 @@
 
 #include "kiln/ir/serialize.h"
 #include "kiln/support/error.h"
+#include "src/ir/serialize_text.h"
 
 namespace kiln::ir {
 
 namespace {
 
-// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above
-// U+10FFFF), the same rule JSON parsers apply to the text they read.
+// Whether `s` is well-formed UTF-8, the rule JSON parsers apply to the strings they read.
 bool is_utf8(const std::string& s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const unsigned char* end = p + s.size();
-  while (p < end) {
-    unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    int extra;
-    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      extra = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      extra = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      extra = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (end - p <= extra) return false;
-    if (p[1] < lo || p[1] > hi) return false;
-    for (int i = 2; i <= extra; ++i) {
-      if (p[i] < 0x80 || p[i] > 0xBF) return false;
-    }
-    p += extra + 1;
+  for (size_t i = 0; i < s.size();) {
+    size_t length = serialize::utf8_sequence_length(s, i);
+    if (length == 0) return false;
+    i += length;
   }
   return true;
 }
@@ -211,7 +186,7 @@ class Writer {
       write_integer(out, define_buffer(b.get()));
       return;
     }
-    user_check(it->second >= 0) << "save_json: buffer " << b->name
+    user_check(it->second >= 0) << "save_json: buffer " << serialize::quoted(b->name)
                                 << " refers to itself (its shape, strides or offset load from "
                                    "it), which no function can allocate";
     write_integer(out, it->second);

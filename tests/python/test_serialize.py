@@ -427,6 +427,15 @@ def test_wrong_argument_types():
         ir.save_json("main")
 
 
+def test_names_that_are_not_utf8_are_quoted_in_messages():
+    doc = matmul_doc()
+    name = doc["root"]["attrs"][0][1]
+    doc["root"]["attrs"] = [[{"hex": "ff41"}, name], [{"hex": "ff41"}, name]]
+    with pytest.raises(kiln.KilnValueError,
+                       match=r'^load_json: at \$\.root\.attrs\[1\]: the name "\\xffA" appears twice$'):
+        ir.load_json(json.dumps(doc))
+
+
 def test_unpickling_a_damaged_pickle_raises_a_kiln_error():
     data = pickle.dumps(schedule_helpers.matmul())
     damaged = data.replace(b'"kind":"For"', b'"kind":"Fur"')

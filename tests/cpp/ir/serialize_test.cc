@@ -399,7 +399,7 @@ TEST(SerializeErrors, WriterRefusesWhatItCannotWriteFaithfully) {
   Ref<Buffer> self = decl_buffer({int32_const(4)}, DataType::int32(), "S");
   self->shape = {buffer_load(self, {int32_const(0)})};
   std::string message = error_of([&] { save_json(self); });
-  EXPECT_NE(message.find("save_json: buffer S refers to itself"), std::string::npos) << message;
+  EXPECT_NE(message.find("save_json: buffer \"S\" refers to itself"), std::string::npos) << message;
   self->shape.clear();  // break the reference cycle
 
   Ref<Var> odd = make_var("odd", DataType(DataType::kInt, 4));
@@ -542,7 +542,7 @@ TEST(SerializeErrors, DanglingReferences) {
   doc = matmul_doc();
   doc["root"]["buffer_map"][0][0] = doc["root"]["body"]["block"]["body"]["loop_var"];
   std::string message = load_error(doc);
-  EXPECT_NE(message.find("at $.root.buffer_map[0][0]: variable i is not a parameter"),
+  EXPECT_NE(message.find("at $.root.buffer_map[0][0]: variable \"i\" is not a parameter"),
             std::string::npos)
       << message;
 }
@@ -554,13 +554,13 @@ TEST(SerializeErrors, StructureLaterCodeReliesOn) {
   store["indices"].erase(1);
   EXPECT_EQ(load_error(doc),
             "load_json: at $.root.body.block.body.body.body.body.block.body.indices: 1 indices "
-            "for the 2-dimensional buffer C");
+            "for the 2-dimensional buffer \"C\"");
   doc = matmul_doc();
   Json& realize = doc["root"]["body"]["block"]["body"]["body"]["body"]["body"];
   realize["iter_values"].erase(2);
   EXPECT_EQ(load_error(doc),
             "load_json: at $.root.body.block.body.body.body.body.iter_values: 2 values for the 3 "
-            "iterators of block C");
+            "iterators of block \"C\"");
   doc = matmul_doc();
   doc["root"]["body"]["block"]["body"]["min"] = {
       {"kind", "Call"}, {"dtype", "float32"}, {"op", "exp"}, {"args", Json::array()}};
@@ -576,6 +576,11 @@ TEST(SerializeErrors, StructureLaterCodeReliesOn) {
   doc["root"]["attrs"] = Json::array({Json::array({"a", doc["buffers"][0]["shape"][0]}),
                                       Json::array({"a", doc["buffers"][0]["shape"][0]})});
   EXPECT_EQ(load_error(doc), "load_json: at $.root.attrs[1]: the name \"a\" appears twice");
+  // Names may hold any bytes; messages quote them as UTF-8 (a Python exception needs it).
+  doc["root"]["attrs"][0][0] = {{"hex", "ff0a41"}};
+  doc["root"]["attrs"][1][0] = {{"hex", "ff0a41"}};
+  EXPECT_EQ(load_error(doc),
+            "load_json: at $.root.attrs[1]: the name \"\\xff\\x0aA\" appears twice");
 }
 
 TEST(SerializeErrors, NestingDepthIsBounded) {
