@@ -10,6 +10,7 @@
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
+#include "kiln/ir/serialize.h"
 #include "kiln/ir/structural.h"
 #include "kiln/support/error.h"
 
@@ -109,6 +110,8 @@ void bind_comparison_truth(py::class_<T, BinaryNode, Ref<T>>& cls, bool negate) 
 
 // Printing and structural comparison; defined in their section at the end of this file.
 void bind_script_and_structural(py::module_& m);
+// Serialization and pickling; defined in the last section of this file.
+void bind_serialization(py::module_& m);
 
 }  // namespace
 
@@ -589,6 +592,7 @@ Raises:
       .def_readonly("functions", &IRModule::functions,
                     "The functions, a dict from name to PrimFunc.");
   bind_script_and_structural(m);
+  bind_serialization(m);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -700,6 +704,48 @@ Raises:
 Raises:
     KilnValueError: the objects differ; the message shows the path to the first difference.
     KilnTypeError: an argument is not an IR node or None.)doc");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Serialization (kiln.ir.save_json / load_json wrap these) and pickling of PrimFunc and IRModule
+// through the same JSON text, so that functions can be sent to worker processes.
+
+namespace {
+
+void bind_serialization(py::module_& m) {
+  m.def(
+      "save_json",
+      [](const py::object& node) { return save_json(to_optional_node(node, "save_json", "node")); },
+      py::arg("node"),
+      R"doc(The IR node (or None) as a JSON document; see kiln.ir.save_json.
+
+Raises:
+    KilnTypeError: node is not an IR node or None.
+    KilnValueError: the tree cannot be written faithfully.)doc");
+  m.def(
+      "load_json", [](py::handle text) { return load_json(to_str(text, "load_json", "text")); },
+      py::arg("text"),
+      R"doc(The IR node a document of save_json holds; see kiln.ir.load_json.
+
+Raises:
+    KilnTypeError: text is not a str.
+    KilnValueError: the document is malformed (the message gives the path).)doc");
+
+  // Pickling goes through kiln.ir.load_json, a plain Python function, so that a pickle names a
+  // stable importable function and holds the JSON text, readable by any later kiln of the
+  // same format version.
+  auto reduce = [](const Ref<Node>& self) {
+    py::object load = py::module_::import("kiln.ir").attr("load_json");
+    return py::make_tuple(load, py::make_tuple(save_json(self)));
+  };
+  const char* reduce_doc =
+      "Pickle support: the object is rebuilt by kiln.ir.load_json from its JSON text.";
+  py::reinterpret_borrow<py::class_<PrimFunc, Node, Ref<PrimFunc>>>(m.attr("PrimFunc"))
+      .def("__reduce__", reduce, reduce_doc);
+  py::reinterpret_borrow<py::class_<IRModule, Node, Ref<IRModule>>>(m.attr("IRModule"))
+      .def("__reduce__", reduce, reduce_doc);
 }
 
 }  // namespace
