@@ -24,16 +24,35 @@ IntSet IntSet::nothing() {
   return s;
 }
 
+namespace {
+
+// A constant end past half of a signed type's range says no more than that the value fits the
+// type (it comes from a type's limits, or wraps there): it is left infinite, so that arithmetic
+// on the set's ends (an extent max - min + 1) cannot overflow. See from_bound.
+Expr bounded_end(Expr end, bool is_max) {
+  const int64_t* c = as_const_int(end);
+  if (c == nullptr || !end->dtype.is_int() || end->dtype.bits() > 32) return end;
+  int64_t half = int64_t{1} << (end->dtype.bits() - 2);
+  if (is_max ? *c >= half : *c <= -half) return Expr();
+  return end;
+}
+
+}  // namespace
+
 IntSet IntSet::interval(Expr min, Expr max) {
   IntSet s;
-  s.min_ = std::move(min);
-  s.max_ = std::move(max);
+  s.min_ = bounded_end(std::move(min), false);
+  s.max_ = bounded_end(std::move(max), true);
   return s;
 }
 
 IntSet IntSet::single_point(Expr value) {
   internal_check(value.defined()) << "IntSet::single_point: null expression";
-  return interval(value, value);
+  // A point is exact, however large: its extent is 1.
+  IntSet s;
+  s.min_ = value;
+  s.max_ = std::move(value);
+  return s;
 }
 
 IntSet IntSet::from_range(const Range& range) {
@@ -366,6 +385,18 @@ class SetEvaluator {
     IntSet v = eval(op->value);
     if (v.is_nothing()) return v;
     DataType to = e->dtype.element_of();
+    // A narrowing conversion keeps the order of the ends only where the values fit the narrow
+    // type; elsewhere it wraps, and the set is what the bounds say.
+    if (to.bits() < from.bits() || (to.is_uint() != from.is_uint() && to.bits() == from.bits())) {
+      bool fits = v.has_lower_bound() && v.has_upper_bound();
+      if (fits) {
+        ConstIntBound lo = analyzer_->const_int_bound(v.min());
+        ConstIntBound hi = analyzer_->const_int_bound(v.max());
+        ConstIntBound range = analyzer_->const_int_bound(make<Var>("x", to));
+        fits = lo.min_value >= range.min_value && hi.max_value <= range.max_value;
+      }
+      if (!fits) return fallback(e);
+    }
     auto cast_end = [&](const Expr& x) { return x.defined() ? cast(to, x) : Expr(); };
     return IntSet::interval(cast_end(v.min()), cast_end(v.max()));
   }
