@@ -39,7 +39,7 @@ Ref<CommReducer> make_comm_reducer(std::vector<Ref<Var>> lhs, std::vector<Ref<Va
                                    const std::string& api);
 
 // One Reduce per component of `combiner`, over `source` (one per component) and `axis` (reduce
-// axes, each used by the sources or the condition). `where` (may be null) restricts the reduced
+// axes; an axis the sources do not use is valid). `where` (may be null) restricts the reduced
 // points; `init` (empty or one per component) replaces the identity as the starting value.
 std::vector<Expr> comm_reduce(const Ref<CommReducer>& combiner, std::vector<Expr> source,
                               const std::vector<IterVar>& axis, Expr where, std::vector<Expr> init,

@@ -1,0 +1,35 @@
+// A tuning task: one function to tune for one target, identified in the tuning database by its
+// workload key (the structural hash of the function, confirmed by structural equality).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kiln/codegen/target.h"
+#include "kiln/ir/function.h"
+
+namespace kiln::autotune {
+
+struct TuneTask {
+  std::string name;            // for logs and tables, e.g. "matmul"
+  ir::Ref<ir::PrimFunc> func;  // the function as written (the workload); its schedules replay on it
+  codegen::Target target;
+  double weight = 1.0;         // how often the function runs per run of the whole model
+  uint64_t workload_hash = 0;  // ir::structural_hash(func)
+  double flops = 0.0;          // the arithmetic operations of one call (count_flops)
+};
+
+// A task for `func` on `target` (a target string). Raises a kValue error naming `api` for a
+// function with a symbolic dimension (tuning measures one concrete size: substitute the
+// dimensions first) or for a target kiln cannot parse.
+TuneTask make_task(const ir::Ref<ir::PrimFunc>& func, const std::string& target,
+                   const std::string& name = "", double weight = 1.0,
+                   const char* api = "make_task");
+
+// The arithmetic operations of one call of `func`: every integer or float +, -, *, /, min, max
+// and math call in the values its blocks store, times the iterations of the loops and block
+// iterators around it (a multiply-add counts 2, as GFLOP/s figures count). Loops of symbolic
+// extent count once. Tested by tests/cpp/autotune/task_test.cc.
+double count_flops(const ir::PrimFunc& func);
+
+}  // namespace kiln::autotune
