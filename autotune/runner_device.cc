@@ -1,0 +1,54 @@
+// The identity of the device a runner measures on, as the tuning database keys records: the
+// CPU's model name and the ISA features of the target in effect.
+#include <fstream>
+#include <string>
+
+#include "kiln/autotune/runner.h"
+#include "kiln/codegen/target.h"
+
+namespace kiln::autotune {
+
+namespace {
+
+std::string trim(const std::string& text) {
+  size_t begin = text.find_first_not_of(" \t");
+  if (begin == std::string::npos) return "";
+  size_t end = text.find_last_not_of(" \t\r\n");
+  return text.substr(begin, end - begin + 1);
+}
+
+// The first "model name" of /proc/cpuinfo (x86 and some others), or "" when there is none
+// (ARM kernels do not name the model there).
+std::string cpuinfo_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos || trim(line.substr(0, colon)) != "model name") continue;
+    std::string name = trim(line.substr(colon + 1));
+    if (!name.empty()) return name;
+  }
+  return "";
+}
+
+}  // namespace
+
+const std::string& cpu_model_name() {
+  static const std::string name = [] {
+    std::string model = cpuinfo_model_name();
+    return model.empty() ? codegen::host_target().cpu : model;
+  }();
+  return name;
+}
+
+TargetKey local_target_key(const codegen::Target& target) {
+  TargetKey key;
+  key.target = target.str();
+  key.device_model = cpu_model_name();
+  for (const std::string& feature : target.isa_features()) {
+    key.device_features += (key.device_features.empty() ? "" : ",") + feature;
+  }
+  return key;
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,276 @@
+// The tune worker's side of the conversation: the task's reference results, then each
+// candidate built, checked against them and timed (see worker.h and runner_protocol.h).
+#include "autotune/worker.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "autotune/runner_protocol.h"
+#include "autotune/worker_check.h"
+#include "autotune/worker_timing.h"
+#include "kiln/driver/build.h"
+#include "kiln/ir/serialize.h"
+#include "kiln/runtime/ndarray.h"
+#include "kiln/support/error.h"
+
+namespace kiln::autotune::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+int call(KilnFunctionHandle function, const TaskArguments& args) {
+  return KilnFuncCall(function, args.values(), args.type_codes(), args.count());
+}
+
+// The function of a candidate module that is measured: "main", or the only one.
+std::string measured_function(const ir::IRModule& mod) {
+  if (mod.functions.count("main") != 0 || mod.functions.empty()) return "main";
+  if (mod.functions.size() == 1) return mod.functions.begin()->first;
+  std::string names;
+  for (const auto& [name, func] : mod.functions) names += (names.empty() ? "" : ", ") + name;
+  user_error(ErrorKind::kValue) << "the candidate module has no function 'main' and several "
+                                << "others (" << names << "): which one to measure is unclear";
+}
+
+// The test hooks that make the worker fail where a kernel would (see MeasureInput::fault).
+void misbehave_before_call(const std::string& fault) {
+  if (fault == "crash") {
+    ::signal(SIGSEGV, SIG_DFL);  // as a faulting kernel: whatever handler was installed
+    ::raise(SIGSEGV);
+  } else if (fault == "abort") {
+    std::abort();
+  } else if (fault == "hang") {
+    for (;;) ::pause();
+  }
+}
+
+struct Task {
+  std::string target;
+  std::unique_ptr<TaskArguments> args;
+  bool restore_each_call = false;
+  bool check_correctness = true;
+  Tolerance tolerance;
+  bool flush_cache = false;
+  std::unique_ptr<CacheFlusher> flusher;  // made at the first flush
+};
+
+// A candidate kept built for `time` requests (run_interleaved).
+struct Kept {
+  std::unique_ptr<driver::BuiltModule> module;
+  KilnFunctionHandle function = nullptr;
+  TimingPlan plan;  // warmup 0, repeat 1
+  int number = 0;
+  bool settled = false;  // its number is fixed after its first round
+};
+
+class Worker {
+ public:
+  explicit Worker(int fd) : fd_(fd) {}
+
+  int serve() {
+    write_message(fd_, hello_message());
+    while (std::optional<Message> message = read_message(fd_)) {
+      std::string type = type_of(*message);
+      if (type == "task") {
+        write_message(fd_, prepare_task(task_request_of(*message)));
+      } else if (type == "candidate") {
+        write_message(fd_, to_message(measure_candidate(candidate_request_of(*message))));
+      } else if (type == "time") {
+        write_message(fd_, to_message(time_kept(message->header.at("slot").get<int>())));
+      } else if (type == "release") {
+        kept_.clear();
+      } else {
+        internal_error << "tune worker: unknown request " << message->header.dump();
+      }
+    }
+    return 0;
+  }
+
+ private:
+  void phase(const char* name) { write_message(fd_, phase_message(name)); }
+
+  // Builds the untuned function and computes (or takes) the reference results.
+  Message prepare_task(const TaskRequest& request) {
+    kept_.clear();
+    task_.reset();
+    auto task = std::make_unique<Task>();
+    task->target = request.target;
+    task->check_correctness = request.check_correctness;
+    task->tolerance = Tolerance{request.rtol, request.atol};
+    task->flush_cache = request.flush_cache;
+    KilnSetNumThreads(request.num_threads);
+    // Step 1. Build the untuned function; its spec shapes the arguments.
+    std::unique_ptr<driver::BuiltModule> reference;
+    KilnFunctionHandle function = nullptr;
+    try {
+      reference = driver::build(ir::load_prim_func(request.func_json), request.target, "main");
+      runtime::check_call(KilnModuleGetFunction(reference->runtime_module(), "main", &function));
+      const KilnFuncSpec* spec = nullptr;
+      runtime::check_call(KilnFuncGetSpec(function, &spec));
+      task->args = std::make_unique<TaskArguments>(*spec, request.seed);
+    } catch (const std::exception& e) {
+      return task_error_message(std::string("it does not build: ") + e.what());
+    }
+    // Step 2. The reference: the results of one call on the random arguments, and whether a
+    // second call on them changes them (then every timed call starts from fresh arguments).
+    TaskReady ready;
+    if (request.reference) {
+      task->args->set_reference(*request.reference);
+      ready.restore_each_call = request.restore_each_call;
+    } else {
+      task->args->restore_all();
+      if (call(function, *task->args) != 0) {
+        return task_error_message(std::string("it fails: ") + KilnGetLastError());
+      }
+      std::string results = task->args->snapshot_written();
+      if (call(function, *task->args) != 0) {
+        return task_error_message(std::string("it fails: ") + KilnGetLastError());
+      }
+      ready.restore_each_call = !task->args->written_equal(results);
+      task->args->set_reference(results);
+      ready.reference = std::move(results);
+    }
+    task->restore_each_call = ready.restore_each_call;
+    task_ = std::move(task);
+    return to_message(ready);
+  }
+
+  TimingHooks hooks(KilnFunctionHandle function) {
+    TimingHooks h;
+    TaskArguments* args = task_->args.get();
+    h.call = [function, args] { return call(function, *args); };
+    h.restore = [args] { args->restore_written(); };
+    h.flush = [this] {
+      if (!task_->flusher) task_->flusher = std::make_unique<CacheFlusher>();
+      task_->flusher->flush();
+    };
+    return h;
+  }
+
+  // Times with `plan`, then checks the results of the last call. Fills `result`.
+  void time_and_recheck(KilnFunctionHandle function, const TimingPlan& plan, int* number,
+                        MeasureResult* result) {
+    phase("measure");
+    try {
+      result->run_secs = time_calls(plan, hooks(function), number);
+    } catch (const CallFailed&) {
+      result->status = RecordStatus::kRunError;
+      result->error = std::string("the kernel failed while being timed: ") + KilnGetLastError();
+      result->run_secs.clear();
+      return;
+    }
+    result->number = *number;
+    if (task_->check_correctness && plan.repeat > 0) {
+      if (std::optional<std::string> wrong = task_->args->compare(task_->tolerance, true)) {
+        result->status = RecordStatus::kWrongResult;
+        result->error = "after the timed calls, " + *wrong;
+        result->run_secs.clear();
+      }
+    }
+  }
+
+  MeasureResult measure_candidate(const CandidateRequest& request) {
+    internal_check(task_ != nullptr) << "tune worker: a candidate before the task";
+    MeasureResult result;
+    // Step 1. Build.
+    phase("build");
+    Clock::time_point start = Clock::now();
+    std::unique_ptr<driver::BuiltModule> built;
+    std::string name;
+    try {
+      ir::Ref<ir::IRModule> mod = ir::load_module(request.module_json);
+      name = measured_function(*mod);
+      built = driver::build(mod, task_->target);
+    } catch (const std::exception& e) {
+      result.status = RecordStatus::kBuildError;
+      result.error = e.what();
+      result.build_ms = ms_since(start);
+      return result;
+    }
+    result.build_ms = ms_since(start);
+    KilnFunctionHandle function = nullptr;
+    try {
+      runtime::check_call(KilnModuleGetFunction(built->runtime_module(), name.c_str(), &function));
+    } catch (const std::exception& e) {
+      result.status = RecordStatus::kRunError;
+      result.error = e.what();
+      return result;
+    }
+
+    // Step 2. Check: fresh arguments, one call, its results against the reference.
+    phase("check");
+    task_->args->restore_all();
+    misbehave_before_call(request.fault);
+    if (call(function, *task_->args) != 0) {
+      result.status = RecordStatus::kRunError;
+      result.error = std::string("the kernel failed: ") + KilnGetLastError();
+      return result;
+    }
+    if (request.fault == "wrong_result") task_->args->perturb_one_written();
+    if (task_->check_correctness) {
+      if (std::optional<std::string> wrong = task_->args->compare(task_->tolerance, false)) {
+        result.status = RecordStatus::kWrongResult;
+        result.error = *wrong;
+        return result;
+      }
+    }
+
+    // Step 3. Time (a load for run_interleaved only warms up and picks the number).
+    TimingPlan plan;
+    plan.warmup = request.warmup;
+    plan.number = request.number;
+    plan.repeat = request.repeat;
+    plan.min_repeat_ms = request.min_repeat_ms;
+    plan.flush_cache = task_->flush_cache;
+    plan.restore_each_call = task_->restore_each_call;
+    int number = 0;
+    time_and_recheck(function, plan, &number, &result);
+    if (request.slot >= 0 && result.status == RecordStatus::kOk) {
+      Kept& kept = kept_[request.slot];
+      kept.module = std::move(built);
+      kept.function = function;
+      kept.plan = plan;
+      kept.plan.warmup = 0;
+      kept.plan.repeat = 1;
+      kept.number = number;
+      kept.settled = false;
+    }
+    return result;
+  }
+
+  // One more round of a kept candidate: one repeat, its number settled by the first round.
+  MeasureResult time_kept(int slot) {
+    auto it = kept_.find(slot);
+    internal_check(it != kept_.end()) << "tune worker: no candidate kept in slot " << slot;
+    Kept& kept = it->second;
+    MeasureResult result;
+    kept.plan.grow = !kept.settled;
+    time_and_recheck(kept.function, kept.plan, &kept.number, &result);
+    kept.settled = true;
+    return result;
+  }
+
+  int fd_;
+  std::unique_ptr<Task> task_;
+  std::map<int, Kept> kept_;
+};
+
+}  // namespace
+
+int run_worker(int fd) {
+  return Worker(fd).serve();
+}
+
+}  // namespace kiln::autotune::detail

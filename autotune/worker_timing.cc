@@ -1,0 +1,173 @@
+// Timing and cache flushing in the tune worker (see worker_timing.h).
+#include "autotune/worker_timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "kiln/runtime/c_runtime_api.h"
+#include "kiln/support/error.h"
+
+namespace kiln::autotune::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kMaxNumber = 1 << 30;
+// A short repeat is redone with the number scaled to reach 110% of min_repeat_ms, by at most
+// this factor at once (a first repeat of a few microseconds is mostly clock noise).
+constexpr double kMaxGrowth = 100.0;
+constexpr size_t kDefaultFlushBytes = size_t{64} << 20;
+constexpr size_t kMaxFlushBytes = size_t{1} << 30;
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// The time of `n` calls in seconds: one span when the arguments need no restoring, else the
+// sum of the calls' own times, each after a restore.
+double run_batch(const TimingPlan& plan, const TimingHooks& hooks, int n) {
+  if (!plan.restore_each_call) {
+    Clock::time_point start = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      if (int status = hooks.call(); status != 0) throw CallFailed{status};
+    }
+    return seconds(Clock::now() - start);
+  }
+  double total = 0;
+  for (int i = 0; i < n; ++i) {
+    hooks.restore();
+    Clock::time_point start = Clock::now();
+    int status = hooks.call();
+    Clock::time_point end = Clock::now();
+    if (status != 0) throw CallFailed{status};
+    total += seconds(end - start);
+  }
+  return total;
+}
+
+// The size text of sysfs ("32768K", "1M", "512") in bytes, 0 when unreadable.
+size_t parse_size(const std::string& text) {
+  size_t end = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &end);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  char unit = end < text.size() ? text[end] : 0;
+  if (unit == 'K') value <<= 10;
+  if (unit == 'M') value <<= 20;
+  if (unit == 'G') value <<= 30;
+  return static_cast<size_t>(value);
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// One thread's share of the flush: a contiguous chunk of the buffer.
+struct FlushJob {
+  char* buffer;
+  size_t bytes;
+  unsigned char value;
+};
+
+int32_t flush_chunk(int32_t task, int32_t num_tasks, void* closure) {
+  const FlushJob& job = *static_cast<const FlushJob*>(closure);
+  size_t chunk = (job.bytes / num_tasks + 63) & ~size_t{63};
+  size_t begin = std::min(job.bytes, chunk * task), end = std::min(job.bytes, begin + chunk);
+  std::memset(job.buffer + begin, job.value, end - begin);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<double> time_calls(const TimingPlan& plan, const TimingHooks& hooks, int* number) {
+  // Step 1. Warm up; the last warm-up call is a first estimate of a call's time.
+  double estimate = 0;
+  for (int i = 0; i < plan.warmup; ++i) estimate = run_batch(plan, hooks, 1);
+
+  // Step 2. The number: the config's, the one settled earlier, or enough calls to fill
+  // min_repeat_ms by the estimate. With a flush only a repeat's first call is cold, so one.
+  bool automatic = plan.number == 0;
+  int n = plan.number;
+  if (automatic) {
+    n = *number;
+    if (plan.flush_cache) {
+      n = 1;
+    } else if (n <= 0) {
+      double calls = estimate > 0 ? std::ceil(plan.min_repeat_ms * 1e-3 / estimate) : 1.0;
+      n = static_cast<int>(std::clamp(calls, 1.0, static_cast<double>(kMaxNumber)));
+    }
+  }
+
+  // Step 3. The repeats. While picking, a repeat shorter than min_repeat_ms is redone with more
+  // calls, so that every reported repeat lasts at least that long.
+  bool may_grow = automatic && plan.grow && !plan.flush_cache && plan.min_repeat_ms > 0;
+  std::vector<double> times;
+  for (int r = 0; r < plan.repeat; ++r) {
+    for (;;) {
+      if (plan.flush_cache) hooks.flush();
+      double elapsed = run_batch(plan, hooks, n);
+      if (!may_grow || elapsed * 1e3 >= plan.min_repeat_ms || n >= kMaxNumber) {
+        times.push_back(elapsed / n);
+        break;
+      }
+      double factor = elapsed > 0 ? plan.min_repeat_ms * 1e-3 * 1.1 / elapsed : kMaxGrowth;
+      double grown = std::ceil(n * std::min(factor, kMaxGrowth));
+      n = static_cast<int>(std::clamp(grown, n + 1.0, static_cast<double>(kMaxNumber)));
+    }
+  }
+  *number = n;
+  return times;
+}
+
+size_t last_level_cache_bytes() {
+  size_t best_bytes = 0;
+  int best_level = 0;
+  for (int index = 0; index < 16; ++index) {
+    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::string level = read_line(dir + "level");
+    if (level.empty()) continue;
+    if (read_line(dir + "type") == "Instruction") continue;
+    int number = std::atoi(level.c_str());
+    size_t bytes = parse_size(read_line(dir + "size"));
+    if (bytes > 0 && number >= best_level) {
+      best_level = number;
+      best_bytes = bytes;
+    }
+  }
+  return best_bytes;
+}
+
+CacheFlusher::CacheFlusher() {
+  size_t cache = last_level_cache_bytes();
+  bytes_ = cache > 0 ? std::min(2 * cache, kMaxFlushBytes) : kDefaultFlushBytes;
+  buffer_ = static_cast<char*>(KilnAllocAligned(bytes_, 64));
+  runtime_check(buffer_ != nullptr)
+      << "tune worker: cannot allocate the " << bytes_ << " bytes of the cache flush buffer";
+}
+
+CacheFlusher::~CacheFlusher() {
+  KilnFreeAligned(buffer_);
+}
+
+void CacheFlusher::flush() {
+  FlushJob job{buffer_, bytes_, ++pass_};
+  if (KilnBackendParallelLaunch(&flush_chunk, &job, 0) != 0) {
+    std::memset(buffer_, job.value, bytes_);  // the pool refused: one thread writes it all
+  }
+  // The buffer is never read: tell the compiler that the writes matter.
+  asm volatile("" : : "r"(buffer_) : "memory");
+}
+
+}  // namespace kiln::autotune::detail

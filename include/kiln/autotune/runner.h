@@ -1,0 +1,188 @@
+// The measuring side of the tuner: a Runner builds each candidate schedule, checks its output
+// against the untuned function's, and times it on the device it stands for. The local runner
+// does all three in a separate worker process, so that no candidate can end a tuning run: one
+// that crashes, aborts or hangs costs its worker, which is replaced, and is recorded with why.
+//
+// Example:
+//   RunnerConfig config;
+//   config.repeat = 3;
+//   std::unique_ptr<Runner> runner = make_local_runner(config);
+//   runner->set_task(make_task(func, "llvm"));
+//   std::vector<MeasureResult> results = runner->run({{scheduled_mod}, {other_mod}}, 0);
+//   if (results[0].status == RecordStatus::kOk) use(median(results[0].run_secs));
+//   TargetKey key = runner->target_key();  // where the records were measured
+//
+// What a candidate costs with the local runner: its build (about 10 ms for a small kernel), one
+// checked call, the warm-up calls and repeat x min_repeat_ms of timed calls, plus well under a
+// millisecond of messages between the processes.
+//
+// Threads: one Runner is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/autotune/database.h"
+#include "kiln/autotune/task.h"
+#include "kiln/ir/function.h"
+
+namespace kiln::autotune {
+
+// How the local runner measures.
+//
+// Timing. Each candidate is called `warmup` times untimed, then timed in `repeat` repeats of
+// `number` calls each; every repeat gives one time per call (its duration / number). With
+// number 0 the runner picks the calls per repeat so that a repeat lasts at least min_repeat_ms
+// (estimated from the warm-up, grown and redone while a repeat is shorter), as TVM's
+// time_evaluator does. Times come from a monotonic clock.
+//
+// Cache flush. With flush_cache, before each repeat the worker's threads write a buffer twice
+// the size of the last-level cache (read from sysfs; 64 MiB when it says nothing), so that the
+// repeat starts with the arguments out of the caches. Only a repeat's first call is then cold,
+// so number 0 means one call per repeat in this mode: each time is one cold call.
+//
+// Arguments. The worker fills every tensor argument (outputs too) with random values from
+// `seed`: floats uniform in [-1, 1) (float16 and bfloat16: multiples of 1/64 in [-1, 1], exact
+// in both), signed integers in [-8, 8], unsigned ones in [0, 15], bools 0 or 1; scalar
+// arguments are 1 (integers) or 0.5 (floats). Each candidate starts from fresh copies of these
+// values, so a kernel that writes its inputs cannot disturb the next one. A function whose
+// second call on its own results changes them (an in-place update B[i] = B[i] * 2, an
+// accumulation C += A * B: the worker calls the untuned function twice to learn this) gets its
+// arguments restored before every timed call, and each of its calls is timed alone, so that
+// repeated calls measure the same data rather than values that drift (toward inf or
+// subnormals).
+//
+// Correctness. The untuned function (the task's) is built and run once per task on the random
+// arguments: its results are the reference. Each candidate's first call is compared with it,
+// element by element over every tensor argument, and so is the state after its last timed call
+// (a kernel whose results change from call to call, such as a data race, fails too). Integers
+// and bools must be equal. A float element passes when
+//     |found - expected| <= atol' * scale + rtol' * |expected|
+// where scale = max(1, the largest |expected| of that argument), so that the absolute
+// tolerance follows the magnitude of the results (a reduction over many terms has a rounding
+// error relative to its largest values, not to a small element), and atol' = max(atol, 4 eps),
+// rtol' = max(rtol, 4 eps) with eps the machine epsilon of the element's dtype (float16:
+// 2^-10, bfloat16: 2^-7), so that a half-precision result may differ in its last bits. NaN
+// matches only NaN and an infinity only the same infinity. A candidate that fails is
+// kWrongResult, naming the argument, the element of the largest error (index, expected, found)
+// and how many elements differ.
+struct RunnerConfig {
+  int warmup = 1;             // untimed calls before the first repeat (>= 0)
+  int number = 0;             // calls per repeat (>= 0); 0: as many as fill min_repeat_ms
+  int repeat = 3;             // timed repeats (>= 1) when run() is given 0
+  double min_repeat_ms = 20;  // the shortest repeat when number is 0 (>= 0)
+  bool flush_cache = false;   // evict the arguments from the CPU caches before each repeat
+  // The limit per candidate (build, check and timing; for run_interleaved, per load and per
+  // round) in seconds; past it the worker is killed and the candidate is kTimeout.
+  double timeout_s = 10;
+  // The limit for computing a task's reference results in seconds: the untuned function can be
+  // far slower than its tuned candidates.
+  double reference_timeout_s = 120;
+  bool check_correctness = true;  // compare each candidate's results with the reference
+  double rtol = 1e-3;             // see "Correctness" above (>= 0)
+  double atol = 1e-3;             // see "Correctness" above (>= 0)
+  int num_threads = 0;            // kernel threads in the worker; 0: the runtime's default
+  uint64_t seed = 0;              // of the random arguments
+  // The worker executable; empty: $KILN_TUNE_WORKER, else kiln_tune_worker in the directory
+  // of the binary that holds kiln's code (the Python extension's directory, python/kiln/).
+  std::string worker;
+};
+
+// One candidate to measure.
+struct MeasureInput {
+  MeasureInput() = default;
+  // Not explicit, so that a batch reads {{mod_a}, {mod_b, "crash"}}.
+  MeasureInput(ir::Ref<ir::IRModule> mod, std::string fault = "")
+      : mod(std::move(mod)), fault(std::move(fault)) {}
+
+  ir::Ref<ir::IRModule> mod;  // the scheduled module; its function "main" (or its only one)
+  // A test hook, "" for real candidates: "crash" (the worker raises SIGSEGV where the kernel
+  // would run), "abort" (it calls abort()), "hang" (it sleeps forever), "wrong_result" (it
+  // changes one element of the candidate's results before the check). It makes the worker
+  // misbehave exactly as such a kernel would, so that tests can prove the fault handling.
+  std::string fault;
+};
+
+// What one candidate came to.
+struct MeasureResult {
+  RecordStatus status = RecordStatus::kOk;
+  // Seconds per call, one entry per repeat (run) or per round (run_interleaved); filled only
+  // when status is kOk.
+  std::vector<double> run_secs;
+  // Why the candidate failed, for the database: the build's message, the kernel's error, the
+  // signal that killed the worker ("SIGSEGV"), the limit that was passed, the wrong element.
+  std::string error;
+  double build_ms = 0;  // lowering and code generation in the worker (0 when never built)
+  int number = 0;       // calls per timed repeat (0 when never timed)
+};
+
+// Asked between waits: true stops the batch (see Runner::set_interrupt_check).
+using InterruptCheck = std::function<bool()>;
+
+// Builds, checks and times candidates on one device. The local runner is the one kiln has; a
+// remote runner (measuring on another machine through a distributed engine) implements the
+// same interface.
+class Runner {
+ public:
+  virtual ~Runner();
+
+  // The function that the next candidates schedule and the target they are built for. The
+  // local runner computes the reference results here (or reuses those of an earlier set_task
+  // of the same function, target and seed). Raises a kValue error when the untuned function
+  // does not build or run, a kRuntime error when the worker cannot start or dies or passes
+  // reference_timeout_s computing the reference.
+  virtual void set_task(const TuneTask& task) = 0;
+
+  // Builds, checks and times each candidate in order, one at a time (on a small machine
+  // nothing may overlap a measurement), with `repeat` repeats (0: the config's). A candidate
+  // that fails gets its status and reason and the batch goes on; when the interrupt check
+  // answers true, the candidate in flight is dropped and the results so far are returned (fewer
+  // than the batch). Raises a kValue error before measuring anything for a null module, an
+  // unknown fault or a negative repeat, and when no task was set.
+  virtual std::vector<MeasureResult> run(const std::vector<MeasureInput>& batch, int repeat) = 0;
+
+  // Loads (builds and checks) every candidate, then times them in `rounds` interleaved rounds:
+  // candidate 0, 1, ..., k-1, then again, one repeat each, so that a drift of the machine
+  // (clock, heat, a neighbour's load) spreads over all of them alike. Each ok result has one
+  // time per round. For re-measuring the best candidates of a search. Errors and interruption
+  // as run().
+  virtual std::vector<MeasureResult> run_interleaved(const std::vector<MeasureInput>& batch,
+                                                     int rounds) = 0;
+
+  // Where the measurements are made, for the database: the task target's canonical string,
+  // the device model and its features. Raises a kValue error when no task was set.
+  virtual TargetKey target_key() const = 0;
+
+  // Sets what is asked, at least every 100 ms while the runner waits for a worker, whether to
+  // stop the batch (Python's Ctrl-C). Empty: never.
+  void set_interrupt_check(InterruptCheck check) { interrupt_check_ = std::move(check); }
+
+ protected:
+  bool interrupted() const { return interrupt_check_ && interrupt_check_(); }
+  const InterruptCheck& interrupt_check() const { return interrupt_check_; }
+
+ private:
+  InterruptCheck interrupt_check_;
+};
+
+// A runner that measures in worker processes on this machine (see RunnerConfig). Raises a
+// kValue error naming the field for a config value out of range, and a kRuntime error when the
+// worker executable cannot be found (naming where it looked).
+std::unique_ptr<Runner> make_local_runner(const RunnerConfig& config = {});
+
+// The fault names MeasureInput::fault accepts: "", "crash", "abort", "hang", "wrong_result".
+const std::vector<std::string>& measure_faults();
+
+// This machine's CPU model name: /proc/cpuinfo's "model name" (e.g. "AMD EPYC 7B13"), or
+// LLVM's name of the host CPU (e.g. "neoverse-n1") when the file does not say.
+const std::string& cpu_model_name();
+
+// The target key of measurements of `target` on this machine: target.str(), cpu_model_name(),
+// and the target's ISA features joined by "," (e.g. "avx,avx2,fma").
+TargetKey local_target_key(const codegen::Target& target);
+
+}  // namespace kiln::autotune

@@ -1,0 +1,257 @@
+// The tune worker's parts without a process: the timing loop (calls, restores and flushes counted
+// with fake hooks) and the correctness check (random arguments and the tolerance rule of
+// kiln/autotune/runner.h on hand-written results).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autotune/worker_check.h"
+#include "autotune/worker_timing.h"
+
+namespace kiln::autotune::detail {
+namespace {
+
+// ---- Timing ---------------------------------------------------------------------------------
+
+struct Counts {
+  int calls = 0, restores = 0, flushes = 0;
+  int fail_at = -1;  // the call (counted from 1) that fails
+};
+
+TimingHooks counting(Counts* counts) {
+  TimingHooks hooks;
+  hooks.call = [counts] { return ++counts->calls == counts->fail_at ? 7 : 0; };
+  hooks.restore = [counts] { ++counts->restores; };
+  hooks.flush = [counts] { ++counts->flushes; };
+  return hooks;
+}
+
+TEST(WorkerTiming, AFixedNumberIsCalledExactly) {
+  Counts counts;
+  TimingPlan plan;
+  plan.warmup = 2;
+  plan.number = 5;
+  plan.repeat = 3;
+  int number = 0;
+  std::vector<double> times = time_calls(plan, counting(&counts), &number);
+  EXPECT_EQ(times.size(), 3u);
+  EXPECT_EQ(number, 5);
+  EXPECT_EQ(counts.calls, 2 + 5 * 3);
+  EXPECT_EQ(counts.restores, 0);
+  EXPECT_EQ(counts.flushes, 0);
+  for (double t : times) EXPECT_GE(t, 0.0);
+}
+
+TEST(WorkerTiming, InPlaceFunctionsAreRestoredBeforeEveryCall) {
+  Counts counts;
+  TimingPlan plan;
+  plan.warmup = 1;
+  plan.number = 4;
+  plan.repeat = 2;
+  plan.restore_each_call = true;
+  int number = 0;
+  time_calls(plan, counting(&counts), &number);
+  EXPECT_EQ(counts.calls, 9);
+  EXPECT_EQ(counts.restores, 9);
+}
+
+TEST(WorkerTiming, AFlushPrecedesEachRepeatOfOneColdCall) {
+  Counts counts;
+  TimingPlan plan;
+  plan.warmup = 1;
+  plan.repeat = 3;
+  plan.flush_cache = true;
+  int number = 0;
+  std::vector<double> times = time_calls(plan, counting(&counts), &number);
+  EXPECT_EQ(times.size(), 3u);
+  EXPECT_EQ(number, 1);
+  EXPECT_EQ(counts.flushes, 3);
+  EXPECT_EQ(counts.calls, 1 + 3);
+}
+
+TEST(WorkerTiming, ALoadOnlyWarmsUpAndPicksTheNumber) {
+  Counts counts;
+  TimingPlan plan;
+  plan.warmup = 3;
+  plan.repeat = 0;
+  plan.min_repeat_ms = 0;
+  int number = 0;
+  EXPECT_TRUE(time_calls(plan, counting(&counts), &number).empty());
+  EXPECT_EQ(counts.calls, 3);
+  EXPECT_EQ(number, 1);
+}
+
+TEST(WorkerTiming, AFailingCallStopsTheTiming) {
+  Counts counts;
+  counts.fail_at = 4;
+  TimingPlan plan;
+  plan.warmup = 1;
+  plan.number = 2;
+  plan.repeat = 3;
+  int number = 0;
+  try {
+    time_calls(plan, counting(&counts), &number);
+    FAIL() << "expected CallFailed";
+  } catch (const CallFailed& failed) {
+    EXPECT_EQ(failed.status, 7);
+  }
+  EXPECT_EQ(counts.calls, 4);
+}
+
+TEST(WorkerTiming, TheFlushBufferOutgrowsTheLastLevelCache) {
+  CacheFlusher flusher;
+  size_t cache = last_level_cache_bytes();
+  EXPECT_EQ(flusher.bytes(), cache > 0 ? std::min(2 * cache, size_t{1} << 30) : size_t{64} << 20);
+  flusher.flush();
+  flusher.flush();
+}
+
+// ---- The check ------------------------------------------------------------------------------
+
+// A function spec with tensor parameters A (read) and B (written) of one dtype and shape.
+struct TwoArgs {
+  std::vector<int64_t> shape;
+  KilnArgSpec args[2];
+  KilnFuncSpec spec;
+
+  TwoArgs(DLDataType dtype, std::vector<int64_t> dims) : shape(std::move(dims)) {
+    int ndim = static_cast<int>(shape.size());
+    args[0] = {"A", kKilnArgTensor, dtype, ndim, shape.data(), nullptr, kDLCPU, 1, 0};
+    args[1] = {"B", kKilnArgTensor, dtype, ndim, shape.data(), nullptr, kDLCPU, 1, 1};
+    spec = {"main", "kiln_unchecked_main", 2, args, 0, nullptr, nullptr, nullptr};
+  }
+};
+
+constexpr DLDataType kFloat32{kDLFloat, 32, 1};
+
+// Arguments whose reference B is `expected` and whose working B is `found` (float32).
+std::optional<std::string> compare_floats(const std::vector<float>& expected,
+                                          const std::vector<float>& found,
+                                          Tolerance tolerance = {}) {
+  TwoArgs two(kFloat32, {static_cast<int64_t>(expected.size())});
+  TaskArguments args(two.spec, 1);
+  args.restore_all();
+  std::string reference(reinterpret_cast<const char*>(expected.data()), expected.size() * 4);
+  args.set_reference(reference);
+  std::memcpy(args.working(1), found.data(), found.size() * 4);
+  return args.compare(tolerance, false);
+}
+
+TEST(WorkerCheck, RandomArgumentsFollowTheSeedAndTheirRanges) {
+  TwoArgs floats(kFloat32, {1000});
+  TaskArguments a(floats.spec, 5), b(floats.spec, 5), c(floats.spec, 6);
+  a.restore_all();
+  b.restore_all();
+  c.restore_all();
+  EXPECT_EQ(a.snapshot_written(), b.snapshot_written());
+  EXPECT_NE(a.snapshot_written(), c.snapshot_written());
+  const float* values = reinterpret_cast<const float*>(a.working(0));
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_GE(values[i], -1.0f);
+    EXPECT_LT(values[i], 1.0f);
+  }
+  TwoArgs ints({kDLInt, 32, 1}, {1000});
+  TaskArguments d(ints.spec, 5);
+  d.restore_all();
+  const int32_t* small = reinterpret_cast<const int32_t*>(d.working(1));
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_GE(small[i], -8);
+    EXPECT_LE(small[i], 8);
+  }
+}
+
+TEST(WorkerCheck, EqualResultsPass) {
+  EXPECT_EQ(compare_floats({1, 2, 3}, {1, 2, 3}), std::nullopt);
+}
+
+TEST(WorkerCheck, TheAbsoluteToleranceFollowsTheLargestExpectedValue) {
+  // atol 1e-3 times the largest |expected|, 100: a difference of 0.09 at an expected 0 passes.
+  EXPECT_EQ(compare_floats({100, 0, 0, 0}, {100, 0.09f, 0, 0}), std::nullopt);
+  EXPECT_EQ(compare_floats({100, 0, 0, 0}, {100, 0.11f, 0, 0}),
+            "argument B differs from the untuned function's result at index [1]: expected 0, "
+            "found 0.109999999 (allowed difference 0.1); 1 of 4 elements differ");
+  // The relative tolerance adds rtol * |expected|.
+  EXPECT_EQ(compare_floats({100, 50}, {100, 50.14f}), std::nullopt);
+  EXPECT_NE(compare_floats({100, 50}, {100, 50.16f}), std::nullopt);
+}
+
+TEST(WorkerCheck, TheWorstElementIsNamed) {
+  std::optional<std::string> message =
+      compare_floats({1, 1, 1, 1, 1}, {1.5f, 1, 4, 1, 2}, Tolerance{0, 0});
+  EXPECT_EQ(message,
+            "argument B differs from the untuned function's result at index [2]: expected 1, "
+            "found 4 (allowed difference 9.53674316e-07); 3 of 5 elements differ");
+}
+
+TEST(WorkerCheck, NanMatchesOnlyNanAndInfinityOnlyItself) {
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(compare_floats({nan, inf, 1}, {nan, inf, 1}), std::nullopt);
+  EXPECT_EQ(compare_floats({1, 2}, {nan, 2}),
+            "argument B differs from the untuned function's result at index [0]: expected 1, "
+            "found nan (allowed difference 0.003); 1 of 2 elements differ");
+  EXPECT_NE(compare_floats({inf, 2}, {-inf, 2}), std::nullopt);
+}
+
+TEST(WorkerCheck, IntegersMustBeEqualAndIndicesAreMultiDimensional) {
+  TwoArgs ints({kDLInt, 16, 1}, {2, 4});
+  TaskArguments args(ints.spec, 1);
+  args.restore_all();
+  std::vector<int16_t> expected = {0, 1, 2, 3, 4, 5, 6, 7};
+  args.set_reference(std::string(reinterpret_cast<const char*>(expected.data()), 16));
+  std::vector<int16_t> found = expected;
+  found[5] = -3;
+  std::memcpy(args.working(1), found.data(), 16);
+  EXPECT_EQ(args.compare({}, false),
+            "argument B differs from the untuned function's result at index [1, 1]: expected 5, "
+            "found -3; 1 of 8 elements differ");
+  // Only written arguments are compared after timing; an input changed is named as such.
+  args.working(0)[0] ^= 1;
+  std::memcpy(args.working(1), expected.data(), 16);
+  EXPECT_EQ(args.compare({}, true), std::nullopt);
+  std::optional<std::string> changed = args.compare({}, false);
+  ASSERT_TRUE(changed.has_value());
+  EXPECT_EQ(changed->rfind("argument A, which the function only reads, was changed at index "
+                           "[0, 0]: expected ",
+                           0),
+            0u)
+      << *changed;
+}
+
+TEST(WorkerCheck, HalfPrecisionMayDifferInItsLastBits) {
+  TwoArgs halves({kDLFloat, 16, 1}, {2});
+  TaskArguments args(halves.spec, 1);
+  args.restore_all();
+  std::vector<uint16_t> expected = {0x3c00, 0x3c00};  // 1.0, 1.0
+  args.set_reference(std::string(reinterpret_cast<const char*>(expected.data()), 4));
+  std::vector<uint16_t> found = {0x3c01, 0x3c00};  // 1 + 2^-10: one unit in the last place
+  std::memcpy(args.working(1), found.data(), 4);
+  EXPECT_EQ(args.compare(Tolerance{0, 0}, true), std::nullopt);
+  found[0] = 0x3c20;  // 1 + 2^-5
+  std::memcpy(args.working(1), found.data(), 4);
+  EXPECT_EQ(args.compare(Tolerance{0, 0}, true),
+            "argument B differs from the untuned function's result at index [0]: expected 1, "
+            "found 1.03125 (allowed difference 0.0078125); 1 of 2 elements differ");
+}
+
+TEST(WorkerCheck, PerturbingChangesTheMiddleElementOfTheFirstOutput) {
+  TwoArgs floats(kFloat32, {9});
+  TaskArguments args(floats.spec, 3);
+  args.restore_all();
+  args.set_reference(args.snapshot_written());
+  EXPECT_EQ(args.compare({}, false), std::nullopt);
+  args.perturb_one_written();
+  std::optional<std::string> message = args.compare({}, false);
+  ASSERT_TRUE(message.has_value());
+  EXPECT_EQ(message->rfind("argument B differs from the untuned function's result at index [4]", 0),
+            0u)
+      << *message;
+}
+
+}  // namespace
+}  // namespace kiln::autotune::detail
