@@ -246,14 +246,15 @@ class LocalRunner final : public Runner {
     Clock::time_point deadline = detail::deadline_after(config_.timeout_s);
     std::string phase;
     Message reply;
+    MeasureResult failed;
     Outcome outcome = worker_->send(request, deadline, interrupt_check());
     while (outcome == Outcome::kDone) {
       outcome = worker_->receive(&reply, deadline, interrupt_check());
       if (outcome != Outcome::kDone) break;
       if (detail::type_of(reply) != "phase") return detail::measure_result_of(reply);
       phase = reply.header.value("phase", std::string());
+      failed.build_ms = reply.header.value("build_ms", failed.build_ms);
     }
-    MeasureResult failed;
     if (outcome == Outcome::kTimeout) {
       failed.status = RecordStatus::kTimeout;
       failed.error = "the candidate did not finish within " + seconds_text(config_.timeout_s) +

@@ -258,9 +258,10 @@ Message hello_message() {
   return message;
 }
 
-Message phase_message(const std::string& phase) {
+Message phase_message(const std::string& phase, double build_ms) {
   Message message = typed("phase");
   message.header["phase"] = phase;
+  if (build_ms >= 0) message.header["build_ms"] = build_ms;
   return message;
 }
 

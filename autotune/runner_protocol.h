@@ -95,8 +95,9 @@ Message release_request();
 // The worker's first message, with its kProtocolVersion.
 Message hello_message();
 // Progress of the request in flight: "build", "check" or "measure" (for the parent's messages
-// about a candidate that hangs or crashes).
-Message phase_message(const std::string& phase);
+// about a candidate that hangs or crashes), with the build time once it is known (>= 0), so
+// that a candidate that kills the worker still has it.
+Message phase_message(const std::string& phase, double build_ms = -1);
 
 // The reference is ready; the blob is there when the worker computed it.
 struct TaskReady {

@@ -99,7 +99,9 @@ class Worker {
   }
 
  private:
-  void phase(const char* name) { write_message(fd_, phase_message(name)); }
+  void phase(const char* name, double build_ms = -1) {
+    write_message(fd_, phase_message(name, build_ms));
+  }
 
   // Builds the untuned function and computes (or takes) the reference results.
   Message prepare_task(const TaskRequest& request) {
@@ -210,7 +212,7 @@ class Worker {
     }
 
     // Step 2. Check: fresh arguments, one call, its results against the reference.
-    phase("check");
+    phase("check", result.build_ms);
     task_->args->restore_all();
     misbehave_before_call(request.fault);
     if (call(function, *task_->args) != 0) {

@@ -22,6 +22,10 @@ constexpr int kMaxNumber = 1 << 30;
 // A short repeat is redone with the number scaled to reach 110% of min_repeat_ms, by at most
 // this factor at once (a first repeat of a few microseconds is mostly clock noise).
 constexpr double kMaxGrowth = 100.0;
+// The probe that picks the number lasts this share of min_repeat_ms; the number it picks aims
+// this factor past min_repeat_ms.
+constexpr double kProbeShare = 0.1;
+constexpr double kMargin = 1.05;
 constexpr size_t kDefaultFlushBytes = size_t{64} << 20;
 constexpr size_t kMaxFlushBytes = size_t{1} << 30;
 
@@ -97,16 +101,33 @@ std::vector<double> time_calls(const TimingPlan& plan, const TimingHooks& hooks,
   for (int i = 0; i < plan.warmup; ++i) estimate = run_batch(plan, hooks, 1);
 
   // Step 2. The number: the config's, the one settled earlier, or enough calls to fill
-  // min_repeat_ms by the estimate. With a flush only a repeat's first call is cold, so one.
+  // min_repeat_ms. A lone warm-up call is often slower than calls in a row, so a probe of
+  // growing batches measures calls in a row until one batch lasts kProbeShare of
+  // min_repeat_ms; picking from it rarely leaves the first repeat short (a short repeat is
+  // redone, which costs a whole repeat). With a flush only a repeat's first call is cold, so
+  // the number is one.
   bool automatic = plan.number == 0;
   int n = plan.number;
   if (automatic) {
     n = *number;
     if (plan.flush_cache) {
       n = 1;
-    } else if (n <= 0) {
-      double calls = estimate > 0 ? std::ceil(plan.min_repeat_ms * 1e-3 / estimate) : 1.0;
+    } else if (n <= 0 && plan.min_repeat_ms > 0) {
+      double probe_s = plan.min_repeat_ms * 1e-3 * kProbeShare;
+      double calls = estimate > 0 ? std::floor(probe_s / estimate) : 1.0;
+      int probe = static_cast<int>(std::clamp(calls, 1.0, static_cast<double>(kMaxNumber)));
+      double elapsed = run_batch(plan, hooks, probe);
+      while (elapsed < probe_s && probe < kMaxNumber) {
+        double factor = elapsed > 0 ? probe_s * 1.2 / elapsed : kMaxGrowth;
+        double grown = std::ceil(probe * std::clamp(factor, 2.0, kMaxGrowth));
+        probe = static_cast<int>(std::min(grown, static_cast<double>(kMaxNumber)));
+        elapsed = run_batch(plan, hooks, probe);
+      }
+      double per_call = elapsed / probe;
+      calls = per_call > 0 ? std::ceil(plan.min_repeat_ms * 1e-3 * kMargin / per_call) : 1.0;
       n = static_cast<int>(std::clamp(calls, 1.0, static_cast<double>(kMaxNumber)));
+    } else if (n <= 0) {
+      n = 1;
     }
   }
 

@@ -36,9 +36,10 @@ namespace kiln::autotune {
 //
 // Timing. Each candidate is called `warmup` times untimed, then timed in `repeat` repeats of
 // `number` calls each; every repeat gives one time per call (its duration / number). With
-// number 0 the runner picks the calls per repeat so that a repeat lasts at least min_repeat_ms
-// (estimated from the warm-up, grown and redone while a repeat is shorter), as TVM's
-// time_evaluator does. Times come from a monotonic clock.
+// number 0 the runner picks the calls per repeat so that a repeat lasts at least min_repeat_ms,
+// as TVM's time_evaluator does, but from an untimed probe of calls in a row (about a tenth of
+// min_repeat_ms) rather than by redoing short repeats; a repeat that still falls short is
+// redone with more calls. Times come from a monotonic clock.
 //
 // Cache flush. With flush_cache, before each repeat the worker's threads write a buffer twice
 // the size of the last-level cache (read from sysfs; 64 MiB when it says nothing), so that the

@@ -1,9 +1,13 @@
 """kiln's auto-tuner, with MetaSchedule's names. For now its tuning database: workloads and the
-measured records of their candidate schedules in one SQLite file (see :class:`Database`)."""
+measured records of their candidate schedules in one SQLite file (see :class:`Database`); and
+its runner, which builds, checks and times candidates in a worker process that no candidate can
+take the run down with (see :class:`LocalRunner`)."""
 from .database import (Database, DatabaseWarning, Measurement, MergeSummary, TargetKey,
                        TuningRecord, Workload, IR_FORMAT_VERSION, SCHEMA_VERSION, STATUSES,
                        WORKLOAD_KEY_VERSION)
+from .runner import FAULTS, LocalRunner, MeasureInput, MeasureResult, RunnerConfig, cpu_model_name
 
 __all__ = ["Database", "DatabaseWarning", "Measurement", "MergeSummary", "TargetKey",
            "TuningRecord", "Workload", "IR_FORMAT_VERSION", "SCHEMA_VERSION", "STATUSES",
-           "WORKLOAD_KEY_VERSION"]
+           "WORKLOAD_KEY_VERSION", "FAULTS", "LocalRunner", "MeasureInput", "MeasureResult",
+           "RunnerConfig", "cpu_model_name"]

@@ -207,6 +207,7 @@ TEST(Runner, ACrashIsRecordedAndTheWorkerReplaced) {
             "the worker was killed by SIGSEGV (segmentation fault) while running it for the "
             "correctness check");
   EXPECT_TRUE(results[0].run_secs.empty());
+  EXPECT_GT(results[0].build_ms, 0.0);  // reported before the crash
 }
 
 TEST(Runner, AnAbortIsRecorded) {

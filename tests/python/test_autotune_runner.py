@@ -1,0 +1,268 @@
+"""kiln.autotune.LocalRunner: candidates built, checked against the untuned function and timed
+in a worker process; crashes, aborts, hangs, wrong results and build errors recorded while the
+batch goes on; in-place functions measured on fresh arguments; interleaved rounds; the target
+key; Ctrl-C; and no worker process left behind. No test asserts a time beyond its being
+positive."""
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+import kiln
+from kiln import autotune as ms
+from kiln import te, tir
+from kiln.error import KilnRuntimeError, KilnTypeError, KilnValueError
+
+N = 256
+
+
+def scale(factor, bump=False):
+    """B = A * factor over float32[N]; with bump, B[37] gets 1 more."""
+    A = te.placeholder((N,), name="A")
+    if bump:
+        B = te.compute((N,), lambda i: te.if_then_else(i == 37, A[i] * factor + 1.0,
+                                                       A[i] * factor), name="B")
+    else:
+        B = te.compute((N,), lambda i: A[i] * factor, name="B")
+    return te.create_prim_func([A, B])
+
+
+def split_vectorized(func):
+    """The function split by 16, the inner loop vectorized."""
+    sch = tir.Schedule(func)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    _, inner = sch.split(i, factors=[None, 16])
+    sch.vectorize(inner)
+    return sch
+
+
+def gpu_bound(func):
+    """The function with its loop bound to threadIdx.x: the CPU build refuses it."""
+    sch = tir.Schedule(func)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    sch.bind(i, "threadIdx.x")
+    return sch
+
+
+def in_place(factor):
+    """B[i] = B[i] * factor: the te function B = A * factor with A's accesses redirected to B
+    and A dropped from the parameters (te cannot write an in-place update)."""
+    A = te.placeholder((N,), name="A")
+    B = te.compute((N,), lambda i: A[i] * factor, name="B")
+    doc = json.loads(kiln.ir.save_json(te.create_prim_func([A, B])))
+    root = doc["root"]
+    (_, a_buffer), (b_var, b_buffer) = root["buffer_map"]
+
+    def redirect(node):
+        if isinstance(node, dict):
+            return {key: (b_buffer if key == "buffer" and value == a_buffer else redirect(value))
+                    for key, value in node.items()}
+        if isinstance(node, list):
+            return [redirect(item) for item in node]
+        return node
+
+    root["body"] = redirect(root["body"])
+    root["params"] = [b_var]
+    root["buffer_map"] = [[b_var, b_buffer]]
+    return kiln.ir.load_json(json.dumps(doc))
+
+
+def child_processes():
+    """The pids whose parent is this process (live or zombie), from /proc."""
+    children = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == os.getpid():
+            children.append(int(name))
+    return children
+
+
+@pytest.fixture
+def runner():
+    with ms.LocalRunner(repeat=3, min_repeat_ms=1) as r:
+        r.set_task(scale(2.0), "llvm", name="scale")
+        yield r
+
+
+def assert_ok(result, times):
+    assert result.status == "ok", result.error
+    assert result.error == ""
+    assert len(result.run_secs) == times
+    assert all(t > 0 for t in result.run_secs)
+    assert result.median > 0
+    assert result.number >= 1
+    assert result.build_ms > 0
+
+
+def test_correct_candidates_are_timed(runner):
+    sch = split_vectorized(scale(2.0))
+    results = runner.run([sch, sch.mod, scale(2.0), ms.MeasureInput(sch)])
+    assert len(results) == 4
+    for result in results:
+        assert_ok(result, 3)
+    assert_ok(runner.run([sch], repeat=5)[0], 5)
+
+
+def test_a_wrong_schedule_names_the_element(runner):
+    wrong, right = runner.run([scale(2.0, bump=True), scale(2.0)])
+    assert wrong.status == "wrong_result"
+    assert wrong.error.startswith("argument B differs from the untuned function's result at "
+                                  "index [37]: expected "), wrong.error
+    assert wrong.error.endswith("; 1 of 256 elements differ"), wrong.error
+    assert wrong.run_secs == () and wrong.median is None
+    assert_ok(right, 3)
+
+
+@pytest.mark.parametrize("fault, status, error", [
+    ("crash", "crash", "the worker was killed by SIGSEGV (segmentation fault) while running it "
+                       "for the correctness check"),
+    ("abort", "crash", "the worker was killed by SIGABRT (abort) while running it for the "
+                       "correctness check"),
+    ("hang", "timeout", "the candidate did not finish within 1 s: the worker was stopped while "
+                        "running it for the correctness check"),
+])
+def test_a_fault_is_recorded_and_the_batch_goes_on(fault, status, error):
+    with ms.LocalRunner(repeat=2, min_repeat_ms=1, timeout_s=1) as runner:
+        runner.set_task(scale(2.0))
+        sch = split_vectorized(scale(2.0))
+        failed, after = runner.run([ms.MeasureInput(sch, fault=fault), sch])
+        assert failed.status == status
+        assert failed.error.startswith(error), failed.error
+        assert failed.run_secs == ()
+        assert_ok(after, 2)
+
+
+def test_an_injected_wrong_result_is_caught(runner):
+    sch = split_vectorized(scale(2.0))
+    failed, after = runner.run([ms.MeasureInput(sch, "wrong_result"), sch])
+    assert failed.status == "wrong_result"
+    assert failed.error.startswith("argument B differs from the untuned function's result at "
+                                   "index [128]"), failed.error
+    assert_ok(after, 3)
+
+
+def test_a_build_error_is_recorded(runner):
+    failed, after = runner.run([gpu_bound(scale(2.0)), split_vectorized(scale(2.0))])
+    assert failed.status == "build_error"
+    assert "is bound to the GPU thread index threadIdx.x" in failed.error
+    assert_ok(after, 3)
+
+
+def test_in_place_functions_get_fresh_arguments_for_every_call():
+    # 50 calls per repeat of B *= 2 would scale B by 2**150 without restoring: the check after
+    # the timed calls would fail, and so would the next candidate's first check.
+    with ms.LocalRunner(number=50, min_repeat_ms=1) as runner:
+        runner.set_task(in_place(2.0))
+        results = runner.run([in_place(2.0), in_place(2.0), in_place(3.0)], repeat=3)
+    assert_ok(results[0], 3)
+    assert_ok(results[1], 3)
+    assert results[0].number == 50
+    assert results[2].status == "wrong_result"
+
+
+def test_interleaved_runs_give_one_time_per_round(runner):
+    sch = split_vectorized(scale(2.0))
+    results = runner.run_interleaved(
+        [sch, gpu_bound(scale(2.0)), ms.MeasureInput(sch, "crash"), scale(2.0)], rounds=4)
+    assert_ok(results[0], 4)
+    assert results[1].status == "build_error"
+    assert results[2].status == "crash"
+    assert_ok(results[3], 4)
+
+
+def test_the_target_key_names_the_cpu_and_the_features(runner):
+    key = runner.target_key()
+    assert isinstance(key, ms.TargetKey)
+    assert key.device_model == ms.cpu_model_name() != ""
+    # The target and its ISA features are those a build for "llvm" states in its manifest.
+    rt = kiln.build(scale(2.0), target="llvm")
+    assert key.target == rt.target
+    assert key.device_features == ",".join(json.loads(rt.manifest)["host_features"])
+    with ms.LocalRunner(worker="") as idle:
+        with pytest.raises(KilnValueError, match="no task was set; call set_task first"):
+            idle.target_key()
+
+
+def test_no_worker_outlives_the_runner():
+    with ms.LocalRunner(repeat=1, min_repeat_ms=1) as runner:
+        runner.set_task(scale(2.0))
+        assert len(child_processes()) == 1
+        runner.run([ms.MeasureInput(scale(2.0), "crash"), scale(2.0)])
+        assert len(child_processes()) == 1  # the crashed worker reaped, its replacement
+    assert child_processes() == []
+    with pytest.raises(KilnValueError, match="LocalRunner.run: the runner was closed"):
+        runner.run([scale(2.0)])
+
+
+def test_ctrl_c_stops_the_batch_and_keeps_what_was_measured():
+    with ms.LocalRunner(repeat=1, min_repeat_ms=1, timeout_s=60) as runner:
+        runner.set_task(scale(2.0))
+        timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt) as caught:
+                runner.run([scale(2.0), ms.MeasureInput(scale(2.0), "hang"), scale(2.0)])
+        finally:
+            timer.cancel()
+        results = caught.value.results
+        assert len(results) <= 1  # never the hanging candidate or the one after it
+        for result in results:
+            assert_ok(result, 1)
+        assert child_processes() == []  # the worker in flight was stopped and reaped
+        assert_ok(runner.run([scale(2.0)])[0], 1)  # in a new worker
+
+
+def test_bad_configs_are_refused():
+    with pytest.raises(KilnValueError,
+                       match=r"make_local_runner: RunnerConfig.repeat must be >= 1, found 0"):
+        ms.LocalRunner(repeat=0)
+    with pytest.raises(KilnTypeError, match="unknown RunnerConfig field 'repeats'"):
+        ms.LocalRunner(repeats=3)
+    with pytest.raises(KilnTypeError, match=r"kiln.autotune.RunnerConfig: timeout_s must be a number \(int or float\), "
+                       "found an object of type str"):
+        ms.LocalRunner(timeout_s="10")
+    with pytest.raises(KilnTypeError, match="config must be a RunnerConfig, found dict"):
+        ms.LocalRunner({"repeat": 3})
+    with pytest.raises(KilnRuntimeError, match="the tune worker executable '/nonexistent/worker' "
+                       r"\(from RunnerConfig.worker\) is not an executable file"):
+        ms.LocalRunner(worker="/nonexistent/worker")
+
+
+def test_the_worker_path_can_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("KILN_TUNE_WORKER", "/nonexistent/kiln_tune_worker")
+    with pytest.raises(KilnRuntimeError, match="from the environment variable KILN_TUNE_WORKER"):
+        ms.LocalRunner()
+
+
+def test_bad_batches_are_refused_before_measuring(runner):
+    with ms.LocalRunner() as idle:
+        with pytest.raises(KilnValueError, match="Runner.run: no task was set; call set_task"):
+            idle.run([scale(2.0)])
+    with pytest.raises(KilnValueError, match=r"LocalRunner.run: candidates\[0\].fault must be one "
+                       r"of '', 'crash', 'abort', 'hang', 'wrong_result' \(a test hook\), "
+                       r"found 'explode'"):
+        runner.run([ms.MeasureInput(scale(2.0), "explode")])
+    with pytest.raises(KilnValueError, match=r"repeat must be >= 0 \(0: RunnerConfig.repeat\)"):
+        runner.run([scale(2.0)], repeat=-1)
+    with pytest.raises(KilnValueError, match="rounds must be >= 1, found 0"):
+        runner.run_interleaved([scale(2.0)], rounds=0)
+    with pytest.raises(KilnTypeError, match="candidates must be a list"):
+        runner.run(scale(2.0))
+    with pytest.raises(KilnTypeError, match=r"candidates\[1\] must be"):
+        runner.run([scale(2.0), "not a module"])
+
+
+def test_set_task_refuses_an_untuned_function_that_does_not_build():
+    with ms.LocalRunner() as runner:
+        with pytest.raises(KilnValueError, match="set_task: the untuned function of task 'bound' "
+                           "cannot give reference results on target .*: it does not build: "):
+            runner.set_task(gpu_bound(scale(2.0)).mod, "llvm", name="bound")
