@@ -119,14 +119,7 @@ class LocalRunner final : public Runner {
     // kept candidates along: they are loaded again in the next one.
     for (int round = 0; round < rounds; ++round) {
       for (int k : std::vector<int>(alive)) {
-        std::optional<MeasureResult> timed;
-        if (loaded_.count(k) == 0) {
-          timed = measure("Runner.run_interleaved", batch[k], k, 0);
-          if (timed && timed->status == RecordStatus::kOk)
-            timed = exchange(detail::time_request(k));
-        } else {
-          timed = exchange(detail::time_request(k));
-        }
+        std::optional<MeasureResult> timed = time_round(batch[k], k);
         if (!timed) return {};
         if (timed->status == RecordStatus::kOk) {
           results[k].run_secs.push_back(timed->run_secs.at(0));
@@ -241,8 +234,8 @@ class LocalRunner final : public Runner {
 
   // Sends a request about one candidate and waits for its result: nothing when interrupted.
   // A worker that dies or passes timeout_s is replaced, and the candidate gets kCrash or
-  // kTimeout with where it was.
-  std::optional<MeasureResult> exchange(const Message& request) {
+  // kTimeout with where it was. `started` says whether the worker began the request.
+  std::optional<MeasureResult> exchange(const Message& request, bool* started) {
     Clock::time_point deadline = detail::deadline_after(config_.timeout_s);
     std::string phase;
     Message reply;
@@ -251,6 +244,7 @@ class LocalRunner final : public Runner {
     while (outcome == Outcome::kDone) {
       outcome = worker_->receive(&reply, deadline, interrupt_check());
       if (outcome != Outcome::kDone) break;
+      *started = true;
       if (detail::type_of(reply) != "phase") return detail::measure_result_of(reply);
       phase = reply.header.value("phase", std::string());
       failed.build_ms = reply.header.value("build_ms", failed.build_ms);
@@ -268,6 +262,21 @@ class LocalRunner final : public Runner {
     drop_worker();
     if (outcome == Outcome::kInterrupted) return std::nullopt;
     return failed;
+  }
+
+  // exchange() in a live worker that holds the task, tried once more in a fresh worker when
+  // the worker died or hung before it began the request: that failure belongs to what ran
+  // before (a candidate whose code crashed as it was freed, a worker killed from outside), not
+  // to this candidate. Nothing when interrupted.
+  std::optional<MeasureResult> exchange_once_started(const char* api, const Message& request) {
+    std::optional<MeasureResult> result;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (!ensure_worker(api)) return std::nullopt;
+      bool started = false;
+      result = exchange(request, &started);
+      if (!result || started) break;
+    }
+    return result;
   }
 
   // Builds, checks and times one candidate (`repeat` 0: a load for run_interleaved, kept under
@@ -289,9 +298,25 @@ class LocalRunner final : public Runner {
       unusable.error = e.what();
       return unusable;
     }
-    if (!ensure_worker(api)) return std::nullopt;
-    std::optional<MeasureResult> result = exchange(detail::to_message(request));
+    std::optional<MeasureResult> result = exchange_once_started(api, detail::to_message(request));
     if (result && result->status == RecordStatus::kOk && slot >= 0) loaded_.insert(slot);
+    return result;
+  }
+
+  // One round of kept candidate k: loaded first when the worker does not hold it (a worker
+  // that died took its kept candidates along), with the retry of exchange_once_started.
+  std::optional<MeasureResult> time_round(const MeasureInput& input, int k) {
+    const char* api = "Runner.run_interleaved";
+    std::optional<MeasureResult> result;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (loaded_.count(k) == 0) {
+        result = measure(api, input, k, 0);
+        if (!result || result->status != RecordStatus::kOk) return result;
+      }
+      bool started = false;
+      result = exchange(detail::time_request(k), &started);
+      if (!result || started) break;
+    }
     return result;
   }
 

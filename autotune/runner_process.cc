@@ -151,6 +151,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& path, dou
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds.fds[1], kWorkerFd);
   posix_spawn_file_actions_adddup2(&actions, fds.fds[3], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds.fds[3], STDOUT_FILENO);  // not the host's
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -178,6 +179,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& path, dou
   // Step 3. Keep the parent's ends (non-blocking) and wait for the hello.
   std::unique_ptr<WorkerProcess> worker(new WorkerProcess());
   worker->pid_ = pid;
+  worker->owner_ = getpid();
   worker->socket_ = fds.fds[0];
   worker->stderr_ = fds.fds[2];
   fds.fds[0] = fds.fds[2] = -1;
@@ -327,6 +329,9 @@ void WorkerProcess::reap(int grace_ms) {
 }
 
 void WorkerProcess::kill() {
+  // A copy of this object in a forked child of the host (multiprocessing) must not kill the
+  // host's worker: only the process that started it stops it.
+  if (pid_ > 0 && owner_ != getpid()) pid_ = -1;
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);
     int status = 0;

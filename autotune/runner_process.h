@@ -38,7 +38,8 @@ class WorkerProcess {
   };
 
   // Starts `path` in its own process group (so that a terminal's Ctrl-C reaches only the
-  // parent), with the socket as fd 3, stdin from /dev/null and stderr kept for messages, and
+  // parent), with the socket as fd 3, stdin from /dev/null, stdout and stderr into a pipe whose
+  // end is kept for messages (the host's terminal stays quiet), and
   // waits for its hello. Raises a kRuntime error when it cannot start, does not say hello
   // within `startup_s`, or speaks another protocol version.
   static std::unique_ptr<WorkerProcess> start(const std::string& path, double startup_s,
@@ -70,8 +71,9 @@ class WorkerProcess {
   void reap(int grace_ms);
 
   pid_t pid_ = -1;
-  int socket_ = -1;  // non-blocking
-  int stderr_ = -1;  // non-blocking read end of the worker's stderr
+  pid_t owner_ = -1;  // the process that started the worker
+  int socket_ = -1;   // non-blocking
+  int stderr_ = -1;   // non-blocking read end of the worker's stderr
   FrameReader reader_;
   std::string output_;  // the tail of the worker's stderr
   std::string death_;   // set when reaped

@@ -4,6 +4,7 @@
 // left behind. The worker executable's path comes from CMake (KILN_TUNE_WORKER_PATH). No test
 // asserts a time beyond its being positive.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -302,6 +303,23 @@ TEST(Runner, NoChildProcessOutlivesTheRunner) {
   int status;
   EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1);  // no child at all, not even a zombie
   EXPECT_EQ(errno, ECHILD);
+}
+
+TEST(Runner, AWorkerKilledBetweenCandidatesIsNotTheNextOnesFault) {
+  // The next candidate finds its worker dead before it began: it is measured in a new one.
+  std::unique_ptr<Runner> runner = runner_for(scale(2.0));
+  std::vector<pid_t> workers = child_processes();
+  ASSERT_EQ(workers.size(), 1u);
+  ASSERT_EQ(kill(workers[0], SIGKILL), 0);
+  expect_ok(runner->run({{split_schedule(scale(2.0))}}, 1).at(0), 1);
+  std::vector<pid_t> now = child_processes();
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_NE(now[0], workers[0]);
+  ASSERT_EQ(kill(now[0], SIGKILL), 0);
+  std::vector<MeasureResult> results =
+      runner->run_interleaved({{split_schedule(scale(2.0))}, {as_module(scale(2.0))}}, 2);
+  expect_ok(results.at(0), 2);
+  expect_ok(results.at(1), 2);
 }
 
 TEST(Runner, AnInterruptStopsTheBatchAndKeepsWhatWasMeasured) {
