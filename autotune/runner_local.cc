@@ -173,13 +173,16 @@ class LocalRunner final : public Runner {
   // of set_task (see runner.h).
   bool ensure_worker(const char* api) {
     // Step 1. A live worker.
-    if (!worker_) {
+    bool fresh = worker_ == nullptr;
+    if (fresh) {
       drop_worker();
       worker_ = WorkerProcess::start(worker_path_, kStartupSeconds, interrupt_check());
       if (!worker_) return false;
     }
     if (worker_has_task_) return true;
-    // Step 2. The task, with its reference results when an earlier worker computed them.
+    // Step 2. The task, with its reference results when an earlier worker computed them. A
+    // worker given a task drops the candidates it kept.
+    loaded_.clear();
     detail::TaskRequest request;
     request.func_json = task_key_.substr(task_key_.find('\n') + 1);
     request.target = task_->target.str();
@@ -205,6 +208,12 @@ class LocalRunner final : public Runner {
       user_error(ErrorKind::kRuntime)
           << api << ": the tune worker did not compute " << about << " within "
           << "RunnerConfig.reference_timeout_s = " << seconds_text(config_.reference_timeout_s);
+    }
+    if (outcome == Outcome::kDied && !fresh) {
+      // An idle worker that died (killed from outside, or late after the last candidate):
+      // a fresh one takes the task.
+      drop_worker();
+      return ensure_worker(api);
     }
     if (outcome == Outcome::kDied) {
       std::string death = worker_->death(), output = worker_->output_tail();

@@ -215,9 +215,14 @@ class Worker {
     phase("check", result.build_ms);
     task_->args->restore_all();
     misbehave_before_call(request.fault);
-    if (call(function, *task_->args) != 0) {
+    if (int status = call(function, *task_->args); status != 0) {
+      // The runtime checks the arguments before the kernel runs: a candidate of another
+      // signature is refused there, a kernel that fails returns kKilnErrorRuntime.
+      bool refused = status == kKilnErrorType || status == kKilnErrorValue;
       result.status = RecordStatus::kRunError;
-      result.error = std::string("the kernel failed: ") + KilnGetLastError();
+      result.error = std::string(refused ? "the candidate does not take the task's arguments: "
+                                         : "the kernel failed: ") +
+                     KilnGetLastError();
       return result;
     }
     if (request.fault == "wrong_result") task_->args->perturb_one_written();

@@ -143,7 +143,8 @@ class Runner {
   // that fails gets its status and reason and the batch goes on; when the interrupt check
   // answers true, the candidate in flight is dropped and the results so far are returned (fewer
   // than the batch). Raises a kValue error before measuring anything for a null module, an
-  // unknown fault or a negative repeat, and when no task was set.
+  // unknown fault or a negative repeat, and when no task was set; a kRuntime error when a
+  // replacement worker cannot start (the machine, not a candidate, is at fault).
   virtual std::vector<MeasureResult> run(const std::vector<MeasureInput>& batch, int repeat) = 0;
 
   // Loads (builds and checks) every candidate, then times them in `rounds` interleaved rounds:

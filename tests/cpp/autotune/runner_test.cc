@@ -251,6 +251,19 @@ TEST(Runner, ABuildErrorIsRecorded) {
   expect_ok(results[1], 3);
 }
 
+TEST(Runner, ACandidateOfAnotherSignatureIsARunError) {
+  te::Tensor a = te::placeholder({int32_const(kN + 1)}, DataType::float32(), "A");
+  te::Tensor b = te::compute(
+      {int32_const(kN + 1)}, [&](const std::vector<Ref<Var>>& i) { return a({i[0]}) * 2.0; }, "B");
+  std::vector<MeasureResult> results =
+      runner_for(scale(2.0))
+          ->run({{as_module(te::create_prim_func({a, b}))}, {split_schedule(scale(2.0))}}, 1);
+  EXPECT_EQ(results.at(0).status, RecordStatus::kRunError);
+  EXPECT_TRUE(contains(results[0].error, "the candidate does not take the task's arguments: "))
+      << results[0].error;
+  expect_ok(results.at(1), 1);
+}
+
 TEST(Runner, InPlaceFunctionsGetFreshArgumentsForEveryCall) {
   // 50 calls per repeat of B *= 2 would multiply B by 2^150 without restoring: the check after
   // the timed calls would fail, and so would the next candidate's first check.
@@ -316,6 +329,9 @@ TEST(Runner, AWorkerKilledBetweenCandidatesIsNotTheNextOnesFault) {
   ASSERT_EQ(now.size(), 1u);
   EXPECT_NE(now[0], workers[0]);
   ASSERT_EQ(kill(now[0], SIGKILL), 0);
+  runner->set_task(make_task(scale(2.0), "llvm"));  // the task goes to a new worker too
+  ASSERT_EQ(child_processes().size(), 1u);
+  ASSERT_EQ(kill(child_processes()[0], SIGKILL), 0);
   std::vector<MeasureResult> results =
       runner->run_interleaved({{split_schedule(scale(2.0))}, {as_module(scale(2.0))}}, 2);
   expect_ok(results.at(0), 2);
