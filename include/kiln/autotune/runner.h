@@ -13,8 +13,10 @@
 //   TargetKey key = runner->target_key();  // where the records were measured
 //
 // What a candidate costs with the local runner: its build (about 10 ms for a small kernel), one
-// checked call, the warm-up calls and repeat x min_repeat_ms of timed calls, plus well under a
-// millisecond of messages between the processes.
+// checked call, the warm-up calls, an untimed probe of about a tenth of min_repeat_ms and
+// repeat x min_repeat_ms of timed calls, plus about half a millisecond of messages and
+// bookkeeping (benchmarks/bench_runner_overhead.py measures it). A worker starts in about
+// 50 ms, so a crash or a hang costs that much more.
 //
 // Threads: one Runner is used by one thread at a time.
 #pragma once
@@ -59,8 +61,9 @@ namespace kiln::autotune {
 //
 // Correctness. The untuned function (the task's) is built and run once per task on the random
 // arguments: its results are the reference. Each candidate's first call is compared with it,
-// element by element over every tensor argument, and so is the state after its last timed call
-// (a kernel whose results change from call to call, such as a data race, fails too). Integers
+// element by element over every tensor argument, and so are the arguments it writes after its
+// last timed call (a kernel whose results change from call to call, such as one with a data
+// race, fails too). Integers
 // and bools must be equal. A float element passes when
 //     |found - expected| <= atol' * scale + rtol' * |expected|
 // where scale = max(1, the largest |expected| of that argument), so that the absolute
