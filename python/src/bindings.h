@@ -13,5 +13,6 @@ void bind_schedule(pybind11::module_& m);       // schedule_py.cc: tir.Schedule,
 void bind_arithmetic(pybind11::module_& m);     // arith_py.cc: Analyzer, IntSet, iter maps
 void bind_runtime(pybind11::module_& m);        // runtime_py.cc: modules, calls, kiln.nd arrays
 void bind_driver(pybind11::module_& m);         // driver_py.cc: build
+void bind_target(pybind11::module_& parent);    // target_py.cc: kiln._kiln.target, Target
 
 }  // namespace kiln::python

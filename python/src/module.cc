@@ -54,4 +54,5 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_runtime(runtime);
   auto driver = m.def_submodule("driver", "The build driver: kiln.build");
   kiln::python::bind_driver(driver);
+  kiln::python::bind_target(m);
 }
