@@ -1,11 +1,12 @@
 """kiln.target.Target: a target string parsed and validated, with the ISA features in effect and
-the properties schedules derive their tiles from (vector width, vector registers, FMA, caches).
+the properties schedules derive their tiles from (vector width, vector registers, FMA, caches);
+gemm_register_tile derives a matrix-multiply register tile from them.
 
 These describe the target, not the machine Python runs on: ``Target("llvm -mcpu=znver4")``
 has 512-bit vectors and 32 vector registers on any host. ``Target("llvm")`` is this CPU.
 """
 from ._kiln import target as _target
-from .error import KilnTypeError
+from .error import KilnTypeError, KilnValueError
 
 
 class Target:
@@ -136,3 +137,47 @@ class Target:
         """The L3 cache in bytes (shared by the cores that share it), for the host target;
         None otherwise."""
         return self._handle.l3_cache_bytes
+
+
+def gemm_register_tile(target, dtype="float32", n=None):
+    """The register tile (MR, NR) of a matrix-multiply micro-kernel on ``target``: the MR x NR
+    block of C that stays in vector registers while k runs, ``C[MR, NR] += A[MR, k] * B[k, NR]``.
+
+    Each step of k keeps the tile in MR * V vector registers (V = NR / lanes, lanes =
+    ``target.vector_lanes(dtype)``), loads the V vectors of one row of B and broadcasts one
+    element of A at a time: MR * V + V + 1 registers, which must fit in
+    ``target.num_vector_registers`` or the compiler spills accumulators to memory on every step.
+    Among the tiles that fit, the one with the most multiply-adds per load, MR * V / (MR + V),
+    wins. When ``n`` (the number of columns of C) is given, NR divides it, so that B can be
+    packed into whole [n / NR, k, NR] panels.
+
+    Float32 tiles, free / with NR dividing a power of two: AVX-512 (32 registers of 16 lanes)
+    5 x 80 / 6 x 64; AVX2 (16 of 8) 4 x 24 / 6 x 16; SSE (16 of 4) 4 x 12 / 6 x 8; NEON (32 of
+    4) 5 x 20 / 6 x 16.
+
+    Example::
+
+        mr, nr = kiln.target.gemm_register_tile("llvm -mcpu=haswell", "float32", n=1024)
+        # (6, 16): 12 accumulators + 2 vectors of B + 1 broadcast of A = 15 of 16 registers
+
+    target: a kiln.target.Target or a target string. Raises KilnValueError when no tile fits
+    (a target without vector registers, or no NR that divides ``n``).
+    """
+    target = target if isinstance(target, Target) else Target(target)
+    lanes = target.vector_lanes(dtype)
+    registers = target.num_vector_registers
+    best = None
+    for vectors in range(1, registers):
+        rows = (registers - 1 - vectors) // vectors
+        if rows < 1:
+            break
+        if n is not None and n % (vectors * lanes) != 0:
+            continue
+        loads_per_fma = (rows + vectors) / (rows * vectors)
+        if best is None or loads_per_fma < best[0]:
+            best = (loads_per_fma, rows, vectors * lanes)
+    if best is None:
+        raise KilnValueError(f"gemm_register_tile: no register tile of {dtype} fits target "
+                             f"{target} ({registers} vector registers of {lanes} lanes)"
+                             + (f" with NR dividing n = {n}" if n is not None else ""))
+    return best[1], best[2]

@@ -1,14 +1,16 @@
 """kiln.target.Target: parsing, the canonical string, the ISA features, and the vector unit and
 caches that schedules derive their tiles from. The properties are the named CPU's, whatever CPU
-runs the test; the host's are checked against its own features."""
+runs the test; the host's are checked against its own features. gemm_register_tile: the tiles it
+derives fit the registers, and the GEMM schedule built on them keeps its accumulators in
+registers (compile-only checks of the assembly for AVX-512 and AVX2 targets on any x86 host)."""
 import os
 
 import numpy as np
 import pytest
 
 import kiln
-from kiln import te
-from kiln.target import Target
+from kiln import te, tir
+from kiln.target import Target, gemm_register_tile
 
 
 @pytest.mark.parametrize("text,bits,registers,fma,lanes", [
@@ -111,3 +113,121 @@ def test_errors():
         Target("llvm -mcpu=haswell").vector_lanes("float32x4")
     with pytest.raises(kiln.KilnTypeError, match="Target.has_feature: expected a feature name"):
         Target().has_feature(1)
+
+
+@pytest.mark.parametrize("text,n,tile", [
+    ("llvm -mcpu=znver4", 1024, (6, 64)),
+    ("llvm -mcpu=znver4", None, (5, 80)),
+    ("llvm -mcpu=skylake-avx512", 1024, (6, 64)),
+    ("llvm -mcpu=haswell", 1024, (6, 16)),
+    ("llvm -mcpu=haswell", None, (4, 24)),
+    ("llvm -mcpu=x86-64", 1024, (6, 8)),
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", 1024, (6, 16)),
+])
+def test_gemm_register_tile(text, n, tile):
+    t = Target(text)
+    assert gemm_register_tile(t, "float32", n=n) == tile
+    assert gemm_register_tile(text, "float32", n=n) == tile
+    mr, nr = tile
+    lanes = t.vector_lanes("float32")
+    vectors = nr // lanes
+    assert nr % lanes == 0
+    # accumulators + vectors of B + the broadcast of A fit in the registers
+    assert mr * vectors + vectors + 1 <= t.num_vector_registers
+    if n is not None:
+        assert n % nr == 0
+
+
+def test_gemm_register_tile_of_other_dtypes():
+    assert gemm_register_tile("llvm -mcpu=haswell", "float64", n=1024) == (6, 8)
+    assert gemm_register_tile("llvm -mcpu=znver4", "float64", n=1024) == (6, 32)
+
+
+def test_gemm_register_tile_errors():
+    with pytest.raises(kiln.KilnValueError, match="gemm_register_tile: no register tile of "
+                                                  "float32 fits target .* with NR dividing n = 7"):
+        gemm_register_tile("llvm -mcpu=haswell", "float32", n=7)
+    with pytest.raises(kiln.KilnTypeError, match="kiln.target.Target: expected a target string"):
+        gemm_register_tile(16, "float32")
+
+
+def gemm_schedule(target, n, tile=None):
+    """The hand schedule of tutorials/02_optimize_gemm.ipynb with the tile derived for target."""
+    mr, nr = tile or gemm_register_tile(target, "float32", n=n)
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    sch = tir.Schedule(te.create_prim_func([A, B, C]))
+    block = sch.get_block("C")
+    i, j, kk = sch.get_loops(block)
+    io, ii = sch.split(i, factors=[None, mr])
+    jo, ji = sch.split(j, factors=[None, nr])
+    sch.reorder(jo, io, kk, ii, ji)
+    sch.vectorize(ji)
+    local = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(local, io)
+    sch.vectorize(sch.get_loops(local)[-1])
+    packed = sch.cache_read(block, 1, "global")
+    sch.transform_layout(packed, ("write", 0), lambda kx, nx: [nx // nr, kx, nx % nr])
+    sch.parallel(sch.get_loops(packed)[0])
+    sch.unroll(ii)
+    sch.decompose_reduction(block, kk)
+    sch.parallel(jo)
+    return sch.mod
+
+
+def fma_loop(asm):
+    """The innermost loop with the most FMAs in x86 assembly text, as a list of instructions
+    (a loop: a label and a branch back to it)."""
+    lines = [line.strip() for line in asm.splitlines()]
+    labels = {line[:-1]: n for n, line in enumerate(lines) if line.startswith(".LBB")}
+    loops = [(labels[line.split()[-1]], n) for n, line in enumerate(lines)
+             if line.startswith("j") and labels.get(line.split()[-1], n) < n]
+    innermost = [(s, e) for s, e in loops if not any(s < s2 < e for s2, _ in loops)]
+    start, end = max(innermost, key=lambda loop: sum(
+        line.startswith("vfmadd") for line in lines[loop[0]:loop[1]]))
+    return lines[start:end + 1]
+
+
+x86_only = pytest.mark.skipif(not Target().triple.startswith("x86_64"),
+                              reason="the assembly checks read x86 assembly")
+
+
+@x86_only
+@pytest.mark.parametrize("text,register,fmas", [
+    ("llvm -mcpu=znver4", "zmm", 24),
+    ("llvm -mcpu=skylake-avx512", "zmm", 24),
+    ("llvm -mcpu=haswell", "ymm", 12),
+])
+def test_gemm_schedule_keeps_its_tile_in_registers(text, register, fmas):
+    # Compile only: the code is for the named CPU, whatever this one is.
+    rt = kiln.build(gemm_schedule(Target(text), 256), target=text)
+    loop = fma_loop(rt.get_source("asm"))
+    fma = [line for line in loop if line.startswith("vfmadd")]
+    assert len(fma) % fmas == 0 and fma  # LLVM may unroll the k loop
+    assert all(f"%{register}" in line for line in fma)
+    assert not [line for line in loop if "(%rsp)" in line], "the inner loop spills"
+
+
+@x86_only
+def test_a_tile_too_big_for_avx2_spills():
+    # The 4 x 64 tile fits AVX-512's 32 registers; on AVX2's 16 it spills in the inner loop,
+    # which is what gemm_register_tile avoids.
+    rt = kiln.build(gemm_schedule(None, 256, tile=(4, 64)), target="llvm -mcpu=haswell")
+    assert [line for line in fma_loop(rt.get_source("asm")) if "(%rsp)" in line]
+
+
+@pytest.mark.parametrize("text", ["llvm", "llvm -mcpu=haswell"])
+def test_gemm_schedule_is_correct(text):
+    t = Target(text)
+    if not all(Target().has_feature(f) for f in t.features):
+        pytest.skip(f"this CPU cannot run {text}")
+    n = 256  # not a multiple of MR = 6: the last row tile is partial
+    rt = kiln.build(gemm_schedule(t, n), target=t)
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
+    c = np.zeros((n, n), np.float32)
+    rt(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4)
