@@ -29,7 +29,8 @@ FLOPS = 2 * N ** 3
 def gemm_schedule(target, n=N):
     """The schedule of the tutorial for C = A @ B (n x n float32) on ``target``: MR x NR
     register tiles (from gemm_register_tile) accumulated in a local buffer, B packed into
-    [n / NR, n, NR] panels (in parallel), the MR rows unrolled, column panels in parallel."""
+    [n / NR, n, NR] panels (a vector copy, in parallel), the MR rows unrolled, column panels
+    in parallel."""
     mr, nr = gemm_register_tile(target, "float32", n=n)
     A = te.placeholder((n, n), "float32", name="A")
     B = te.placeholder((n, n), "float32", name="B")
@@ -47,7 +48,10 @@ def gemm_schedule(target, n=N):
     sch.vectorize(sch.get_loops(local)[-1])
     packed = sch.cache_read(block, 1, "global")
     sch.transform_layout(packed, ("write", 0), lambda kx, nx: [nx // nr, kx, nx % nr])
-    sch.parallel(sch.get_loops(packed)[0])
+    pack_k, pack_n = sch.get_loops(packed)
+    _, pack_lanes = sch.split(pack_n, factors=[None, target.vector_lanes("float32")])
+    sch.vectorize(pack_lanes)
+    sch.parallel(pack_k)
     sch.unroll(ii)
     sch.decompose_reduction(block, kk)
     sch.parallel(jo)

@@ -148,12 +148,13 @@ def gemm_register_tile(target, dtype="float32", n=None):
     element of A at a time: MR * V + V + 1 registers, which must fit in
     ``target.num_vector_registers`` or the compiler spills accumulators to memory on every step.
     Among the tiles that fit, the one with the most multiply-adds per load, MR * V / (MR + V),
-    wins. When ``n`` (the number of columns of C) is given, NR divides it, so that B can be
-    packed into whole [n / NR, k, NR] panels.
+    wins. V is a power of two, so that a vectorized loop over the NR columns is a vector type
+    LLVM splits into whole registers (a 24-lane vector is legalized lane by lane). When ``n``
+    (the number of columns of C) is given, NR divides it, so that B can be packed into whole
+    [n / NR, k, NR] panels.
 
-    Float32 tiles, free / with NR dividing a power of two: AVX-512 (32 registers of 16 lanes)
-    5 x 80 / 6 x 64; AVX2 (16 of 8) 4 x 24 / 6 x 16; SSE (16 of 4) 4 x 12 / 6 x 8; NEON (32 of
-    4) 5 x 20 / 6 x 16.
+    Float32 tiles: AVX-512 (32 registers of 16 lanes) 6 x 64; AVX2 (16 of 8) 6 x 16; SSE (16 of
+    4) 6 x 8; NEON (32 of 4) 6 x 16.
 
     Example::
 
@@ -167,15 +168,16 @@ def gemm_register_tile(target, dtype="float32", n=None):
     lanes = target.vector_lanes(dtype)
     registers = target.num_vector_registers
     best = None
-    for vectors in range(1, registers):
+    vectors = 1
+    while vectors < registers:
         rows = (registers - 1 - vectors) // vectors
         if rows < 1:
             break
-        if n is not None and n % (vectors * lanes) != 0:
-            continue
-        loads_per_fma = (rows + vectors) / (rows * vectors)
-        if best is None or loads_per_fma < best[0]:
-            best = (loads_per_fma, rows, vectors * lanes)
+        if n is None or n % (vectors * lanes) == 0:
+            loads_per_fma = (rows + vectors) / (rows * vectors)
+            if best is None or loads_per_fma < best[0]:
+                best = (loads_per_fma, rows, vectors * lanes)
+        vectors *= 2
     if best is None:
         raise KilnValueError(f"gemm_register_tile: no register tile of {dtype} fits target "
                              f"{target} ({registers} vector registers of {lanes} lanes)"

@@ -117,10 +117,12 @@ def test_errors():
 
 @pytest.mark.parametrize("text,n,tile", [
     ("llvm -mcpu=znver4", 1024, (6, 64)),
-    ("llvm -mcpu=znver4", None, (5, 80)),
+    ("llvm -mcpu=znver4", None, (6, 64)),
     ("llvm -mcpu=skylake-avx512", 1024, (6, 64)),
     ("llvm -mcpu=haswell", 1024, (6, 16)),
-    ("llvm -mcpu=haswell", None, (4, 24)),
+    ("llvm -mcpu=haswell", None, (6, 16)),
+    ("llvm -mcpu=haswell", 96, (6, 16)),
+    ("llvm -mcpu=haswell", 40, (14, 8)),
     ("llvm -mcpu=x86-64", 1024, (6, 8)),
     ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", 1024, (6, 16)),
 ])
@@ -134,6 +136,7 @@ def test_gemm_register_tile(text, n, tile):
     assert nr % lanes == 0
     # accumulators + vectors of B + the broadcast of A fit in the registers
     assert mr * vectors + vectors + 1 <= t.num_vector_registers
+    assert vectors & (vectors - 1) == 0  # a power of two
     if n is not None:
         assert n % nr == 0
 
@@ -170,7 +173,10 @@ def gemm_schedule(target, n, tile=None):
     sch.vectorize(sch.get_loops(local)[-1])
     packed = sch.cache_read(block, 1, "global")
     sch.transform_layout(packed, ("write", 0), lambda kx, nx: [nx // nr, kx, nx % nr])
-    sch.parallel(sch.get_loops(packed)[0])
+    pack_k, pack_n = sch.get_loops(packed)
+    _, pack_lanes = sch.split(pack_n, factors=[None, target.vector_lanes("float32")])
+    sch.vectorize(pack_lanes)
+    sch.parallel(pack_k)
     sch.unroll(ii)
     sch.decompose_reduction(block, kk)
     sch.parallel(jo)
@@ -214,7 +220,8 @@ def test_gemm_schedule_keeps_its_tile_in_registers(text, register, fmas):
 def test_a_tile_too_big_for_avx2_spills():
     # The 4 x 64 tile fits AVX-512's 32 registers; on AVX2's 16 it spills in the inner loop,
     # which is what gemm_register_tile avoids.
-    rt = kiln.build(gemm_schedule(None, 256, tile=(4, 64)), target="llvm -mcpu=haswell")
+    haswell = Target("llvm -mcpu=haswell")
+    rt = kiln.build(gemm_schedule(haswell, 256, tile=(4, 64)), target=haswell)
     assert [line for line in fma_loop(rt.get_source("asm")) if "(%rsp)" in line]
 
 
