@@ -7,7 +7,7 @@ import numpy as np
 
 import kiln
 from kiln import te, tir
-from kiln.target import Target, gemm_register_tile
+from kiln.target import Target, gemm_blocking
 
 
 def matmul(m, n, k):
@@ -76,22 +76,23 @@ def main():
 
 
 def compiled_matmul(rng, n=512):
-    """A matmul scheduled for this CPU and compiled with LLVM: register tiles whose size comes
-    from the target (gemm_register_tile: MR x NR accumulators that fit the vector registers,
-    e.g. 6 x 16 with AVX2, 6 x 64 with AVX-512), B packed into NR-column panels, parallel."""
+    """A matmul scheduled for this CPU and compiled with LLVM, blocked for the target by
+    gemm_blocking: MR x NR register tiles whose accumulators fit the vector registers (e.g.
+    6 x 16 with AVX2, 6 x 64 with AVX-512), groups of NR-column strips of B sized for the L2
+    cache, B packed into strips, parallel."""
     target = Target("llvm")
-    mr, nr = gemm_register_tile(target, "float32", n=n)
+    mr, nr, panels = gemm_blocking(target, "float32", n=n, k=n)
     print(f"register tile for {target.cpu}: {mr} x {nr} ({target.num_vector_registers} vector "
           f"registers of {target.vector_lanes('float32')} float32 lanes)")
     sch = tir.Schedule(matmul(n, n, n))
     block = sch.get_block("C")
     i, j, r = sch.get_loops(block)
     io, ii = sch.split(i, factors=[None, mr])
-    jo, ji = sch.split(j, factors=[None, nr])
-    sch.reorder(jo, io, r, ii, ji)
+    jo, jp, ji = sch.split(j, factors=[None, panels, nr])
+    sch.reorder(jo, io, jp, r, ii, ji)
     sch.vectorize(ji)
     local = sch.cache_write(block, 0, "local")
-    sch.reverse_compute_at(local, io)
+    sch.reverse_compute_at(local, jp)
     sch.vectorize(sch.get_loops(local)[-1])
     packed = sch.cache_read(block, 1, "global")
     sch.transform_layout(packed, ("write", 0), lambda kx, nx: [nx // nr, kx, nx % nr])

@@ -1,6 +1,6 @@
 """kiln.target.Target: a target string parsed and validated, with the ISA features in effect and
 the properties schedules derive their tiles from (vector width, vector registers, FMA, caches);
-gemm_register_tile derives a matrix-multiply register tile from them.
+gemm_blocking derives the register tile and cache blocking of a matrix multiply from them.
 
 These describe the target, not the machine Python runs on: ``Target("llvm -mcpu=znver4")``
 has 512-bit vectors and 32 vector registers on any host. ``Target("llvm")`` is this CPU.
@@ -139,27 +139,35 @@ class Target:
         return self._handle.l3_cache_bytes
 
 
-def gemm_register_tile(target, dtype="float32", n=None):
-    """The register tile (MR, NR) of a matrix-multiply micro-kernel on ``target``: the MR x NR
-    block of C that stays in vector registers while k runs, ``C[MR, NR] += A[MR, k] * B[k, NR]``.
+def gemm_blocking(target, dtype="float32", n=None, k=None, threads=None):
+    """How a matrix multiply ``C[m, n] += A[m, k] * B[k, n]`` is blocked for the registers and
+    caches of ``target``: returns (MR, NR, panels).
 
-    Each step of k keeps the tile in MR * V vector registers (V = NR / lanes, lanes =
+    MR x NR is the register tile: the block of C that stays in vector registers while k runs.
+    Each step of k keeps it in MR * V vector registers (V = NR / lanes, lanes =
     ``target.vector_lanes(dtype)``), loads the V vectors of one row of B and broadcasts one
     element of A at a time: MR * V + V + 1 registers, which must fit in
     ``target.num_vector_registers`` or the compiler spills accumulators to memory on every step.
     Among the tiles that fit, the one with the most multiply-adds per load, MR * V / (MR + V),
     wins. V is a power of two, so that a vectorized loop over the NR columns is a vector type
     LLVM splits into whole registers (a 24-lane vector is legalized lane by lane). When ``n``
-    (the number of columns of C) is given, NR divides it, so that B can be packed into whole
-    [n / NR, k, NR] panels.
+    is given, NR divides it, so that B can be packed into whole [n / NR, k, NR] panels.
+
+    ``panels`` is how many NR-column panels of B one pass over an MR-row tile of A covers: the
+    tile (MR x k elements) is read once per pass and reused from the L1 cache, while the
+    panels (panels x k x NR elements) stay in the L2 cache together, in at most half of
+    ``target.l2_cache_bytes`` (256 KiB assumed when the target's caches are unknown). It is a
+    power of two that divides n / NR and leaves at least ``threads`` groups of panels for a
+    parallel loop (default: the runtime's thread count); 1 when ``k`` is not given.
 
     Float32 tiles: AVX-512 (32 registers of 16 lanes) 6 x 64; AVX2 (16 of 8) 6 x 16; SSE (16 of
     4) 6 x 8; NEON (32 of 4) 6 x 16.
 
     Example::
 
-        mr, nr = kiln.target.gemm_register_tile("llvm -mcpu=haswell", "float32", n=1024)
-        # (6, 16): 12 accumulators + 2 vectors of B + 1 broadcast of A = 15 of 16 registers
+        mr, nr, panels = kiln.target.gemm_blocking("llvm", "float32", n=1024, k=1024)
+        # AVX2 with a 512 KiB L2: (6, 16, 4): 12 accumulators + 2 vectors of B + 1 broadcast of
+        # A = 15 of 16 registers; 4 panels of 1024 x 16 floats = 256 KiB
 
     target: a kiln.target.Target or a target string. Raises KilnValueError when no tile fits
     (a target without vector registers, or no NR that divides ``n``).
@@ -179,7 +187,22 @@ def gemm_register_tile(target, dtype="float32", n=None):
                 best = (loads_per_fma, rows, vectors * lanes)
         vectors *= 2
     if best is None:
-        raise KilnValueError(f"gemm_register_tile: no register tile of {dtype} fits target "
-                             f"{target} ({registers} vector registers of {lanes} lanes)"
+        raise KilnValueError(f"gemm_blocking: no register tile of {dtype} fits target {target} "
+                             f"({registers} vector registers of {lanes} lanes)"
                              + (f" with NR dividing n = {n}" if n is not None else ""))
-    return best[1], best[2]
+    _, mr, nr = best
+
+    panels = 1
+    if k is not None:
+        if threads is None:
+            from .runtime import get_num_threads
+            threads = get_num_threads()
+        budget = (target.l2_cache_bytes or 256 * 1024) // 2
+        element_bytes = target.vector_register_bits // 8 // lanes
+        panel_bytes = k * nr * element_bytes
+        groups = None if n is None else n // nr
+        while (2 * panels * panel_bytes <= budget and
+               (groups is None or (groups % (2 * panels) == 0 and
+                                   groups // (2 * panels) >= threads))):
+            panels *= 2
+    return mr, nr, panels

@@ -1,6 +1,6 @@
 """kiln.target.Target: parsing, the canonical string, the ISA features, and the vector unit and
 caches that schedules derive their tiles from. The properties are the named CPU's, whatever CPU
-runs the test; the host's are checked against its own features. gemm_register_tile: the tiles it
+runs the test; the host's are checked against its own features. gemm_blocking: the tiles it
 derives fit the registers, and the GEMM schedule built on them keeps its accumulators in
 registers (compile-only checks of the assembly for AVX-512 and AVX2 targets on any x86 host)."""
 import os
@@ -10,7 +10,7 @@ import pytest
 
 import kiln
 from kiln import te, tir
-from kiln.target import Target, gemm_register_tile
+from kiln.target import Target, gemm_blocking
 
 
 @pytest.mark.parametrize("text,bits,registers,fma,lanes", [
@@ -126,10 +126,10 @@ def test_errors():
     ("llvm -mcpu=x86-64", 1024, (6, 8)),
     ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", 1024, (6, 16)),
 ])
-def test_gemm_register_tile(text, n, tile):
+def test_gemm_blocking_register_tile(text, n, tile):
     t = Target(text)
-    assert gemm_register_tile(t, "float32", n=n) == tile
-    assert gemm_register_tile(text, "float32", n=n) == tile
+    assert gemm_blocking(t, "float32", n=n) == tile + (1,)
+    assert gemm_blocking(text, "float32", n=n) == tile + (1,)
     mr, nr = tile
     lanes = t.vector_lanes("float32")
     vectors = nr // lanes
@@ -141,22 +141,39 @@ def test_gemm_register_tile(text, n, tile):
         assert n % nr == 0
 
 
-def test_gemm_register_tile_of_other_dtypes():
-    assert gemm_register_tile("llvm -mcpu=haswell", "float64", n=1024) == (6, 8)
-    assert gemm_register_tile("llvm -mcpu=znver4", "float64", n=1024) == (6, 32)
+def test_gemm_blocking_of_other_dtypes():
+    assert gemm_blocking("llvm -mcpu=haswell", "float64", n=1024) == (6, 8, 1)
+    assert gemm_blocking("llvm -mcpu=znver4", "float64", n=1024) == (6, 32, 1)
 
 
-def test_gemm_register_tile_errors():
-    with pytest.raises(kiln.KilnValueError, match="gemm_register_tile: no register tile of "
+def test_gemm_blocking_panels_fit_half_of_l2():
+    # Other targets' caches are unknown: 256 KiB of L2 is assumed, so 2 strips of 1024 x 16
+    # float32 (64 KiB each) per pass over A on haswell, and 1 strip of 1024 x 64 on znver4.
+    haswell, znver4 = "llvm -mcpu=haswell", "llvm -mcpu=znver4"
+    assert gemm_blocking(haswell, "float32", n=1024, k=1024, threads=1) == (6, 16, 2)
+    assert gemm_blocking(znver4, "float32", n=1024, k=1024, threads=1) == (6, 64, 1)
+    assert gemm_blocking(haswell, "float32", n=1024, k=256, threads=1) == (6, 16, 8)
+    # The groups of strips leave work for every thread, and divide n / NR.
+    assert gemm_blocking(haswell, "float32", n=64, k=256, threads=2) == (6, 16, 2)
+    assert gemm_blocking(haswell, "float32", n=48, k=16, threads=1) == (6, 16, 1)
+    # Without k there is no cache blocking.
+    assert gemm_blocking(haswell, "float32", n=1024) == (6, 16, 1)
+    host = Target()
+    mr, nr, panels = gemm_blocking(host, "float32", n=1024, k=1024, threads=1)
+    assert panels == 1 or panels * 1024 * nr * 4 <= (host.l2_cache_bytes or 256 * 1024) // 2
+
+
+def test_gemm_blocking_errors():
+    with pytest.raises(kiln.KilnValueError, match="gemm_blocking: no register tile of "
                                                   "float32 fits target .* with NR dividing n = 7"):
-        gemm_register_tile("llvm -mcpu=haswell", "float32", n=7)
+        gemm_blocking("llvm -mcpu=haswell", "float32", n=7)
     with pytest.raises(kiln.KilnTypeError, match="kiln.target.Target: expected a target string"):
-        gemm_register_tile(16, "float32")
+        gemm_blocking(16, "float32")
 
 
 def gemm_schedule(target, n, tile=None):
-    """The hand schedule of tutorials/02_optimize_gemm.ipynb with the tile derived for target."""
-    mr, nr = tile or gemm_register_tile(target, "float32", n=n)
+    """The hand schedule of tutorials/02_optimize_gemm.ipynb, blocked by gemm_blocking."""
+    mr, nr, panels = tile or gemm_blocking(target, "float32", n=n, k=n)
     A = te.placeholder((n, n), "float32", name="A")
     B = te.placeholder((n, n), "float32", name="B")
     k = te.reduce_axis((0, n), name="k")
@@ -165,11 +182,11 @@ def gemm_schedule(target, n, tile=None):
     block = sch.get_block("C")
     i, j, kk = sch.get_loops(block)
     io, ii = sch.split(i, factors=[None, mr])
-    jo, ji = sch.split(j, factors=[None, nr])
-    sch.reorder(jo, io, kk, ii, ji)
+    jo, jp, ji = sch.split(j, factors=[None, panels, nr])
+    sch.reorder(jo, io, jp, kk, ii, ji)
     sch.vectorize(ji)
     local = sch.cache_write(block, 0, "local")
-    sch.reverse_compute_at(local, io)
+    sch.reverse_compute_at(local, jp)
     sch.vectorize(sch.get_loops(local)[-1])
     packed = sch.cache_read(block, 1, "global")
     sch.transform_layout(packed, ("write", 0), lambda kx, nx: [nx // nr, kx, nx % nr])
@@ -219,9 +236,9 @@ def test_gemm_schedule_keeps_its_tile_in_registers(text, register, fmas):
 @x86_only
 def test_a_tile_too_big_for_avx2_spills():
     # The 4 x 64 tile fits AVX-512's 32 registers; on AVX2's 16 it spills in the inner loop,
-    # which is what gemm_register_tile avoids.
+    # which is what gemm_blocking avoids.
     haswell = Target("llvm -mcpu=haswell")
-    rt = kiln.build(gemm_schedule(haswell, 256, tile=(4, 64)), target=haswell)
+    rt = kiln.build(gemm_schedule(haswell, 256, tile=(4, 64, 1)), target=haswell)
     assert [line for line in fma_loop(rt.get_source("asm")) if "(%rsp)" in line]
 
 
