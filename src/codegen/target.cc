@@ -312,9 +312,12 @@ Target parse_target(const std::string& text) {
   target.has_fma = has_vector_fma(*info, triple);
   query_vector_unit(&target);
   if (target.is_host) {
-    target.l1d_cache_bytes = known(host_cache_bytes(1));
-    target.l2_cache_bytes = known(host_cache_bytes(2));
-    target.l3_cache_bytes = known(host_cache_bytes(3));
+    // Read once: every build parses its target.
+    static const int64_t l1d = host_cache_bytes(1), l2 = host_cache_bytes(2),
+                         l3 = host_cache_bytes(3);
+    target.l1d_cache_bytes = known(l1d);
+    target.l2_cache_bytes = known(l2);
+    target.l3_cache_bytes = known(l3);
   }
   return target;
 }
