@@ -27,6 +27,13 @@ class Target:
     """
 
     def __init__(self, target="llvm"):
+        """Parses ``target`` (a target string, or a Target to copy).
+
+        Raises:
+            KilnValueError: an unknown kind, option, CPU or feature (the message lists the
+                valid ones).
+            KilnTypeError: target is neither a string nor a Target.
+        """
         if isinstance(target, Target):
             self._handle = target._handle
             return
