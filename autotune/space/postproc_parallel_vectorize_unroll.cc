@@ -53,8 +53,19 @@ std::string first_block(const Stmt& stmt) {
   return name;
 }
 
+// Whether a vector of `extent` lanes is one LLVM splits into whole registers: a power of two,
+// or a power-of-two number of full registers. (A <24 x float> is legalized lane by lane.)
+bool legal_vector_extent(int64_t extent, int64_t lanes) {
+  auto power_of_two = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  return power_of_two(extent) || (lanes > 0 && extent % lanes == 0 && power_of_two(extent / lanes));
+}
+
 class ParallelVectorizeUnrollPostproc : public Postproc {
  public:
+  explicit ParallelVectorizeUnrollPostproc(const SpaceContext& context)
+      : lanes_(context.task->target.vector_register_bits > 0
+                   ? context.task->target.vector_lanes(DataType::float32())
+                   : 1) {}
   const char* name() const override { return "parallel_vectorize_unroll"; }
 
   void apply(schedule::Schedule& sch) override {
@@ -71,7 +82,7 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
       if (top.is<For>()) nests.push_back(first_block(top));
     }
     // Step 2. Vectorize innermost loops first: fusing outer loops does not change them.
-    if (vectorize_max > 1) vectorize_innermost(sch, vectorize_max);
+    if (vectorize_max > 1) vectorize_innermost(sch, vectorize_max, lanes_);
     for (const std::string& block : nests) {
       if (block.empty()) continue;
       if (parallel_max > 0) parallelize_outer(sch, block, parallel_max);
@@ -80,7 +91,7 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
   }
 
  private:
-  static void vectorize_innermost(schedule::Schedule& sch, int64_t vectorize_max) {
+  static void vectorize_innermost(schedule::Schedule& sch, int64_t vectorize_max, int64_t lanes) {
     std::vector<std::string> names = sch.index("main").block_names();
     for (const std::string& name : names) {
       const schedule::BlockLocation* loc = sch.index("main").find_block(name);
@@ -88,8 +99,8 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
       const For* inner = loc->loops.back();
       const int64_t* extent = as_const_int(inner->extent);
       if (inner->kind != ForKind::kSerial || extent == nullptr || *extent < 2 ||
-          *extent > vectorize_max || inner->body.get() != loc->realize ||
-          !is_spatial_for_all(inner)) {
+          *extent > vectorize_max || !legal_vector_extent(*extent, lanes) ||
+          inner->body.get() != loc->realize || !is_spatial_for_all(inner)) {
         continue;
       }
       RV block = schedule::get_block(sch, name);
@@ -132,12 +143,14 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
                        make_const(DataType::int32(), steps));
     schedule::annotate(sch, outer, "pragma_unroll_explicit", make_const(DataType::int32(), 1));
   }
+
+  int64_t lanes_;
 };
 
 }  // namespace
 
-std::unique_ptr<Postproc> make_parallel_vectorize_unroll_postproc(const SpaceContext&) {
-  return std::make_unique<ParallelVectorizeUnrollPostproc>();
+std::unique_ptr<Postproc> make_parallel_vectorize_unroll_postproc(const SpaceContext& context) {
+  return std::make_unique<ParallelVectorizeUnrollPostproc>(context);
 }
 
 }  // namespace kiln::autotune
