@@ -3,7 +3,9 @@
 // is in database_sql.cc.
 #include "kiln/autotune/database.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "autotune/database_impl.h"
@@ -242,18 +244,48 @@ std::vector<Record> Database::best(int64_t workload_id, const TargetKey& target,
   user_check(k >= 0) << api << ": k must be >= 0, found " << k;
   std::vector<Record> best;
   if (k == 0) return best;
-  // Rows are visited fastest first until k readable ones are found.
-  impl_->queries->select_best(
-      workload_id, detail::target_columns(target), impl_->options.ir_format_version,
-      [&](const sql::RecordRow& row) {
-        std::string problem;
-        if (std::optional<Record> record = detail::record_of_row(row, &problem)) {
-          best.push_back(std::move(*record));
-        } else {
-          impl_->warn_unreadable("record", row.id, problem);
-        }
-        return static_cast<int64_t>(best.size()) < k;
-      });
+  // Step 1. Every readable ok record, pooled by candidate: a candidate measured again (the
+  // tuner's final interleaved rounds) is judged on all its samples, so that one lucky short
+  // measurement does not outrank many.
+  std::map<uint64_t, Record> pooled;
+  impl_->queries->select_best(workload_id, detail::target_columns(target),
+                              impl_->options.ir_format_version, [&](const sql::RecordRow& row) {
+                                std::string problem;
+                                std::optional<Record> record = detail::record_of_row(row, &problem);
+                                if (!record) {
+                                  impl_->warn_unreadable("record", row.id, problem);
+                                  return true;
+                                }
+                                auto it = pooled.find(record->candidate_hash);
+                                if (it == pooled.end()) {
+                                  pooled.emplace(record->candidate_hash, std::move(*record));
+                                } else {
+                                  Record& kept = it->second;
+                                  std::vector<double> samples = kept.run_secs;
+                                  samples.insert(samples.end(), record->run_secs.begin(),
+                                                 record->run_secs.end());
+                                  // The record with more samples speaks for the candidate (the
+                                  // newer on a tie).
+                                  if (record->run_secs.size() >= kept.run_secs.size())
+                                    kept = std::move(*record);
+                                  kept.run_secs = std::move(samples);
+                                }
+                                return true;
+                              });
+  // Step 2. The k fastest by the median of their pooled samples.
+  for (auto& [hash, record] : pooled) {
+    std::vector<double> sorted = record.run_secs;
+    std::sort(sorted.begin(), sorted.end());
+    size_t n = sorted.size();
+    double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    record.median = median;
+    record.spread = median > 0 ? (sorted.back() - sorted.front()) / median : 0.0;
+    best.push_back(std::move(record));
+  }
+  std::sort(best.begin(), best.end(), [](const Record& a, const Record& b) {
+    return *a.median < *b.median || (*a.median == *b.median && a.id < b.id);
+  });
+  if (static_cast<int64_t>(best.size()) > k) best.resize(static_cast<size_t>(k));
   return best;
 }
 

@@ -1,4 +1,6 @@
-"""Timing helpers shared by the benchmarks: medians of repeated runs and table printing."""
+"""Timing helpers shared by the benchmarks: medians of repeated runs, the machine's load and
+table printing."""
+import os
 import statistics
 import time
 
@@ -23,6 +25,15 @@ def kiln_seconds(rt, args, repeat=7, number=3):
     import numpy as np
     args = [kiln.nd.array(a) if isinstance(a, np.ndarray) else a for a in args]
     return rt.time_evaluator(rt.entry_name, kiln.cpu(0), number=number, repeat=repeat)(*args).median
+
+
+def load_average():
+    """The 1-minute load average as text ("0.42"), or "n/a" where the system has none. A load
+    near or above the number of CPUs means other work shares the cores being measured."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "n/a"
 
 
 def print_table(title, header, rows):

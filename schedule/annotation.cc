@@ -75,6 +75,25 @@ void annotate(Schedule& sch, const RV& block_or_loop, const std::string& key, co
                          Json()});
 }
 
+void annotate(Schedule& sch, const RV& block_or_loop, const std::string& key, const RV& value) {
+  const char* primitive = "annotate";
+  Expr constant = sch.expr(value, primitive);
+  if (value_json(constant).is_null()) {
+    schedule_error("InvalidAnnotationError", primitive,
+                   "the value of annotation '" + key + "' (" + value.name() +
+                       ") must be a constant int, float, bool or string");
+  }
+  edit_annotations(sch, block_or_loop, primitive,
+                   [&](Attrs* attrs, const Node*) { (*attrs)[key] = constant; });
+  // The value is recorded as its handle: a trace that changes the decision behind it changes
+  // the annotation too.
+  sch.record(Instruction{primitive,
+                         Json::array({block_or_loop.name(), value.name()}),
+                         {{"ann_key", key}},
+                         {},
+                         Json()});
+}
+
 void unannotate(Schedule& sch, const RV& block_or_loop, const std::string& key) {
   const char* primitive = "unannotate";
   const std::string& func_name = sch.func_name(block_or_loop);
@@ -90,12 +109,16 @@ void unannotate(Schedule& sch, const RV& block_or_loop, const std::string& key) 
 
 void register_annotation_instructions(std::vector<InstructionKind>* kinds) {
   kinds->push_back({"annotate",
-                    {"block_or_loop"},
+                    {"block_or_loop", "ann_val"},
                     false,
                     [](Schedule& sch, const Json& in, const Json& attrs, const Json&) {
-                      annotate(sch, rv_from_json(in.at(0), "annotate"),
-                               attrs.at("ann_key").get<std::string>(),
-                               value_from_json(attrs.at("ann_val")));
+                      RV target = rv_from_json(in.at(0), "annotate");
+                      std::string key = attrs.at("ann_key").get<std::string>();
+                      if (in.size() > 1) {
+                        annotate(sch, target, key, rv_from_json(in.at(1), "annotate"));
+                      } else {
+                        annotate(sch, target, key, value_from_json(attrs.at("ann_val")));
+                      }
                       return std::vector<RV>{};
                     }});
   kinds->push_back({"unannotate",

@@ -115,7 +115,7 @@ std::string python_value(const Json& value, bool handles) {
 
 }  // namespace
 
-void Trace::apply_json(const Json& json, Schedule* sch) {
+void Trace::apply_json(const Json& json, Schedule* sch, bool redraw_invalid_decisions) {
   user_check(json.is_object() && json.contains("instructions") && json["instructions"].is_array())
       << "Trace.apply_json_to_schedule: expected an object with a list \"instructions\", found "
       << json.dump().substr(0, 200);
@@ -133,7 +133,16 @@ void Trace::apply_json(const Json& json, Schedule* sch) {
     Json decision = entry.value("decision", Json());
     std::vector<RV> outputs;
     try {
-      outputs = info->apply(*sch, inputs, attrs, decision);
+      try {
+        outputs = info->apply(*sch, inputs, attrs, decision);
+      } catch (const ScheduleError& e) {
+        // A decision that no longer fits (an extent an earlier decision changed) is drawn anew.
+        if (!redraw_invalid_decisions || decision.is_null() ||
+            e.error_class() != "InvalidDecisionError") {
+          throw;
+        }
+        outputs = info->apply(*sch, inputs, attrs, Json());
+      }
     } catch (const Json::exception& e) {
       user_error(ErrorKind::kValue)
           << "Trace.apply_json_to_schedule: malformed instruction " << kind << ": " << e.what();

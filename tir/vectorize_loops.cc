@@ -2,9 +2,9 @@
 // serial with the reason recorded when the body does not allow it.
 #include "kiln/tir/vectorize_loops.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
-#include <cstdlib>
-#include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -480,6 +480,10 @@ class LoopVectorizer : public IRMutator {
     }
   }
 
+ public:
+  // The loops that stayed serial, in the order they were met: [{"loop": name, "reason": why}].
+  const nlohmann::ordered_json& fallbacks() const { return fallbacks_; }
+
  private:
   Stmt vectorize(const For* loop) {
     const int64_t* extent = as_const_int(loop->extent);
@@ -492,12 +496,8 @@ class LoopVectorizer : public IRMutator {
     return Vectorizer(loop, static_cast<int>(*extent), &ana_).run(loop->body);
   }
 
-  static Stmt fall_back(const For* loop, const std::string& reason) {
-    if (const char* log = std::getenv("KILN_LOG_VECTORIZE");
-        log != nullptr && std::string(log) == "1") {
-      std::cerr << "vectorize_loops: loop " << loop->loop_var->name << " stays serial: " << reason
-                << "\n";
-    }
+  Stmt fall_back(const For* loop, const std::string& reason) {
+    fallbacks_.push_back({{"loop", loop->loop_var->name}, {"reason", reason}});
     auto serial = copy(loop);
     serial->kind = ForKind::kSerial;
     serial->annotations["kiln.vectorize_fallback"] = make<StringImm>(reason);
@@ -505,12 +505,28 @@ class LoopVectorizer : public IRMutator {
   }
 
   arith::Analyzer ana_;
+  nlohmann::ordered_json fallbacks_ = nlohmann::ordered_json::array();
 };
 
 }  // namespace
 
 Ref<PrimFunc> vectorize_loops(const Ref<PrimFunc>& func) {
-  return with_body(func, LoopVectorizer().mutate(func->body));
+  LoopVectorizer vectorizer;
+  Ref<PrimFunc> result = with_body(func, vectorizer.mutate(func->body));
+  if (vectorizer.fallbacks().empty()) return result;
+  // The function keeps the list, since later passes may unroll or drop the serial loops that
+  // carry the annotation, and the build driver reports it (BuiltModule::warnings).
+  nlohmann::ordered_json all = vectorizer.fallbacks();
+  auto previous = result->attrs.find("kiln.vectorize_fallbacks");
+  if (previous != result->attrs.end()) {
+    if (const auto* text = previous->second.as<StringImm>()) {
+      nlohmann::ordered_json earlier = nlohmann::ordered_json::parse(text->value, nullptr, false);
+      if (earlier.is_array()) all.insert(all.begin(), earlier.begin(), earlier.end());
+    }
+  }
+  if (result.same_as(func)) result = copy(func.get());
+  result->attrs["kiln.vectorize_fallbacks"] = make<StringImm>(all.dump());
+  return result;
 }
 
 }  // namespace kiln::tir

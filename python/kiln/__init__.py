@@ -15,7 +15,10 @@ from . import runtime
 from . import nd
 from .runtime import Device, device, cpu
 from .driver import build
+from . import target
+from .error import KilnWarning
 
 __all__ = ["error", "ir", "tir", "te", "arith", "IRModule", "KilnError", "KilnTypeError",
            "KilnValueError", "KilnIndexError", "InternalError"]
 __all__ += ["KilnRuntimeError", "runtime", "nd", "Device", "device", "cpu", "build"]
+__all__ += ["target", "KilnWarning"]

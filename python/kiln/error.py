@@ -1,6 +1,6 @@
-"""kiln's exceptions. Every error raised by kiln derives from KilnError; the subclasses also
-derive from the matching Python built-in (TypeError, ValueError, IndexError) so that ordinary
-``except TypeError`` clauses work."""
+"""kiln's exceptions and warnings. Every error raised by kiln derives from KilnError; the
+subclasses also derive from the matching Python built-in (TypeError, ValueError, IndexError) so
+that ordinary ``except TypeError`` clauses work. Every warning derives from KilnWarning."""
 
 
 class KilnError(Exception):
@@ -29,3 +29,12 @@ class ScheduleError(KilnError):
 
 class InternalError(KilnError):
     """A bug in kiln itself."""
+
+
+class KilnWarning(UserWarning):
+    """Base class of every warning kiln issues: the result is correct, but not what was asked."""
+
+
+class VectorizeFallbackWarning(KilnWarning):
+    """A loop the schedule vectorized runs serially; the message names the function, the loop
+    and the reason (kiln.build issues one per loop; Module.warnings lists them)."""

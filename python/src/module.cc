@@ -54,7 +54,9 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_runtime(runtime);
   auto driver = m.def_submodule("driver", "The build driver: kiln.build");
   kiln::python::bind_driver(driver);
-  auto autotune = m.def_submodule("autotune", "The auto-tuner: its tuning database and runner");
+  auto autotune = m.def_submodule("autotune", "The auto-tuner: its tuning database");
   kiln::python::bind_autotune(autotune);
+  kiln::python::bind_autotune_space(autotune);
   kiln::python::bind_autotune_runner(autotune);
+  kiln::python::bind_target(m);
 }

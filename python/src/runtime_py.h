@@ -82,12 +82,12 @@ struct RuntimeFunction {
 
 // The Python arguments of one call, converted for the runtime: NumPy arrays, kiln.nd.NDArrays
 // and __dlpack__ objects become DLTensors over their data, Python numbers become scalars. A
-// compact CPU tensor whose data does not have the alignment its parameter requires (NumPy
-// aligns to 16 bytes, kernels may assume 64) is staged through an aligned copy; the copy of a
-// tensor the function writes is copied back after the call. An array the function writes must
-// be writable: a read-only NumPy array (flags.writeable False) or a DLPack tensor its producer
-// marks read-only is refused before anything runs. Construct and destroy with the GIL held; the
-// values may be used without it.
+// compact CPU tensor whose data does not have the alignment its parameter declares (kernels
+// assume only the element's alignment unless a buffer declares more) is staged through an aligned
+// copy; the copy of a tensor the function writes is copied back after the call. An array the
+// function writes must be writable: a read-only NumPy array (flags.writeable False) or a DLPack
+// tensor its producer marks read-only is refused before anything runs. Construct and destroy with
+// the GIL held; the values may be used without it.
 class PackedArgs {
  public:
   // Converts `args` for the function `spec`. Raises a kType error naming the parameter for an

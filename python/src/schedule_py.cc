@@ -905,9 +905,13 @@ Example:
           "annotate",
           [](Schedule& s, py::handle block_or_loop, py::handle ann_key, py::handle ann_val) {
             apply(s, "Schedule.annotate", [&](Handles& h) {
-              annotate(s, h.block_or_loop(block_or_loop, "block_or_loop"),
-                       to_str(ann_key, "Schedule.annotate", "ann_key"),
-                       to_attr_value(ann_val, "Schedule.annotate"));
+              RV target = h.block_or_loop(block_or_loop, "block_or_loop");
+              std::string key = to_str(ann_key, "Schedule.annotate", "ann_key");
+              if (py::isinstance<ExprRV>(ann_val)) {
+                annotate(s, target, key, ann_val.cast<RV>());
+              } else {
+                annotate(s, target, key, to_attr_value(ann_val, "Schedule.annotate"));
+              }
             });
           },
           py::arg("block_or_loop"), py::arg("ann_key"), py::arg("ann_val"),
@@ -918,7 +922,9 @@ Lowering passes read some keys, e.g. "pragma_auto_unroll_max_step" on a loop.
 Args:
     block_or_loop (BlockRV, LoopRV or str): where to put it; a str names a block.
     ann_key (str): the key.
-    ann_val (int, float, bool or str): the value.
+    ann_val (int, float, bool, str or ExprRV): the value; a sampled ExprRV (from
+        sample_categorical) is recorded as the handle, so a trace with another decision
+        annotates the other value.
 
 Raises:
     InvalidAnnotationError: the value is not a constant int, float, bool or string.

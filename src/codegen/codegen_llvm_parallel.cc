@@ -1,6 +1,7 @@
 // Parallel loops: the body of a kParallel For becomes a task function of
-// KilnBackendParallelLaunch that runs one static chunk of the iteration range; the values the
-// body uses from outside travel in a closure struct on the caller's stack.
+// KilnBackendParallelLaunch that runs one chunk of the iteration range (a few chunks per pool
+// thread, handed out dynamically); the values the body uses from outside travel in a closure
+// struct on the caller's stack.
 #include <llvm/IR/Constants.h>
 
 #include <unordered_set>
@@ -14,6 +15,9 @@ namespace kiln::codegen {
 using namespace ir;
 
 namespace {
+
+// Tasks of a parallel loop per pool thread.
+constexpr int kTasksPerThread = 4;
 
 // Rejects a parallel loop inside another: each would launch on the same thread pool.
 class ParallelNestingChecker : public IRVisitor {
@@ -185,12 +189,27 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
   builder_.CreateRet(builder_.getInt32(0));
   finish_function();
 
-  // Step 3. Back in the caller: launch one task per pool thread, propagate a failure.
+  // Step 3. Back in the caller: launch the tasks, propagate a failure. There are up to
+  // kTasksPerThread tasks per pool thread (never more than iterations): the pool hands them
+  // out as threads come free, so a thread the OS interrupts, or chunks that take longer than
+  // others, do not hold the others idle at the end, as one chunk per thread would.
   fn_ = std::move(parent);
   builder_.SetInsertPoint(parent_block);
+  llvm::FunctionCallee threads_fn =
+      runtime_function("KilnGetNumThreads", llvm::FunctionType::get(i32, {}, false));
+  llvm::Value* threads = builder_.CreateCall(threads_fn, {});
+  llvm::Value* per_thread = builder_.CreateMul(threads, builder_.getInt32(kTasksPerThread));
+  llvm::Value* extent32 = builder_.CreateIntCast(
+      builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, extent,
+                                     llvm::ConstantInt::get(extent->getType(), 1 << 20)),
+      i32, true);
+  llvm::Value* tasks = builder_.CreateBinaryIntrinsic(
+      llvm::Intrinsic::smax,
+      builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, per_thread, extent32),
+      builder_.getInt32(1));
   llvm::FunctionCallee launch = runtime_function(
       "KilnBackendParallelLaunch", llvm::FunctionType::get(i32, {ptr, ptr, i32}, false));
-  llvm::Value* status = builder_.CreateCall(launch, {task, closure, builder_.getInt32(0)});
+  llvm::Value* status = builder_.CreateCall(launch, {task, closure, tasks});
   // The runtime already holds the failing task's message.
   emit_check(builder_.CreateICmpEQ(status, builder_.getInt32(0)), "");
 }

@@ -54,6 +54,7 @@ std::vector<std::pair<const char*, void*>> process_symbols() {
   return {
       {"KilnSetLastError", reinterpret_cast<void*>(&KilnSetLastError)},
       {"KilnBackendParallelLaunch", reinterpret_cast<void*>(&KilnBackendParallelLaunch)},
+      {"KilnGetNumThreads", reinterpret_cast<void*>(&KilnGetNumThreads)},
       {"KilnBackendAllocWorkspace", reinterpret_cast<void*>(&KilnBackendAllocWorkspace)},
       {"KilnBackendFreeWorkspace", reinterpret_cast<void*>(&KilnBackendFreeWorkspace)},
       {"memcpy", reinterpret_cast<void*>(&::memcpy)},

@@ -1,15 +1,23 @@
 // Parsing and validation of "llvm" target strings against LLVM's tables of triples, CPUs and
-// features, and the canonical form that keys the tuning database.
+// features, the canonical form that keys the tuning database, and the properties of the vector
+// unit and caches that schedules derive their tiles from.
 #include "kiln/codegen/target.h"
 
 #include <llvm/ADT/StringMap.h>
+#include <llvm/Analysis/TargetTransformInfo.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 #include <llvm/TargetParser/X86TargetParser.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -117,6 +125,96 @@ void parse_attrs(const std::string& value, const llvm::Triple& triple, Target* t
             [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
 }
 
+// Whether the CPU has vector fused multiply-add instructions.
+bool has_vector_fma(const llvm::MCSubtargetInfo& info, const llvm::Triple& triple) {
+  if (triple.isX86()) return info.checkFeatures("+fma") || info.checkFeatures("+fma4");
+  if (triple.isAArch64()) return info.checkFeatures("+neon");
+  return false;
+}
+
+// Fills the vector register width, the preferred width and the register count from LLVM's
+// cost model. The cost model answers per function, from its "target-cpu" and "target-features"
+// attributes, as it does for the code generator's functions.
+void query_vector_unit(Target* target) {
+  std::shared_ptr<llvm::TargetMachine> machine = detail::lease_target_machine(*target);
+  llvm::LLVMContext context;
+  llvm::Module module("kiln_target_query", context);
+  module.setDataLayout(machine->createDataLayout());
+  auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), false);
+  auto function_of_target = [&](const char* name) {
+    llvm::Function* f =
+        llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, &module);
+    f->addFnAttr("target-cpu", target->cpu);
+    if (!target->llvm_features.empty()) f->addFnAttr("target-features", target->llvm_features);
+    return f;
+  };
+  constexpr auto kVector = llvm::TargetTransformInfo::RGK_FixedWidthVector;
+
+  llvm::TargetTransformInfo preferred =
+      machine->getTargetTransformInfo(*function_of_target("preferred"));
+  target->preferred_vector_bits =
+      static_cast<int>(preferred.getRegisterBitWidth(kVector).getFixedValue());
+  target->num_vector_registers =
+      static_cast<int>(preferred.getNumberOfRegisters(preferred.getRegisterClassForType(true)));
+
+  // The register width without the CPU's preference for narrower vectors: a function that
+  // prefers (and needs) vectors wider than any register, as the code generator's functions
+  // need the width of the explicit vectors they use.
+  llvm::Function* widest = function_of_target("widest");
+  widest->addFnAttr("prefer-vector-width", "65536");
+  widest->addFnAttr("min-legal-vector-width", "65536");
+  llvm::TargetTransformInfo registers = machine->getTargetTransformInfo(*widest);
+  target->vector_register_bits =
+      std::max(target->preferred_vector_bits,
+               static_cast<int>(registers.getRegisterBitWidth(kVector).getFixedValue()));
+}
+
+// "32K", "512K", "32768K", "1M" (the spelling of sysfs cache sizes) in bytes; 0 when malformed.
+int64_t parse_cache_size(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 12) return 0;
+  int64_t value = std::stoll(text.substr(0, digits));
+  std::string unit = text.substr(digits);
+  if (unit.empty()) return value;
+  if (unit == "K") return value << 10;
+  if (unit == "M") return value << 20;
+  if (unit == "G") return value << 30;
+  return 0;
+}
+
+// The size of the data (or unified) cache of `level` of this process's first CPU, from Linux's
+// sysfs, else from the C library; 0 when neither says.
+int64_t host_cache_bytes(int level) {
+  for (int index = 0; index < 16; ++index) {
+    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream level_file(dir + "level");
+    if (!level_file) break;
+    int this_level = 0;
+    std::string type, size;
+    level_file >> this_level;
+    std::ifstream(dir + "type") >> type;
+    std::ifstream(dir + "size") >> size;
+    if (this_level == level && (type == "Data" || type == "Unified")) {
+      int64_t bytes = parse_cache_size(size);
+      if (bytes > 0) return bytes;
+    }
+  }
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && \
+    defined(_SC_LEVEL3_CACHE_SIZE)
+  long bytes = sysconf(level == 1   ? _SC_LEVEL1_DCACHE_SIZE
+                       : level == 2 ? _SC_LEVEL2_CACHE_SIZE
+                                    : _SC_LEVEL3_CACHE_SIZE);
+  if (bytes > 0) return bytes;
+#endif
+  return 0;
+}
+
+std::optional<int64_t> known(int64_t bytes) {
+  if (bytes > 0) return bytes;
+  return std::nullopt;
+}
+
 }  // namespace
 
 Target parse_target(const std::string& text) {
@@ -209,6 +307,18 @@ Target parse_target(const std::string& text) {
     std::sort(target.attrs.begin(), target.attrs.end(),
               [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
   }
+
+  // What schedules ask: the vector unit from LLVM, the caches from the system for the host.
+  target.has_fma = has_vector_fma(*info, triple);
+  query_vector_unit(&target);
+  if (target.is_host) {
+    // Read once: every build parses its target.
+    static const int64_t l1d = host_cache_bytes(1), l2 = host_cache_bytes(2),
+                         l3 = host_cache_bytes(3);
+    target.l1d_cache_bytes = known(l1d);
+    target.l2_cache_bytes = known(l2);
+    target.l3_cache_bytes = known(l3);
+  }
   return target;
 }
 
@@ -222,6 +332,13 @@ std::string Target::str() const {
 
 bool Target::has_feature(const std::string& name) const {
   return std::find(isa.begin(), isa.end(), name) != isa.end();
+}
+
+int Target::vector_lanes(const ir::DataType& dtype) const {
+  user_check(dtype.is_scalar() && !dtype.is_handle())
+      << "Target.vector_lanes: expected a scalar element dtype such as float32, found "
+      << dtype.str() << " (target " << str() << ")";
+  return std::max(1, vector_register_bits / dtype.bits());
 }
 
 const Target& host_target() {

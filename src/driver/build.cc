@@ -63,6 +63,28 @@ Json function_spec(const Ref<PrimFunc>& lowered, const std::string& name) {
   return spec;
 }
 
+// One warning per loop that vectorize_loops left serial, from the function's
+// "kiln.vectorize_fallbacks" attribute: "function main: loop i_1 is not vectorized (it runs
+// serially): <reason>".
+std::vector<std::string> vectorize_warnings(const Ref<PrimFunc>& lowered, const std::string& name) {
+  std::vector<std::string> out;
+  auto it = lowered->attrs.find("kiln.vectorize_fallbacks");
+  if (it == lowered->attrs.end()) return out;
+  const auto* text = it->second.as<StringImm>();
+  internal_check(text != nullptr) << "build: the kiln.vectorize_fallbacks attribute of function "
+                                  << name << " is not a string";
+  Json fallbacks = Json::parse(text->value, nullptr, false);
+  internal_check(fallbacks.is_array())
+      << "build: the kiln.vectorize_fallbacks attribute of function " << name
+      << " is not a JSON array";
+  for (const Json& entry : fallbacks) {
+    out.push_back("function " + name + ": loop " + entry.value("loop", std::string("?")) +
+                  " is not vectorized (it runs serially): " +
+                  entry.value("reason", std::string("no reason recorded")));
+  }
+  return out;
+}
+
 std::string architecture(const std::string& triple) {
   return triple.substr(0, triple.find('-'));
 }
@@ -158,6 +180,12 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
   }
   manifest["functions"] = functions;
   manifest["device_blobs"] = Json::array();
+  for (size_t i = 0; i < result->lowered_.size(); ++i) {
+    for (std::string& w : vectorize_warnings(result->lowered_[i], result->names_[i])) {
+      result->warnings_.push_back(std::move(w));
+    }
+  }
+  manifest["warnings"] = result->warnings_;
   result->manifest_ = manifest.dump();
 
   // Step 4. Machine code in this process, served by a runtime module.

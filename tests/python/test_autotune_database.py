@@ -340,6 +340,18 @@ def test_best_orders_ok_records_by_median(db, workload):
         db.best(workload, ZEN3, k=-1)
 
 
+def test_best_pools_the_samples_of_a_candidate_measured_again(db, workload):
+    # Candidate 5 was lucky once (1 ms) but measures 4 ms on ten interleaved rounds; candidate 6
+    # measures 2 ms every time: pooled, 6 is the faster.
+    db.commit_records([measurement(workload, 5, (1e-3,)), measurement(workload, 6, (2e-3,))])
+    db.commit_records([measurement(workload, 5, (4e-3,) * 10),
+                       measurement(workload, 6, (2e-3,) * 10)])
+    best = db.best(workload, ZEN3, k=2)
+    assert [r.candidate_hash for r in best] == [6, 5]
+    assert best[0].median == pytest.approx(2e-3) and len(best[0].run_secs) == 11
+    assert best[1].median == pytest.approx(4e-3)
+
+
 def test_lookups_match_the_target_string_and_the_device(db, workload):
     other_model = ms.TargetKey(ZEN3.target, "AMD EPYC 7R13", ZEN3.device_features)
     other_features = ms.TargetKey(ZEN3.target, ZEN3.device_model, "avx2")

@@ -166,7 +166,10 @@ class Database {
   std::vector<int64_t> commit_records(const std::vector<Measurement>& batch);
 
   std::vector<Record> records(const RecordQuery& query = {});
-  // The k fastest ok records of `workload_id` on `target`, by median, ties by id.
+  // The k fastest candidates of `workload_id` on `target` among ok records: one record per
+  // candidate hash (the one with the most samples), whose run_secs pool the samples of all the
+  // candidate's ok records and whose median and spread are those of the pool; by median, ties
+  // by id.
   std::vector<Record> best(int64_t workload_id, const TargetKey& target, int64_t k);
   // Whether a candidate with `candidate_hash` was measured (with any status) for the workload on
   // the target: the tuner never measures a schedule twice.

@@ -3,8 +3,12 @@
 // "llvm -opt-level=2", "llvm -fp-contract=off". The canonical string keys the tuning database.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "kiln/ir/dtype.h"
 
 namespace kiln::codegen {
 
@@ -33,11 +37,41 @@ struct Target {
   const std::vector<std::string>& isa_features() const { return isa; }
   // Whether an ISA feature (a name as in isa_features()) is in effect.
   bool has_feature(const std::string& name) const;
+
+  // What schedules need to know about the vector unit, from LLVM's cost model
+  // (TargetTransformInfo) of this CPU with these features; properties of the target, not of
+  // the machine that compiles (-mcpu=znver4 reports AVX-512's registers on any host).
+  //
+  // The widest vector register in bits: 512 with AVX-512, 256 with AVX, 128 with SSE or NEON,
+  // 0 without vector registers. Explicit vectors of a schedule get this width in the generated
+  // code (the code generator asks for it with "min-legal-vector-width").
+  int vector_register_bits = 0;
+  // The width LLVM's own vectorizers use, in bits. Smaller than vector_register_bits on CPUs
+  // tuned to prefer narrower vectors (e.g. skylake-avx512 prefers 256 bits: 512-bit
+  // instructions lower its clock).
+  int preferred_vector_bits = 0;
+  // The number of vector registers: 32 with AVX-512, 16 with SSE or AVX on x86-64, 32 on
+  // AArch64.
+  int num_vector_registers = 0;
+  // Whether the CPU has vector fused multiply-add instructions (x86 "fma", every AArch64 CPU).
+  // They are used for `a * b + c` only when fp_contract is set.
+  bool has_fma = false;
+  // Data cache sizes in bytes (per core for L1d and L2, per L3 for L3), read from the operating
+  // system for the host target only; empty for other targets and where the system does not say.
+  std::optional<int64_t> l1d_cache_bytes;
+  std::optional<int64_t> l2_cache_bytes;
+  std::optional<int64_t> l3_cache_bytes;
+
+  // How many elements of the scalar `dtype` one vector register holds
+  // (vector_register_bits / bits, at least 1): vector_lanes(float32) is 16 with AVX-512, 8 with
+  // AVX2, 4 with SSE or NEON. A vector or handle dtype is a kValue error.
+  int vector_lanes(const ir::DataType& dtype) const;
 };
 
-// Parses a target string. Raises a kValue error naming the valid options for an unknown kind
-// or option, an unknown -mcpu (checked against the target's CPU table), a malformed or unknown
-// -mattr entry, an -opt-level outside 0-3, or an -fp-contract other than fast/off.
+// Parses a target string and asks LLVM for the vector unit's properties (see Target). Raises a
+// kValue error naming the valid options for an unknown kind or option, an unknown -mcpu (checked
+// against the target's CPU table), a malformed or unknown -mattr entry, an -opt-level outside 0-3,
+// or an -fp-contract other than fast/off.
 Target parse_target(const std::string& text);
 
 // The target of the CPU this process runs on, parse_target("llvm"), parsed once.

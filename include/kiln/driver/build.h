@@ -45,6 +45,11 @@ class BuiltModule {
   // The lowered functions, in manifest order.
   const std::vector<ir::Ref<ir::PrimFunc>>& lowered() const { return lowered_; }
   const BuildTimings& timings() const { return timings_; }
+  // What the build could not do as the schedule asked, one sentence per item naming the
+  // function, the loop and the reason, e.g. "function main: loop i_1 is not vectorized (it runs
+  // serially): ...". The manifest carries them as "warnings"; the Python front end raises each
+  // as a kiln.error.VectorizeFallbackWarning.
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
   // Whether the code runs in this process: false when the target is for another architecture
   // or needs CPU features this CPU lacks (such a module can still be exported).
@@ -70,6 +75,7 @@ class BuiltModule {
   std::string manifest_;
   std::vector<ir::Ref<ir::PrimFunc>> lowered_;
   BuildTimings timings_;
+  std::vector<std::string> warnings_;
   std::string not_runnable_reason_;
   std::unique_ptr<codegen::JitModule> jit_;
   KilnModuleHandle runtime_module_ = nullptr;
@@ -83,7 +89,8 @@ std::string default_function_name(const ir::Ref<ir::PrimFunc>& func);
 //  1. each function is lowered with its module key as its name and "kiln_unchecked_" + key as
 //     its symbol (the "global_symbol" attribute is set to it; the module does not export it);
 //  2. the manifest lists the functions' argument specs ("kiln.arg_spec", written by the last
-//     lowering pass), the canonical target string and the ISA features the code needs;
+//     lowering pass), the canonical target string, the ISA features the code needs, and the
+//     "warnings" (see BuiltModule::warnings: each vectorized loop that stayed serial);
 //  3. when the target runs on this CPU, the functions are JIT-compiled and a runtime module is
 //     created over them with KilnModuleCreate.
 // Raises a kValue error for an empty module, an unknown target, and the errors of lowering and

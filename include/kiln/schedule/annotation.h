@@ -15,6 +15,11 @@ namespace kiln::schedule {
 void annotate(Schedule& sch, const RV& block_or_loop, const std::string& key,
               const ir::Expr& value);
 
+// Sets annotation `key` to the value of a sampled handle (an ExprRV from sample_categorical or
+// sample_perfect_tile), recorded as the handle: replaying a trace with another decision
+// annotates the other value. Preconditions: as above.
+void annotate(Schedule& sch, const RV& block_or_loop, const std::string& key, const RV& value);
+
 // Removes annotation `key` of a block or loop.
 // Preconditions:
 //  1. The block or loop has that annotation (AnnotationNotFoundError).

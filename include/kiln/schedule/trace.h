@@ -58,9 +58,12 @@ class Trace {
   Trace with_decision(size_t index, const Json& decision) const;
 
   // Replays `json` (see the file comment) on `sch`, which must hold the same function. The
-  // decisions stored in the JSON are used rather than fresh samples. A malformed trace or an
-  // unknown kind raises a kValue error; a step that fails raises its ScheduleError.
-  static void apply_json(const Json& json, Schedule* sch);
+  // decisions stored in the JSON are used rather than fresh samples (a null decision is drawn).
+  // With `redraw_invalid_decisions`, a decision that no longer fits its instruction (a tile
+  // decision of a loop whose extent an earlier, changed decision made different) is drawn anew
+  // instead of failing: the tuner replays mutated traces so. A malformed trace or an unknown
+  // kind raises a kValue error; a step that fails raises its ScheduleError.
+  static void apply_json(const Json& json, Schedule* sch, bool redraw_invalid_decisions = false);
   void apply_to(Schedule* sch) const { apply_json(as_json(), sch); }
 
  private:

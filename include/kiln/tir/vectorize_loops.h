@@ -16,8 +16,11 @@ namespace kiln::tir {
 // must not vary across lanes). A loop of extent 1 becomes its body at the loop's min.
 //
 // When the body cannot be vectorized the loop becomes kSerial with the annotation
-// "kiln.vectorize_fallback" holding the reason (logged to stderr when the environment variable
-// KILN_LOG_VECTORIZE=1). Reasons: an extent that is not a constant (or not positive); a store
+// "kiln.vectorize_fallback" holding the reason, and the function's attribute
+// "kiln.vectorize_fallbacks" lists every such loop: a JSON array of {"loop": name, "reason":
+// text} in the order the loops were met, absent when every loop was vectorized. The build
+// driver reports it as warnings (later passes may unroll or remove the serial loop itself).
+// Reasons: an extent that is not a constant (or not positive); a store
 // whose index does not vary across lanes (e.g. the reduction `C[0] = C[0] + A[i]`) or whose
 // vector index is not a ramp with a nonzero stride (distinct addresses); a buffer both stored and
 // accessed at different indices in the body (lanes could depend on each other); an if statement

@@ -1,13 +1,14 @@
-"""kiln's auto-tuner, with MetaSchedule's names. For now its tuning database: workloads and the
-measured records of their candidate schedules in one SQLite file (see :class:`Database`); and
-its runner, which builds, checks and times candidates in a worker process that no candidate can
-take the run down with (see :class:`LocalRunner`)."""
+"""kiln's auto-tuner, with MetaSchedule's names: the tuning database (workloads and the measured
+records of their candidate schedules in one SQLite file, :class:`Database`), the design space
+(:class:`SpaceGenerator`), and the runner, which builds, checks and times candidates in a worker
+process that no candidate can take the run down with (:class:`LocalRunner`)."""
 from .database import (Database, DatabaseWarning, Measurement, MergeSummary, TargetKey,
                        TuningRecord, Workload, IR_FORMAT_VERSION, SCHEMA_VERSION, STATUSES,
                        WORKLOAD_KEY_VERSION)
 from .runner import FAULTS, LocalRunner, MeasureInput, MeasureResult, RunnerConfig, cpu_model_name
+from .space import Candidate, SpaceGenerator
 
 __all__ = ["Database", "DatabaseWarning", "Measurement", "MergeSummary", "TargetKey",
            "TuningRecord", "Workload", "IR_FORMAT_VERSION", "SCHEMA_VERSION", "STATUSES",
-           "WORKLOAD_KEY_VERSION", "FAULTS", "LocalRunner", "MeasureInput", "MeasureResult",
-           "RunnerConfig", "cpu_model_name"]
+           "WORKLOAD_KEY_VERSION", "Candidate", "SpaceGenerator", "FAULTS", "LocalRunner",
+           "MeasureInput", "MeasureResult", "RunnerConfig", "cpu_model_name"]

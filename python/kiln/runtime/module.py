@@ -1,6 +1,7 @@
 """kiln.runtime.Module: the compiled functions of a module, called like Python functions with
 NumPy arrays, kiln.nd arrays, ``__dlpack__`` objects and numbers, timed with time_evaluator,
 exported as a shared library and loaded back with load_module."""
+import json
 import math
 import os
 
@@ -90,6 +91,16 @@ class Module:
     def manifest(self):
         """The manifest JSON text of a module built in this process; None for a loaded one."""
         return self._handle.manifest
+
+    @property
+    def warnings(self):
+        """What the build could not do as the schedule asked, one message per item naming the
+        function, the loop and the reason (the manifest's "warnings"), e.g. a vectorized loop
+        that runs serially; empty when none. None for a loaded module."""
+        manifest = self._handle.manifest
+        if manifest is None:
+            return None
+        return list(json.loads(manifest).get("warnings", []))
 
     @property
     def build_timings(self):

@@ -1,6 +1,8 @@
-// Target strings: parsing, the canonical form, the features in effect, and the errors.
+// Target strings: parsing, the canonical form, the features in effect, the vector unit and
+// caches that schedules ask for, and the errors.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 
 #include "kiln/codegen/target.h"
@@ -8,6 +10,8 @@
 
 namespace kiln::codegen {
 namespace {
+
+using ir::DataType;
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -77,6 +81,100 @@ TEST(Target, OptLevel) {
   EXPECT_EQ(parse_target("llvm -opt-level=0").str().find("-opt-level=0") != std::string::npos,
             true);
   EXPECT_EQ(parse_target("llvm -opt-level=3").str().find("-opt-level"), std::string::npos);
+}
+
+// The vector unit is the named CPU's, whatever CPU runs the test.
+TEST(TargetVectorUnit, NamedCpus) {
+  struct Expected {
+    const char* text;
+    int register_bits;
+    int num_registers;
+    bool fma;
+    int float32_lanes;
+  };
+  for (const Expected& e : {Expected{"llvm -mcpu=znver4", 512, 32, true, 16},
+                            Expected{"llvm -mcpu=sapphirerapids", 512, 32, true, 16},
+                            Expected{"llvm -mcpu=skylake-avx512", 512, 32, true, 16},
+                            Expected{"llvm -mcpu=znver3", 256, 16, true, 8},
+                            Expected{"llvm -mcpu=haswell", 256, 16, true, 8},
+                            Expected{"llvm -mcpu=sandybridge", 256, 16, false, 8},
+                            Expected{"llvm -mcpu=x86-64", 128, 16, false, 4},
+                            Expected{"llvm -mcpu=haswell -mattr=-fma", 256, 16, false, 8}}) {
+    Target t = parse_target(e.text);
+    EXPECT_EQ(t.vector_register_bits, e.register_bits) << e.text;
+    EXPECT_EQ(t.num_vector_registers, e.num_registers) << e.text;
+    EXPECT_EQ(t.has_fma, e.fma) << e.text;
+    EXPECT_EQ(t.vector_lanes(DataType::float32()), e.float32_lanes) << e.text;
+    EXPECT_LE(t.preferred_vector_bits, t.vector_register_bits) << e.text;
+    EXPECT_GE(t.preferred_vector_bits, 128) << e.text;
+    // Caches are known for the host only.
+    EXPECT_FALSE(t.l1d_cache_bytes.has_value()) << e.text;
+    EXPECT_FALSE(t.l2_cache_bytes.has_value()) << e.text;
+  }
+}
+
+TEST(TargetVectorUnit, PreferredWidthFollowsTheCpuTuning) {
+  // skylake-avx512 has 512-bit registers but LLVM prefers 256-bit vectors there (frequency).
+  Target skylake = parse_target("llvm -mcpu=skylake-avx512");
+  EXPECT_EQ(skylake.vector_register_bits, 512);
+  EXPECT_EQ(skylake.preferred_vector_bits, 256);
+  Target haswell = parse_target("llvm -mcpu=haswell");
+  EXPECT_EQ(haswell.preferred_vector_bits, 256);
+}
+
+TEST(TargetVectorUnit, AttrsChangeTheVectorUnit) {
+  Target t = parse_target("llvm -mcpu=x86-64 -mattr=+avx512f");
+  EXPECT_EQ(t.vector_register_bits, 512);
+  EXPECT_EQ(t.num_vector_registers, 32);
+  Target off = parse_target("llvm -mcpu=znver4 -mattr=-avx512f");
+  EXPECT_EQ(off.vector_register_bits, 256);
+  EXPECT_EQ(off.num_vector_registers, 16);
+}
+
+TEST(TargetVectorUnit, LanesPerDtype) {
+  Target t = parse_target("llvm -mcpu=haswell");
+  EXPECT_EQ(t.vector_lanes(DataType::float64()), 4);
+  EXPECT_EQ(t.vector_lanes(DataType::float_(16)), 16);
+  EXPECT_EQ(t.vector_lanes(DataType::int_(8)), 32);
+  EXPECT_EQ(t.vector_lanes(DataType::bool_()), 32);
+}
+
+TEST(TargetVectorUnit, HostAgreesWithItsFeatures) {
+  const Target& host = host_target();
+  if (host.triple.rfind("x86_64", 0) != 0) GTEST_SKIP() << "the host is not x86-64";
+  int expected = host.has_feature("avx512f") ? 512 : host.has_feature("avx") ? 256 : 128;
+  EXPECT_EQ(host.vector_register_bits, expected);
+  EXPECT_EQ(host.num_vector_registers, host.has_feature("avx512f") ? 32 : 16);
+  EXPECT_EQ(host.has_fma, host.has_feature("fma"));
+}
+
+TEST(TargetVectorUnit, HostCachesFromTheSystem) {
+  const Target& host = host_target();
+  std::ifstream level("/sys/devices/system/cpu/cpu0/cache/index0/level");
+  if (!level) GTEST_SKIP() << "this system does not describe its caches in sysfs";
+  ASSERT_TRUE(host.l1d_cache_bytes.has_value());
+  ASSERT_TRUE(host.l2_cache_bytes.has_value());
+  EXPECT_GE(*host.l1d_cache_bytes, 4096);
+  EXPECT_GT(*host.l2_cache_bytes, *host.l1d_cache_bytes);
+}
+
+TEST(TargetVectorUnit, AArch64) {
+  Target t = parse_target("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1");
+  EXPECT_EQ(t.vector_register_bits, 128);
+  EXPECT_EQ(t.num_vector_registers, 32);
+  EXPECT_TRUE(t.has_fma);
+  EXPECT_EQ(t.vector_lanes(DataType::float32()), 4);
+}
+
+TEST(TargetErrors, VectorLanesOfAVectorDtype) {
+  Target t = parse_target("llvm -mcpu=haswell");
+  std::string msg = error_of([&] { t.vector_lanes(DataType::float32().with_lanes(4)); });
+  EXPECT_NE(msg.find("Target.vector_lanes: expected a scalar element dtype such as float32, "
+                     "found float32x4"),
+            std::string::npos)
+      << msg;
+  msg = error_of([&] { t.vector_lanes(DataType::handle()); });
+  EXPECT_NE(msg.find("found handle"), std::string::npos) << msg;
 }
 
 TEST(TargetErrors, UnknownKind) {

@@ -12,6 +12,8 @@
 
 #include "kiln/ir/op.h"
 #include "kiln/runtime/module.h"
+#include "kiln/schedule/for_kind.h"
+#include "kiln/schedule/getters.h"
 #include "kiln/support/error.h"
 #include "kiln/te/create_prim_func.h"
 
@@ -135,6 +137,28 @@ TEST(Build, ForeignArchitectureIsExportableButNotRunnable) {
   EXPECT_NE(message.find("cannot run in this process: it is for aarch64"), std::string::npos)
       << message;
   EXPECT_NE(built->get_source("asm").find("main"), std::string::npos);
+}
+
+TEST(Build, WarnsAboutEveryLoopLeftSerial) {
+  // The vectorized loop over the symbolic n cannot become vector code: it runs serially, and
+  // the module says so; the results are still right.
+  auto mod = make<IRModule>();
+  mod->functions["main"] = vector_add();
+  schedule::Schedule scheduled(mod);
+  schedule::RV block = schedule::get_block(scheduled, "C");
+  schedule::vectorize(scheduled, schedule::get_loops(scheduled, block)[0]);
+  std::unique_ptr<BuiltModule> built = build(scheduled.mod(), "llvm");
+  std::vector<std::string> expected = {
+      "function main: loop i is not vectorized (it runs serially): its extent n is not a "
+      "constant"};
+  EXPECT_EQ(built->warnings(), expected);
+  auto manifest = nlohmann::json::parse(built->manifest());
+  EXPECT_EQ(manifest["warnings"], nlohmann::json(expected));
+  expect_adds(built->runtime_module(), 37);
+
+  std::unique_ptr<BuiltModule> clean = build(vector_add(), "llvm");
+  EXPECT_TRUE(clean->warnings().empty());
+  EXPECT_EQ(nlohmann::json::parse(clean->manifest())["warnings"], nlohmann::json::array());
 }
 
 TEST(Build, Errors) {

@@ -1,0 +1,100 @@
+// analyze_block: the iterators, loops and accesses of a block, read off its BlockRealize.
+#include "autotune/space/block_analysis.h"
+
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+
+namespace kiln::autotune {
+
+using namespace ir;
+
+namespace {
+
+// Whether `index` is an iterator of `block` plus a constant, or a constant (broadcast).
+bool is_iterator_plus_constant(const Expr& index, const Block& block) {
+  Expr e = index;
+  if (const auto* add = e.as<Add>()) {
+    if (as_const_int(add->b) != nullptr) e = add->a;
+  } else if (const auto* sub = e.as<Sub>()) {
+    if (as_const_int(sub->b) != nullptr) e = sub->a;
+  }
+  if (as_const_int(e) != nullptr) return true;
+  const auto* v = e.as<Var>();
+  if (v == nullptr) return false;
+  for (const IterVar& iv : block.iter_vars) {
+    if (iv.var.get() == v) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name) {
+  BlockAnalysis result;
+  const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+  if (loc == nullptr || loc->realize == nullptr) return result;
+  const Block& block = *loc->block;
+  const BlockRealize& realize = *loc->realize;
+  size_t n = block.iter_vars.size();
+  result.is_reduce.resize(n);
+  result.iter_loop.assign(n, -1);
+  result.loop_iter.assign(loc->loops.size(), -1);
+  result.has_init = block.init.defined();
+  bool trivial = realize.iter_values.size() == n && loc->loops.size() == n;
+  for (size_t k = 0; k < n; ++k) {
+    result.is_reduce[k] = block.iter_vars[k].type != IterType::kDataPar;
+    const auto* v = k < realize.iter_values.size() ? realize.iter_values[k].as<Var>() : nullptr;
+    for (size_t l = 0; v != nullptr && l < loc->loops.size(); ++l) {
+      if (loc->loops[l]->loop_var.get() == v) {
+        result.iter_loop[k] = static_cast<int>(l);
+        result.loop_iter[l] = static_cast<int>(k);
+      }
+    }
+    trivial = trivial && result.iter_loop[k] >= 0 &&
+              as_const_int(loc->loops[result.iter_loop[k]]->extent) != nullptr &&
+              is_const_int(loc->loops[result.iter_loop[k]]->min, 0);
+  }
+  result.trivial_bindings = trivial;
+  for (const BufferRegion& read : block.reads) {
+    std::vector<bool> uses(n, false);
+    for (const Range& r : read.region) {
+      for (size_t k = 0; k < n; ++k) {
+        const Var* iv = block.iter_vars[k].var.get();
+        uses[k] = uses[k] || uses_var(r.min, [iv](const Var* v) { return v == iv; });
+      }
+    }
+    result.read_uses.push_back(uses);
+    int last = -1;
+    if (!read.region.empty() && is_const_int(read.region.back().extent, 1)) {
+      if (const auto* v = read.region.back().min.as<Var>()) {
+        for (size_t k = 0; k < n; ++k) {
+          if (block.iter_vars[k].var.get() == v) last = static_cast<int>(k);
+        }
+      }
+    }
+    result.read_last_iter.push_back(last);
+  }
+  const auto* store = block.body.as<BufferStore>();
+  bool all_spatial = true;
+  for (bool r : result.is_reduce) all_spatial = all_spatial && !r;
+  result.spatial = all_spatial && store != nullptr && block.writes.size() == 1 && !block.init;
+  if (result.spatial) {
+    bool injective = true;
+    post_order_visit(store->value, [&](const Node* node) {
+      if (node->kind() != NodeKind::BufferLoad) return;
+      for (const Expr& index : static_cast<const BufferLoad*>(node)->indices) {
+        injective = injective && is_iterator_plus_constant(index, block);
+      }
+    });
+    result.injective = injective;
+  }
+  Ref<PrimFunc> func = sch.func("main");
+  for (const BufferRegion& write : block.writes) {
+    for (const auto& [param, buffer] : func->buffer_map) {
+      result.writes_output = result.writes_output || buffer.same_as(write.buffer);
+    }
+  }
+  return result;
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,39 @@
+// What the rules ask of a block: the kind of each iterator, the loops bound to them, and which
+// iterators each buffer access uses. Private to autotune/space/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::autotune {
+
+struct BlockAnalysis {
+  // One entry per loop around the block (outermost first): the iterator it is bound to as the
+  // iterator's whole binding, or -1 when the loop is not such a loop.
+  std::vector<int> loop_iter;
+  // Per iterator: whether it is a reduction (else spatial) and the loop bound to it (-1: none).
+  std::vector<bool> is_reduce;
+  std::vector<int> iter_loop;
+  // Per read region (in order): the iterators its indices use.
+  std::vector<std::vector<bool>> read_uses;
+  // Per read region: the iterator its last index is exactly (-1 when it is another expression).
+  std::vector<int> read_last_iter;
+  bool has_init = false;
+  // Every iterator is bound to exactly one loop of constant extent, and every loop to one
+  // iterator: the block as te.create_prim_func makes it.
+  bool trivial_bindings = false;
+  // Writes one buffer, every iterator is spatial, and its body is one store.
+  bool spatial = false;
+  // A spatial block whose stored value reads each buffer at indices that are its iterators
+  // plus constants (element-wise, broadcast, padding): cheap to recompute where it is used.
+  bool injective = false;
+  // Writes a parameter of the function (an output).
+  bool writes_output = false;
+};
+
+// The analysis of the block `name` of function "main" of `sch`.
+BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name);
+
+}  // namespace kiln::autotune

@@ -1,0 +1,156 @@
+// The postprocessor parallel_vectorize_unroll: applies what the rule of the same name sampled on
+// the root block, once the loops are final. Per loop nest at the root: the outer loops that
+// every block under them binds only to spatial iterators are fused, up to the largest parallel
+// extent, and made parallel; each block's innermost loop, when spatial and short enough, is
+// vectorized; the nest's outermost loop is marked for automatic unrolling.
+#include <unordered_set>
+
+#include "autotune/space/space_parts.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "kiln/schedule/annotation.h"
+#include "kiln/schedule/for_kind.h"
+#include "kiln/schedule/getters.h"
+#include "kiln/schedule/loop_transformation.h"
+
+namespace kiln::autotune {
+
+namespace {
+
+using namespace ir;
+using schedule::RV;
+
+int64_t annotation_or(const Block& block, const char* key, int64_t fallback) {
+  auto it = block.annotations.find(key);
+  const int64_t* value = it == block.annotations.end() ? nullptr : as_const_int(it->second);
+  return value != nullptr ? *value : fallback;
+}
+
+// Whether every block under `loop` binds its variable only to spatial iterators.
+bool is_spatial_for_all(const For* loop) {
+  bool spatial = true;
+  const Var* var = loop->loop_var.get();
+  post_order_visit(loop->body, [&](const Node* node) {
+    if (node->kind() != NodeKind::BlockRealize) return;
+    const auto* realize = static_cast<const BlockRealize*>(node);
+    for (size_t k = 0; k < realize->block->iter_vars.size(); ++k) {
+      if (realize->block->iter_vars[k].type == IterType::kDataPar) continue;
+      spatial =
+          spatial && !uses_var(realize->iter_values[k], [var](const Var* v) { return v == var; });
+    }
+  });
+  return spatial;
+}
+
+// The name of the first block under `stmt`.
+std::string first_block(const Stmt& stmt) {
+  std::string name;
+  post_order_visit(stmt, [&name](const Node* node) {
+    if (name.empty() && node->kind() == NodeKind::Block) {
+      name = static_cast<const Block*>(node)->name;
+    }
+  });
+  return name;
+}
+
+// Whether a vector of `extent` lanes is one LLVM splits into whole registers: a power of two,
+// or a power-of-two number of full registers. (A <24 x float> is legalized lane by lane.)
+bool legal_vector_extent(int64_t extent, int64_t lanes) {
+  auto power_of_two = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  return power_of_two(extent) || (lanes > 0 && extent % lanes == 0 && power_of_two(extent / lanes));
+}
+
+class ParallelVectorizeUnrollPostproc : public Postproc {
+ public:
+  explicit ParallelVectorizeUnrollPostproc(const SpaceContext& context)
+      : lanes_(context.task->target.vector_register_bits > 0
+                   ? context.task->target.vector_lanes(DataType::float32())
+                   : 1) {}
+  const char* name() const override { return "parallel_vectorize_unroll"; }
+
+  void apply(schedule::Schedule& sch) override {
+    const schedule::BlockLocation* root = sch.index("main").find_block("root");
+    if (root == nullptr) return;
+    int64_t parallel_max = annotation_or(*root->block, kParallelMaxAnnotation, 0);
+    int64_t vectorize_max = annotation_or(*root->block, kVectorizeMaxAnnotation, 0);
+    int64_t unroll = annotation_or(*root->block, kUnrollMaxAnnotation, -1);
+    // Step 1. The nests at the root, named by a block inside each (the IR changes as we go).
+    std::vector<std::string> nests;
+    Stmt body = root->block->body;
+    std::vector<Stmt> tops = body.as<SeqStmt>() ? body.as<SeqStmt>()->seq : std::vector<Stmt>{body};
+    for (const Stmt& top : tops) {
+      if (top.is<For>()) nests.push_back(first_block(top));
+    }
+    // Step 2. Vectorize innermost loops first: fusing outer loops does not change them.
+    if (vectorize_max > 1) vectorize_innermost(sch, vectorize_max, lanes_);
+    for (const std::string& block : nests) {
+      if (block.empty()) continue;
+      if (parallel_max > 0) parallelize_outer(sch, block, parallel_max);
+      if (unroll > 0) mark_unroll(sch, block, unroll);
+    }
+  }
+
+ private:
+  static void vectorize_innermost(schedule::Schedule& sch, int64_t vectorize_max, int64_t lanes) {
+    std::vector<std::string> names = sch.index("main").block_names();
+    for (const std::string& name : names) {
+      const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+      if (loc == nullptr || loc->loops.empty() || loc->realize == nullptr) continue;
+      const For* inner = loc->loops.back();
+      const int64_t* extent = as_const_int(inner->extent);
+      if (inner->kind != ForKind::kSerial || extent == nullptr || *extent < 2 ||
+          *extent > vectorize_max || !legal_vector_extent(*extent, lanes) ||
+          inner->body.get() != loc->realize || !is_spatial_for_all(inner)) {
+        continue;
+      }
+      RV block = schedule::get_block(sch, name);
+      schedule::vectorize(sch, schedule::get_loops(sch, block).back());
+    }
+  }
+
+  static void parallelize_outer(schedule::Schedule& sch, const std::string& name,
+                                int64_t parallel_max) {
+    const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+    if (loc == nullptr || loc->loops.empty()) return;
+    size_t count = 0;
+    int64_t product = 1;
+    for (size_t l = 0; l < loc->loops.size(); ++l) {
+      const For* loop = loc->loops[l];
+      const int64_t* extent = as_const_int(loop->extent);
+      bool nested = l == 0 || loc->loops[l - 1]->body.get() == loop;
+      if (extent == nullptr || loop->kind != ForKind::kSerial || !nested ||
+          !is_spatial_for_all(loop)) {
+        break;
+      }
+      if (count > 0 && product * *extent > parallel_max) break;
+      product *= *extent;
+      ++count;
+    }
+    if (count == 0 || product < 2) return;
+    RV block = schedule::get_block(sch, name);
+    std::vector<RV> loops = schedule::get_loops(sch, block);
+    RV outer = count == 1
+                   ? loops[0]
+                   : schedule::fuse(sch, std::vector<RV>(loops.begin(), loops.begin() + count));
+    schedule::parallel(sch, outer);
+  }
+
+  static void mark_unroll(schedule::Schedule& sch, const std::string& name, int64_t steps) {
+    if (sch.index("main").find_block(name) == nullptr) return;
+    RV block = schedule::get_block(sch, name);
+    RV outer = schedule::get_loops(sch, block).front();
+    schedule::annotate(sch, outer, "pragma_auto_unroll_max_step",
+                       make_const(DataType::int32(), steps));
+    schedule::annotate(sch, outer, "pragma_unroll_explicit", make_const(DataType::int32(), 1));
+  }
+
+  int64_t lanes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Postproc> make_parallel_vectorize_unroll_postproc(const SpaceContext& context) {
+  return std::make_unique<ParallelVectorizeUnrollPostproc>(context);
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,39 @@
+// The rule auto_inline: injective spatial blocks that are not outputs are computed where they
+// are used (compute_inline), so that no intermediate buffer is written and read back.
+#include "autotune/space/block_analysis.h"
+#include "autotune/space/space_parts.h"
+#include "kiln/schedule/compute_inline.h"
+#include "kiln/schedule/getters.h"
+
+namespace kiln::autotune {
+
+namespace {
+
+class AutoInline : public ScheduleRule {
+ public:
+  const char* name() const override { return "auto_inline"; }
+
+  std::vector<schedule::Schedule> apply(const schedule::Schedule& sch,
+                                        const std::string& block_name) override {
+    schedule::Schedule result = sch.copy();
+    if (result.index("main").find_block(block_name) == nullptr) return {sch};
+    BlockAnalysis analysis = analyze_block(result, block_name);
+    if (!analysis.injective || analysis.writes_output) return {sch};
+    try {
+      schedule::RV block = schedule::get_block(result, block_name);
+      if (!schedule::can_compute_inline(result, block)) return {sch};
+      schedule::compute_inline(result, block);
+    } catch (const schedule::ScheduleError&) {
+      return {sch};
+    }
+    return {result};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ScheduleRule> make_auto_inline(const SpaceContext&) {
+  return std::make_unique<AutoInline>();
+}
+
+}  // namespace kiln::autotune

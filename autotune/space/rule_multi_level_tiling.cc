@@ -1,0 +1,180 @@
+// The rule multi_level_tiling: the CPU tiling SSRSRS of a reduction block with data reuse, with
+// a local accumulator tile and the choice of packing the operand read along the innermost tile.
+#include <algorithm>
+
+#include "autotune/space/block_analysis.h"
+#include "autotune/space/space_parts.h"
+#include "kiln/ir/op.h"
+#include "kiln/schedule/annotation.h"
+#include "kiln/schedule/cache_read_write.h"
+#include "kiln/schedule/compute_at.h"
+#include "kiln/schedule/getters.h"
+#include "kiln/schedule/loop_transformation.h"
+#include "kiln/schedule/sampling.h"
+
+namespace kiln::autotune {
+
+namespace {
+
+using schedule::RV;
+
+// The innermost tile of a loop other than the innermost spatial one: rows of a register tile,
+// or the steps of a reduction between two passes over the tile.
+constexpr int kMaxInnerFactor = 16;
+
+class MultiLevelTiling : public ScheduleRule {
+ public:
+  explicit MultiLevelTiling(const SpaceContext& context) : context_(context) {}
+  const char* name() const override { return "multi_level_tiling"; }
+
+  std::vector<schedule::Schedule> apply(const schedule::Schedule& sch,
+                                        const std::string& block_name) override {
+    schedule::Schedule result = sch.copy();
+    if (result.index("main").find_block(block_name) == nullptr) return {sch};
+    // Step 1. A reduction with data reuse: some operand does not depend on some spatial
+    // iterator, so a tile of the output reuses it.
+    BlockAnalysis a = analyze_block(result, block_name);
+    bool has_reduce = std::find(a.is_reduce.begin(), a.is_reduce.end(), true) != a.is_reduce.end();
+    if (!a.has_init || !a.trivial_bindings || !has_reduce || !has_reuse(a)) return {sch};
+    try {
+      tile(result, block_name, a);
+    } catch (const schedule::ScheduleError&) {
+      return {sch};
+    }
+    return {result};
+  }
+
+ private:
+  static bool has_reuse(const BlockAnalysis& a) {
+    for (const std::vector<bool>& uses : a.read_uses) {
+      for (size_t k = 0; k < uses.size(); ++k) {
+        if (!a.is_reduce[k] && !uses[k]) return true;
+      }
+    }
+    return false;
+  }
+
+  // The candidates of the register tile of this target, for the block's accumulator dtype:
+  // NR (columns, whole vectors: a power of two of them) and MR (rows) such that the MR x NR
+  // accumulators, the vectors of one row of the operand and one broadcast fit the vector
+  // registers (MR * V + V + 1 <= registers, V = NR / lanes).
+  struct RegisterTiles {
+    std::vector<int64_t> columns, rows;
+  };
+  RegisterTiles register_tiles(ir::DataType dtype, int64_t column_extent,
+                               int64_t row_extent) const {
+    RegisterTiles tiles;
+    const codegen::Target& target = context_.task->target;
+    int lanes =
+        dtype.is_scalar() && target.vector_register_bits > 0 ? target.vector_lanes(dtype) : 1;
+    int registers = target.num_vector_registers;
+    int64_t max_rows = 1;
+    for (int64_t vectors = 1; vectors * 2 + 1 < registers; vectors *= 2) {
+      int64_t rows = (registers - 1 - vectors) / vectors;
+      if (column_extent % (vectors * lanes) != 0 || rows < 1) continue;
+      tiles.columns.push_back(vectors * lanes);
+      max_rows = std::max(max_rows, rows);
+    }
+    for (int64_t rows = 1; rows <= max_rows && row_extent > 0; ++rows) {
+      if (row_extent % rows == 0) tiles.rows.push_back(rows);
+    }
+    return tiles;
+  }
+
+  // Splits `loop` into [outer levels…, inner] with `inner` drawn from `candidates` and the
+  // outer part tiled by sample_perfect_tile into `levels - 1` levels.
+  static std::vector<RV> split_with_inner(schedule::Schedule& sch, const RV& loop, int levels,
+                                          const std::vector<int64_t>& candidates) {
+    RV inner =
+        schedule::sample_categorical(sch, candidates, std::vector<double>(candidates.size(), 1.0));
+    std::vector<RV> halves = schedule::split(sch, loop, {std::monostate{}, inner});
+    std::vector<RV> factors =
+        schedule::sample_perfect_tile(sch, halves[0], levels - 1, kMaxInnerFactor);
+    std::vector<RV> parts = schedule::split(
+        sch, halves[0], std::vector<schedule::SplitFactor>(factors.begin(), factors.end()));
+    parts.push_back(halves[1]);
+    return parts;
+  }
+
+  void tile(schedule::Schedule& sch, const std::string& block_name, const BlockAnalysis& a) {
+    RV block = schedule::get_block(sch, block_name);
+    std::vector<RV> loops = schedule::get_loops(sch, block);
+    const schedule::BlockLocation& loc = sch.block(block, "multi_level_tiling");
+    ir::DataType dtype = loc.block->writes.at(0).buffer->dtype;
+    std::vector<int64_t> extents;
+    for (const ir::For* loop : loc.loops) extents.push_back(*ir::as_const_int(loop->extent));
+    // Step 2. Split every loop: spatial ones in four levels, reductions in two. The innermost
+    // spatial loop's last level (NR) and the one before's (MR) form the register tile, drawn
+    // from the tiles that fit this target's registers; other spatial loops keep their last
+    // level at 1, so that the tile stays MR x NR.
+    int last_spatial = -1, row_loop = -1;
+    for (size_t l = 0; l < loops.size(); ++l) {
+      if (a.is_reduce[a.loop_iter[l]]) continue;
+      row_loop = last_spatial;
+      last_spatial = static_cast<int>(l);
+    }
+    RegisterTiles tiles =
+        register_tiles(dtype, extents[last_spatial], row_loop >= 0 ? extents[row_loop] : 0);
+    std::vector<std::vector<RV>> spatial, reduce;
+    for (size_t l = 0; l < loops.size(); ++l) {
+      int position = static_cast<int>(l);
+      bool is_reduce = a.is_reduce[a.loop_iter[l]];
+      std::vector<RV> parts;
+      if (position == last_spatial && !tiles.columns.empty()) {
+        parts = split_with_inner(sch, loops[l], 4, tiles.columns);
+      } else if (position == row_loop && !tiles.columns.empty() && !tiles.rows.empty()) {
+        parts = split_with_inner(sch, loops[l], 4, tiles.rows);
+      } else {
+        int levels = is_reduce ? 2 : 4;
+        int max_inner = is_reduce || position == last_spatial || position == row_loop
+                            ? (position == last_spatial ? context_.config.max_innermost_factor
+                                                        : kMaxInnerFactor)
+                            : 1;
+        std::vector<RV> factors = schedule::sample_perfect_tile(sch, loops[l], levels, max_inner);
+        parts = schedule::split(sch, loops[l],
+                                std::vector<schedule::SplitFactor>(factors.begin(), factors.end()));
+      }
+      (is_reduce ? reduce : spatial).push_back(parts);
+    }
+    // Step 3. Order S0 S1 R0 S2 R1 S3.
+    std::vector<RV> order;
+    auto level = [&order](const std::vector<std::vector<RV>>& groups, size_t k) {
+      for (const std::vector<RV>& parts : groups) order.push_back(parts[k]);
+    };
+    level(spatial, 0);
+    level(spatial, 1);
+    level(reduce, 0);
+    level(spatial, 2);
+    level(reduce, 1);
+    level(spatial, 3);
+    schedule::reorder(sch, order);
+    // Step 4. Accumulate the tile of the output in a local buffer written back after S1.
+    RV cache = schedule::cache_write(sch, block, 0, "local");
+    schedule::reverse_compute_at(sch, cache, spatial.back()[1]);
+    // Step 5. Whether to pack the operand read along the innermost spatial tile.
+    if (!context_.config.pack_operands) return;
+    int innermost_iter = a.loop_iter[last_spatial];
+    for (size_t r = 0; r < a.read_last_iter.size(); ++r) {
+      bool reused = false;
+      for (size_t k = 0; k < a.read_uses[r].size(); ++k) {
+        reused = reused || (!a.is_reduce[k] && !a.read_uses[r][k]);
+      }
+      if (a.read_last_iter[r] != innermost_iter || !reused) continue;
+      RV pack = schedule::sample_categorical(sch, {0, 1}, {0.5, 0.5});
+      schedule::annotate(sch, block, kPackReadAnnotation, pack);
+      schedule::annotate(sch, block, kPackIndexAnnotation,
+                         ir::make_const(ir::DataType::int32(), static_cast<int64_t>(r)));
+      break;
+    }
+  }
+
+  SpaceContext context_;
+};
+
+}  // namespace
+
+std::unique_ptr<ScheduleRule> make_multi_level_tiling(const SpaceContext& context) {
+  return std::make_unique<MultiLevelTiling>(context);
+}
+
+}  // namespace kiln::autotune

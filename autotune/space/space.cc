@@ -1,0 +1,145 @@
+// SpaceGenerator: the sketches of a task (the rules applied to every block, outputs first), and
+// sampling, replaying and mutating them (the postprocessors finish every candidate).
+#include <algorithm>
+
+#include "autotune/space/space_parts.h"
+#include "kiln/ir/structural.h"
+#include "kiln/runtime/c_runtime_api.h"
+#include "kiln/support/error.h"
+
+namespace kiln::autotune {
+
+using schedule::Json;
+using schedule::Schedule;
+using schedule::Trace;
+
+struct SpaceGenerator::Impl {
+  SpaceContext context;
+  ir::Ref<ir::IRModule> mod;  // the task's function as "main"
+  std::vector<std::unique_ptr<ScheduleRule>> block_rules;
+  std::unique_ptr<ScheduleRule> root_rule;
+  std::vector<std::unique_ptr<Postproc>> postprocs;
+  std::vector<std::unique_ptr<Mutator>> mutators;
+  std::vector<double> mutator_weights;
+  std::vector<Trace> sketches;
+  std::map<std::string, int64_t> rejections;
+
+  // Step 1 of a candidate: the trace replayed on a fresh schedule (decisions that are null are
+  // drawn with `seed`). Step 2: the postprocessors. Any kiln error refuses the candidate.
+  std::optional<Candidate> finish(int sketch, const Json& trace_json, uint64_t seed) {
+    Schedule sch(mod, seed);
+    try {
+      Trace::apply_json(trace_json, &sch, /*redraw_invalid_decisions=*/true);
+    } catch (const Error& e) {
+      reject("replay", e);
+      return std::nullopt;
+    }
+    Candidate candidate;
+    candidate.sketch = sketch;
+    candidate.decisions = sch.trace();
+    for (const std::unique_ptr<Postproc>& postproc : postprocs) {
+      try {
+        postproc->apply(sch);
+      } catch (const Error& e) {
+        reject(std::string("postproc ") + postproc->name(), e);
+        return std::nullopt;
+      }
+    }
+    candidate.trace = sch.trace();
+    candidate.mod = sch.mod();
+    candidate.hash = ir::structural_hash(sch.mod()->lookup("main"));
+    return candidate;
+  }
+
+  void reject(const std::string& where, const Error& e) {
+    const auto* schedule_error = dynamic_cast<const schedule::ScheduleError*>(&e);
+    std::string what = schedule_error != nullptr ? schedule_error->error_class() : "error";
+    ++rejections[where + ": " + what];
+  }
+};
+
+SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.context.task = &task;
+  s.context.config = config;
+  s.context.num_threads = config.num_threads > 0 ? config.num_threads : KilnGetNumThreads();
+  s.mod = ir::make<ir::IRModule>();
+  s.mod->functions["main"] = task.func;
+  s.block_rules.push_back(make_auto_inline(s.context));
+  s.block_rules.push_back(make_multi_level_tiling(s.context));
+  s.root_rule = make_parallel_vectorize_unroll(s.context);
+  s.postprocs.push_back(make_pack_operand(s.context));
+  s.postprocs.push_back(make_rewrite_reduction_block(s.context));
+  s.postprocs.push_back(make_parallel_vectorize_unroll_postproc(s.context));
+  s.mutators.push_back(make_mutate_tile_size(s.context));
+  s.mutator_weights.push_back(0.85);
+  s.mutators.push_back(make_mutate_categorical(s.context));
+  s.mutator_weights.push_back(0.15);
+
+  // The sketches: every rule on every block, outputs first (a consumer's schedule decides
+  // what its producers are computed for), then the root rule.
+  std::vector<Schedule> current = {Schedule(s.mod, 0)};
+  std::vector<std::string> blocks = current[0].index("main").block_names();
+  std::reverse(blocks.begin(), blocks.end());
+  for (const std::string& name : blocks) {
+    if (name == "root") continue;
+    for (const std::unique_ptr<ScheduleRule>& rule : s.block_rules) {
+      std::vector<Schedule> next;
+      for (const Schedule& sch : current) {
+        std::vector<Schedule> results = rule->apply(sch, name);
+        next.insert(next.end(), results.begin(), results.end());
+      }
+      current = std::move(next);
+    }
+  }
+  for (Schedule& sch : current) {
+    std::vector<Schedule> results = s.root_rule->apply(sch, "root");
+    s.sketches.push_back(results.front().trace());
+  }
+}
+
+SpaceGenerator::~SpaceGenerator() = default;
+
+const std::vector<Trace>& SpaceGenerator::sketches() const {
+  return impl_->sketches;
+}
+
+std::optional<Candidate> SpaceGenerator::sample(int sketch, uint64_t seed) {
+  internal_check(sketch >= 0 && sketch < static_cast<int>(impl_->sketches.size()))
+      << "SpaceGenerator::sample: no sketch " << sketch;
+  Json json = impl_->sketches[sketch].as_json();
+  for (Json& inst : json.at("instructions")) inst["decision"] = nullptr;
+  return impl_->finish(sketch, json, seed);
+}
+
+std::optional<Candidate> SpaceGenerator::replay(int sketch, const Trace& decisions) {
+  return impl_->finish(sketch, decisions.as_json(), 0);
+}
+
+std::optional<Trace> SpaceGenerator::mutate(const Trace& decisions, std::mt19937_64& rng) {
+  Impl& s = *impl_;
+  std::discrete_distribution<size_t> pick(s.mutator_weights.begin(), s.mutator_weights.end());
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    size_t index = 0;
+    Json decision;
+    if (s.mutators[pick(rng)]->propose(decisions, rng, &index, &decision)) {
+      return decisions.with_decision(index, decision);
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<Trace> SpaceGenerator::neighbours(const Trace& decisions) {
+  std::vector<Trace> out;
+  for (const auto& [index, decision] : tile_size_neighbours(decisions)) {
+    out.push_back(decisions.with_decision(index, decision));
+  }
+  return out;
+}
+
+const std::map<std::string, int64_t>& SpaceGenerator::rejections() const {
+  return impl_->rejections;
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,107 @@
+// The parts of the design space (private to autotune/): schedule rules, which write the
+// sketches' sampling instructions; postprocessors, which finish a sampled schedule; mutators,
+// which change one decision of a trace. One file each in autotune/space/.
+#pragma once
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/autotune/space.h"
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::autotune {
+
+// What every part may ask about the task.
+struct SpaceContext {
+  const TuneTask* task = nullptr;
+  SpaceConfig config;
+  int num_threads = 1;  // config.num_threads, or the runtime's
+};
+
+// Annotations through which rules hand their decisions to postprocessors (values are sampled
+// handles, so that a replay with other decisions annotates the other values).
+constexpr const char* kPackReadAnnotation = "kiln.pack_read";          // block: 0 or 1
+constexpr const char* kPackIndexAnnotation = "kiln.pack_read_index";   // block: read index
+constexpr const char* kParallelMaxAnnotation = "kiln.parallel_max";    // root: max extent
+constexpr const char* kVectorizeMaxAnnotation = "kiln.vectorize_max";  // root: max extent
+constexpr const char* kUnrollMaxAnnotation = "kiln.unroll_max_step";   // root: unroll depth
+
+// ---------------------------------------------------------------------------------------------
+// Schedule rules
+
+class ScheduleRule {
+ public:
+  virtual ~ScheduleRule() = default;
+  virtual const char* name() const = 0;
+  // The schedules `sch` becomes when the rule is applied to block `block_name` (the block may be
+  // gone: then `sch` itself). Several results are alternatives (several sketches).
+  virtual std::vector<schedule::Schedule> apply(const schedule::Schedule& sch,
+                                                const std::string& block_name) = 0;
+};
+
+// Inlines an injective spatial block (element-wise, padding, layout changes) into its consumers
+// when it is not an output:
+//   b1 = sch.get_block(name="pad")
+//   sch.compute_inline(block=b1)
+std::unique_ptr<ScheduleRule> make_auto_inline(const SpaceContext& context);
+
+// Tiles a reduction block with data reuse (matmul, batch matmul, convolution) in the CPU
+// structure SSRSRS: each spatial loop in four levels and each reduction loop in two, drawn by
+// sample_perfect_tile, ordered S0 S1 R0 S2 R1 S3; accumulates in a "local" cache written back
+// after S1 (the register tile is S2 x S3); and samples whether to pack the operand read along
+// the innermost spatial tile (the postprocessor pack_operand does it):
+//   v4, v5, v6, v7 = sch.sample_perfect_tile(loop=l1, n=4, max_innermost_factor=64)
+//   l8, l9, l10, l11 = sch.split(loop=l1, factors=[v4, v5, v6, v7])
+std::unique_ptr<ScheduleRule> make_multi_level_tiling(const SpaceContext& context);
+
+// Samples, on the root block, the largest parallel extent, the largest vectorized extent and the
+// automatic unroll depth that the postprocessor parallel_vectorize_unroll applies:
+//   v1 = sch.sample_categorical(candidates=[0, 16, 64, 512], probs=[0.25, 0.25, 0.25, 0.25])
+//   sch.annotate(block_or_loop=b0, ann_val=v1, ann_key="kiln.unroll_max_step")
+std::unique_ptr<ScheduleRule> make_parallel_vectorize_unroll(const SpaceContext& context);
+
+// ---------------------------------------------------------------------------------------------
+// Postprocessors: they finish a sampled schedule; their instructions go into its trace. A
+// ScheduleError (or any kiln error) refuses the candidate with the postprocessor's name.
+
+class Postproc {
+ public:
+  virtual ~Postproc() = default;
+  virtual const char* name() const = 0;
+  virtual void apply(schedule::Schedule& sch) = 0;
+};
+
+// Packs the operand a block annotated kiln.pack_read = 1 reads along its innermost tile: a
+// global copy (cache_read) laid out as [n // NR, …, n % NR] (transform_layout), NR the
+// innermost tile, copied with vectors and in parallel.
+std::unique_ptr<Postproc> make_pack_operand(const SpaceContext& context);
+// Moves the init of every reduction block out of its reduction loops (decompose_reduction).
+std::unique_ptr<Postproc> make_rewrite_reduction_block(const SpaceContext& context);
+// Applies the root's annotations: fuses and parallelizes the outer spatial loops of each nest,
+// vectorizes innermost spatial loops, and marks each nest for automatic unrolling.
+std::unique_ptr<Postproc> make_parallel_vectorize_unroll_postproc(const SpaceContext& context);
+
+// ---------------------------------------------------------------------------------------------
+// Mutators
+
+class Mutator {
+ public:
+  virtual ~Mutator() = default;
+  virtual const char* name() const = 0;
+  // A new decision for one instruction of `trace` (its index and the decision), or false.
+  virtual bool propose(const schedule::Trace& trace, std::mt19937_64& rng, size_t* index,
+                       schedule::Json* decision) = 0;
+};
+
+// Moves a prime factor between two levels of a sample_perfect_tile decision.
+std::unique_ptr<Mutator> make_mutate_tile_size(const SpaceContext& context);
+// Picks another candidate of a sample_categorical decision.
+std::unique_ptr<Mutator> make_mutate_categorical(const SpaceContext& context);
+
+// Every decision that moves one prime factor of one sample_perfect_tile decision from a level to
+// another (the innermost within max_innermost_factor), as (index, decision) pairs.
+std::vector<std::pair<size_t, schedule::Json>> tile_size_neighbours(const schedule::Trace& trace);
+
+}  // namespace kiln::autotune

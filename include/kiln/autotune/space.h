@@ -1,0 +1,91 @@
+// The design space of a tuning task. Schedule rules turn the function into sketches: schedules
+// whose traces draw their decisions (tile sizes, unroll depth, whether to pack an operand …)
+// with sampling instructions. A candidate is a sketch replayed with concrete decisions and then
+// finished by the postprocessors (packing, parallel/vectorize/unroll, reduction inits), whose
+// instructions its full trace records. Mutators propose neighbours by changing one decision.
+//
+// A sketch of a float32 matmul for an AVX2 CPU (abridged):
+//   b0 = sch.get_block(name="C")
+//   l1, l2, l3 = sch.get_loops(block=b0)
+//   v4, v5, v6, v7 = sch.sample_perfect_tile(loop=l1, n=4, max_innermost_factor=16, decision=…)
+//   l8, l9, l10, l11 = sch.split(loop=l1, factors=[v4, v5, v6, v7])
+//   …                                      (j into four levels, k into two, SSRSRS order)
+//   b20 = sch.cache_write(block=b0, write_buffer_index=0, storage_scope="local")
+//   sch.reverse_compute_at(block=b20, loop=l16)
+//   v21 = sch.sample_categorical(candidates=[0, 1], probs=[0.5, 0.5], decision=1)
+//   sch.annotate(block_or_loop=b0, ann_val=v21, ann_key="kiln.pack_read")
+//   v22 = sch.sample_categorical(candidates=[0, 16, 64, 512], …)
+//   sch.annotate(block_or_loop=b23, ann_val=v22, ann_key="kiln.unroll_max_step")
+// The rules and postprocessors are in autotune/space/, one file each.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/autotune/task.h"
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::autotune {
+
+struct SpaceConfig {
+  // Threads the kernels will run on; the parallel extents the space tries are multiples of it.
+  // 0: the runtime's thread count.
+  int num_threads = 0;
+  // The largest innermost tile of a tiled loop.
+  int max_innermost_factor = 64;
+  // The depths of automatic unrolling the space tries (pragma_auto_unroll_max_step).
+  std::vector<int64_t> unroll_steps = {0, 16, 64, 512};
+  // Parallel loops get at most this many iterations per thread.
+  int max_jobs_per_thread = 16;
+  // Try packing the operand a tiled reduction reads along its innermost tile (B of A @ B) into
+  // tiles laid out contiguously.
+  bool pack_operands = true;
+};
+
+// One point of the design space.
+struct Candidate {
+  int sketch = 0;             // which sketch it samples
+  schedule::Trace decisions;  // the sketch's instructions with this candidate's decisions
+  schedule::Trace trace;      // the whole schedule: decisions + postprocessors (what is stored)
+  ir::Ref<ir::IRModule> mod;  // the scheduled module (function "main")
+  uint64_t hash = 0;          // structural hash of the scheduled function: the dedupe key
+};
+
+// The sketches of a task and the ways to sample, replay and mutate them. Not thread-safe.
+class SpaceGenerator {
+ public:
+  SpaceGenerator(const TuneTask& task, const SpaceConfig& config);
+  ~SpaceGenerator();
+  SpaceGenerator(const SpaceGenerator&) = delete;
+  SpaceGenerator& operator=(const SpaceGenerator&) = delete;
+
+  // The sketches, at least one (the function as it is, when no rule applies).
+  const std::vector<schedule::Trace>& sketches() const;
+
+  // A random candidate of sketch `sketch`: its decisions drawn anew with `seed`. Nothing when
+  // the replay or a postprocessor refuses it; the reason is counted (rejections()).
+  std::optional<Candidate> sample(int sketch, uint64_t seed);
+  // The candidate of sketch `sketch` with the decisions of `decisions` (a trace of the sketch).
+  std::optional<Candidate> replay(int sketch, const schedule::Trace& decisions);
+  // A trace like `decisions` with one decision changed by a mutator (tile sizes, categorical
+  // choices); nothing when no mutator finds a change.
+  std::optional<schedule::Trace> mutate(const schedule::Trace& decisions, std::mt19937_64& rng);
+  // The neighbours of `decisions` that move one prime factor of one tile between two levels:
+  // the local search around the best candidate.
+  std::vector<schedule::Trace> neighbours(const schedule::Trace& decisions);
+
+  // Why candidates were refused, with counts ("postproc pack_operand: …": 3).
+  const std::map<std::string, int64_t>& rejections() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::autotune

@@ -1,0 +1,45 @@
+// Python binding of codegen::Target (kiln._kiln.target, wrapped by kiln.target.Target): a parsed
+// target string with its ISA features and what schedules derive their tiles from.
+#include <pybind11/stl.h>
+
+#include <string>
+
+#include "bindings.h"
+#include "convert.h"
+#include "kiln/codegen/target.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+
+using codegen::Target;
+
+void bind_target(py::module_& parent) {
+  py::module_ m = parent.def_submodule("target", "Targets and their properties (kiln.target)");
+  py::class_<Target>(m, "Target", "A parsed target (wrapped by kiln.target.Target).")
+      .def(py::init(&codegen::parse_target), py::arg("text"))
+      .def("__str__", &Target::str)
+      .def_readonly("triple", &Target::triple)
+      .def_readonly("cpu", &Target::cpu)
+      .def_readonly("attrs", &Target::attrs)
+      .def_readonly("opt_level", &Target::opt_level)
+      .def_readonly("fp_contract", &Target::fp_contract)
+      .def_readonly("is_host", &Target::is_host)
+      .def_property_readonly("features", &Target::isa_features)
+      .def("has_feature", &Target::has_feature, py::arg("name"))
+      .def_readonly("vector_register_bits", &Target::vector_register_bits)
+      .def_readonly("preferred_vector_bits", &Target::preferred_vector_bits)
+      .def_readonly("num_vector_registers", &Target::num_vector_registers)
+      .def_readonly("has_fma", &Target::has_fma)
+      .def_readonly("l1d_cache_bytes", &Target::l1d_cache_bytes)
+      .def_readonly("l2_cache_bytes", &Target::l2_cache_bytes)
+      .def_readonly("l3_cache_bytes", &Target::l3_cache_bytes)
+      .def(
+          "vector_lanes",
+          [](const Target& target, py::handle dtype) {
+            return target.vector_lanes(to_dtype(dtype, "Target.vector_lanes"));
+          },
+          py::arg("dtype"));
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,179 @@
+"""The tuner's design space: sketches from the schedule rules, random candidates that compute
+what the function computes (checked against NumPy after building them), replay, mutation and the
+neighbours of the local search."""
+import numpy as np
+import pytest
+
+import kiln
+from kiln import te, tir
+from kiln.autotune import SpaceGenerator
+
+
+def matmul(m, n, k, dtype="float32"):
+    A = te.placeholder((m, k), dtype, name="A")
+    B = te.placeholder((k, n), dtype, name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def padded_conv(h=8, w=8, ci=4, co=8):
+    X = te.placeholder((1, ci, h, w), "float32", name="X")
+    W = te.placeholder((co, ci, 3, 3), "float32", name="W")
+    pad = te.compute((1, ci, h + 2, w + 2), lambda b, c, y, x: te.if_then_else(
+        te.all(y >= 1, y < h + 1, x >= 1, x < w + 1), X[b, c, y - 1, x - 1], 0.0), name="pad")
+    rc, ry, rx = (te.reduce_axis((0, e), name=n) for e, n in ((ci, "rc"), (3, "ry"), (3, "rx")))
+    out = te.compute((1, co, h, w), lambda b, f, y, x: te.sum(
+        pad[b, rc, y + ry, x + rx] * W[f, rc, ry, rx], axis=[rc, ry, rx]), name="conv")
+    return te.create_prim_func([X, W, out])
+
+
+def reference(func, args):
+    expected = [a.copy() for a in args]
+    tir.interpret(func, *expected)
+    return expected
+
+
+def random_args(func, seed=0):
+    rng = np.random.default_rng(seed)
+    args = []
+    for param in func.params:
+        buffer = func.buffer_map[param]
+        shape = [int(d) for d in buffer.shape]
+        args.append(rng.uniform(-1, 1, size=shape).astype(buffer.dtype))
+    return args
+
+
+def test_a_matmul_has_one_tiled_sketch():
+    space = SpaceGenerator(matmul(64, 64, 32), "llvm")
+    assert len(space.sketches) == 1
+    text = space.sketches[0].as_python()
+    assert "sample_perfect_tile" in text and "sample_categorical" in text
+    assert 'cache_write(block=b0, storage_scope="local"' in text
+    assert "kiln.unroll_max_step" in text
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_candidates_compute_the_function(seed):
+    func = matmul(64, 48, 32)
+    space = SpaceGenerator(func, "llvm")
+    candidate = space.sample(0, seed)
+    assert candidate is not None, space.rejections
+    args = random_args(func, seed)
+    expected = reference(func, args)
+    kiln.build(candidate.mod)(*args)
+    np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+
+
+def test_the_register_tile_fits_the_target():
+    # The innermost tile of j (NR) is a whole number of vectors, and MR rows of it, one row of
+    # the operand and a broadcast fit the vector registers (6 x 16 float32 with AVX2's 16).
+    for target, lanes, registers in (("llvm -mcpu=haswell", 8, 16),
+                                     ("llvm -mcpu=skylake-avx512", 16, 32)):
+        space = SpaceGenerator(matmul(96, 128, 64), target)
+        lists = [eval(line.split("candidates=")[1].split("]")[0] + "]")  # noqa: S307
+                 for line in space.sketches[0].as_python().splitlines()
+                 if "sample_categorical" in line and "kiln" not in line]
+        rows, columns = lists[0], lists[1]
+        assert columns and all(c % lanes == 0 for c in columns), columns
+        for c in columns:
+            vectors = c // lanes
+            assert any(r * vectors + vectors + 1 <= registers for r in rows)
+        assert 6 in rows and 16 in columns
+
+
+def test_candidates_differ_and_replay_to_the_same_schedule():
+    space = SpaceGenerator(matmul(64, 64, 64), "llvm")
+    candidates = [space.sample(0, seed) for seed in range(8)]
+    hashes = {c.hash for c in candidates if c is not None}
+    assert len(hashes) > 1
+    first = next(c for c in candidates if c is not None)
+    again = space.replay(0, first.decisions)
+    assert again.hash == first.hash
+    kiln.ir.assert_structural_equal(again.mod, first.mod)
+
+
+def test_mutation_changes_one_decision_and_stays_correct():
+    func = matmul(32, 64, 16)
+    space = SpaceGenerator(func, "llvm")
+    parent = space.sample(0, 3)
+    changed = 0
+    for seed in range(10):
+        trace = space.mutate(parent.decisions, seed)
+        if trace is None:
+            continue
+        child = space.replay(0, trace)
+        if child is None:
+            continue
+        changed += child.hash != parent.hash
+        args = random_args(func, seed)
+        expected = reference(func, args)
+        kiln.build(child.mod)(*args)
+        np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+    assert changed > 0
+
+
+def test_neighbours_move_one_factor():
+    space = SpaceGenerator(matmul(32, 32, 32), "llvm")
+    parent = space.sample(0, 1)
+    neighbours = space.neighbours(parent.decisions)
+    assert neighbours
+    for trace in neighbours[:5]:
+        assert space.replay(0, trace) is not None
+
+
+def test_padding_is_inlined_into_the_convolution():
+    func = padded_conv()
+    space = SpaceGenerator(func, "llvm")
+    text = space.sketches[0].as_python()
+    assert 'sch.compute_inline(block=b' in text
+    candidate = space.sample(0, 0)
+    assert candidate is not None, space.rejections
+    assert "pad" not in [b for b in candidate.mod["main"].script().split('T.block("')[1:]]
+    args = random_args(func)
+    expected = reference(func, args)
+    kiln.build(candidate.mod)(*args)
+    np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+
+
+def test_an_elementwise_function_gets_parallel_and_vector_loops():
+    A = te.placeholder((64, 256), "float32", name="A")
+    B = te.compute((64, 256), lambda i, j: A[i, j] * 2.0, name="B")
+    func = te.create_prim_func([A, B])
+    space = SpaceGenerator(func, "llvm", num_threads=2)
+    candidate = space.sample(0, 0)
+    script = candidate.mod["main"].script()
+    assert "T.parallel(" in script
+    args = random_args(func)
+    kiln.build(candidate.mod)(*args)
+    np.testing.assert_allclose(args[1], args[0] * 2.0)
+
+
+def test_symbolic_shapes_are_refused():
+    n = te.var("n")
+    A = te.placeholder((n,), "float32", name="A")
+    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
+    with pytest.raises(kiln.KilnValueError, match=r"symbolic dimension n"):
+        SpaceGenerator(te.create_prim_func([A, B]), "llvm")
+
+
+def test_an_annotation_of_a_sampled_value_follows_its_decision():
+    func = matmul(8, 8, 8)
+    sch = tir.Schedule(func)
+    block = sch.get_block("C")
+    v = sch.sample_categorical([16, 64], [0.5, 0.5], decision=1)
+    sch.annotate(block, "kiln.test", v)
+    assert 'ann_val=v1, ann_key="kiln.test"' in sch.trace.as_python()
+    replayed = tir.Schedule(func)
+    sch.trace.with_decision(1, 0).apply_to_schedule(replayed)
+    assert '"kiln.test": 16' in replayed.mod["main"].script()
+
+
+def test_a_replay_redraws_a_tile_decision_an_earlier_change_invalidated():
+    space = SpaceGenerator(matmul(48, 64, 32), "llvm")
+    parent = space.sample(0, 0)
+    instructions = parent.decisions.as_json()["instructions"]
+    rows = next(i for i, inst in enumerate(instructions) if inst["kind"] == "sample_categorical")
+    other = (instructions[rows]["decision"] + 1) % len(instructions[rows]["attrs"]["candidates"])
+    child = space.replay(0, parent.decisions.with_decision(rows, other))
+    assert child is not None, space.rejections

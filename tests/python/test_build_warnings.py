@@ -1,0 +1,97 @@
+"""Warnings of kiln.build: each vectorized loop that lowering leaves serial is reported with its
+function, loop and reason, as a VectorizeFallbackWarning at build time, in Module.warnings and
+in the manifest; the results stay right. A loop that vectorizes reports nothing."""
+import json
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import te, tir
+from kiln.error import KilnWarning, VectorizeFallbackWarning
+
+
+def split_and_vectorize(func, block, factor=8):
+    sch = tir.Schedule(func)
+    (i,) = sch.get_loops(sch.get_block(block))
+    _, inner = sch.split(i, factors=[None, factor])
+    sch.vectorize(inner)
+    return sch.mod
+
+
+def gather(n=64):
+    """Y[i] = X[Idx[i]] where Idx[i] >= 0, else 0: a data-dependent branch around a load."""
+    X = te.placeholder((n,), "float32", name="X")
+    Idx = te.placeholder((n,), "int32", name="Idx")
+    Y = te.compute((n,), lambda i: te.if_then_else(Idx[i] >= 0, X[Idx[i]],
+                                                   te.const(0.0, "float32")), name="Y")
+    return te.create_prim_func([X, Idx, Y])
+
+
+def scale(n):
+    A = te.placeholder((n,), "float32", name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    return te.create_prim_func([A, B])
+
+
+def test_data_dependent_branch_warns_with_its_reason():
+    reason = ("function main: loop i_1 is not vectorized (it runs serially): "
+              "if_then_else(0 <= Idx[i_0 * 8 + i_1], ...) varies across lanes and guards a load "
+              "that may be out of bounds")
+    with pytest.warns(VectorizeFallbackWarning, match=re.escape(reason)):
+        rt = kiln.build(split_and_vectorize(gather(), "Y"))
+    assert rt.warnings == [reason]
+    assert json.loads(rt.manifest)["warnings"] == [reason]
+    x = np.arange(64, dtype="float32")
+    idx = np.where(np.arange(64) % 3 == 0, -1, (np.arange(64) * 7) % 64).astype("int32")
+    y = np.zeros(64, "float32")
+    rt(x, idx, y)
+    np.testing.assert_array_equal(y, np.where(idx >= 0, x[np.maximum(idx, 0)], 0))
+
+
+def test_split_tail_warns_and_the_steady_state_is_vector_code():
+    # 100 = 12 * 8 + 4: the steady loop is vector code, the tail's bound check varies across
+    # lanes and its loop runs serially.
+    with pytest.warns(VectorizeFallbackWarning) as record:
+        rt = kiln.build(split_and_vectorize(scale(100), "B"))
+    assert [str(w.message) for w in record] == rt.warnings
+    assert rt.warnings == [
+        "function main: loop i_1 is not vectorized (it runs serially): an if statement's "
+        "condition 12 * 8 + i_1 < 100 varies across lanes and its branches have side effects"]
+    a = np.random.default_rng(0).standard_normal(100).astype("float32")
+    b = np.zeros(100, "float32")
+    rt(a, b)
+    np.testing.assert_array_equal(b, a * np.float32(2) + np.float32(1))
+
+
+def test_each_function_of_a_module_is_named():
+    mod = kiln.IRModule({"tail": split_and_vectorize(scale(100), "B")["main"],
+                         "exact": split_and_vectorize(scale(96), "B")["main"]})
+    with pytest.warns(VectorizeFallbackWarning, match="function tail: loop i_1"):
+        rt = kiln.build(mod)
+    assert len(rt.warnings) == 1 and rt.warnings[0].startswith("function tail: loop i_1 ")
+
+
+def test_a_vectorizable_loop_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rt = kiln.build(split_and_vectorize(scale(96), "B"))
+    assert rt.warnings == []
+    assert json.loads(rt.manifest)["warnings"] == []
+    assert "<8 x float>" in rt.get_source("ll")
+
+
+def test_warning_classes():
+    assert issubclass(VectorizeFallbackWarning, KilnWarning)
+    assert issubclass(KilnWarning, UserWarning)
+    assert kiln.KilnWarning is KilnWarning
+
+
+def test_loaded_module_has_no_build_warnings(tmp_path):
+    with pytest.warns(VectorizeFallbackWarning):
+        rt = kiln.build(split_and_vectorize(scale(100), "B"))
+    rt.export_library(tmp_path / "scale.so")
+    loaded = kiln.runtime.load_module(tmp_path / "scale.so")
+    assert loaded.warnings is None
