@@ -117,7 +117,10 @@ std::vector<double> time_calls(const TimingPlan& plan, const TimingHooks& hooks,
       double calls = estimate > 0 ? std::floor(probe_s / estimate) : 1.0;
       int probe = static_cast<int>(std::clamp(calls, 1.0, static_cast<double>(kMaxNumber)));
       double elapsed = run_batch(plan, hooks, probe);
-      while (elapsed < probe_s && probe < kMaxNumber) {
+      // A batch of half the probe's length already times calls in a row well enough; asking
+      // for the whole length would mostly add a second batch (the first is sized by the
+      // warm-up call and falls just short).
+      while (elapsed < probe_s / 2 && probe < kMaxNumber) {
         double factor = elapsed > 0 ? probe_s * 1.2 / elapsed : kMaxGrowth;
         double grown = std::ceil(probe * std::clamp(factor, 2.0, kMaxGrowth));
         probe = static_cast<int>(std::min(grown, static_cast<double>(kMaxNumber)));
