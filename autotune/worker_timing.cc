@@ -4,11 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <string>
+#include <optional>
 
+#include "kiln/codegen/target.h"
 #include "kiln/runtime/c_runtime_api.h"
 #include "kiln/support/error.h"
 
@@ -53,29 +52,6 @@ double run_batch(const TimingPlan& plan, const TimingHooks& hooks, int n) {
     total += seconds(end - start);
   }
   return total;
-}
-
-// The size text of sysfs ("32768K", "1M", "512") in bytes, 0 when unreadable.
-size_t parse_size(const std::string& text) {
-  size_t end = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &end);
-  } catch (const std::exception&) {
-    return 0;
-  }
-  char unit = end < text.size() ? text[end] : 0;
-  if (unit == 'K') value <<= 10;
-  if (unit == 'M') value <<= 20;
-  if (unit == 'G') value <<= 30;
-  return static_cast<size_t>(value);
-}
-
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
 }
 
 // One thread's share of the flush: a contiguous chunk of the buffer.
@@ -156,21 +132,13 @@ std::vector<double> time_calls(const TimingPlan& plan, const TimingHooks& hooks,
 }
 
 size_t last_level_cache_bytes() {
-  size_t best_bytes = 0;
-  int best_level = 0;
-  for (int index = 0; index < 16; ++index) {
-    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-    std::string level = read_line(dir + "level");
-    if (level.empty()) continue;
-    if (read_line(dir + "type") == "Instruction") continue;
-    int number = std::atoi(level.c_str());
-    size_t bytes = parse_size(read_line(dir + "size"));
-    if (bytes > 0 && number >= best_level) {
-      best_level = number;
-      best_bytes = bytes;
-    }
+  // The host target reads the cache sizes from the operating system once.
+  const codegen::Target& host = codegen::host_target();
+  for (const std::optional<int64_t>& bytes :
+       {host.l3_cache_bytes, host.l2_cache_bytes, host.l1d_cache_bytes}) {
+    if (bytes && *bytes > 0) return static_cast<size_t>(*bytes);
   }
-  return best_bytes;
+  return 0;
 }
 
 CacheFlusher::CacheFlusher() {

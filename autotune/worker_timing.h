@@ -42,7 +42,8 @@ struct CallFailed {
 // (0: pick one) and is set to the number used, for later rounds.
 std::vector<double> time_calls(const TimingPlan& plan, const TimingHooks& hooks, int* number);
 
-// The size in bytes of this CPU's largest cache (the last level) from sysfs, 0 when unknown.
+// The size in bytes of this CPU's last-level data cache (L3, else L2, else L1d, as the host
+// target reads them from the system), 0 when unknown.
 size_t last_level_cache_bytes();
 
 // Evicts data from the caches by writing a buffer twice the size of the last-level cache
