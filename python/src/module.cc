@@ -56,5 +56,6 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_driver(driver);
   auto autotune = m.def_submodule("autotune", "The auto-tuner: its tuning database");
   kiln::python::bind_autotune(autotune);
+  kiln::python::bind_autotune_cost_model(autotune);
   kiln::python::bind_target(m);
 }
