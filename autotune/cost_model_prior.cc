@@ -39,12 +39,15 @@ struct Reduction {
   bool tile_constant = true;
 };
 
+// The innermost loop the stored element does not depend on carries the reduction (loops of one
+// iteration are no loops); the loops inside it form the tile.
 Reduction find_reduction(const Store& store, const Program& program) {
   Reduction reduction;
   if (!store.accumulates) return reduction;
   const Access& target = store.accesses[0];
   for (int level = store.depth() - 1; level >= 0; --level) {
     const Loop& loop = program.loops[store.loops[level]];
+    if (loop.extent <= 1) continue;
     if (target.coefficients[level] == 0) {
       reduction.carrier = store.loops[level];
       return reduction;
@@ -63,6 +66,21 @@ bool varies_in_tile(const Access& access, const Store& store, int carrier_level)
   return false;
 }
 
+// A vector register holds a contiguous vector; a strided one is moved lane by lane.
+bool contiguous(const Access& access) {
+  return access.affine && (access.lanes == 1 || access.lane_stride == 1);
+}
+
+// The register tile of one carrying loop, over the reduction stores it carries.
+struct Tile {
+  double accumulators = 0;  // vector registers of distinct accumulators
+  double operands = 0;      // operand vectors of one store
+  double executions = 0;    // store executions per iteration of the carrier
+  double chain = 1;         // updates of one accumulator per iteration (a dependence chain)
+  bool unrollable = true;   // constant tile loops and contiguous accumulators
+  std::map<std::pair<int, double>, int> updates;  // per accumulator (pattern, offset)
+};
+
 }  // namespace
 
 ProgramEstimate estimate_program(const Program& program, const MachineModel& machine) {
@@ -71,25 +89,28 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
   size_t num_stores = program.stores.size();
   estimate.stores.resize(num_stores);
 
-  // Step 1. The reductions, and the register tile of each carrying loop: its accumulators and
-  // the operand vectors of its stores.
+  // Step 1. The reductions, and the register tile of each carrying loop.
   std::vector<Reduction> reductions(num_stores);
-  struct Tile {
-    double accumulators = 0, operands = 0, executions = 0;
-    bool constant = true;
-  };
   std::map<int, Tile> tiles;
   for (size_t s = 0; s < num_stores; ++s) {
     const Store& store = program.stores[s];
     reductions[s] = find_reduction(store, program);
     if (reductions[s].carrier < 0) continue;
     Tile& tile = tiles[reductions[s].carrier];
-    tile.accumulators += reductions[s].tile_trips * machine.vectors(store.dtype);
+    const Access& target = store.accesses[0];
+    // The loop vectorizer packs vector_factor accumulators of its loop into one register.
+    if (!target.repeated) {
+      tile.accumulators +=
+          reductions[s].tile_trips * machine.vectors(store.dtype) / store.vector_factor;
+    }
+    int& updates = tile.updates[{target.pattern, target.offset}];
+    ++updates;
+    tile.chain = std::max(tile.chain, static_cast<double>(updates));
     tile.executions += reductions[s].tile_trips;
-    tile.constant = tile.constant && reductions[s].tile_constant;
+    tile.unrollable = tile.unrollable && reductions[s].tile_constant && contiguous(target);
     double operands = 0;
     for (const Access& access : store.accesses) {
-      if (!access.is_store && !access.accumulator) {
+      if (!access.is_store && !access.accumulator && !access.repeated) {
         operands += access.lanes > 1 && access.lane_stride != 0
                         ? machine.vectors(store.dtype.with_lanes(access.lanes))
                         : 1;
@@ -114,11 +135,13 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
           store.loops.begin());
       out.accumulator_registers = tile->accumulators;
       out.registers_needed = tile->accumulators + tile->operands;
-      out.promoted = tile->constant && tile->accumulators <= kMaxUnrolledAccumulators;
+      out.promoted = tile->unrollable && tile->accumulators <= kMaxUnrolledAccumulators;
       if (out.promoted) {
         out.spilled_registers = std::max(0.0, out.registers_needed - machine.num_vector_registers);
       }
     }
+    double inner_extent =
+        store.depth() > 0 ? static_cast<double>(program.loops[store.loops.back()].extent) : 1;
     double loads = 0, stores = 0;
     for (const Access& access : store.accesses) {
       double count = access_instructions(access, machine);
@@ -127,13 +150,18 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
         (access.is_store ? stores : loads) += count;
         continue;
       }
-      // The compiler loads an operand that an earlier copy of the statement loaded once, and
-      // operands that do not change inside an unrolled tile once per iteration.
+      // The compiler loads once what an earlier copy of the statement loaded, hoists loads
+      // that do not change in the innermost loop, and loads operands that do not change
+      // inside an unrolled tile once per iteration of the carrier.
       if (access.repeated) continue;
-      if (out.promoted && !varies_in_tile(access, store, carrier_level)) {
-        count /= reductions[s].tile_trips;
+      double reuse = 1;
+      if (access.affine && store.depth() > 0 && access.coefficients.back() == 0) {
+        reuse = std::max(reuse, inner_extent);
       }
-      loads += count;
+      if (out.promoted && !varies_in_tile(access, store, carrier_level)) {
+        reuse = std::max(reuse, reductions[s].tile_trips);
+      }
+      loads += count / reuse;
     }
     if (out.spilled_registers > 0) {
       loads += out.spilled_registers / tile->executions;
@@ -145,11 +173,14 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
     }
     double slots = store.arithmetic.issue_slots;
     double uops = slots + loads + stores + overhead;
+    // The loop vectorizer runs vector_factor iterations with the instructions of one.
     issue[s] = std::max({slots / kVectorPipes, loads / kLoadsPerCycle, stores / kStoresPerCycle,
-                         uops / kIssueWidth});
+                         uops / kIssueWidth}) /
+               store.vector_factor;
   }
 
-  // Step 3. Dependence chains: an iteration of a carrying loop lasts at least one latency.
+  // Step 3. Dependence chains: an iteration of a carrying loop lasts at least the latency of
+  // the longest chain of updates of one accumulator.
   std::map<int, double> tile_issue;
   for (size_t s = 0; s < num_stores; ++s) {
     if (reductions[s].carrier >= 0) {
@@ -169,7 +200,8 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
                        : out.promoted          ? kFloatLatency
                                                : kMemoryLatency;
       double per_iteration = tile_issue[reductions[s].carrier];
-      if (per_iteration > 0) factor = std::max(1.0, latency / per_iteration);
+      double chain = tiles[reductions[s].carrier].chain;
+      if (per_iteration > 0) factor = std::max(1.0, latency * chain / per_iteration);
     }
     out.compute_cycles = store.trips * issue[s] * factor;
     out.latency_cycles = store.trips * issue[s] * (factor - 1);

@@ -2,6 +2,7 @@
 // kind and extent, every store with the loops around it, its arithmetic and its accesses, and
 // every allocation with its scope and how often it runs.
 #include <algorithm>
+#include <map>
 #include <unordered_set>
 
 #include "autotune/program_analysis.h"
@@ -48,12 +49,17 @@ class ProgramWalker : public IRVisitor {
  protected:
   using IRVisitor::visit;
 
-  // Step 1. Loops: the stack of loops around the statement being walked.
+  // Step 1. Loops: the stack of loops around the statement being walked. A loop of one
+  // iteration is no loop (the compiler removes it): its variable is a constant of the body.
   void visit(const For* op) override {
     Loop loop;
     loop.var = op->loop_var.get();
     loop.kind = op->kind;
     const int64_t* extent = as_const_int(op->extent);
+    if (extent != nullptr && *extent == 1 && op->kind != ForKind::kParallel) {
+      visit_stmt(op->body);
+      return;
+    }
     if (extent != nullptr) {
       loop.extent = std::max<int64_t>(*extent, 0);
     } else {
@@ -71,20 +77,19 @@ class ProgramWalker : public IRVisitor {
     stack_.pop_back();
   }
 
-  // The then branch of `if v == c` on a loop variable v runs once per run of that loop (the init
-  // of a reduction that was not decomposed): its stores do not count the loop.
+  // The then branch of `if k_0 * 4 + k_1 == c` over loop variables runs once per run of those
+  // loops (the init of a reduction that was not decomposed): its stores do not count them.
   void visit(const IfThenElse* op) override {
     visit_expr(op->condition);
-    int pinned = pinned_loop(op->condition);
-    if (pinned >= 0) {
-      auto it = std::find(stack_.begin(), stack_.end(), pinned);
-      stack_.erase(it);
-      visit_stmt(op->then_case);
-      stack_.insert(std::upper_bound(stack_.begin(), stack_.end(), pinned), pinned);
-    } else {
-      visit_stmt(op->then_case);
-    }
+    std::vector<int> pinned = pinned_loops(op->condition);
+    std::vector<int> saved = stack_;
+    for (int id : pinned) stack_.erase(std::find(stack_.begin(), stack_.end(), id));
+    int saved_depth = branch_depth_;
+    branch_depth_ = static_cast<int>(saved.size());
+    visit_stmt(op->then_case);
+    stack_ = std::move(saved);
     if (op->else_case.defined()) visit_stmt(op->else_case);
+    branch_depth_ = saved_depth;
   }
 
   void visit(const LetStmt* op) override {
@@ -115,6 +120,7 @@ class ProgramWalker : public IRVisitor {
     store.lanes = std::max(1, op->value->dtype.lanes());
     store.arithmetic = count_arithmetic(op->value, machine_);
     store.body = stack_.empty() ? -1 : stack_.back();
+    store.conditional = branch_depth_ >= static_cast<int>(stack_.size()) && !stack_.empty();
     for (int level = 0; level < store.depth(); ++level) {
       if (program.loops[stack_[level]].kind == ForKind::kParallel && store.parallel_level < 0) {
         store.parallel_level = level;
@@ -144,20 +150,40 @@ class ProgramWalker : public IRVisitor {
                                   << "found block '" << name << "'";
   }
 
-  // The loop of the stack that `condition` (v == c, or likely(v == c)) fixes to one iteration.
-  int pinned_loop(const Expr& condition) const {
+  // The loops of the stack that `condition` fixes to one iteration: `e == c` (or likely(…))
+  // where e is a sum of loop variables times positive constants.
+  std::vector<int> pinned_loops(const Expr& condition) const {
     Expr cond = condition;
     if (const auto* call = cond.as<Call>(); call != nullptr && call->op == Builtin::Likely) {
       cond = call->args[0];
     }
     const auto* eq = cond.as<EQ>();
-    if (eq == nullptr) return -1;
-    const Var* var = eq->a.as<Var>();
-    if (var == nullptr || as_const_int(eq->b) == nullptr) return -1;
-    for (int id : stack_) {
-      if (program.loops[id].var == var) return id;
+    if (eq == nullptr || as_const_int(eq->b) == nullptr) return {};
+    std::vector<int> pinned;
+    if (!collect_pinned(eq->a, &pinned)) return {};
+    std::sort(pinned.begin(), pinned.end());
+    pinned.erase(std::unique(pinned.begin(), pinned.end()), pinned.end());
+    return pinned;
+  }
+
+  bool collect_pinned(const Expr& e, std::vector<int>* pinned) const {
+    if (const auto* var = e.as<Var>()) {
+      for (int id : stack_) {
+        if (program.loops[id].var == var) {
+          pinned->push_back(id);
+          return true;
+        }
+      }
+      return false;
     }
-    return -1;
+    if (const auto* add = e.as<Add>()) {
+      return collect_pinned(add->a, pinned) && collect_pinned(add->b, pinned);
+    }
+    if (const auto* mul = e.as<Mul>()) {
+      const int64_t* factor = as_const_int(mul->b);
+      return factor != nullptr && *factor > 0 && collect_pinned(mul->a, pinned);
+    }
+    return false;
   }
 
   // How often the statement being walked runs per call.
@@ -198,9 +224,46 @@ class ProgramWalker : public IRVisitor {
   const MachineModel& machine_;
   const char* api_;
   std::vector<int> stack_;
+  int branch_depth_ = -1;  // loops around the innermost if being walked, -1: none
   std::vector<std::pair<const Var*, Expr>> lets_;
   std::unordered_set<const Var*> local_;
 };
+
+// LLVM's loop vectorizer runs at every opt level kiln uses: an innermost serial loop of scalar
+// stores whose elements follow the loop (unit stride) and whose loads are unit stride or
+// invariant becomes vector code of the target's lanes, as long as the trip count has that
+// many iterations. A float reduction along the loop is not vectorized (that would reassociate
+// the sum, which kiln does not allow); an integer one is. A store under an if inside the loop
+// (a reduction's init that was not decomposed) keeps the loop scalar.
+void auto_vectorize(Program* program, const MachineModel& machine) {
+  std::map<int, std::vector<Store*>> bodies;
+  for (Store& store : program->stores) {
+    if (store.body >= 0) bodies[store.body].push_back(&store);
+  }
+  for (auto& [body, stores] : bodies) {
+    const Loop& loop = program->loops[body];
+    if (loop.kind != ForKind::kSerial && loop.kind != ForKind::kUnrolled) continue;
+    bool legal = true;
+    int lanes = 0;
+    for (const Store* store : stores) {
+      const Access& target = store->accesses[0];
+      double stride = target.coefficients.back();
+      bool reduction = stride == 0 && !store->dtype.is_float();
+      legal = legal && store->lanes == 1 && !store->conditional && target.affine &&
+              (stride == 1 || reduction);
+      for (const Access& access : store->accesses) {
+        double c = access.coefficients.back();
+        legal = legal && access.affine && (c == 0 || c == 1);
+      }
+      int store_lanes = machine.lanes(store->dtype);
+      lanes = lanes == 0 ? store_lanes : std::min(lanes, store_lanes);
+    }
+    int factor = 1;
+    while (factor * 2 <= lanes && factor * 2 <= loop.extent) factor *= 2;
+    if (!legal || factor < 2) continue;
+    for (Store* store : stores) store->vector_factor = factor;
+  }
+}
 
 }  // namespace
 
@@ -208,6 +271,7 @@ Program analyze_program(const PrimFunc& lowered, const MachineModel& machine, co
   ProgramWalker walker(machine, api);
   walker.visit_stmt(lowered.body);
   compute_footprints(&walker.program, machine);
+  auto_vectorize(&walker.program, machine);
   return std::move(walker.program);
 }
 

@@ -232,8 +232,9 @@ bool same_pattern(const Access& a, const Access& b) {
 
 double access_instructions(const Access& access, const MachineModel& machine) {
   if (access.lanes <= 1) return 1;
-  if (!access.affine || std::fabs(access.lane_stride) > 1) return access.lanes;  // lane by lane
-  if (access.lane_stride == 0) return 1;                                         // a broadcast
+  // Lane by lane: a load or store and an insert or extract per lane.
+  if (!access.affine || std::fabs(access.lane_stride) > 1) return 2.0 * access.lanes;
+  if (access.lane_stride == 0) return 1;  // a broadcast
   DataType type(DataType::kFloat, access.element_bytes * 8, access.lanes);
   return machine.vectors(type);
 }

@@ -104,7 +104,11 @@ struct Store {
   std::vector<Access> accesses;  // [0] the store, then the loads of its value
   bool accumulates = false;      // the value loads the element it stores (a reduction update)
   int parallel_level = -1;       // position in `loops` of the parallel loop around it
-  int body = -1;                 // the innermost loop around it (-1: none); siblings share it
+  bool conditional = false;      // under an if inside its innermost loop
+  // Iterations of its innermost loop that the compiler's loop vectorizer is expected to run as
+  // one vector (1: none). See auto_vectorize in features_loops.cc.
+  int vector_factor = 1;
+  int body = -1;  // the innermost loop around it (-1: none); siblings share it
 
   int depth() const { return static_cast<int>(loops.size()); }
 };
@@ -154,7 +158,8 @@ void analyze_index(const ir::Expr& index, const std::vector<const ir::Var*>& loo
 bool same_pattern(const Access& a, const Access& b);
 
 // Load or store instructions of one execution of an access: one per vector register when
-// contiguous, one for a broadcast, one per lane for a gather or a strided vector.
+// contiguous, one for a broadcast, two per lane (the access and an insert or extract) for a
+// gather or a strided vector.
 double access_instructions(const Access& access, const MachineModel& machine);
 
 // How an access moves along the innermost loop (its lanes for a vector access): `stride` gets

@@ -14,7 +14,8 @@ void bind_arithmetic(pybind11::module_& m);     // arith_py.cc: Analyzer, IntSet
 void bind_runtime(pybind11::module_& m);        // runtime_py.cc: modules, calls, kiln.nd arrays
 void bind_driver(pybind11::module_& m);         // driver_py.cc: build
 void bind_autotune(pybind11::module_& m);       // autotune_py.cc: the tuning database
-void bind_autotune_cost_model(pybind11::module_& m);  // autotune_cost_model_py.cc: features
-void bind_target(pybind11::module_& parent);          // target_py.cc: kiln._kiln.target, Target
+void bind_target(pybind11::module_& parent);    // target_py.cc: kiln._kiln.target, Target
+// autotune_cost_model_py.cc: program features, the analytical prior and the cost model
+void bind_autotune_cost_model(pybind11::module_& m);
 
 }  // namespace kiln::python

@@ -101,9 +101,9 @@ std::vector<double> rank_normalize(const std::vector<double>& values);
 
 struct CostModelOptions {
   // XGBoost: boosting rounds, tree depth, learning rate, threads (0: XGBoost's default), seed.
-  int num_rounds = 60;
-  int max_depth = 6;
-  double learning_rate = 0.2;
+  int num_rounds = 40;
+  int max_depth = 5;
+  double learning_rate = 0.3;
   int num_threads = 1;
   int seed = 0;
   // "rank:pairwise" or "rank:ndcg": each group is one task's measured candidates.
