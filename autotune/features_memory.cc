@@ -40,26 +40,28 @@ class IndexAnalyzer {
                 const std::vector<std::pair<const Var*, Expr>>& lets)
       : loop_vars_(loop_vars), lets_(lets) {}
 
-  LinearForm form(const Expr& e, int budget = 64) {
+  // The form of `e`. Deep or large index expressions (chains of LetStmt values included) are
+  // followed up to a fixed number of nodes; beyond it an index depends on every loop.
+  LinearForm form(const Expr& e, int depth = 0) {
     LinearForm result = zero();
-    if (budget <= 0) return opaque(e);
+    if (depth > kMaxDepth || --nodes_left_ < 0) return unknown();
     switch (e->kind()) {
       case NodeKind::IntImm:
         result.value = static_cast<double>(e.as<IntImm>()->value);
         return result;
       case NodeKind::Var:
-        return variable(e.as<Var>(), budget);
+        return variable(e.as<Var>(), depth);
       case NodeKind::Cast:
-        return form(e.as<Cast>()->value, budget - 1);
+        return form(e.as<Cast>()->value, depth + 1);
       case NodeKind::Add:
       case NodeKind::Sub: {
         const auto* op = static_cast<const BinaryNode*>(e.get());
-        return combine(form(op->a, budget - 1), form(op->b, budget - 1),
+        return combine(form(op->a, depth + 1), form(op->b, depth + 1),
                        e->kind() == NodeKind::Add ? 1.0 : -1.0);
       }
       case NodeKind::Mul: {
         const auto* op = e.as<Mul>();
-        LinearForm a = form(op->a, budget - 1), b = form(op->b, budget - 1);
+        LinearForm a = form(op->a, depth + 1), b = form(op->b, depth + 1);
         if (a.constant) return scale(b, a.value);
         if (b.constant) return scale(a, b.value);
         if (a.invariant() && b.invariant() && a.affine && b.affine) {
@@ -73,9 +75,9 @@ class IndexAnalyzer {
         // x // c advances 1/c per unit of x: a stride below one element (reuse across
         // iterations). Lanes of a vector divided no longer form a ramp.
         const auto* op = static_cast<const BinaryNode*>(e.get());
-        LinearForm b = form(op->b, budget - 1);
+        LinearForm b = form(op->b, depth + 1);
         if (!b.constant || b.value <= 0) return opaque(e);
-        LinearForm a = form(op->a, budget - 1);
+        LinearForm a = form(op->a, depth + 1);
         if (a.lanes > 1 && a.lane_stride != 0) return opaque(e);
         LinearForm result = scale(a, 1.0 / b.value);
         if (a.constant) result.value = std::floor(a.value / b.value);
@@ -85,9 +87,9 @@ class IndexAnalyzer {
       case NodeKind::Mod: {
         // x % c keeps x's strides inside one period; the footprint is bounded by the buffer.
         const auto* op = static_cast<const BinaryNode*>(e.get());
-        LinearForm b = form(op->b, budget - 1);
+        LinearForm b = form(op->b, depth + 1);
         if (!b.constant || b.value <= 0) return opaque(e);
-        LinearForm a = form(op->a, budget - 1);
+        LinearForm a = form(op->a, depth + 1);
         if (a.lanes > 1 && a.lane_stride != 0) return opaque(e);
         if (a.constant) a.value = std::fmod(a.value, b.value);
         a.constant = a.constant && a.invariant();
@@ -95,8 +97,8 @@ class IndexAnalyzer {
       }
       case NodeKind::Ramp: {
         const auto* op = e.as<Ramp>();
-        LinearForm base = form(op->base, budget - 1);
-        LinearForm stride = form(op->stride, budget - 1);
+        LinearForm base = form(op->base, depth + 1);
+        LinearForm stride = form(op->stride, depth + 1);
         if (!stride.constant) return opaque(e);
         base.lane_stride = stride.value;
         base.lanes = op->lanes;
@@ -105,7 +107,7 @@ class IndexAnalyzer {
       }
       case NodeKind::Broadcast: {
         const auto* op = e.as<Broadcast>();
-        LinearForm value = form(op->value, budget - 1);
+        LinearForm value = form(op->value, depth + 1);
         value.lanes = op->lanes;
         return value;
       }
@@ -121,7 +123,7 @@ class IndexAnalyzer {
     return f;
   }
 
-  LinearForm variable(const Var* var, int budget) {
+  LinearForm variable(const Var* var, int depth) {
     for (size_t p = 0; p < loop_vars_.size(); ++p) {
       if (loop_vars_[p] == var) {
         LinearForm f = zero();
@@ -132,7 +134,7 @@ class IndexAnalyzer {
     }
     // The innermost binding of a LetStmt variable decides its value.
     for (auto it = lets_.rbegin(); it != lets_.rend(); ++it) {
-      if (it->first == var) return form(it->second, budget - 1);
+      if (it->first == var) return form(it->second, depth + 1);
     }
     LinearForm f = zero();  // a parameter or a variable of the surrounding code: invariant
     f.constant = false;
@@ -177,7 +179,7 @@ class IndexAnalyzer {
       }
       for (const auto& [let_var, value] : lets_) {
         if (let_var != var) continue;
-        LinearForm inner = form(value, 8);
+        LinearForm inner = form(value, kMaxDepth / 2);
         for (size_t p = 0; p < loop_vars_.size(); ++p) {
           if (inner.coefficients[p] != 0) f.coefficients[p] = 1;
         }
@@ -186,8 +188,19 @@ class IndexAnalyzer {
     return f;
   }
 
+  // Depends on every loop, as an index the analysis gave up on.
+  LinearForm unknown() const {
+    LinearForm f;
+    f.coefficients.assign(loop_vars_.size(), 1.0);
+    f.affine = false;
+    f.constant = false;
+    return f;
+  }
+
+  static constexpr int kMaxDepth = 64;
   const std::vector<const Var*>& loop_vars_;
   const std::vector<std::pair<const Var*, Expr>>& lets_;
+  int nodes_left_ = 1024;
 };
 
 // Unique elements and cache lines of an affine access over loops of the given (stride, extent),

@@ -29,7 +29,7 @@ struct MachineModel {
   int vector_bits = 128;          // the widest vector register
   int num_vector_registers = 16;  // architectural vector registers
   bool fma = false;               // a multiply feeding an add becomes one instruction
-  double l1_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // per core (L3: its share per core)
+  double l1_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // L1d and L2 of a core, the L3
   int cores = 1;                                    // threads that run a parallel loop
   int line_bytes = 64;                              // cache line
 
