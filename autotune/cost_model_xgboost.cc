@@ -17,9 +17,11 @@ namespace {
 
 void check(int status, const char* call) {
   if (status == 0) return;
-  const char* message = XGBGetLastError();
-  user_error(ErrorKind::kRuntime) << "CostModel: XGBoost's " << call
-                                  << " failed: " << (message != nullptr ? message : "(no message)");
+  // XGBoost appends a stack trace of its own internals: the first line says what failed.
+  const char* last = XGBGetLastError();
+  std::string message = last != nullptr ? last : "(no message)";
+  message = message.substr(0, message.find("\nStack trace:"));
+  user_error(ErrorKind::kRuntime) << "CostModel: XGBoost's " << call << " failed: " << message;
 }
 
 void silence_xgboost() {

@@ -140,7 +140,7 @@ void write_arithmetic(const Context& c, FeatureSink& put) {
 
 void write_vectors(const Context& c, FeatureSink& put) {
   double work = 0, store_ratio = 0, max_ratio = 0, full = 0, partial = 0;
-  double load_trips = 0, load_ratio = 0, gathers = 0;
+  double load_trips = 0, load_ratio = 0, gathers = 0, auto_vectorized = 0;
   for (const Store& s : c.program.stores) {
     double w = s.trips * std::max(1.0, s.arithmetic.element_ops);
     int target_lanes = c.machine.lanes(s.dtype.element_of());
@@ -150,6 +150,7 @@ void write_vectors(const Context& c, FeatureSink& put) {
     max_ratio = std::max(max_ratio, r);
     if (s.lanes >= target_lanes && s.lanes > 1) full += w;
     if (s.lanes > 1 && s.lanes % target_lanes != 0) partial += w;
+    if (s.vector_factor > 1) auto_vectorized += w;
     for (const Access& a : s.accesses) {
       if (!a.affine) gathers += s.trips * a.lanes;
       if (a.is_store) continue;
@@ -164,6 +165,8 @@ void write_vectors(const Context& c, FeatureSink& put) {
   put("vector.full_share", ratio(full, work));
   put("vector.partial_share", ratio(partial, work));
   put("vector.log_gather_elements", slog(gathers));
+  // Scalar loops the compiler's loop vectorizer is expected to turn into vectors.
+  put("vector.auto_vectorized_share", ratio(auto_vectorized, work));
 }
 
 void write_loops(const Context& c, FeatureSink& put) {

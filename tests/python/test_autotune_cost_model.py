@@ -169,7 +169,7 @@ def test_cost_model_learns_a_synthetic_ranking():
 
 
 def test_predict_blends_with_the_prior():
-    model = autotune.CostModel()
+    model = autotune.CostModel(half_weight_rows=64.0)
     rows, seconds = synthetic(6, 4)
     priors = [3.0, 1.0, 2.0, 6.0, 5.0, 4.0]
     np.testing.assert_array_equal(model.predict(rows, priors), [0.4, 0.0, 0.2, 1.0, 0.8, 0.6])

@@ -216,7 +216,7 @@ class CostModel:
     ``min_group_rows`` rows, so the prior alone guides the first trials.
 
     Options: num_rounds (30), max_depth (4), learning_rate (0.3), num_threads (1; 0: XGBoost's
-    default), seed (0), objective ("rank:pairwise"), half_weight_rows (64), min_group_rows (8),
+    default), seed (0), objective ("rank:pairwise"), half_weight_rows (16), min_group_rows (8),
     recall_k (8).
 
     Example::

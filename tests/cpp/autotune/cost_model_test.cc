@@ -204,7 +204,9 @@ TEST(CostModel, SeveralGroups) {
 }
 
 TEST(CostModel, ThePriorAloneGuidesTheFirstTrials) {
-  CostModel model;
+  CostModelOptions options;
+  options.half_weight_rows = 64;
+  CostModel model(options);
   Synthetic data = synthetic(6, 3);
   std::vector<double> priors = {3, 1, 2, 6, 5, 4};
   // No model: the rank of the priors; no priors either: indifference.
@@ -216,7 +218,7 @@ TEST(CostModel, ThePriorAloneGuidesTheFirstTrials) {
   EXPECT_TRUE(model.trained());
   EXPECT_EQ(model.xgboost_weight(4), 0);
   EXPECT_EQ(model.predict(data.rows, priors, 4), rank_normalize(priors));
-  // Then its weight grows with the rows: n / (n + 64).
+  // Then its weight grows with the rows: n / (n + half_weight_rows).
   Synthetic more = synthetic(58, 4);
   model.update(more.rows, more.seconds, 4);
   EXPECT_DOUBLE_EQ(model.xgboost_weight(4), 64.0 / 128.0);

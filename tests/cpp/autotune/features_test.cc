@@ -166,6 +166,22 @@ TEST(Features, ArithmeticByKind) {
   EXPECT_FLOAT_EQ(feature(mixed, "arith.int_arith"), std::log2(65.0));
 }
 
+TEST(Features, ScalarUnitStrideLoopsAreExpectedToBeVectorizedByTheCompiler) {
+  // i, k, j with the init split out: the inner j loop stores C[i, j] at unit stride and loads
+  // B[k, j] at unit stride and A[i, k] once: LLVM's loop vectorizer turns it into vectors.
+  schedule::Schedule sch(module_of(matmul(64)));
+  schedule::RV block = schedule::get_block(sch, "C");
+  std::vector<schedule::RV> loops = schedule::get_loops(sch, block);
+  schedule::reorder(sch, {loops[0], loops[2], loops[1]});
+  schedule::decompose_reduction(sch, block, loops[2]);
+  std::vector<float> ikj = features_of(tir::lower(sch.mod()->lookup("main")));
+  EXPECT_EQ(feature(ikj, "vector.auto_vectorized_share"), 1);
+  EXPECT_EQ(feature(ikj, "program.vector_share"), 0);  // no vector in the program itself
+  // i, j, k reduces along its inner loop: a float sum is not reassociated into vectors.
+  std::vector<float> ijk = features_of(lowered_matmul(64));
+  EXPECT_EQ(feature(ijk, "vector.auto_vectorized_share"), 0);
+}
+
 TEST(Features, LocalAllocationsAreCounted) {
   std::vector<float> features = features_of(lowered_matmul(64, {4, 16, true, false, true, true}));
   // The 4 x 16 accumulator tile of float32, allocated once per parallel iteration.
