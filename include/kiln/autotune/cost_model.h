@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,9 +142,10 @@ struct UpdateResult {
 // within the group, min_seconds / seconds (1 for the fastest, 0 for a failed run), recomputed
 // when faster candidates arrive, so every update retrains from scratch on all rows (measured on
 // one thread of an AMD Zen 3: 25 ms for 100 rows, 85 ms for 2000; continuing the old trees would
-// fit stale labels). XGBoost runs on one thread by default: on a loaded machine its OpenMP
-// threads can take a hundred times longer.
+// fit stale labels). XGBoost runs on one thread by default: its OpenMP threads spin, and with
+// two of them on a busy two-core machine the same training took 9 s instead of 0.1 s.
 // Predictions are scores, higher = faster. Not safe to use from several threads at once.
+// Tested by tests/cpp/autotune/cost_model_test.cc and tests/python/test_autotune_cost_model.py.
 class CostModel {
  public:
   explicit CostModel(CostModelOptions options = {});
@@ -176,8 +176,10 @@ class CostModel {
   double xgboost_weight(std::optional<int64_t> group = std::nullopt) const;
 
   // Writes the model to `dir` (created if needed): cost_model.json (XGBoost's model, when one is
-  // trained) and cost_model_rows.txt (options, feature names, rows, seconds and groups). A model
-  // loaded from it predicts exactly what this one does. A kRuntime error when writing fails.
+  // trained) and cost_model_rows.txt (the options, the feature count and a hash of the feature
+  // names, and the rows with their seconds and groups), each written to a temporary file and
+  // renamed into place. A model loaded from it predicts exactly what this one does. A kRuntime
+  // error when writing fails.
   void save(const std::string& dir) const;
   // Replaces this model by the one saved in `dir`. A kValue error names the file and what is
   // wrong when it is missing, damaged, or saved with other features.
