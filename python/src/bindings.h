@@ -19,5 +19,7 @@ void bind_target(pybind11::module_& parent);     // target_py.cc: kiln._kiln.tar
 
 // autotune_runner_py.cc: the local runner (kiln.autotune.LocalRunner's core)
 void bind_autotune_runner(pybind11::module_& m);
+// autotune_cost_model_py.cc: program features, the analytical prior and the cost model
+void bind_autotune_cost_model(pybind11::module_& m);
 
 }  // namespace kiln::python

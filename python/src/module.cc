@@ -58,5 +58,6 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_autotune(autotune);
   kiln::python::bind_autotune_space(autotune);
   kiln::python::bind_autotune_runner(autotune);
+  kiln::python::bind_autotune_cost_model(autotune);
   kiln::python::bind_target(m);
 }

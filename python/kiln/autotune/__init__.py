@@ -1,7 +1,10 @@
 """kiln's auto-tuner, with MetaSchedule's names: the tuning database (workloads and the measured
 records of their candidate schedules in one SQLite file, :class:`Database`), the design space
-(:class:`SpaceGenerator`), and the runner, which builds, checks and times candidates in a worker
-process that no candidate can take the run down with (:class:`LocalRunner`)."""
+(:class:`SpaceGenerator`), the runner, which builds, checks and times candidates in a worker
+process that no candidate can take the run down with (:class:`LocalRunner`), and the program
+features and cost model that rank candidates before they are measured (:class:`CostModel`)."""
+from .cost_model import (CostModel, PriorEstimate, UpdateResult, analytical_prior,
+                         estimate_prior, extract_features, feature_names, top_k_recall)
 from .database import (Database, DatabaseWarning, Measurement, MergeSummary, TargetKey,
                        TuningRecord, Workload, IR_FORMAT_VERSION, SCHEMA_VERSION, STATUSES,
                        WORKLOAD_KEY_VERSION)
@@ -11,4 +14,6 @@ from .space import Candidate, SpaceGenerator
 __all__ = ["Database", "DatabaseWarning", "Measurement", "MergeSummary", "TargetKey",
            "TuningRecord", "Workload", "IR_FORMAT_VERSION", "SCHEMA_VERSION", "STATUSES",
            "WORKLOAD_KEY_VERSION", "Candidate", "SpaceGenerator", "FAULTS", "LocalRunner",
-           "MeasureInput", "MeasureResult", "RunnerConfig", "cpu_model_name"]
+           "MeasureInput", "MeasureResult", "RunnerConfig", "cpu_model_name", "CostModel",
+           "PriorEstimate", "UpdateResult", "analytical_prior", "estimate_prior",
+           "extract_features", "feature_names", "top_k_recall"]

@@ -1,0 +1,278 @@
+// The walk of a lowered program that the features and the prior analyse: every loop with its
+// kind and extent, every store with the loops around it, its arithmetic and its accesses, and
+// every allocation with its scope and how often it runs.
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+
+#include "autotune/program_analysis.h"
+#include "kiln/ir/buffer.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "kiln/ir/structural.h"
+#include "kiln/support/error.h"
+
+namespace kiln::autotune::detail {
+
+using namespace ir;
+
+namespace {
+
+// The loads of a stored value, their index loads included (an indirect access reads memory too).
+class LoadCollector : public IRVisitor {
+ public:
+  std::vector<const BufferLoad*> loads;
+
+ protected:
+  using IRVisitor::visit;
+  void visit(const BufferLoad* op) override {
+    loads.push_back(op);
+    IRVisitor::visit(op);
+  }
+};
+
+double constant_elements(const Buffer& buffer) {
+  double elements = 1;
+  for (const Expr& extent : buffer.shape) {
+    const int64_t* c = as_const_int(extent);
+    if (c == nullptr) return 0;
+    elements *= static_cast<double>(std::max<int64_t>(*c, 0));
+  }
+  return elements;
+}
+
+class ProgramWalker : public IRVisitor {
+ public:
+  ProgramWalker(const MachineModel& machine, const char* api) : machine_(machine), api_(api) {}
+  Program program;
+
+ protected:
+  using IRVisitor::visit;
+
+  // Step 1. Loops: the stack of loops around the statement being walked. A loop of one
+  // iteration is no loop (the compiler removes it): its variable is a constant of the body.
+  void visit(const For* op) override {
+    Loop loop;
+    loop.var = op->loop_var.get();
+    loop.kind = op->kind;
+    const int64_t* extent = as_const_int(op->extent);
+    if (extent != nullptr && *extent == 1 && op->kind != ForKind::kParallel) {
+      visit_stmt(op->body);
+      return;
+    }
+    if (extent != nullptr) {
+      loop.extent = std::max<int64_t>(*extent, 0);
+    } else {
+      loop.symbolic = true;
+      ++program.symbolic_loops;
+    }
+    int id = static_cast<int>(program.loops.size());
+    program.loops.push_back(loop);
+    if (op->kind == ForKind::kParallel) {
+      program.parallel_loops.push_back(id);
+      program.parallel_launches.push_back(executions());
+    }
+    stack_.push_back(id);
+    visit_stmt(op->body);
+    stack_.pop_back();
+  }
+
+  // The then branch of `if k_0 * 4 + k_1 == c` over loop variables runs once per run of those
+  // loops (the init of a reduction that was not decomposed): its stores do not count them.
+  void visit(const IfThenElse* op) override {
+    visit_expr(op->condition);
+    std::vector<int> pinned = pinned_loops(op->condition);
+    std::vector<int> saved = stack_;
+    for (int id : pinned) stack_.erase(std::find(stack_.begin(), stack_.end(), id));
+    int saved_depth = branch_depth_;
+    branch_depth_ = static_cast<int>(saved.size());
+    visit_stmt(op->then_case);
+    stack_ = std::move(saved);
+    if (op->else_case.defined()) visit_stmt(op->else_case);
+    branch_depth_ = saved_depth;
+  }
+
+  void visit(const LetStmt* op) override {
+    lets_.emplace_back(op->var.get(), op->value);
+    visit_stmt(op->body);
+    lets_.pop_back();
+  }
+
+  // Step 2. Allocations: storage the function owns (stack or local scope).
+  void visit(const Allocate* op) override {
+    Allocation allocation;
+    const Buffer& buffer = *op->buffer;
+    allocation.bytes = constant_elements(buffer) * buffer.dtype.bytes();
+    allocation.scope = buffer.scope;
+    allocation.executions = executions();
+    allocation.under_parallel = under_parallel();
+    program.allocations.push_back(allocation);
+    local_.insert(buffer.data.get());
+    visit_stmt(op->body);
+  }
+
+  // Step 3. Stores: their loops, arithmetic and accesses.
+  void visit(const BufferStore* op) override {
+    Store store;
+    store.loops = stack_;
+    store.trips = executions();
+    store.dtype = op->value->dtype;
+    store.lanes = std::max(1, op->value->dtype.lanes());
+    store.arithmetic = count_arithmetic(op->value, machine_);
+    store.body = stack_.empty() ? -1 : stack_.back();
+    store.conditional = branch_depth_ >= static_cast<int>(stack_.size()) && !stack_.empty();
+    for (int level = 0; level < store.depth(); ++level) {
+      if (program.loops[stack_[level]].kind == ForKind::kParallel && store.parallel_level < 0) {
+        store.parallel_level = level;
+      }
+    }
+    Expr store_index = flat_index(*op->buffer, op->indices);
+    store.accesses.push_back(make_access(*op->buffer, store_index, store.lanes, true));
+    LoadCollector collector;
+    collector.visit_expr(op->value);
+    for (const BufferLoad* load : collector.loads) {
+      Expr index = flat_index(*load->buffer, load->indices);
+      Access access = make_access(*load->buffer, index, std::max(1, load->dtype.lanes()), false);
+      access.accumulator =
+          load->buffer->data.same_as(op->buffer->data) && structural_equal(index, store_index);
+      store.accumulates |= access.accumulator;
+      store.accesses.push_back(std::move(access));
+    }
+    program.stores.push_back(std::move(store));
+  }
+
+  void visit(const Block* op) override { refuse_block(op->name); }
+  void visit(const BlockRealize* op) override { refuse_block(op->block->name); }
+
+ private:
+  [[noreturn]] void refuse_block(const std::string& name) {
+    user_error(ErrorKind::kValue) << api_ << ": expected a lowered function (kiln.tir.lower), "
+                                  << "found block '" << name << "'";
+  }
+
+  // The loops of the stack that `condition` fixes to one iteration: `e == c` (or likely(…))
+  // where e is a sum of loop variables times positive constants.
+  std::vector<int> pinned_loops(const Expr& condition) const {
+    Expr cond = condition;
+    if (const auto* call = cond.as<Call>(); call != nullptr && call->op == Builtin::Likely) {
+      cond = call->args[0];
+    }
+    const auto* eq = cond.as<EQ>();
+    if (eq == nullptr || as_const_int(eq->b) == nullptr) return {};
+    std::vector<int> pinned;
+    if (!collect_pinned(eq->a, &pinned)) return {};
+    std::sort(pinned.begin(), pinned.end());
+    pinned.erase(std::unique(pinned.begin(), pinned.end()), pinned.end());
+    return pinned;
+  }
+
+  bool collect_pinned(const Expr& e, std::vector<int>* pinned) const {
+    if (const auto* var = e.as<Var>()) {
+      for (int id : stack_) {
+        if (program.loops[id].var == var) {
+          pinned->push_back(id);
+          return true;
+        }
+      }
+      return false;
+    }
+    if (const auto* add = e.as<Add>()) {
+      return collect_pinned(add->a, pinned) && collect_pinned(add->b, pinned);
+    }
+    if (const auto* mul = e.as<Mul>()) {
+      const int64_t* factor = as_const_int(mul->b);
+      return factor != nullptr && *factor > 0 && collect_pinned(mul->a, pinned);
+    }
+    return false;
+  }
+
+  // How often the statement being walked runs per call.
+  double executions() const {
+    double trips = 1;
+    for (int id : stack_) trips *= static_cast<double>(program.loops[id].extent);
+    return trips;
+  }
+
+  bool under_parallel() const {
+    return std::any_of(stack_.begin(), stack_.end(),
+                       [&](int id) { return program.loops[id].kind == ForKind::kParallel; });
+  }
+
+  // Lowered accesses are one-dimensional; an access of more dimensions is flattened here.
+  static Expr flat_index(const Buffer& buffer, const std::vector<Expr>& indices) {
+    if (indices.size() == 1) return indices[0];
+    if (indices.empty()) return int32_const(0);
+    return buffer_offset(buffer, indices);
+  }
+
+  Access make_access(const Buffer& buffer, const Expr& index, int lanes, bool is_store) {
+    Access access;
+    access.data = buffer.data.get();
+    access.buffer_name = buffer.name;
+    access.element_bytes = std::max(1, buffer.dtype.element_of().bytes());
+    access.lanes = lanes;
+    access.is_store = is_store;
+    access.is_local = buffer.scope != "global" || local_.count(buffer.data.get()) > 0;
+    access.buffer_elements = constant_elements(buffer);
+    std::vector<const Var*> loop_vars;
+    loop_vars.reserve(stack_.size());
+    for (int id : stack_) loop_vars.push_back(program.loops[id].var);
+    analyze_index(index, loop_vars, lets_, &access);
+    return access;
+  }
+
+  const MachineModel& machine_;
+  const char* api_;
+  std::vector<int> stack_;
+  int branch_depth_ = -1;  // loops around the innermost if being walked, -1: none
+  std::vector<std::pair<const Var*, Expr>> lets_;
+  std::unordered_set<const Var*> local_;
+};
+
+// LLVM's loop vectorizer runs at every opt level kiln uses: an innermost serial loop of scalar
+// stores whose elements follow the loop (unit stride) and whose loads are unit stride or
+// invariant becomes vector code of the target's lanes, as long as the trip count has that
+// many iterations. A float reduction along the loop is not vectorized (that would reassociate
+// the sum, which kiln does not allow); an integer one is. A store under an if inside the loop
+// (a reduction's init that was not decomposed) keeps the loop scalar.
+void auto_vectorize(Program* program, const MachineModel& machine) {
+  std::map<int, std::vector<Store*>> bodies;
+  for (Store& store : program->stores) {
+    if (store.body >= 0) bodies[store.body].push_back(&store);
+  }
+  for (auto& [body, stores] : bodies) {
+    const Loop& loop = program->loops[body];
+    if (loop.kind != ForKind::kSerial && loop.kind != ForKind::kUnrolled) continue;
+    bool legal = true;
+    int lanes = 0;
+    for (const Store* store : stores) {
+      const Access& target = store->accesses[0];
+      double stride = target.coefficients.back();
+      bool reduction = stride == 0 && !store->dtype.is_float();
+      legal = legal && store->lanes == 1 && !store->conditional && target.affine &&
+              (stride == 1 || reduction);
+      for (const Access& access : store->accesses) {
+        double c = access.coefficients.back();
+        legal = legal && access.affine && (c == 0 || c == 1);
+      }
+      int store_lanes = machine.lanes(store->dtype);
+      lanes = lanes == 0 ? store_lanes : std::min(lanes, store_lanes);
+    }
+    int factor = 1;
+    while (factor * 2 <= lanes && factor * 2 <= loop.extent) factor *= 2;
+    if (!legal || factor < 2) continue;
+    for (Store* store : stores) store->vector_factor = factor;
+  }
+}
+
+}  // namespace
+
+Program analyze_program(const PrimFunc& lowered, const MachineModel& machine, const char* api) {
+  ProgramWalker walker(machine, api);
+  walker.visit_stmt(lowered.body);
+  compute_footprints(&walker.program, machine);
+  auto_vectorize(&walker.program, machine);
+  return std::move(walker.program);
+}
+
+}  // namespace kiln::autotune::detail

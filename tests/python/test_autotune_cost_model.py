@@ -1,0 +1,236 @@
+"""Program features, the analytical prior and the cost model from Python: features of every
+workload and of random schedules, the direction of a few features, the prior's ranking, the
+learned model on synthetic data, save/load, and the errors of each entry point."""
+import math
+import random
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import autotune, te, tir
+
+from schedule_helpers import WORKLOADS, matmul
+from test_schedule_fuzz import Fuzzer
+
+TARGET = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell"  # AVX2, FMA, 16 vector registers
+
+
+def feature(values, name):
+    return float(values[autotune.feature_names().index(name)])
+
+
+def scheduled_matmul(n=128, tile=(4, 16), vectorize=True, parallel=True):
+    """A matmul tiled as i_0, j_0, k, i_1, j_1 with a local accumulator tile, lowered."""
+    sch = tir.Schedule(matmul(n, n, n))
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    i0, i1 = sch.split(i, [None, tile[0]])
+    j0, j1 = sch.split(j, [None, tile[1]])
+    sch.reorder(i0, j0, k, i1, j1)
+    copy = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(copy, j0)
+    sch.decompose_reduction(block, k)
+    sch.unroll(i1)
+    if vectorize:
+        sch.vectorize(j1)
+    if parallel:
+        sch.parallel(i0)
+    return tir.lower(sch.mod["main"])
+
+
+# --- Features ---------------------------------------------------------------------------------
+
+def test_feature_vector_has_the_documented_length_and_names():
+    names = autotune.feature_names()
+    values = autotune.extract_features(tir.lower(matmul()), TARGET)
+    assert isinstance(values, np.ndarray) and values.dtype == np.float32
+    assert values.shape == (len(names),)
+    assert len(set(names)) == len(names)
+    prefixes = {name.split(".")[0] for name in names}
+    assert {"program", "target", "arith", "vector", "loop", "tile", "memory", "access0",
+            "alloc", "prior"} <= prefixes
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_every_workload_has_finite_features(name):
+    lowered = tir.lower(WORKLOADS[name]())
+    values = autotune.extract_features(lowered, TARGET)
+    assert np.all(np.isfinite(values))
+    prior = autotune.analytical_prior(lowered, TARGET)
+    assert math.isfinite(prior) and prior >= 0
+
+
+def test_random_schedules_have_finite_features():
+    rng = random.Random(20240611)
+    fuzzer = Fuzzer(rng)
+    count = 0
+    for _ in range(60):
+        name = rng.choice(sorted(WORKLOADS))
+        sch = tir.Schedule(WORKLOADS[name](), seed=rng.randrange(1 << 30))
+        for _ in range(rng.randint(1, 6)):
+            _, apply = fuzzer.step(sch)
+            if apply is None:
+                continue
+            try:
+                apply()
+            except tir.ScheduleError:
+                pass
+        lowered = tir.lower(sch.mod["main"])
+        values = autotune.extract_features(lowered, TARGET, num_cores=4)
+        assert np.all(np.isfinite(values)), name
+        estimate = autotune.estimate_prior(lowered, TARGET, num_cores=4)
+        assert math.isfinite(estimate.throughput) and estimate.cycles > 0, name
+        count += 1
+    assert count == 60
+
+
+def test_vectorizing_and_parallelizing_move_their_features():
+    plain = autotune.extract_features(scheduled_matmul(vectorize=False, parallel=False), TARGET)
+    tuned = autotune.extract_features(scheduled_matmul(), TARGET, num_cores=2)
+    assert feature(plain, "program.vector_share") == 0
+    assert feature(tuned, "program.vector_share") == 1
+    assert feature(plain, "program.parallel_share") == 0
+    assert feature(tuned, "program.parallel_share") == 1
+    assert feature(tuned, "dominant.parallel_extent_per_core") == 16  # 32 rows of 4 on 2 cores
+
+
+def test_a_target_object_and_its_string_agree():
+    lowered = scheduled_matmul()
+    from_string = autotune.extract_features(lowered, TARGET)
+    from_object = autotune.extract_features(lowered, kiln.target.Target(TARGET))
+    np.testing.assert_array_equal(from_string, from_object)
+
+
+def test_features_are_deterministic():
+    lowered = scheduled_matmul()
+    np.testing.assert_array_equal(autotune.extract_features(lowered, TARGET),
+                                  autotune.extract_features(lowered, TARGET))
+
+
+def test_extract_features_errors():
+    with pytest.raises(kiln.KilnValueError, match="expected a lowered function "
+                                                  r"\(kiln.tir.lower\), found block 'root'"):
+        autotune.extract_features(matmul(), TARGET)
+    with pytest.raises(kiln.KilnTypeError, match="kiln.autotune.extract_features: lowered must "
+                                                 "be a lowered PrimFunc"):
+        autotune.extract_features(tir.Schedule(matmul()), TARGET)
+    with pytest.raises(kiln.KilnTypeError, match="target must be a target string"):
+        autotune.extract_features(tir.lower(matmul()), 3)
+    with pytest.raises(kiln.KilnValueError, match="unknown target kind"):
+        autotune.extract_features(tir.lower(matmul()), "cuda")
+    with pytest.raises(kiln.KilnValueError, match="num_cores"):
+        autotune.extract_features(tir.lower(matmul()), TARGET, num_cores=0)
+
+
+# --- The prior --------------------------------------------------------------------------------
+
+def test_prior_ranks_a_tuned_matmul_above_the_naive_one():
+    naive = autotune.estimate_prior(tir.lower(matmul(128, 128, 128)), TARGET, num_cores=2)
+    tuned = autotune.estimate_prior(scheduled_matmul(), TARGET, num_cores=2)
+    assert isinstance(tuned, autotune.PriorEstimate)
+    assert tuned.throughput > 4 * naive.throughput
+    assert tuned.operations == naive.operations == 2 * 128 ** 3
+    assert tuned.accumulator_registers == 8 and tuned.spilled_registers == 0
+    assert autotune.analytical_prior(scheduled_matmul(), TARGET, num_cores=2) == tuned.throughput
+
+
+def test_prior_penalizes_a_spilling_register_tile():
+    fits = autotune.estimate_prior(scheduled_matmul(tile=(4, 16)), TARGET, num_cores=2)
+    spills = autotune.estimate_prior(scheduled_matmul(tile=(8, 64)), TARGET, num_cores=2)
+    assert spills.spilled_registers > 0
+    assert spills.throughput < fits.throughput
+
+
+# --- The learned model ------------------------------------------------------------------------
+
+def synthetic(count, seed, scale=1.0):
+    """Rows whose time falls with feature 0 and rises with feature 1 (2-9 are noise)."""
+    rng = np.random.RandomState(seed)
+    rows = np.zeros((count, len(autotune.feature_names())), np.float32)
+    rows[:, :10] = rng.rand(count, 10)
+    return rows, scale * np.exp(2 * rows[:, 1] - 3 * rows[:, 0]) * 1e-3
+
+
+def test_cost_model_learns_a_synthetic_ranking():
+    model = autotune.CostModel()
+    assert not model.trained and model.num_rows == 0
+    rows, seconds = synthetic(600, 1)
+    result = model.update(rows, seconds, group=0)
+    assert isinstance(result, autotune.UpdateResult)
+    assert result.trained and result.rows == 600 and math.isnan(result.holdout_recall)
+    test_rows, test_seconds = synthetic(100, 2)
+    scores = model.predict_model(test_rows)
+    assert scores.shape == (100,)
+    assert autotune.top_k_recall(scores, test_seconds, 10) >= 0.6
+    more_rows, more_seconds = synthetic(64, 3)
+    assert model.update(more_rows, more_seconds, group=0).holdout_recall >= 0.5
+    assert model.num_group_rows(0) == 664
+
+
+def test_predict_blends_with_the_prior():
+    model = autotune.CostModel(half_weight_rows=64.0)
+    rows, seconds = synthetic(6, 4)
+    priors = [3.0, 1.0, 2.0, 6.0, 5.0, 4.0]
+    np.testing.assert_array_equal(model.predict(rows, priors), [0.4, 0.0, 0.2, 1.0, 0.8, 0.6])
+    np.testing.assert_array_equal(model.predict(rows), [0.5] * 6)
+    assert model.predict_model(rows) is None
+    model.update(rows, seconds, group=1)
+    assert model.xgboost_weight(1) == 0  # fewer rows than min_group_rows
+    more, more_seconds = synthetic(58, 5)
+    model.update(more, more_seconds, group=1)
+    assert model.xgboost_weight(1) == 0.5 and model.xgboost_weight(2) == 0
+    blended = model.predict(rows, priors, group=1)
+    assert blended.shape == (6,) and np.all((blended >= 0) & (blended <= 1))
+
+
+def test_save_and_load_round_trip(tmp_path):
+    model = autotune.CostModel(num_rounds=20, half_weight_rows=16.0)
+    rows, seconds = synthetic(80, 6)
+    seconds[3] = float("inf")  # a failed candidate
+    model.update(rows, seconds, group=2)
+    model.save(tmp_path / "model")
+    loaded = autotune.CostModel().load(tmp_path / "model")
+    assert loaded.num_rows == 80 and loaded.options["num_rounds"] == 20
+    test_rows, _ = synthetic(30, 7)
+    np.testing.assert_array_equal(loaded.predict_model(test_rows), model.predict_model(test_rows))
+    priors = np.arange(30.0)
+    np.testing.assert_array_equal(loaded.predict(test_rows, priors, group=2),
+                                  model.predict(test_rows, priors, group=2))
+    with pytest.raises(kiln.KilnValueError, match="no saved cost model there"):
+        autotune.CostModel().load(tmp_path / "missing")
+
+
+def test_cost_model_errors():
+    model = autotune.CostModel()
+    rows, seconds = synthetic(4, 8)
+    with pytest.raises(kiln.KilnValueError, match="expected at least one measured row"):
+        model.update(np.zeros((0, rows.shape[1]), np.float32), [], group=0)
+    with pytest.raises(kiln.KilnValueError, match="found 4 rows and 3 times"):
+        model.update(rows, seconds[:3], group=0)
+    with pytest.raises(kiln.KilnValueError, match="time 1 must be positive seconds"):
+        model.update(rows, [1e-3, float("nan"), 1e-3, 1e-3], group=0)
+    with pytest.raises(kiln.KilnValueError, match="row 0 must have"):
+        model.update(rows[:, :5], seconds, group=0)
+    with pytest.raises(kiln.KilnTypeError, match="features must be a 2-D array"):
+        model.update("rows", seconds, group=0)
+    with pytest.raises(kiln.KilnTypeError, match="group must be an int"):
+        model.update(rows, seconds, group="a")
+    with pytest.raises(kiln.KilnValueError, match="one prior per row"):
+        model.predict(rows, [1.0])
+    assert model.num_rows == 0
+    with pytest.raises(kiln.KilnTypeError, match="unknown option 'depth'"):
+        autotune.CostModel(depth=3)
+    with pytest.raises(kiln.KilnValueError, match="objective must be 'rank:pairwise' or"):
+        autotune.CostModel(objective="reg:squarederror")
+
+
+def test_top_k_recall():
+    assert autotune.top_k_recall([0.9, 0.1, 0.5], [1e-3, 5e-3, 2e-3], 2) == 1.0
+    assert autotune.CostModel.top_k_recall(np.array([1.0, 2.0]), np.array([1.0, 2.0]), 1) == 0.0
+    with pytest.raises(kiln.KilnValueError, match=r"k must be in \[1, "):
+        autotune.top_k_recall([1.0], [1.0], 0)
+    with pytest.raises(kiln.KilnValueError, match="found 2 scores and 1 times"):
+        autotune.top_k_recall([1.0, 2.0], [1.0], 1)
+    with pytest.raises(kiln.KilnTypeError, match="scores must be a list or array of numbers"):
+        autotune.top_k_recall("ab", [1.0], 1)
