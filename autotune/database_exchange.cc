@@ -198,9 +198,11 @@ MergeSummary Database::merge(const std::string& path, const WorkloadEqual& equal
       continue;
     }
     record.workload_id = workload->second;
-    if (impl.queries->select_is_measured(record.workload_id, detail::target_columns(record.target),
-                                         record.ir_format_version,
-                                         detail::hash_text(record.candidate_hash))) {
+    // A candidate measured again (the search's final rounds) is another record: the
+    // duplicates are the same measurement, by candidate and time.
+    if (impl.queries->select_same_measurement(
+            record.workload_id, detail::target_columns(record.target), record.ir_format_version,
+            detail::hash_text(record.candidate_hash), record.created)) {
       ++summary.duplicates;
       continue;
     }

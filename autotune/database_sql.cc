@@ -185,6 +185,7 @@ enum Slot {
   kSelectRecords,
   kSelectBest,
   kSelectIsMeasured,
+  kSelectSameMeasurement,
   kSelectMeasuredHashes,
   kCountRecords,
   kCountAllRecords,
@@ -390,6 +391,22 @@ bool Queries::select_is_measured(int64_t workload_id, const TargetColumns& targe
   statement.bind(5, candidate_hash);
   statement.bind(6, ir_format_version);
   return statement.step("looking up a candidate in");
+}
+
+bool Queries::select_same_measurement(int64_t workload_id, const TargetColumns& target,
+                                      int64_t ir_format_version, const std::string& candidate_hash,
+                                      const std::string& created) {
+  sqlite::Statement& statement =
+      prepared(kSelectSameMeasurement,
+               "SELECT 1 FROM records WHERE workload_id = ?1 AND" KILN_SAME_TARGET
+               "AND candidate_hash = ?5 AND ir_format_version = ?6 AND created = ?7 LIMIT 1");
+  sqlite::Statement::Use use(statement);
+  statement.bind(1, workload_id);
+  bind_target(statement, target);
+  statement.bind(5, candidate_hash);
+  statement.bind(6, ir_format_version);
+  statement.bind(7, created);
+  return statement.step("looking up a measurement in");
 }
 
 std::vector<std::optional<std::string>> Queries::select_measured_hashes(int64_t workload_id,

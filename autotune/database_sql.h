@@ -105,6 +105,10 @@ class Queries {
                    const RecordVisitor& visit);
   bool select_is_measured(int64_t workload_id, const TargetColumns& target,
                           int64_t ir_format_version, const std::string& candidate_hash);
+  // Whether the record of this candidate measured at `created` is here (merge's duplicates).
+  bool select_same_measurement(int64_t workload_id, const TargetColumns& target,
+                               int64_t ir_format_version, const std::string& candidate_hash,
+                               const std::string& created);
   // Distinct candidate hash column values (empty for a value of the wrong storage type).
   std::vector<std::optional<std::string>> select_measured_hashes(int64_t workload_id,
                                                                  const TargetColumns& target,

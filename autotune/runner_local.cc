@@ -43,6 +43,12 @@ void check_config(const RunnerConfig& c) {
       << api << "rtol must be a finite number >= 0, found " << c.rtol;
   user_check(std::isfinite(c.atol) && c.atol >= 0)
       << api << "atol must be a finite number >= 0, found " << c.atol;
+  for (const auto& [index, fault] : c.fault_plan) {
+    const std::vector<std::string>& faults = measure_faults();
+    user_check(index >= 0 && std::find(faults.begin(), faults.end(), fault) != faults.end())
+        << api << "fault_plan maps candidate indices >= 0 to one of 'crash', 'abort', 'hang', "
+        << "'wrong_result' (a test hook), found " << index << ": '" << fault << "'";
+  }
   user_check(c.num_threads >= 0) << api
                                  << "num_threads must be >= 0 (0: the runtime's default), found "
                                  << c.num_threads;
@@ -91,7 +97,10 @@ class LocalRunner final : public Runner {
     int repeats = repeat == 0 ? config_.repeat : repeat;
     // Step 2. One candidate after another; an interruption returns what was measured.
     std::vector<MeasureResult> results;
-    for (const MeasureInput& input : batch) {
+    for (const MeasureInput& given : batch) {
+      MeasureInput input = given;
+      auto planned = config_.fault_plan.find(measured_++);
+      if (input.fault.empty() && planned != config_.fault_plan.end()) input.fault = planned->second;
       std::optional<MeasureResult> result = measure("Runner.run", input, -1, repeats);
       if (!result) break;
       results.push_back(std::move(*result));
@@ -337,6 +346,7 @@ class LocalRunner final : public Runner {
   bool worker_has_task_ = false;
   std::set<int> loaded_;  // the candidates the worker keeps (run_interleaved)
   std::deque<Reference> references_;
+  int64_t measured_ = 0;  // candidates run() measured, for RunnerConfig::fault_plan
 };
 
 }  // namespace

@@ -3,12 +3,13 @@ target and returns the kiln.runtime.Module that runs it."""
 import warnings
 
 from ._kiln import driver as _driver
-from .error import KilnTypeError, VectorizeFallbackWarning
+from .error import (KilnTypeError, KilnValueError, TuningRecordMissingWarning,
+                    VectorizeFallbackWarning)
 from .runtime import Module
 from .target import Target
 
 
-def build(func_or_mod, target="llvm", name=None, dump_ir=None):
+def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None):
     """Compiles a PrimFunc, an IRModule or a tir.Schedule (its module) for ``target``.
 
     The function is lowered (kiln.tir.lower), compiled with LLVM and loaded in this process.
@@ -23,6 +24,10 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None):
         dump_ir (str or os.PathLike, optional): a directory that receives the IR after each
             lowering pass (the environment variable KILN_DUMP_IR does the same); with several
             functions, one subdirectory per function.
+        database (kiln.autotune.Database or path, optional): a tuning database; each function
+            is built with the best schedule the database holds for it on this target and this
+            CPU model (kiln.autotune.compile_tir). A function without a record is built as
+            given, with a TuningRecordMissingWarning.
 
     Returns:
         kiln.runtime.Module: ``rt["main"](a, b, c)`` or ``rt(a, b, c)``. When the target
@@ -33,17 +38,21 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None):
         kiln.error.VectorizeFallbackWarning: once for each vectorized loop that lowering had to
             leave serial (e.g. a tail whose bound check varies across lanes), naming the
             function, the loop and the reason; ``rt.warnings`` lists them.
+        kiln.error.TuningRecordMissingWarning: a database without a record of a function on
+            the target (once per function and target in a process).
 
     Raises:
         KilnTypeError: func_or_mod is not a PrimFunc, an IRModule or a Schedule, or target is
             not a str or a Target.
         KilnValueError: an unknown target kind or option, a module without functions, name
-            given with an IRModule, or a function that cannot be lowered or compiled (e.g. a
-            loop bound to a GPU thread).
+            given with an IRModule, a function that cannot be lowered or compiled (e.g. a
+            loop bound to a GPU thread), a database given with a tir.Schedule (give the
+            unscheduled function), or a stored schedule that does not replay.
 
     Example:
         rt = kiln.build(sch, target="llvm")
         rt(a, b, c)
+        rt = kiln.build(func, target="llvm", database="tune_gemm/tuning.db")  # tuned
     """
     if target is None:
         target = "llvm"
@@ -53,7 +62,44 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None):
         raise KilnTypeError(f"kiln.build: the target must be a string such as \"llvm\" or a "
                             f"kiln.target.Target, found an object of type "
                             f"{type(target).__name__}")
+    if database is not None:
+        func_or_mod = _apply_database(func_or_mod, target, database)
     module = Module(_driver.build(func_or_mod, target, name, dump_ir))
     for message in module.warnings:
         warnings.warn(message, VectorizeFallbackWarning, stacklevel=2)
     return module
+
+
+# (structural hash, target) of the functions already warned about, so that a loop of builds
+# warns once.
+_warned_missing = set()
+
+
+def _apply_database(func_or_mod, target, database):
+    """func_or_mod with each function replaced by its best stored schedule."""
+    from . import autotune, ir, tir
+    if isinstance(func_or_mod, tir.Schedule):
+        raise KilnValueError("kiln.build: a database applies to unscheduled functions; give the "
+                             "PrimFunc or IRModule that was tuned, not a tir.Schedule")
+    if isinstance(func_or_mod, tir.PrimFunc):
+        functions, single = {"main": func_or_mod}, True
+    elif isinstance(func_or_mod, ir.IRModule):
+        functions, single = dict(func_or_mod.functions), False
+    else:
+        return func_or_mod  # _driver.build names the wrong type
+    db = database if isinstance(database, autotune.Database) else autotune.Database(database)
+    tuned = {}
+    for fname, func in functions.items():
+        sch = autotune.compile_tir(db, func, target)
+        if sch is None:
+            key = (ir.structural_hash(func), target)
+            if key not in _warned_missing:
+                _warned_missing.add(key)
+                warnings.warn(f"kiln.build: the database {db.path} holds no record of function "
+                              f"'{fname}' on target '{target}' and CPU model "
+                              f"'{autotune.cpu_model_name()}'; it is built as given",
+                              TuningRecordMissingWarning, stacklevel=3)
+            tuned[fname] = func
+        else:
+            tuned[fname] = next(iter(sch.mod.functions.values()))
+    return tuned["main"] if single else ir.IRModule(tuned)

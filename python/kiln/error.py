@@ -38,3 +38,8 @@ class KilnWarning(UserWarning):
 class VectorizeFallbackWarning(KilnWarning):
     """A loop the schedule vectorized runs serially; the message names the function, the loop
     and the reason (kiln.build issues one per loop; Module.warnings lists them)."""
+
+
+class TuningRecordMissingWarning(KilnWarning):
+    """kiln.build was given a tuning database that holds no record of a function on this target
+    and this CPU model; the function is built as it was given (once per function and target)."""

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "autotune_runner_py.h"
 #include "bindings.h"
 #include "convert.h"
 #include "kiln/autotune/runner.h"
@@ -42,6 +43,14 @@ autotune::RunnerConfig to_config(py::handle obj) {
   c.seed = static_cast<uint64_t>(to_int(obj.attr("seed"), api, "seed", 0, INT64_MAX));
   std::optional<std::string> worker = to_optional_path(obj.attr("worker"), api, "worker");
   c.worker = worker.value_or("");
+  py::handle plan = obj.attr("fault_plan");
+  if (!plan.is_none()) {
+    if (!py::isinstance<py::dict>(plan)) raise_type_error(api, "fault_plan", "a dict", plan);
+    for (auto [index, fault] : py::reinterpret_borrow<py::dict>(plan)) {
+      c.fault_plan[to_int(index, api, "fault_plan's index", 0, INT64_MAX)] =
+          to_str(fault, api, "fault_plan's fault");
+    }
+  }
   return c;
 }
 
@@ -86,38 +95,6 @@ py::list list_of(const std::vector<autotune::MeasureResult>& results) {
   return list;
 }
 
-// Runs `body` without the GIL. While the runner waits, Python's signal handlers run every
-// 100 ms; when one raises (KeyboardInterrupt on Ctrl-C), the runner stops its batch and the
-// exception is returned (None otherwise). An error `body` throws after such an interruption
-// gives way to the handler's exception, which is raised.
-template <class Body>
-py::object run_interruptible(Runner& runner, Body body) {
-  py::object pending = py::none();  // touched with the GIL held only
-  runner.set_interrupt_check([&pending] {
-    py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() == 0) return false;
-    py::error_already_set raised;
-    pending = raised.value();
-    return true;
-  });
-  std::exception_ptr failure;
-  {
-    py::gil_scoped_release release;
-    try {
-      body();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
-  runner.set_interrupt_check(nullptr);
-  if (failure && !pending.is_none()) {
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(pending.ptr())), pending.ptr());
-    throw py::error_already_set();
-  }
-  if (failure) std::rethrow_exception(failure);
-  return pending;
-}
-
 // What Python holds: the runner, until close().
 struct RunnerHandle {
   std::unique_ptr<Runner> runner;
@@ -129,6 +106,11 @@ Runner& live(RunnerHandle& handle, const char* api) {
 }
 
 }  // namespace
+
+autotune::Runner& runner_of(py::handle core, const char* api) {
+  if (!py::isinstance<RunnerHandle>(core)) raise_type_error(api, "runner", "a LocalRunner", core);
+  return live(core.cast<RunnerHandle&>(), api);
+}
 
 void bind_autotune_runner(py::module_& m) {
   py::class_<RunnerHandle>(m, "LocalRunnerCore", "A local runner (see kiln.autotune.LocalRunner).")

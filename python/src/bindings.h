@@ -21,5 +21,7 @@ void bind_target(pybind11::module_& parent);     // target_py.cc: kiln._kiln.tar
 void bind_autotune_runner(pybind11::module_& m);
 // autotune_cost_model_py.cc: program features, the analytical prior and the cost model
 void bind_autotune_cost_model(pybind11::module_& m);
+// autotune_search_py.cc: the search and the task scheduler (kiln.autotune.tune_tasks' core)
+void bind_autotune_search(pybind11::module_& m);
 
 }  // namespace kiln::python

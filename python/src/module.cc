@@ -59,5 +59,6 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_autotune_space(autotune);
   kiln::python::bind_autotune_runner(autotune);
   kiln::python::bind_autotune_cost_model(autotune);
+  kiln::python::bind_autotune_search(autotune);
   kiln::python::bind_target(m);
 }

@@ -123,7 +123,7 @@ struct OpenOptions {
 struct MergeSummary {
   int64_t workloads_added = 0;
   int64_t records_added = 0;
-  int64_t duplicates = 0;    // records already present (same workload, target key, candidate)
+  int64_t duplicates = 0;    // records already present (same workload, target, candidate, time)
   int64_t incompatible = 0;  // records of another key or IR format version (with a warning)
   int64_t unreadable = 0;    // rows or lines that could not be read (with a warning)
 };

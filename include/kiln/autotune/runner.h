@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -94,6 +95,10 @@ struct RunnerConfig {
   // The worker executable; empty: $KILN_TUNE_WORKER, else kiln_tune_worker in the directory
   // of the binary that holds kiln's code (the Python extension's directory, python/kiln/).
   std::string worker;
+  // A test hook, empty for real tuning: the n-th candidate that run() measures (counting from 0
+  // over the runner's life) gets fault_plan[n] (see MeasureInput::fault) when its own fault is
+  // empty, so that tests can make candidates of a search crash, hang or compute wrong results.
+  std::map<int64_t, std::string> fault_plan;
 };
 
 // One candidate to measure.

@@ -157,7 +157,8 @@ class MergeSummary:
     Attributes:
         workloads_added: workloads that were new here.
         records_added: records that were new here.
-        duplicates: records already present (same workload, target key and candidate hash).
+        duplicates: records already present (same workload, target key, candidate hash and
+            measurement time).
         incompatible: records of another workload key or IR format version, not merged.
         unreadable: rows or lines that could not be read (each with a warning).
     """
@@ -406,7 +407,7 @@ class Database:
     def merge(self, path, equal=None):
         """Adds the workloads and records of another tuning database file or JSON-lines export
         at ``path``, in one transaction, skipping records already present (same workload, target
-        key and candidate hash) and records of other versions; returns a :class:`MergeSummary`.
+        key, candidate hash and measurement time) and records of other versions; returns a :class:`MergeSummary`.
         Workloads match by key version, hash and ``equal(stored_json, func_json)`` (text equality
         by default). The source file is never changed.
 

@@ -62,6 +62,10 @@ class RunnerConfig:
         seed: of the random arguments.
         worker: path of the worker executable; empty uses ``KILN_TUNE_WORKER``, else the
             ``kiln_tune_worker`` next to kiln's extension module.
+        fault_plan: a test hook, None for real tuning: ``{n: fault}`` gives the n-th candidate
+            that :meth:`LocalRunner.run` measures (from 0, over the runner's life) that fault
+            (see :class:`MeasureInput`), so that a search's candidates can crash, hang or
+            compute wrong results on purpose.
     """
 
     warmup: int = 1
@@ -77,6 +81,7 @@ class RunnerConfig:
     num_threads: int = 0
     seed: int = 0
     worker: str = ""
+    fault_plan: dict = None
 
 
 RunnerConfig.__init__.__doc__ = ("Creates a RunnerConfig from its fields, in the order and with "

@@ -1,8 +1,10 @@
 // Tests of export_jsonl and merge: a round trip keeps every field, duplicates are skipped, and
 // records of other versions, unreadable lines and files of other kinds are reported.
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "database_test_util.h"
 
@@ -100,6 +102,21 @@ TEST_F(DatabaseTest, MergeSkipsRecordsAlreadyPresent) {
   EXPECT_EQ(again.records_added, 0);
   EXPECT_EQ(again.duplicates, 3);
   EXPECT_EQ(target->size(), 3);
+}
+
+TEST_F(DatabaseTest, MergeKeepsEveryMeasurementOfACandidate) {
+  // The search measures its best candidates again at the end: each measurement is a record,
+  // and merge keeps them all (the best pools their samples).
+  auto source = Database::open(path("a.db"));
+  int64_t gemm = add_workload(*source, 1, R"({"func": "gemm"})").id;
+  source->commit_records({measurement(gemm, 10, {1e-3})});
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  source->commit_records({measurement(gemm, 10, {2e-3, 3e-3})});
+  auto target = Database::open(path("b.db"));
+  MergeSummary summary = target->merge(path("a.db"));
+  EXPECT_EQ(summary.records_added, 2);
+  EXPECT_EQ(contents(*target), contents(*source));
+  EXPECT_EQ(target->merge(path("a.db")).duplicates, 2);
 }
 
 TEST_F(DatabaseTest, MergeMatchesWorkloadsWithTheGivenEquality) {

@@ -1,0 +1,617 @@
+// The search loop, in the order a round runs: generate -> evolve -> pick -> measure -> commit ->
+// retrain; then, at the end of a task, local search and successive halving; and the task
+// scheduler over several tasks. See kiln/autotune/search.h.
+#include "kiln/autotune/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <ostream>
+#include <random>
+#include <set>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+#include "autotune/search_scoring.h"
+#include "kiln/autotune/runner.h"
+#include "kiln/ir/serialize.h"
+#include "kiln/ir/structural.h"
+#include "kiln/runtime/c_runtime_api.h"
+#include "kiln/support/error.h"
+
+namespace kiln::autotune {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kKilnVersion = "0.2.0";
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// A candidate of the population with what the cost model thinks of it.
+struct Member {
+  Candidate candidate;
+  Scored scored;
+  int generation = 0;
+};
+
+// The tuning state of one task across rounds.
+class TaskSearch {
+ public:
+  TaskSearch(const TuneTask& task, int group, Database& db, Runner& runner, CostModel& model,
+             const SearchConfig& config, std::ostream* log)
+      : task_(task),
+        group_(group),
+        db_(db),
+        runner_(runner),
+        model_(model),
+        config_(config),
+        log_(log),
+        space_(task, config.space),
+        scorer_(task.target, config.space.num_threads > 0 ? config.space.num_threads
+                                                           : KilnGetNumThreads()),
+        rng_(config.seed + 7919 * static_cast<uint64_t>(group)) {
+    start_ = Clock::now();
+    runner_.set_task(task_);
+    target_ = runner_.target_key();
+    workload_ = commit_task_workload(db_, task_);
+    for (uint64_t hash : db_.measured_hashes(workload_.id, target_)) measured_.insert(hash);
+    // Trials are distinct candidates: the final re-measurements add records, not trials.
+    trials_before_ = static_cast<int64_t>(measured_.size());
+    load_best_from_database();
+  }
+
+  const TuneTask& task() const { return task_; }
+  int64_t trials() const { return trials_before_ + trials_this_run_; }
+  int64_t remaining() const { return std::max<int64_t>(0, config_.max_trials_per_task - trials()); }
+  bool exhausted() const { return exhausted_; }
+  double best_seconds() const { return best_seconds_; }
+  const std::vector<std::pair<int64_t, double>>& history() const { return history_; }
+
+  // One round: at most `budget` trials. Returns the trials spent.
+  int64_t round(int64_t budget) {
+    Clock::time_point start = Clock::now();
+    // Step 1. Generate: random samples (and the database's best on the first round).
+    generate();
+    double generate_s = seconds_since(start);
+    // Step 2. Evolve: children of the best-scored candidates.
+    evolve();
+    double evolve_s = seconds_since(start) - generate_s;
+    // Step 3. Pick: the best-scored candidates never measured, and a few at random.
+    std::vector<Member> batch = pick(static_cast<size_t>(budget));
+    if (batch.empty()) {
+      exhausted_ = population_.empty() || ++empty_rounds_ >= 3;
+      return 0;
+    }
+    empty_rounds_ = 0;
+    // Step 4. Measure.
+    Clock::time_point measure_start = Clock::now();
+    std::vector<MeasureInput> inputs;
+    for (const Member& m : batch) inputs.push_back(MeasureInput{m.candidate.mod, ""});
+    std::vector<MeasureResult> results = runner_.run(inputs, config_.screen_repeat);
+    double measure_s = seconds_since(measure_start);
+    // Step 5. Commit the batch in one transaction.
+    commit(batch, results, "screen");
+    // Step 6. Retrain, after measuring how well the model ranked the batch.
+    Clock::time_point train_start = Clock::now();
+    recall_ = learn(batch, results);
+    double train_s = seconds_since(train_start);
+    trials_this_run_ += static_cast<int64_t>(std::min(batch.size(), results.size()));
+    history_.emplace_back(trials(), best_seconds_);
+    if (log_ != nullptr) {
+      *log_ << "[" << task_.name << "] trials " << trials() << "/" << config_.max_trials_per_task
+            << "  best " << gflops(best_seconds_) << " GFLOP/s  batch best " << gflops(batch_best_)
+            << " GFLOP/s  recall@" << recall_k(batch.size()) << " "
+            << (recall_ < 0 ? std::string("-") : std::to_string(recall_)) << "  population "
+            << population_.size() << "  time generate " << generate_s << " s, evolve " << evolve_s
+            << " s, measure " << measure_s << " s, train " << train_s << " s\n";
+    }
+    interrupted_ = results.size() < batch.size();
+    return static_cast<int64_t>(std::min(batch.size(), results.size()));
+  }
+
+  bool interrupted() const { return interrupted_; }
+
+  // The end of a task: neighbours of the best, then the top candidates measured again with
+  // interleaved rounds; the best is what those rounds say.
+  void finish() {
+    if (best_.candidate.mod.defined() && config_.local_search_trials > 0 && remaining() > 0) {
+      local_search(std::min<int64_t>(remaining(), config_.local_search_trials));
+    }
+    if (config_.final_top_k > 1 && config_.final_rounds > 0) successive_halving();
+  }
+
+  TaskResult result() const {
+    TaskResult r;
+    r.task = task_.name;
+    r.workload_hash = task_.workload_hash;
+    r.trials = trials();
+    r.trials_this_run = trials_this_run_;
+    r.best_seconds = best_seconds_;
+    r.best_gflops = gflops(best_seconds_);
+    r.best_trace_json = best_trace_json_;
+    r.best_so_far = history_;
+    r.rejections = space_.rejections();
+    r.failures = failures_;
+    r.seconds_to_90_percent = seconds_to_90_;
+    return r;
+  }
+
+  Progress progress() const {
+    Progress p;
+    p.task = task_.name;
+    p.trials = trials();
+    p.max_trials = config_.max_trials_per_task;
+    p.best_seconds = best_seconds_;
+    p.best_gflops = gflops(best_seconds_);
+    p.elapsed_s = seconds_since(start_);
+    p.recall = recall_;
+    return p;
+  }
+
+ private:
+  double gflops(double seconds) const {
+    return seconds > 0 && task_.flops > 0 ? task_.flops / seconds / 1e9 : 0.0;
+  }
+  static int recall_k(size_t batch) { return static_cast<int>(std::max<size_t>(1, batch / 4)); }
+
+  void score(std::vector<Member>* members) const {
+    std::vector<Scored*> items;
+    for (Member& m : *members) items.push_back(&m.scored);
+    scorer_.score(model_, group_, items);
+  }
+
+  // Adds a candidate to the population unless it is there already.
+  void add(Candidate candidate, int generation) {
+    if (!seen_.insert(candidate.hash).second) return;
+    Member m;
+    m.scored = scorer_.analyze(candidate.mod);
+    if (!m.scored.valid) {
+      ++rejected_lowering_;
+      return;
+    }
+    m.candidate = std::move(candidate);
+    m.generation = generation;
+    fresh_.push_back(std::move(m));
+  }
+
+  void generate() {
+    int sketches = static_cast<int>(space_.sketches().size());
+    int target = config_.random_per_round;
+    for (int attempt = 0; attempt < target * 4 && target > 0; ++attempt) {
+      std::optional<Candidate> c = space_.sample(static_cast<int>(rng_() % sketches), rng_());
+      if (!c) continue;
+      add(std::move(*c), generation_);
+      --target;
+    }
+    for (Candidate& c : seeds_) add(std::move(c), generation_);
+    seeds_.clear();
+  }
+
+  // Scores the fresh members and merges them into the population, keeping the best.
+  void merge_fresh() {
+    if (fresh_.empty()) return;
+    score(&fresh_);
+    for (Member& m : fresh_) population_.push_back(std::move(m));
+    fresh_.clear();
+    std::sort(population_.begin(), population_.end(),
+              [](const Member& a, const Member& b) { return a.scored.score > b.scored.score; });
+    // Keep what is still worth measuring, plus the measured best as a parent.
+    std::vector<Member> kept;
+    for (Member& m : population_) {
+      if (kept.size() >= static_cast<size_t>(config_.population)) break;
+      kept.push_back(std::move(m));
+    }
+    population_ = std::move(kept);
+  }
+
+  void evolve() {
+    merge_fresh();
+    ++generation_;
+    if (population_.empty()) return;
+    // Parents by rank: the i-th best is picked with weight 1 / (i + 1).
+    std::vector<double> weights;
+    for (size_t i = 0; i < population_.size(); ++i) weights.push_back(1.0 / (i + 1.0));
+    std::discrete_distribution<size_t> pick_parent(weights.begin(), weights.end());
+    for (int child = 0; child < config_.children_per_round; ++child) {
+      const Member& parent = population_[pick_parent(rng_)];
+      std::optional<schedule::Trace> mutated = space_.mutate(parent.candidate.decisions, rng_);
+      if (!mutated) continue;
+      std::optional<Candidate> c = space_.replay(parent.candidate.sketch, *mutated);
+      if (c) add(std::move(*c), generation_);
+    }
+    if (best_.candidate.mod.defined()) {
+      for (int child = 0; child < config_.children_per_round / 4; ++child) {
+        std::optional<schedule::Trace> mutated = space_.mutate(best_.candidate.decisions, rng_);
+        if (!mutated) continue;
+        std::optional<Candidate> c = space_.replay(best_.candidate.sketch, *mutated);
+        if (c) add(std::move(*c), generation_);
+      }
+    }
+    merge_fresh();
+  }
+
+  std::vector<Member> pick(size_t budget) {
+    std::vector<Member> batch;
+    std::vector<size_t> rest;
+    size_t greedy = budget - static_cast<size_t>(std::floor(config_.epsilon * budget));
+    std::vector<Member> kept;
+    for (Member& m : population_) {
+      if (measured_.count(m.candidate.hash) != 0) continue;
+      if (batch.size() < greedy) {
+        batch.push_back(m);
+      } else {
+        rest.push_back(kept.size());
+      }
+      kept.push_back(m);
+    }
+    std::shuffle(rest.begin(), rest.end(), rng_);
+    for (size_t i = 0; i < rest.size() && batch.size() < budget; ++i)
+      batch.push_back(kept[rest[i]]);
+    // Measured candidates leave the population; the rest stays for the next round.
+    std::set<uint64_t> picked;
+    for (const Member& m : batch) picked.insert(m.candidate.hash);
+    std::vector<Member> remaining;
+    for (Member& m : kept) {
+      if (picked.count(m.candidate.hash) == 0) remaining.push_back(std::move(m));
+    }
+    population_ = std::move(remaining);
+    return batch;
+  }
+
+  void commit(const std::vector<Member>& batch, const std::vector<MeasureResult>& results,
+              const char* stage) {
+    std::vector<Measurement> records;
+    batch_best_ = 0;
+    // An interrupted batch has fewer results: what was measured is committed.
+    for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
+      const Member& m = batch[i];
+      const MeasureResult& r = results[i];
+      Measurement record;
+      record.workload_id = workload_.id;
+      record.target = target_;
+      record.trace_json = m.candidate.trace.as_json().dump();
+      record.candidate_hash = m.candidate.hash;
+      record.status = r.status;
+      record.error = r.error;
+      if (r.status == RecordStatus::kOk) record.run_secs = r.run_secs;
+      record.kiln_version = kKilnVersion;
+      record.search_json = Json{
+          {"stage", stage},
+          {"sketch", m.candidate.sketch},
+          {"decisions_length", m.candidate.decisions.instructions().size()},
+          {"generation", m.generation},
+          {"predicted_score",
+           m.scored.score}}.dump();
+      records.push_back(std::move(record));
+      measured_.insert(m.candidate.hash);
+      if (r.status != RecordStatus::kOk) {
+        ++failures_[status_name(r.status)];
+        continue;
+      }
+      double seconds = median(r.run_secs);
+      if (batch_best_ == 0 || seconds < batch_best_) batch_best_ = seconds;
+      if (best_seconds_ == 0 || seconds < best_seconds_) {
+        best_seconds_ = seconds;
+        best_ = m;
+        best_trace_json_ = records.back().trace_json;
+      }
+    }
+    db_.commit_records(records);
+    note_progress();
+  }
+
+  // Trains the model on the batch; returns its top-k recall on the batch before that.
+  double learn(const std::vector<Member>& batch, const std::vector<MeasureResult>& results) {
+    // Failed candidates teach the model too: as the slowest (+inf).
+    std::vector<const Scored*> rows;
+    std::vector<double> seconds, ok_seconds, ok_scores;
+    for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
+      rows.push_back(&batch[i].scored);
+      bool ok = results[i].status == RecordStatus::kOk;
+      double t = ok ? median(results[i].run_secs) : std::numeric_limits<double>::infinity();
+      seconds.push_back(t);
+      if (ok) {
+        ok_seconds.push_back(t);
+        ok_scores.push_back(batch[i].scored.score);
+      }
+    }
+    if (rows.empty()) return -1;
+    double recall = ok_seconds.size() >= 4
+                        ? Scorer::recall(ok_scores, ok_seconds, recall_k(ok_seconds.size()))
+                        : -1;
+    scorer_.learn(model_, group_, rows, seconds);
+    // The population's scores change with the model.
+    score(&population_);
+    std::sort(population_.begin(), population_.end(),
+              [](const Member& a, const Member& b) { return a.scored.score > b.scored.score; });
+    return recall;
+  }
+
+  void note_progress() {
+    if (best_seconds_ <= 0) return;
+    // The first time the best is within 10% of the final best is known only at the end; keep
+    // the times at which each best was found.
+    found_.emplace_back(seconds_since(start_), best_seconds_);
+    seconds_to_90_ = 0;
+    for (const auto& [when, seconds] : found_) {
+      if (best_seconds_ / seconds >= 0.9) {
+        seconds_to_90_ = when;
+        break;
+      }
+    }
+  }
+
+  // The best records of the database seed the population (their decisions are the first
+  // instructions of their traces, as search_json records).
+  void load_best_from_database() {
+    if (config_.seeds_from_database <= 0) return;
+    for (const Record& record : db_.best(workload_.id, target_, config_.seeds_from_database)) {
+      Json search = Json::parse(record.search_json, nullptr, false);
+      Json trace = Json::parse(record.trace_json, nullptr, false);
+      if (!search.is_object() || !trace.is_object() || !search.contains("decisions_length")) {
+        continue;
+      }
+      size_t length = search["decisions_length"].get<size_t>();
+      int sketch = search.value("sketch", 0);
+      if (sketch < 0 || sketch >= static_cast<int>(space_.sketches().size()) ||
+          !trace["instructions"].is_array() || trace["instructions"].size() < length) {
+        continue;
+      }
+      trace["instructions"].erase(trace["instructions"].begin() + length,
+                                  trace["instructions"].end());
+      std::optional<Candidate> c = replay_json(sketch, trace);
+      if (!c) continue;
+      double seconds = record.median.value_or(0);
+      if (seconds > 0 && (best_seconds_ == 0 || seconds < best_seconds_)) {
+        best_seconds_ = seconds;
+        best_trace_json_ = record.trace_json;
+        best_.candidate = *c;
+        best_.scored = scorer_.analyze(c->mod);
+      }
+      seeds_.push_back(std::move(*c));
+    }
+  }
+
+  // The candidate of a stored decisions trace, replayed as the space replays its own.
+  std::optional<Candidate> replay_json(int sketch, const Json& trace_json) {
+    try {
+      ir::Ref<ir::IRModule> mod = ir::make<ir::IRModule>();
+      mod->functions["main"] = task_.func;
+      schedule::Schedule fresh(mod, 0);
+      schedule::Trace::apply_json(trace_json, &fresh);
+      return space_.replay(sketch, fresh.trace());
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  }
+
+  void local_search(int64_t budget) {
+    std::vector<Member> candidates;
+    for (const schedule::Trace& t : space_.neighbours(best_.candidate.decisions)) {
+      std::optional<Candidate> c = space_.replay(best_.candidate.sketch, t);
+      if (!c || measured_.count(c->hash) != 0) continue;
+      Member m;
+      m.scored = scorer_.analyze(c->mod);
+      if (!m.scored.valid) continue;
+      m.candidate = std::move(*c);
+      m.generation = generation_;
+      candidates.push_back(std::move(m));
+    }
+    if (candidates.empty()) return;
+    score(&candidates);
+    std::sort(candidates.begin(), candidates.end(),
+              [](const Member& a, const Member& b) { return a.scored.score > b.scored.score; });
+    std::set<uint64_t> hashes;
+    std::vector<Member> batch;
+    for (Member& m : candidates) {
+      if (static_cast<int64_t>(batch.size()) >= budget) break;
+      if (hashes.insert(m.candidate.hash).second) batch.push_back(std::move(m));
+    }
+    std::vector<MeasureInput> inputs;
+    for (const Member& m : batch) inputs.push_back(MeasureInput{m.candidate.mod, ""});
+    std::vector<MeasureResult> results = runner_.run(inputs, config_.screen_repeat);
+    commit(batch, results, "local");
+    learn(batch, results);
+    trials_this_run_ += static_cast<int64_t>(std::min(batch.size(), results.size()));
+    history_.emplace_back(trials(), best_seconds_);
+    if (log_ != nullptr) {
+      *log_ << "[" << task_.name << "] local search: " << batch.size()
+            << " neighbours of the best, "
+            << "best " << gflops(best_seconds_) << " GFLOP/s\n";
+    }
+  }
+
+  // The top candidates of this run measured again together, round after round, so that a
+  // lucky first measurement does not win; ties within 3% keep the earlier best.
+  void successive_halving() {
+    std::vector<Record> top = db_.best(workload_.id, target_, config_.final_top_k);
+    if (top.size() < 2) return;
+    std::vector<Member> members;
+    std::vector<MeasureInput> inputs;
+    for (const Record& record : top) {
+      Json search = Json::parse(record.search_json, nullptr, false);
+      Json trace = Json::parse(record.trace_json, nullptr, false);
+      if (!trace.is_object()) continue;
+      ir::Ref<ir::IRModule> mod = ir::make<ir::IRModule>();
+      mod->functions["main"] = task_.func;
+      schedule::Schedule sch(mod, 0);
+      try {
+        schedule::Trace::apply_json(trace, &sch);
+      } catch (const Error&) {
+        continue;
+      }
+      Member m;
+      m.candidate.mod = sch.mod();
+      m.candidate.trace = sch.trace();
+      m.candidate.hash = record.candidate_hash;
+      m.candidate.sketch = search.is_object() ? search.value("sketch", 0) : 0;
+      members.push_back(std::move(m));
+      inputs.push_back(MeasureInput{members.back().candidate.mod, ""});
+    }
+    if (members.size() < 2) return;
+    std::vector<MeasureResult> results = runner_.run_interleaved(inputs, config_.final_rounds);
+    // The final records hold many samples: the best is decided by them (the database pools a
+    // candidate's samples).
+    std::vector<Measurement> records;
+    for (size_t i = 0; i < members.size() && i < results.size(); ++i) {
+      const MeasureResult& r = results[i];
+      Measurement record;
+      record.workload_id = workload_.id;
+      record.target = target_;
+      record.trace_json = members[i].candidate.trace.as_json().dump();
+      record.candidate_hash = members[i].candidate.hash;
+      record.status = r.status;
+      record.error = r.error;
+      if (r.status == RecordStatus::kOk) record.run_secs = r.run_secs;
+      record.kiln_version = kKilnVersion;
+      record.search_json = Json{{"stage", "final"}, {"sketch", members[i].candidate.sketch}}.dump();
+      records.push_back(std::move(record));
+    }
+    db_.commit_records(records);
+    std::vector<Record> best = db_.best(workload_.id, target_, 1);
+    if (!best.empty() && best[0].median) {
+      best_seconds_ = *best[0].median;
+      best_trace_json_ = best[0].trace_json;
+    }
+    if (log_ != nullptr) {
+      *log_ << "[" << task_.name << "] final: " << members.size() << " candidates x "
+            << config_.final_rounds << " interleaved rounds, best " << gflops(best_seconds_)
+            << " GFLOP/s\n";
+    }
+  }
+
+  TuneTask task_;
+  int group_;
+  Database& db_;
+  Runner& runner_;
+  CostModel& model_;
+  SearchConfig config_;
+  std::ostream* log_;
+  SpaceGenerator space_;
+  Scorer scorer_;
+  std::mt19937_64 rng_;
+  TargetKey target_;
+  Workload workload_;
+  Clock::time_point start_;
+  std::unordered_set<uint64_t> measured_, seen_;
+  std::vector<Member> population_, fresh_;
+  std::vector<Candidate> seeds_;
+  Member best_;
+  double best_seconds_ = 0, batch_best_ = 0, recall_ = -1, seconds_to_90_ = 0;
+  std::string best_trace_json_;
+  int64_t trials_before_ = 0, trials_this_run_ = 0, rejected_lowering_ = 0;
+  int generation_ = 0, empty_rounds_ = 0;
+  bool exhausted_ = false, interrupted_ = false;
+  std::vector<std::pair<int64_t, double>> history_;
+  std::vector<std::pair<double, double>> found_;
+  std::map<std::string, int64_t> failures_;
+};
+
+// The task scheduler's choice: the task whose next round promises the largest drop of the
+// weighted total time. A task's promise is its weighted best time times the share by which its
+// last rounds improved it (at least a small floor, so that no task starves), and a task
+// without a measured candidate comes first.
+size_t next_task(const std::vector<std::unique_ptr<TaskSearch>>& searches) {
+  size_t best = searches.size();
+  double best_gain = -1;
+  for (size_t i = 0; i < searches.size(); ++i) {
+    const TaskSearch& s = *searches[i];
+    if (s.remaining() <= 0 || s.exhausted()) continue;
+    if (s.best_seconds() <= 0) return i;
+    const auto& history = s.history();
+    double improvement = 0.05;
+    if (history.size() >= 3) {
+      double before = history[history.size() - 3].second;
+      double now = history.back().second;
+      if (before > 0 && now > 0) improvement = std::max(0.01, (before - now) / before);
+    }
+    double gain = s.task().weight * s.best_seconds() * improvement;
+    if (gain > best_gain) {
+      best_gain = gain;
+      best = i;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+Workload commit_task_workload(Database& db, const TuneTask& task) {
+  std::string json = ir::save_json(task.func);
+  return db.commit_workload(task.workload_hash, json, [&task](const std::string& stored) {
+    try {
+      return ir::structural_equal(ir::load_prim_func(stored), task.func);
+    } catch (const Error&) {
+      return false;
+    }
+  });
+}
+
+std::string best_trace(Database& db, const TuneTask& task, const TargetKey& target) {
+  std::optional<Workload> workload =
+      db.find_workload(task.workload_hash, [&task](const std::string& stored) {
+        try {
+          return ir::structural_equal(ir::load_prim_func(stored), task.func);
+        } catch (const Error&) {
+          return false;
+        }
+      });
+  if (!workload) return "";
+  std::vector<Record> best = db.best(workload->id, target, 1);
+  return best.empty() ? "" : best[0].trace_json;
+}
+
+std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database& db, Runner& runner,
+                                   CostModel& model, const SearchConfig& config, std::ostream* log,
+                                   const ProgressCallback& progress) {
+  user_check(!tasks.empty()) << "tune_tasks: no tasks to tune";
+  user_check(config.num_trials_per_iter > 0 && config.max_trials_per_task >= 0)
+      << "tune_tasks: num_trials_per_iter must be positive and max_trials non-negative, found "
+      << config.num_trials_per_iter << " and " << config.max_trials_per_task;
+  std::vector<std::unique_ptr<TaskSearch>> searches;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    searches.push_back(std::make_unique<TaskSearch>(tasks[i], static_cast<int>(i), db, runner,
+                                                    model, config, log));
+  }
+  int64_t global = config.max_trials_global > 0
+                       ? config.max_trials_global
+                       : config.max_trials_per_task * static_cast<int64_t>(tasks.size());
+  int64_t spent = 0;
+  bool stopped = false;
+  while (spent < global && !stopped) {
+    size_t i = next_task(searches);
+    if (i == searches.size()) break;
+    TaskSearch& s = *searches[i];
+    int64_t budget = std::min<int64_t>({config.num_trials_per_iter, s.remaining(), global - spent});
+    runner.set_task(s.task());
+    spent += s.round(budget);
+    if (s.interrupted() || (progress && !progress(s.progress()))) stopped = true;
+  }
+  std::vector<TaskResult> results;
+  for (std::unique_ptr<TaskSearch>& s : searches) {
+    if (!stopped) {
+      runner.set_task(s->task());
+      s->finish();
+      if (progress) progress(s->progress());
+    }
+    results.push_back(s->result());
+  }
+  return results;
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,100 @@
+// The search: evolutionary search over the design space of each task, guided by the cost
+// model, measured by a runner, committed to the tuning database batch by batch; and the task
+// scheduler that shares one budget of trials among several tasks by their expected gain.
+//
+// One round of a task (autotune/search.cc tells it in this order):
+//   generate  new random samples of the sketches join the population (and, on the first
+//             round, the best records of the database, so that a resumed run starts there)
+//   evolve    parents picked by predicted score are mutated (tile sizes, categorical
+//             choices); children never seen before join; the population keeps the best
+//   pick      the best-scored candidates never measured (by structural hash, in this run or
+//             in the database), plus an epsilon share picked at random
+//   measure   the runner builds, checks and times them (failures are recorded, never fatal)
+//   commit    one database transaction per batch: a killed run loses at most this batch
+//   retrain   the cost model learns the batch; its top-k recall on the batch, measured before
+//             it learned it, is logged
+// When a task's budget is spent: a local search around the best (tile factors one step up and
+// down), then the top candidates are re-measured with interleaved rounds (successive halving).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/autotune/database.h"
+#include "kiln/autotune/space.h"
+#include "kiln/autotune/task.h"
+
+namespace kiln::autotune {
+
+class Runner;
+class CostModel;
+
+struct SearchConfig {
+  // Trials of each task in total: candidates already measured in the database for the task's
+  // workload and target count, so rerunning the same command spends only what is left.
+  int64_t max_trials_per_task = 512;
+  // Trials of all tasks together (tune_tasks); 0: the sum of max_trials_per_task.
+  int64_t max_trials_global = 0;
+  int num_trials_per_iter = 32;  // candidates measured per round (one database batch)
+  int population = 128;          // candidates kept between generations
+  int random_per_round = 24;     // fresh random samples per round
+  int children_per_round = 96;   // mutated candidates per round
+  int seeds_from_database = 16;  // best records that seed the first population
+  double epsilon = 0.1;          // share of a batch picked at random
+  int screen_repeat = 3;         // repeats of a first measurement
+  int final_top_k = 4;           // candidates re-measured at the end
+  int final_rounds = 10;         // interleaved rounds of that re-measurement
+  int local_search_trials = 16;  // neighbours of the best measured at the end (within budget)
+  uint64_t seed = 1;
+  SpaceConfig space;
+};
+
+// A moment of a task's tuning, for progress bars and plots.
+struct Progress {
+  std::string task;
+  int64_t trials = 0;  // measured so far (database records included)
+  int64_t max_trials = 0;
+  double best_seconds = 0;  // 0 until something measured right
+  double best_gflops = 0;
+  double elapsed_s = 0;
+  double recall = -1;  // top-k recall of the cost model on the last batch (-1: not yet)
+};
+// Called after every batch; returning false stops the tuning cleanly (what was measured is
+// committed).
+using ProgressCallback = std::function<bool(const Progress&)>;
+
+// What tuning a task found.
+struct TaskResult {
+  std::string task;
+  uint64_t workload_hash = 0;
+  int64_t trials = 0;  // distinct candidates of the workload measured on the target, all runs
+  int64_t trials_this_run = 0;
+  double best_seconds = 0;  // 0 when no candidate measured right
+  double best_gflops = 0;
+  std::string best_trace_json;
+  double seconds_to_90_percent = 0;  // wall time of this run until 90% of the final speed
+  std::vector<std::pair<int64_t, double>> best_so_far;  // (trial, best seconds) after each batch
+  std::map<std::string, int64_t> rejections;            // design space refusals by reason
+  std::map<std::string, int64_t> failures;              // measurement statuses other than ok
+};
+
+// Tunes `tasks` into `db` with `runner` and `model` (shared by the tasks; each task is one group
+// of its training data), spending the trials where the task scheduler expects the most gain for
+// the weighted total time. `log` (may be null) receives one line per round and a summary.
+std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database& db, Runner& runner,
+                                   CostModel& model, const SearchConfig& config,
+                                   std::ostream* log = nullptr,
+                                   const ProgressCallback& progress = nullptr);
+
+// The workload record of `task` in `db` (added when absent; its function is stored as JSON and
+// confirmed by structural equality).
+Workload commit_task_workload(Database& db, const TuneTask& task);
+
+// The full trace of the best record of the function on the target, or "" when there is none.
+std::string best_trace(Database& db, const TuneTask& task, const TargetKey& target);
+
+}  // namespace kiln::autotune

@@ -1,0 +1,313 @@
+"""Tuning, with MetaSchedule's names: ``tune_tir`` tunes one function (or the functions of a
+module), ``tune_tasks`` several under one budget, and ``compile_tir`` replays the best record of a
+function as a schedule.
+
+Example::
+
+    from kiln import autotune as ms
+    db = ms.tune_tir(func, target="llvm", work_dir="tune_gemm", max_trials_global=256)
+    sch = ms.compile_tir(db, func, target="llvm")     # the best schedule found, or None
+    rt = kiln.build(func, target="llvm", database=db)  # the same, built
+
+A tuning run keeps its state in ``work_dir``: the database ``tuning.db`` (every measured
+candidate, committed batch by batch), the cost model ``cost_model/`` (the next run starts from
+it) and the log ``tune.log``. Running the same command again resumes: the trials already in the
+database count, so only the rest of the budget is spent.
+"""
+import dataclasses
+import json
+import os
+import sys
+
+from .. import ir, tir
+from .._kiln import autotune as _core
+from ..error import KilnTypeError, KilnValueError
+from ..tir import Schedule, Trace
+from .cost_model import CostModel
+from .database import Database
+from .runner import LocalRunner, RunnerConfig
+
+
+@dataclasses.dataclass
+class TuneConfig:
+    """How the search spends its trials (see kiln/autotune/search.h for the loop).
+
+    Attributes:
+        max_trials_global: trials of all tasks together.
+        max_trials_per_task: trials of each task in total (records already in the database
+            count); None: max_trials_global.
+        num_trials_per_iter: candidates measured per round (one database batch).
+        population: candidates kept between rounds.
+        random_per_round: fresh random samples per round.
+        children_per_round: mutated candidates per round.
+        seeds_from_database: best records that seed the first round.
+        epsilon: share of a batch picked at random.
+        screen_repeat: timed repeats of a first measurement.
+        final_top_k: candidates re-measured together at the end.
+        final_rounds: interleaved rounds of that re-measurement.
+        local_search_trials: neighbours of the best measured at the end.
+        seed: of the search's random choices.
+        num_threads: threads the kernels run on (0: the runtime's).
+    """
+
+    max_trials_global: int = 512
+    max_trials_per_task: int = None
+    num_trials_per_iter: int = 32
+    population: int = 128
+    random_per_round: int = 24
+    children_per_round: int = 96
+    seeds_from_database: int = 16
+    epsilon: float = 0.1
+    screen_repeat: int = 3
+    final_top_k: int = 4
+    final_rounds: int = 10
+    local_search_trials: int = 16
+    seed: int = 1
+    num_threads: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskResult:
+    """What tuning one task found.
+
+    Attributes:
+        task: the task's name.
+        trials: distinct candidates of the function measured on the target (earlier runs
+            included).
+        trials_this_run: candidates this run measured.
+        best_seconds: the median time of the best candidate (0 when none ran right).
+        best_gflops: its GFLOP/s (operations of one call / best_seconds).
+        best_trace: the best candidate's trace as JSON (dict; Trace.apply_json_to_schedule
+            replays it), or None.
+        best_so_far: (trial, best seconds) after each batch.
+        seconds_to_90_percent: wall time of this run until 90% of the final speed.
+        rejections: candidates the design space refused, by reason.
+        failures: measured candidates that failed, by status.
+    """
+
+    task: str
+    trials: int
+    trials_this_run: int
+    best_seconds: float
+    best_gflops: float
+    best_trace: object
+    best_so_far: tuple
+    seconds_to_90_percent: float
+    rejections: dict
+    failures: dict
+
+
+def _functions(mod_or_func, api):
+    """(name, PrimFunc) pairs of a PrimFunc, an IRModule, a Schedule or a list of them."""
+    if isinstance(mod_or_func, Schedule):
+        mod_or_func = mod_or_func.mod
+    if isinstance(mod_or_func, tir.PrimFunc):
+        symbol = mod_or_func.attrs.get("global_symbol") if mod_or_func.attrs else None
+        return [(str(symbol) if symbol else None, mod_or_func)]
+    if isinstance(mod_or_func, ir.IRModule):
+        return list(mod_or_func.functions.items())
+    if isinstance(mod_or_func, (list, tuple)):
+        pairs = []
+        for item in mod_or_func:
+            pairs.extend(_functions(item, api))
+        return pairs
+    raise KilnTypeError(f"{api}: expected a PrimFunc, an IRModule, a tir.Schedule or a list of "
+                        f"them, found an object of type {type(mod_or_func).__name__}")
+
+
+def _database(database, work_dir, api):
+    if database is None:
+        if work_dir is None:
+            raise KilnValueError(f"{api}: give a work_dir (where tuning.db is kept) or a database")
+        return Database(os.path.join(os.fspath(work_dir), "tuning.db"))
+    if isinstance(database, Database):
+        return database
+    if isinstance(database, (str, os.PathLike)):
+        return Database(os.fspath(database))
+    raise KilnTypeError(f"{api}: database must be a kiln.autotune.Database or a path, found "
+                        f"an object of type {type(database).__name__}")
+
+
+class _ProgressBars:
+    """One tqdm progress bar per task (trials, best GFLOP/s, time left), or nothing."""
+
+    def __init__(self, enabled, budgets):
+        self._bars = {}
+        self._budgets = budgets
+        self._tqdm = None
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+                self._tqdm = tqdm
+            except ImportError:
+                self._tqdm = None
+
+    def update(self, progress):
+        if self._tqdm is None:
+            return
+        bar = self._bars.get(progress.task)
+        if bar is None:
+            bar = self._bars[progress.task] = self._tqdm(
+                total=max(progress.max_trials, 1), desc=progress.task, unit="trial",
+                leave=True, file=sys.stderr)
+        bar.n = min(progress.trials, bar.total)
+        bar.set_postfix_str(f"best {progress.best_gflops:.1f} GFLOP/s", refresh=False)
+        bar.refresh()
+
+    def close(self):
+        for bar in self._bars.values():
+            bar.close()
+
+
+def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, runner=None,
+               cost_model=None, progress=True, **config_fields):
+    """Tunes several functions under one budget: the task scheduler gives each round to the task
+    whose weighted time promises the largest gain.
+
+    Args:
+        tasks: a list of PrimFuncs, or of (name, PrimFunc) or (name, PrimFunc, weight) tuples;
+            the weight is how often a function runs per run of the whole model.
+        target (str): the target string ("llvm": this machine's CPU).
+        work_dir (str or os.PathLike): where tuning.db, the cost model and tune.log live
+            (created when missing).
+        database (Database or path): the database to tune into (default work_dir/tuning.db).
+        config (TuneConfig): the search's settings; keyword arguments override its fields.
+        runner (LocalRunner): measures the candidates (default: a LocalRunner with
+            ``screen_repeat`` repeats).
+        cost_model (CostModel): the model (default: the one saved in work_dir, else a new one).
+        progress (bool): show a progress bar per task (tqdm).
+
+    Returns:
+        list of TaskResult, in the order of ``tasks``.
+
+    Raises:
+        KilnValueError: a function with symbolic dimensions, an unknown target, or neither
+            work_dir nor database.
+        KilnTypeError: an argument of the wrong type.
+        KeyboardInterrupt: Ctrl-C; every batch measured before it is in the database.
+    """
+    api = "kiln.autotune.tune_tasks"
+    config = config if config is not None else TuneConfig()
+    if not isinstance(config, TuneConfig):
+        raise KilnTypeError(f"{api}: config must be a TuneConfig, found {type(config).__name__}")
+    known = {f.name for f in dataclasses.fields(TuneConfig)}
+    for name in config_fields:
+        if name not in known:
+            raise KilnTypeError(f"{api}: unknown TuneConfig field '{name}'; the fields are "
+                                f"{', '.join(sorted(known))}")
+    config = dataclasses.replace(config, **config_fields)
+    entries = []
+    for index, task in enumerate(tasks):
+        name, weight = None, 1.0
+        if isinstance(task, tuple):
+            if len(task) == 2:
+                name, task = task
+            elif len(task) == 3:
+                name, task, weight = task
+            else:
+                raise KilnValueError(f"{api}: task {index} must be a PrimFunc or a (name, func) "
+                                     f"or (name, func, weight) tuple")
+        for fname, func in _functions(task, api):
+            label = name or fname or f"task{len(entries)}"
+            # Names label progress bars and log lines: each task gets its own.
+            used = {e[0] for e in entries}
+            unique, suffix = label, 1
+            while unique in used:
+                suffix += 1
+                unique = f"{label}#{suffix}"
+            entries.append((unique, func, float(weight)))
+    if not entries:
+        raise KilnValueError(f"{api}: no functions to tune")
+    if work_dir is not None:
+        os.makedirs(os.fspath(work_dir), exist_ok=True)
+    db = _database(database, work_dir, api)
+    if runner is None:
+        runner = LocalRunner(RunnerConfig(repeat=config.screen_repeat,
+                                          num_threads=config.num_threads))
+    model_dir = os.path.join(os.fspath(work_dir), "cost_model") if work_dir is not None else None
+    if cost_model is None:
+        cost_model = CostModel()
+        if model_dir is not None and os.path.isdir(model_dir):
+            cost_model.load(model_dir)
+    log_path = os.path.join(os.fspath(work_dir), "tune.log") if work_dir is not None else ""
+    per_task = config.max_trials_per_task or config.max_trials_global
+    bars = _ProgressBars(progress, per_task)
+    try:
+        raw = _core.tune_tasks([e[1] for e in entries], [e[0] for e in entries],
+                               [e[2] for e in entries], target, db._core, runner._core,
+                               cost_model._core, dataclasses.asdict(config), log_path,
+                               bars.update)
+    finally:
+        bars.close()
+        if model_dir is not None:
+            cost_model.save(model_dir)
+    results = []
+    for r in raw:
+        trace = json.loads(r["best_trace_json"]) if r["best_trace_json"] else None
+        results.append(TaskResult(task=r["task"], trials=r["trials"],
+                                  trials_this_run=r["trials_this_run"],
+                                  best_seconds=r["best_seconds"], best_gflops=r["best_gflops"],
+                                  best_trace=trace, best_so_far=tuple(r["best_so_far"]),
+                                  seconds_to_90_percent=r["seconds_to_90_percent"],
+                                  rejections=dict(r["rejections"]), failures=dict(r["failures"])))
+    return results
+
+
+def tune_tir(mod_or_func, target="llvm", work_dir=None, max_trials_global=512,
+             num_trials_per_iter=32, database=None, **options):
+    """Tunes a function (or every function of a module) for ``target`` and returns the database
+    that holds what was measured.
+
+    Args:
+        mod_or_func: a PrimFunc, an IRModule, a tir.Schedule (its module) or a list of them.
+        target (str): the target string.
+        work_dir (str or os.PathLike): where tuning.db, the cost model and tune.log live.
+        max_trials_global (int): trials in total (records already in the database count).
+        num_trials_per_iter (int): candidates measured per round.
+        database (Database or path): the database (default work_dir/tuning.db).
+        **options: tune_tasks's other arguments and TuneConfig fields.
+
+    Returns:
+        Database: the tuning database.
+
+    Example:
+        db = ms.tune_tir(func, target="llvm", work_dir="tune_gemm", max_trials_global=128)
+    """
+    api = "kiln.autotune.tune_tir"
+    pairs = _functions(mod_or_func, api)
+    db = _database(database, work_dir, api) if work_dir is None or database is not None else None
+    if work_dir is not None:
+        os.makedirs(os.fspath(work_dir), exist_ok=True)
+        if db is None:
+            db = Database(os.path.join(os.fspath(work_dir), "tuning.db"))
+    tune_tasks([(name, func) if name else func for name, func in pairs], target=target,
+               work_dir=work_dir, database=db, max_trials_global=max_trials_global,
+               num_trials_per_iter=num_trials_per_iter, **options)
+    return db
+
+
+def compile_tir(database, mod_or_func, target="llvm"):
+    """The best schedule the database holds for a function on ``target`` (this machine's CPU
+    model), replayed on the function: a tir.Schedule, or None when there is no record.
+
+    Args:
+        database (Database or path): the tuning database.
+        mod_or_func: a PrimFunc, or an IRModule of one function.
+        target (str): the target string.
+
+    Raises:
+        KilnValueError: a stored trace that does not replay on the function (it is another
+            function's, or the database is damaged).
+    """
+    api = "kiln.autotune.compile_tir"
+    pairs = _functions(mod_or_func, api)
+    if len(pairs) != 1:
+        raise KilnValueError(f"{api}: expected one function, found {len(pairs)}; compile each "
+                             "function of the module on its own")
+    db = _database(database, None, api)
+    text = _core.best_trace(db._core, pairs[0][1], target)
+    if not text:
+        return None
+    sch = Schedule(pairs[0][1])
+    Trace.apply_json_to_schedule(json.loads(text), sch)
+    return sch

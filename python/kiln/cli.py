@@ -1,0 +1,140 @@
+"""The ``kiln`` command line.
+
+    kiln tune FILE.py:NAME [--target llvm] [--trials 512] [--per-iter 32] [--db tuning.db]
+                           [--work-dir DIR] [--seed 1] [--threads N] [--no-progress]
+        Tunes what NAME() returns in FILE.py (a PrimFunc, an IRModule, or a list of them) with a
+        progress bar per task, then prints a table. Ctrl-C stops cleanly: every measured batch
+        is in the database, and running the same command again resumes.
+    kiln db list  DB                 the workloads and their record counts
+    kiln db show  DB [--top K]       the best records of every workload, target and device
+    kiln db export DB FILE.jsonl     every workload and record as JSON lines
+    kiln db merge DB OTHER           adds the records of another database or export
+"""
+import argparse
+import importlib.util
+import os
+import sys
+
+
+def _load(spec, api="kiln tune"):
+    """What NAME() returns in FILE.py, for "FILE.py:NAME"."""
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path or not name:
+        raise SystemExit(f"{api}: expected FILE.py:NAME, found '{spec}'")
+    if not os.path.isfile(path):
+        raise SystemExit(f"{api}: no file '{path}'")
+    module_spec = importlib.util.spec_from_file_location("kiln_tune_input", path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        module_spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    if not hasattr(module, name):
+        raise SystemExit(f"{api}: {path} defines no '{name}'")
+    value = getattr(module, name)
+    return value() if callable(value) else value
+
+
+def _table(rows, header):
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    print(line)
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)))
+
+
+def _tune(args):
+    from . import autotune as ms
+    functions = _load(args.spec)
+    work_dir = args.work_dir or os.path.splitext(args.db)[0] + "_work"
+    os.makedirs(work_dir, exist_ok=True)
+    db = ms.Database(args.db)
+    fields = {"max_trials_global": args.trials, "num_trials_per_iter": args.per_iter,
+              "seed": args.seed, "num_threads": args.threads}
+    if args.per_task:
+        fields["max_trials_per_task"] = args.per_task
+    try:
+        results = ms.tune_tasks(functions if isinstance(functions, (list, tuple)) else [functions],
+                                target=args.target, work_dir=work_dir, database=db,
+                                progress=not args.no_progress, **fields)
+    except KeyboardInterrupt:
+        print("\nkiln tune: stopped; every measured batch is in " + args.db +
+              " (run the same command again to resume)", file=sys.stderr)
+        return 130
+    rows = [[r.task, r.trials, r.trials_this_run, f"{r.best_seconds * 1e3:.4f}",
+             f"{r.best_gflops:.1f}", f"{r.seconds_to_90_percent:.1f}",
+             sum(r.failures.values())] for r in results]
+    _table(rows, ["task", "trials", "this run", "best ms", "GFLOP/s", "s to 90%", "failed"])
+    return 0
+
+
+def _db(args):
+    from . import autotune as ms
+    db = ms.Database(args.db)
+    if args.db_command == "list":
+        rows = []
+        for w in db.workloads():
+            rows.append([w.id, f"{w.structural_hash:016x}", len(db.records(w)), w.created])
+        _table(rows, ["id", "hash", "records", "created"])
+    elif args.db_command == "show":
+        rows = []
+        for w in db.workloads():
+            keys = {(r.target, r.device_model, r.device_features) for r in db.records(w)}
+            for target, model, features in sorted(keys):
+                key = ms.TargetKey(target, model, features)
+                for r in db.best(w, key, k=args.top):
+                    rows.append([w.id, target, model, r.candidate_hash,
+                                 f"{r.median * 1e3:.4f}", len(r.run_secs)])
+        _table(rows, ["workload", "target", "device", "candidate", "median ms", "samples"])
+    elif args.db_command == "export":
+        count = db.export_jsonl(args.file)
+        print(f"kiln db export: {count} records written to {args.file}")
+    elif args.db_command == "merge":
+        summary = db.merge(args.other)
+        print(f"kiln db merge: {summary.records_added} records and {summary.workloads_added} "
+              f"workloads added, {summary.duplicates} duplicates, {summary.incompatible} of "
+              f"other versions, {summary.unreadable} unreadable")
+    return 0
+
+
+def main(argv=None):
+    """Runs the command line (``kiln tune …``, ``kiln db …``); returns the exit status."""
+    parser = argparse.ArgumentParser(prog="kiln", description="kiln's tuner and its database")
+    commands = parser.add_subparsers(dest="command", required=True)
+    tune = commands.add_parser("tune", help="tune functions defined in a Python file")
+    tune.add_argument("spec", help="FILE.py:NAME; NAME returns a PrimFunc, an IRModule or a list")
+    tune.add_argument("--target", default="llvm")
+    tune.add_argument("--trials", type=int, default=512, help="trials of all tasks together")
+    tune.add_argument("--per-task", type=int, default=0, help="trials of each task at most")
+    tune.add_argument("--per-iter", type=int, default=32, help="candidates measured per round")
+    tune.add_argument("--db", default="tuning.db")
+    tune.add_argument("--work-dir", default=None, help="cost model and log (default DB_work)")
+    tune.add_argument("--seed", type=int, default=1)
+    tune.add_argument("--threads", type=int, default=0)
+    tune.add_argument("--no-progress", action="store_true")
+    db = commands.add_parser("db", help="inspect or combine tuning databases")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    listing = db_commands.add_parser("list", help="the workloads")
+    listing.add_argument("db")
+    show = db_commands.add_parser("show", help="the best records")
+    show.add_argument("db")
+    show.add_argument("--top", type=int, default=3)
+    export = db_commands.add_parser("export", help="write JSON lines")
+    export.add_argument("db")
+    export.add_argument("file")
+    merge = db_commands.add_parser("merge", help="add another database's records")
+    merge.add_argument("db")
+    merge.add_argument("other")
+    args = parser.parse_args(argv)
+    from .error import KilnError
+    try:
+        return _tune(args) if args.command == "tune" else _db(args)
+    except KilnError as error:
+        print(f"kiln {args.command}: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""The search end to end: kiln.autotune.tune_tir / tune_tasks / compile_tir, kiln.build with a
+database, the `kiln` command line, and what a tuning run survives (faulty candidates, Ctrl-C,
+kill -9, two processes on one database, records of another CPU). Budgets are small: these
+tests check behaviour; benchmarks/bench_tune.py measures how good the schedules get."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import autotune as ms
+from kiln import te, tir
+from kiln.error import KilnTypeError, KilnValueError, TuningRecordMissingWarning
+
+# Small settings that still run every stage of the search.
+SMALL = dict(num_trials_per_iter=8, population=32, random_per_round=8, children_per_round=16,
+             final_top_k=2, final_rounds=2, local_search_trials=2, progress=False)
+
+WORKLOAD_FILE = """
+from kiln import te
+
+def matmul(n={n}):
+    a = te.placeholder((n, n), "float32", name="A")
+    b = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c])
+
+def small():
+    return matmul(32)
+
+def two():
+    return [("mm", matmul(32)), ("mm48", matmul(48))]
+"""
+
+
+def matmul(n=48):
+    a = te.placeholder((n, n), "float32", name="A")
+    b = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c])
+
+
+def run_matmul(rt, n=48):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    c = kiln.nd.array(np.zeros((n, n), np.float32))
+    rt(kiln.nd.array(a), kiln.nd.array(b), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def workload_file(tmp_path, n=48):
+    path = tmp_path / "workloads.py"
+    path.write_text(WORKLOAD_FILE.replace("{n}", str(n)))
+    return path
+
+
+def cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "kiln", *map(str, args)], capture_output=True,
+                          text=True, timeout=600, **kwargs)
+
+
+def test_tune_tir_stores_a_schedule_that_build_applies(tmp_path):
+    func = matmul()
+    db = ms.tune_tir(func, target="llvm", work_dir=tmp_path, max_trials_global=16, **SMALL)
+    assert isinstance(db, ms.Database)
+    assert (tmp_path / "tuning.db").is_file() and (tmp_path / "tune.log").is_file()
+    assert (tmp_path / "cost_model").is_dir()
+    log = (tmp_path / "tune.log").read_text()
+    assert "trials 8/16" in log and "trials 16/16" in log and "final:" in log
+    # Every measured candidate is a record; all of them ran right.
+    (workload,) = db.workloads()
+    records = db.records(workload)
+    assert len({r.candidate_hash for r in records}) == 16
+    assert all(r.status == "ok" for r in records)
+    # The best schedule replays on the function and differs from it.
+    sch = ms.compile_tir(db, func, target="llvm")
+    assert isinstance(sch, tir.Schedule)
+    assert not kiln.ir.structural_equal(sch.mod.functions["main"], func)
+    run_matmul(kiln.build(sch, target="llvm"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TuningRecordMissingWarning)
+        run_matmul(kiln.build(func, target="llvm", database=db))
+        run_matmul(kiln.build(func, target="llvm", database=str(tmp_path / "tuning.db")))
+
+
+def test_a_second_run_resumes_and_spends_only_what_is_left(tmp_path):
+    func = matmul(32)
+    first = ms.tune_tasks([("mm", func)], work_dir=tmp_path, max_trials_global=8, **SMALL)
+    assert first[0].trials == 8 and first[0].trials_this_run == 8
+    assert first[0].best_seconds > 0 and first[0].best_gflops > 0
+    assert first[0].best_trace is not None and first[0].best_so_far[-1][0] == 8
+    same = ms.tune_tasks([("mm", func)], work_dir=tmp_path, max_trials_global=8, **SMALL)
+    assert same[0].trials_this_run == 0 and same[0].trials == 8
+    more = ms.tune_tasks([("mm", func)], work_dir=tmp_path, max_trials_global=16, **SMALL)
+    assert more[0].trials_this_run == 8 and more[0].trials == 16
+    assert more[0].best_seconds <= first[0].best_seconds * 1.5  # seeded from the stored best
+
+
+def test_faulty_candidates_are_recorded_and_the_search_goes_on(tmp_path):
+    # Candidates 1, 3, 5 and 6 of the run crash, hang, compute a wrong result and abort.
+    runner = ms.LocalRunner(ms.RunnerConfig(
+        repeat=2, timeout_s=5, fault_plan={1: "crash", 3: "hang", 5: "wrong_result", 6: "abort"}))
+    results = ms.tune_tasks([matmul(32)], work_dir=tmp_path, runner=runner,
+                            max_trials_global=16, **SMALL)
+    assert results[0].trials_this_run == 16
+    assert results[0].failures == {"crash": 2, "timeout": 1, "wrong_result": 1}
+    assert results[0].best_seconds > 0
+    db = ms.Database(tmp_path / "tuning.db")
+    statuses = sorted(r.status for r in db.records(db.workloads()[0]) if r.status != "ok")
+    assert statuses == ["crash", "crash", "timeout", "wrong_result"]
+    errors = [r.error for r in db.records(db.workloads()[0]) if r.status != "ok"]
+    assert all(errors)
+    # The best is a candidate that ran right, and it still builds right.
+    run_matmul(kiln.build(matmul(32), database=db), n=32)
+    runner.close()
+
+
+def test_build_warns_once_without_a_record_and_refuses_a_schedule(tmp_path):
+    db = ms.Database(tmp_path / "empty.db")
+    func = matmul(16)
+    with pytest.warns(TuningRecordMissingWarning, match="no record of function 'main'"):
+        run_matmul(kiln.build(func, database=db), n=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TuningRecordMissingWarning)
+        run_matmul(kiln.build(func, database=db), n=16)  # warned already
+    with pytest.raises(KilnValueError, match="not a tir.Schedule"):
+        kiln.build(tir.Schedule(func), database=db)
+    assert ms.compile_tir(db, func) is None
+
+
+def test_records_of_another_cpu_model_are_not_applied(tmp_path):
+    func = matmul(32)
+    db = ms.tune_tir(func, work_dir=tmp_path / "here", max_trials_global=8, **SMALL)
+    exported = tmp_path / "records.jsonl"
+    db.export_jsonl(exported)
+    model = ms.cpu_model_name()
+    lines = exported.read_text().splitlines()
+    changed = [line.replace(json.dumps(model)[1:-1], "Some Other CPU 9000") for line in lines]
+    assert changed != lines
+    (tmp_path / "other.jsonl").write_text("\n".join(changed) + "\n")
+    other = ms.Database(tmp_path / "other.db")
+    other.merge(tmp_path / "other.jsonl")
+    assert len(other.records(other.workloads()[0])) == len(db.records(db.workloads()[0]))
+    assert ms.compile_tir(other, func) is None
+    with pytest.warns(TuningRecordMissingWarning, match="CPU model"):
+        kiln.build(func, database=other)
+
+
+def test_bad_arguments_name_the_api_and_what_was_found(tmp_path):
+    with pytest.raises(KilnTypeError, match="tune_tir: expected a PrimFunc.*found .*int"):
+        ms.tune_tir(42, work_dir=tmp_path)
+    with pytest.raises(KilnTypeError, match="unknown TuneConfig field 'trials'"):
+        ms.tune_tasks([matmul(8)], work_dir=tmp_path, trials=3)
+    with pytest.raises(KilnValueError, match="work_dir"):
+        ms.tune_tasks([matmul(8)])
+    n = tir.Var("n", "int32")
+    a = te.placeholder((n,), "float32", name="A")
+    b = te.compute((n,), lambda i: a[i] * 2, name="B")
+    with pytest.raises(KilnValueError, match="symbolic"):
+        ms.tune_tir(te.create_prim_func([a, b]), work_dir=tmp_path, max_trials_global=4)
+    (tmp_path / "garbage.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(kiln.KilnRuntimeError, match="not a SQLite database"):
+        ms.tune_tir(matmul(8), database=tmp_path / "garbage.db", max_trials_global=4)
+    assert (tmp_path / "garbage.db").read_bytes() == b"not a database" * 100
+
+
+def test_cli_tunes_a_file_and_shows_the_database(tmp_path):
+    path = workload_file(tmp_path)
+    db = tmp_path / "t.db"
+    done = cli("tune", f"{path}:two", "--trials", 8, "--per-iter", 4, "--db", db, "--no-progress")
+    assert done.returncode == 0, done.stderr
+    table = done.stdout.splitlines()
+    assert table[0].split()[:2] == ["task", "trials"]
+    assert {line.split()[0] for line in table[2:]} == {"mm", "mm48"}
+    listing = cli("db", "list", db)
+    assert listing.returncode == 0 and len(listing.stdout.splitlines()) == 4  # header + 2
+    shown = cli("db", "show", db, "--top", 1)
+    assert shown.returncode == 0 and "median ms" in shown.stdout
+    exported = cli("db", "export", db, tmp_path / "e.jsonl")
+    assert exported.returncode == 0 and (tmp_path / "e.jsonl").stat().st_size > 0
+    missing = cli("tune", f"{path}:nothing", "--db", db)
+    assert missing.returncode != 0 and "defines no 'nothing'" in missing.stderr
+
+
+def wait_for_records(db_path, count, proc, limit_s=300):
+    deadline = time.time() + limit_s
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if os.path.exists(db_path):
+            db = ms.Database(db_path)
+            workloads = db.workloads()
+            if workloads and len(db.records(workloads[0])) >= count:
+                db.close()
+                return
+            db.close()
+        time.sleep(0.2)
+    raise AssertionError(f"no {count} records in {db_path} within {limit_s} s")
+
+
+@pytest.mark.parametrize("how", ["sigint", "sigkill"])
+def test_a_stopped_run_keeps_its_batches_and_resumes(tmp_path, how):
+    path = workload_file(tmp_path, n=32)
+    db_path = tmp_path / "t.db"
+    args = ["tune", f"{path}:matmul", "--trials", 400, "--per-iter", 4, "--db", db_path,
+            "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "kiln", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_records(db_path, 8, proc)
+        proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    if how == "sigint":
+        assert proc.returncode == 130 and "run the same command again to resume" in err
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    # The database is consistent; kill -9 loses the batch in flight (batches are committed
+    # whole), Ctrl-C commits what the batch had measured.
+    db = ms.Database(db_path)
+    (workload,) = db.workloads()
+    kept = len({r.candidate_hash for r in db.records(workload)})
+    assert kept >= 8
+    if how == "sigkill":
+        assert kept % 4 == 0
+    db.close()
+    done = cli("tune", f"{path}:matmul", "--trials", kept + 4, "--per-iter", 4, "--db", db_path,
+               "--no-progress")
+    assert done.returncode == 0, done.stderr
+    row = done.stdout.splitlines()[2].split()
+    assert int(row[1]) == kept + 4 and int(row[2]) == 4  # trials, trials this run
+
+
+def test_two_processes_tune_into_one_database(tmp_path):
+    path = workload_file(tmp_path)
+    db_path = tmp_path / "shared.db"
+    procs = [subprocess.Popen([sys.executable, "-m", "kiln", "tune", f"{path}:{name}",
+                               "--trials", "8", "--per-iter", "4", "--db", str(db_path),
+                               "--work-dir", str(tmp_path / name), "--no-progress"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name in ("matmul", "small")]
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+    db = ms.Database(db_path)
+    counts = [len({r.candidate_hash for r in db.records(w)}) for w in db.workloads()]
+    assert counts == [8, 8]
+    assert all(r.status == "ok" for w in db.workloads() for r in db.records(w))
