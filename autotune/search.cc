@@ -551,26 +551,31 @@ size_t next_task(const std::vector<std::unique_ptr<TaskSearch>>& searches) {
 
 }  // namespace
 
-Workload commit_task_workload(Database& db, const TuneTask& task) {
-  std::string json = ir::save_json(task.func);
-  return db.commit_workload(task.workload_hash, json, [&task](const std::string& stored) {
+namespace {
+
+// A stored function is the task's when it is structurally equal (a damaged one is not).
+WorkloadMatch same_function(const TuneTask& task) {
+  return [&task](const std::string& stored) {
     try {
       return ir::structural_equal(ir::load_prim_func(stored), task.func);
     } catch (const Error&) {
       return false;
     }
-  });
+  };
+}
+
+}  // namespace
+
+Workload commit_task_workload(Database& db, const TuneTask& task) {
+  return db.commit_workload(task.workload_hash, ir::save_json(task.func), same_function(task));
+}
+
+std::optional<Workload> find_task_workload(Database& db, const TuneTask& task) {
+  return db.find_workload(task.workload_hash, same_function(task));
 }
 
 std::string best_trace(Database& db, const TuneTask& task, const TargetKey& target) {
-  std::optional<Workload> workload =
-      db.find_workload(task.workload_hash, [&task](const std::string& stored) {
-        try {
-          return ir::structural_equal(ir::load_prim_func(stored), task.func);
-        } catch (const Error&) {
-          return false;
-        }
-      });
+  std::optional<Workload> workload = find_task_workload(db, task);
   if (!workload) return "";
   std::vector<Record> best = db.best(workload->id, target, 1);
   return best.empty() ? "" : best[0].trace_json;

@@ -12,6 +12,7 @@
 #include "convert.h"
 #include "kiln/autotune/cost_model.h"
 #include "kiln/autotune/search.h"
+#include "kiln/codegen/target.h"
 
 namespace py = pybind11;
 
@@ -147,6 +148,32 @@ void bind_autotune_search(py::module_& m) {
       },
       py::arg("database"), py::arg("func"), py::arg("target"),
       "The trace (JSON text) of the best record of func on target on this machine, or \"\".");
+  m.def(
+      "local_target_key",
+      [](py::handle target, const char* api) {
+        autotune::TargetKey key =
+            autotune::local_target_key(codegen::parse_target(to_str(target, api, "target")));
+        return py::make_tuple(key.target, key.device_model, key.device_features);
+      },
+      py::arg("target"), py::arg("api"),
+      "(target, device model, device features): where records of target are measured here.");
+  m.def(
+      "task_key",
+      [](py::handle database, py::handle func, py::handle target, const char* api) {
+        if (!py::isinstance<autotune::Database>(database)) {
+          raise_type_error(api, "database", "a kiln.autotune.Database", database);
+        }
+        autotune::TuneTask task = autotune::make_task(
+            to_node<ir::PrimFunc>(func, api, "workload", "a PrimFunc"),
+            to_str(target, api, "target"), "", 1.0, api);
+        autotune::TargetKey key = autotune::local_target_key(task.target);
+        std::optional<autotune::Workload> workload = autotune::find_task_workload(
+            database.cast<autotune::Database&>(), task);
+        py::object id = workload ? py::object(py::int_(workload->id)) : py::none();
+        return py::make_tuple(id, key.target, key.device_model, key.device_features);
+      },
+      py::arg("database"), py::arg("func"), py::arg("target"), py::arg("api"),
+      "(workload id or None, target, device model, device features) of func on target here.");
 }
 
 }  // namespace kiln::python

@@ -87,6 +87,10 @@ def test_tune_tir_stores_a_schedule_that_build_applies(tmp_path):
     assert isinstance(sch, tir.Schedule)
     assert not kiln.ir.structural_equal(sch.mod.functions["main"], func)
     run_matmul(kiln.build(sch, target="llvm"))
+    # db.best names the function and the target as a user does.
+    best = db.best(func, "llvm")
+    assert len(best) == 1 and best[0].median == min(r.median for r in db.best(func, "llvm", k=99))
+    assert db.best(matmul(24), "llvm") == []  # never tuned
     with warnings.catch_warnings():
         warnings.simplefilter("error", TuningRecordMissingWarning)
         run_matmul(kiln.build(func, target="llvm", database=db))
@@ -152,6 +156,7 @@ def test_records_of_another_cpu_model_are_not_applied(tmp_path):
     other.merge(tmp_path / "other.jsonl")
     assert len(other.records(other.workloads()[0])) == len(db.records(db.workloads()[0]))
     assert ms.compile_tir(other, func) is None
+    assert other.best(func, "llvm") == [] and len(db.best(func, "llvm")) == 1
     with pytest.warns(TuningRecordMissingWarning, match="CPU model"):
         kiln.build(func, database=other)
 

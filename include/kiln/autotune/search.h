@@ -20,7 +20,9 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,9 @@ std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database&
 // The workload record of `task` in `db` (added when absent; its function is stored as JSON and
 // confirmed by structural equality).
 Workload commit_task_workload(Database& db, const TuneTask& task);
+
+// The workload record of `task` in `db`, or nothing (adds nothing).
+std::optional<Workload> find_task_workload(Database& db, const TuneTask& task);
 
 // The full trace of the best record of the function on the target, or "" when there is none.
 std::string best_trace(Database& db, const TuneTask& task, const TargetKey& target);

@@ -355,13 +355,38 @@ class Database:
         """The ``k`` fastest ok :class:`TuningRecord` s of ``workload`` on ``target``, by median
         run time (ties: the older first).
 
+        ``workload`` is a :class:`Workload`, its id, or a PrimFunc (its workload, found by
+        structural hash and equality; no records when it was never tuned). ``target`` is a
+        :class:`TargetKey`, or a target string or kiln.target.Target, which means that target
+        on this machine's CPU model (where kiln.build would apply the records)::
+
+            db.best(func, "llvm")[0].median   # seconds of the best schedule here
+
         Raises:
             KilnTypeError: an argument of the wrong type.
-            KilnValueError: ``k < 0``.
+            KilnValueError: ``k < 0``, an unknown target.
         """
         api = "kiln.autotune.Database.best"
+        workload, target = self._resolve(workload, target, api)
+        if workload is None:
+            return []
         return [_record(r) for r in self._call("best", _workload_id(workload, api),
                                                 _target_key(target, api), k)]
+
+    def _resolve(self, workload, target, api):
+        """(workload id or None, TargetKey) for a PrimFunc and a target string as well."""
+        from .. import tir
+        from ..target import Target
+        if isinstance(target, Target):
+            target = str(target)
+        if not isinstance(workload, tir.PrimFunc):
+            if isinstance(target, str):
+                target = TargetKey(*_core.local_target_key(target, api))
+            return workload, target
+        self._call("size")  # raises the error of a closed database
+        text = target.target if isinstance(target, TargetKey) else target
+        found, *key = _core.task_key(self._core, workload, text, api)
+        return found, target if isinstance(target, TargetKey) else TargetKey(*key)
 
     def is_measured(self, workload, target, candidate_hash):
         """Whether a candidate with ``candidate_hash`` was measured (with any status) for
