@@ -62,8 +62,8 @@ class TaskSearch {
         config_(config),
         log_(log),
         space_(task, config.space),
-        scorer_(task.target, config.space.num_threads > 0 ? config.space.num_threads
-                                                           : KilnGetNumThreads()),
+        scorer_(task.target,
+                config.space.num_threads > 0 ? config.space.num_threads : KilnGetNumThreads()),
         rng_(config.seed + 7919 * static_cast<uint64_t>(group)) {
     start_ = Clock::now();
     runner_.set_task(task_);
@@ -121,10 +121,46 @@ class TaskSearch {
             << " s, measure " << measure_s << " s, train " << train_s << " s\n";
     }
     interrupted_ = results.size() < batch.size();
+    ++rounds_;
+    if (!interrupted_ && config_.drift_check_every > 0 && rounds_ % config_.drift_check_every == 0)
+      check_drift();
     return static_cast<int64_t>(std::min(batch.size(), results.size()));
   }
 
   bool interrupted() const { return interrupted_; }
+
+  // Times the reference candidate again (the best at the first check, fixed for the run) and
+  // compares it with its first time. Its samples are stored as a record of stage "drift"; it
+  // costs no trial (the candidate is measured already).
+  void check_drift() {
+    if (!reference_.candidate.mod.defined()) {
+      if (!best_.candidate.mod.defined()) return;
+      reference_ = best_;
+    }
+    std::vector<MeasureResult> results =
+        runner_.run({MeasureInput{reference_.candidate.mod, ""}}, config_.screen_repeat);
+    if (results.empty()) {
+      interrupted_ = true;
+      return;
+    }
+    commit({reference_}, results, "drift");
+    if (results[0].status != RecordStatus::kOk) return;
+    double seconds = median(results[0].run_secs);
+    if (reference_seconds_ == 0) {
+      reference_seconds_ = seconds;
+      return;
+    }
+    double ratio = seconds / reference_seconds_;
+    drift_.emplace_back(trials(), ratio);
+    if (std::abs(ratio - 1) <= config_.drift_threshold) return;
+    ++drift_flags_;
+    if (log_ != nullptr) {
+      *log_ << "[" << task_.name << "] drift: the reference candidate takes " << ratio
+            << "x its first time (limit " << 1 + config_.drift_threshold
+            << "x): the machine's speed changed (another load, clocks); times measured "
+               "before and after compare less well\n";
+    }
+  }
 
   // The end of a task: neighbours of the best, then the top candidates measured again with
   // interleaved rounds; the best is what those rounds say.
@@ -148,6 +184,8 @@ class TaskSearch {
     r.rejections = space_.rejections();
     r.failures = failures_;
     r.seconds_to_90_percent = seconds_to_90_;
+    r.drift = drift_;
+    r.drift_flags = drift_flags_;
     return r;
   }
 
@@ -299,6 +337,7 @@ class TaskSearch {
            m.scored.score}}.dump();
       records.push_back(std::move(record));
       measured_.insert(m.candidate.hash);
+      if (std::string(stage) == "drift") continue;  // a reference, not a result of the search
       if (r.status != RecordStatus::kOk) {
         ++failures_[status_name(r.status)];
         continue;
@@ -437,7 +476,7 @@ class TaskSearch {
   }
 
   // The top candidates of this run measured again together, round after round, so that a
-  // lucky first measurement does not win; ties within 3% keep the earlier best.
+  // lucky first measurement does not win: the best is the lowest median of all its samples.
   void successive_halving() {
     std::vector<Record> top = db_.best(workload_.id, target_, config_.final_top_k);
     if (top.size() < 2) return;
@@ -511,7 +550,10 @@ class TaskSearch {
   std::unordered_set<uint64_t> measured_, seen_;
   std::vector<Member> population_, fresh_;
   std::vector<Candidate> seeds_;
-  Member best_;
+  Member best_, reference_;
+  double reference_seconds_ = 0;
+  int64_t rounds_ = 0, drift_flags_ = 0;
+  std::vector<std::pair<int64_t, double>> drift_;
   double best_seconds_ = 0, batch_best_ = 0, recall_ = -1, seconds_to_90_ = 0;
   std::string best_trace_json_;
   int64_t trials_before_ = 0, trials_this_run_ = 0, rejected_lowering_ = 0;

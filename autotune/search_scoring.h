@@ -14,10 +14,10 @@ namespace kiln::autotune {
 
 // A candidate as the cost model sees it.
 struct Scored {
-  bool valid = false;          // it lowered (a candidate that does not is dropped)
+  bool valid = false;  // it lowered (a candidate that does not is dropped)
   std::vector<float> features;
-  double prior = 0;            // analytical_prior
-  double score = 0;            // the blended score, higher = faster
+  double prior = 0;  // analytical_prior
+  double score = 0;  // the blended score, higher = faster
 };
 
 class Scorer {

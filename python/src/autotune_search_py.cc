@@ -23,9 +23,7 @@ namespace {
 // The search's settings from the dict of a kiln.autotune.TuneConfig.
 autotune::SearchConfig to_search_config(const py::dict& d, const char* api) {
   autotune::SearchConfig c;
-  auto get = [&](const char* key, int64_t low) {
-    return to_int(d[key], api, key, low, INT32_MAX);
-  };
+  auto get = [&](const char* key, int64_t low) { return to_int(d[key], api, key, low, INT32_MAX); };
   c.max_trials_global = get("max_trials_global", 0);
   c.max_trials_per_task =
       d["max_trials_per_task"].is_none() ? c.max_trials_global : get("max_trials_per_task", 0);
@@ -41,6 +39,10 @@ autotune::SearchConfig to_search_config(const py::dict& d, const char* api) {
   c.final_top_k = static_cast<int>(get("final_top_k", 0));
   c.final_rounds = static_cast<int>(get("final_rounds", 0));
   c.local_search_trials = static_cast<int>(get("local_search_trials", 0));
+  c.drift_check_every = static_cast<int>(get("drift_check_every", 0));
+  c.drift_threshold = to_float(d["drift_threshold"], api, "drift_threshold");
+  user_check(c.drift_threshold >= 0 && c.drift_threshold < 1)
+      << api << ": drift_threshold must be in [0, 1), found " << c.drift_threshold;
   c.seed = static_cast<uint64_t>(get("seed", 0));
   c.space.num_threads = static_cast<int>(get("num_threads", 0));
   return c;
@@ -58,6 +60,8 @@ py::dict dict_of(const autotune::TaskResult& r) {
   d["seconds_to_90_percent"] = r.seconds_to_90_percent;
   d["rejections"] = r.rejections;
   d["failures"] = r.failures;
+  d["drift"] = r.drift;
+  d["drift_flags"] = r.drift_flags;
   return d;
 }
 
@@ -140,9 +144,9 @@ void bind_autotune_search(py::module_& m) {
         if (!py::isinstance<autotune::Database>(database)) {
           raise_type_error(api, "database", "a kiln.autotune.Database", database);
         }
-        autotune::TuneTask task = autotune::make_task(
-            to_node<ir::PrimFunc>(func, api, "func", "a PrimFunc"), to_str(target, api, "target"),
-            "", 1.0, api);
+        autotune::TuneTask task =
+            autotune::make_task(to_node<ir::PrimFunc>(func, api, "func", "a PrimFunc"),
+                                to_str(target, api, "target"), "", 1.0, api);
         return autotune::best_trace(database.cast<autotune::Database&>(), task,
                                     autotune::local_target_key(task.target));
       },
@@ -163,12 +167,12 @@ void bind_autotune_search(py::module_& m) {
         if (!py::isinstance<autotune::Database>(database)) {
           raise_type_error(api, "database", "a kiln.autotune.Database", database);
         }
-        autotune::TuneTask task = autotune::make_task(
-            to_node<ir::PrimFunc>(func, api, "workload", "a PrimFunc"),
-            to_str(target, api, "target"), "", 1.0, api);
+        autotune::TuneTask task =
+            autotune::make_task(to_node<ir::PrimFunc>(func, api, "workload", "a PrimFunc"),
+                                to_str(target, api, "target"), "", 1.0, api);
         autotune::TargetKey key = autotune::local_target_key(task.target);
-        std::optional<autotune::Workload> workload = autotune::find_task_workload(
-            database.cast<autotune::Database&>(), task);
+        std::optional<autotune::Workload> workload =
+            autotune::find_task_workload(database.cast<autotune::Database&>(), task);
         py::object id = workload ? py::object(py::int_(workload->id)) : py::none();
         return py::make_tuple(id, key.target, key.device_model, key.device_features);
       },

@@ -13,6 +13,8 @@
 //   commit    one database transaction per batch: a killed run loses at most this batch
 //   retrain   the cost model learns the batch; its top-k recall on the batch, measured before
 //             it learned it, is logged
+//   drift     every few rounds a fixed reference candidate is timed again: a machine whose
+//             speed moved by more than 3% is flagged in the log and the result
 // When a task's budget is spent: a local search around the best (tile factors one step up and
 // down), then the top candidates are re-measured with interleaved rounds (successive halving).
 #pragma once
@@ -51,6 +53,11 @@ struct SearchConfig {
   int final_top_k = 4;           // candidates re-measured at the end
   int final_rounds = 10;         // interleaved rounds of that re-measurement
   int local_search_trials = 16;  // neighbours of the best measured at the end (within budget)
+  // Every this many rounds of a task (0: never), its reference candidate (the best when the
+  // first check ran, fixed for the run) is measured again; a change above drift_threshold of
+  // its first time is logged and reported: the machine's speed moved (another load, clocks).
+  int drift_check_every = 4;
+  double drift_threshold = 0.03;
   uint64_t seed = 1;
   SpaceConfig space;
 };
@@ -82,6 +89,9 @@ struct TaskResult {
   std::vector<std::pair<int64_t, double>> best_so_far;  // (trial, best seconds) after each batch
   std::map<std::string, int64_t> rejections;            // design space refusals by reason
   std::map<std::string, int64_t> failures;              // measurement statuses other than ok
+  // (trial, time of the reference / its first time) of each drift check after the first.
+  std::vector<std::pair<int64_t, double>> drift;
+  int64_t drift_flags = 0;  // checks past SearchConfig::drift_threshold
 };
 
 // Tunes `tasks` into `db` with `runner` and `model` (shared by the tasks; each task is one group

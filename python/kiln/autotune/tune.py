@@ -46,6 +46,9 @@ class TuneConfig:
         final_top_k: candidates re-measured together at the end.
         final_rounds: interleaved rounds of that re-measurement.
         local_search_trials: neighbours of the best measured at the end.
+        drift_check_every: rounds between two timings of a fixed reference candidate (0:
+            none); a change above ``drift_threshold`` (a share of its first time) is logged.
+        drift_threshold: see drift_check_every.
         seed: of the search's random choices.
         num_threads: threads the kernels run on (0: the runtime's).
     """
@@ -62,6 +65,8 @@ class TuneConfig:
     final_top_k: int = 4
     final_rounds: int = 10
     local_search_trials: int = 16
+    drift_check_every: int = 4
+    drift_threshold: float = 0.03
     seed: int = 1
     num_threads: int = 0
 
@@ -83,6 +88,8 @@ class TaskResult:
         seconds_to_90_percent: wall time of this run until 90% of the final speed.
         rejections: candidates the design space refused, by reason.
         failures: measured candidates that failed, by status.
+        drift: (trial, time of the reference candidate / its first time) of each drift check.
+        drift_flags: drift checks past the threshold (the machine's speed moved).
     """
 
     task: str
@@ -95,6 +102,8 @@ class TaskResult:
     seconds_to_90_percent: float
     rejections: dict
     failures: dict
+    drift: tuple = ()
+    drift_flags: int = 0
 
 
 def _functions(mod_or_func, api):
@@ -249,7 +258,8 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
                                   best_seconds=r["best_seconds"], best_gflops=r["best_gflops"],
                                   best_trace=trace, best_so_far=tuple(r["best_so_far"]),
                                   seconds_to_90_percent=r["seconds_to_90_percent"],
-                                  rejections=dict(r["rejections"]), failures=dict(r["failures"])))
+                                  rejections=dict(r["rejections"]), failures=dict(r["failures"]),
+                                  drift=tuple(r["drift"]), drift_flags=r["drift_flags"]))
     return results
 
 

@@ -49,7 +49,7 @@ class FakeRunner : public Runner {
       Ref<PrimFunc> f = input.mod->lookup("main");
       uint64_t hash = structural_hash(f);
       ++measured_[hash];
-      double seconds = task_.flops / (1e9 * analytical_prior(tir::lower(f), task_.target));
+      double seconds = scale_ * task_.flops / (1e9 * analytical_prior(tir::lower(f), task_.target));
       MeasureResult r;
       r.status = RecordStatus::kOk;
       r.run_secs.assign(static_cast<size_t>(std::max(repeat, 1)), seconds);
@@ -72,6 +72,7 @@ class FakeRunner : public Runner {
 
   std::map<uint64_t, int> measured_;
   std::vector<double> times_;
+  double scale_ = 1;  // the machine's speed: every time is multiplied by it
 
  private:
   TuneTask task_;
@@ -80,9 +81,10 @@ class FakeRunner : public Runner {
 class SearchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("kiln_search_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        std::filesystem::temp_directory_path() /
+        ("kiln_search_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     db_ = Database::open((dir_ / "tuning.db").string());
@@ -102,6 +104,7 @@ class SearchTest : public ::testing::Test {
     c.final_top_k = 2;
     c.final_rounds = 2;
     c.local_search_trials = 4;
+    c.drift_check_every = 0;
     c.space.num_threads = 2;
     return c;
   }
@@ -124,8 +127,8 @@ TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
   EXPECT_EQ(db_->count(w.id, key), 40 + 2);  // the trials and the two final re-measurements
   EXPECT_EQ(db_->measured_hashes(w.id, key).size(), 40u);
   EXPECT_GT(results[0].best_seconds, 0);
-  EXPECT_DOUBLE_EQ(results[0].best_seconds, *std::min_element(runner.times_.begin(),
-                                                              runner.times_.end()));
+  EXPECT_DOUBLE_EQ(results[0].best_seconds,
+                   *std::min_element(runner.times_.begin(), runner.times_.end()));
   EXPECT_FALSE(best_trace(*db_, task, key).empty());
 }
 
@@ -198,6 +201,35 @@ TEST_F(SearchTest, FindsBetterSchedulesThanRandomSampling) {
   }
   std::sort(sampled.begin(), sampled.end());
   EXPECT_LE(results[0].best_seconds, sampled[0]);
+}
+
+TEST_F(SearchTest, AMachineThatSlowsDownIsFlagged) {
+  TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
+  FakeRunner runner;
+  CostModel model;
+  SearchConfig c = config(48);
+  c.drift_check_every = 2;  // rounds 2 (the first time), 4 and 6
+  int calls = 0;
+  std::vector<TaskResult> results =
+      tune_tasks({task}, *db_, runner, model, c, nullptr, [&](const Progress&) {
+        if (++calls == 2) runner.scale_ = 1.1;  // after the first check
+        return true;
+      });
+  ASSERT_EQ(results[0].drift.size(), 2u);
+  EXPECT_NEAR(results[0].drift[0].second, 1.1, 1e-9);
+  EXPECT_EQ(results[0].drift[0].first, 32);
+  EXPECT_EQ(results[0].drift_flags, 2);
+  EXPECT_EQ(results[0].trials, 48);  // the checks cost no trials
+
+  // A steady machine: the reference keeps its time, nothing is flagged.
+  std::filesystem::remove(dir_ / "steady.db");
+  std::unique_ptr<Database> steady = Database::open((dir_ / "steady.db").string());
+  FakeRunner same;
+  CostModel fresh;
+  std::vector<TaskResult> quiet = tune_tasks({task}, *steady, same, fresh, c);
+  ASSERT_EQ(quiet[0].drift.size(), 2u);
+  EXPECT_DOUBLE_EQ(quiet[0].drift[1].second, 1.0);
+  EXPECT_EQ(quiet[0].drift_flags, 0);
 }
 
 }  // namespace
