@@ -1,0 +1,287 @@
+"""The auto-tuner from the bare tensor expression (no hand schedule): each workload is tuned by
+kiln.autotune.tune_tasks into its own database, built with kiln.build(database=...), checked
+against NumPy and timed against NumPy (OpenBLAS) and PyTorch CPU in alternating rounds of one
+run, and against the machine's float32 FMA peak (benchmarks/fma_peak.c). The table gives the
+tuning wall time, the trials, and the wall time until the search had 90% of its final speed.
+
+Workloads: GEMM 1024^3 float32 (on one thread and on all threads: each thread count is tuned on
+its own), a ResNet-50 3x3 convolution (56x56, 64 -> 64 channels, NCHW, batch 1), a batched
+matmul of attention shapes, softmax, RMSNorm and LayerNorm over the last dimension, and an
+int8 (u8 x s8 -> s32) matmul.
+
+Run: python3 benchmarks/bench_tune.py [--trials 512] [--small-trials 256] [--only gemm,conv2d]
+     [--work-dir bench_tune_work] [--rounds 3] [--repeat 7]
+PyTorch is optional (pip install torch --index-url https://download.pytorch.org/whl/cpu); its
+column reads n/a without it. A work dir that exists resumes the tuning it holds.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+import kiln
+from kiln import autotune as ms
+from kiln import te
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_gemm import fma_peak  # noqa: E402
+from common import kiln_seconds, load_average, median_seconds, print_table  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # the column reads n/a
+    torch = None
+
+
+# --- The workloads: a PrimFunc, NumPy arguments, the NumPy and PyTorch versions, and flops.
+
+def gemm(n=1024):
+    a = te.placeholder((n, n), "float32", name="A")
+    b = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    rng = np.random.default_rng(0)
+    args = [rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32),
+            np.zeros((n, n), np.float32)]
+    return dict(func=te.create_prim_func([a, b, c]), args=args, out=2,
+                numpy=lambda x, y: x @ y, torch=lambda x, y: torch.matmul(x, y),
+                flops=2 * n ** 3)
+
+
+def conv2d(n=1, c=64, h=56, w=56, f=64, kh=3, kw=3, pad=1):
+    data = te.placeholder((n, c, h, w), "float32", name="data")
+    weight = te.placeholder((f, c, kh, kw), "float32", name="weight")
+    padded = te.compute(
+        (n, c, h + 2 * pad, w + 2 * pad),
+        lambda b, ch, y, x: te.if_then_else(
+            te.all(y >= pad, y < h + pad, x >= pad, x < w + pad),
+            data[b, ch, y - pad, x - pad], te.const(0, "float32")), name="pad")
+    rc = te.reduce_axis((0, c), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    out = te.compute(
+        (n, f, h, w),
+        lambda b, o, y, x: te.sum(padded[b, rc, y + ry, x + rx] * weight[o, rc, ry, rx],
+                                  axis=[rc, ry, rx]), name="conv")
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((n, c, h, w), dtype=np.float32),
+            rng.standard_normal((f, c, kh, kw), dtype=np.float32),
+            np.zeros((n, f, h, w), np.float32)]
+
+    def conv_numpy(x, k):
+        # im2col through a strided view, then one BLAS matmul.
+        xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        cols = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
+        cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * w, c * kh * kw)
+        return (cols @ k.reshape(f, -1).T).reshape(n, h, w, f).transpose(0, 3, 1, 2)
+
+    return dict(func=te.create_prim_func([data, weight, out]), args=args, out=2,
+                numpy=conv_numpy,
+                torch=lambda x, k: torch.nn.functional.conv2d(x, k, padding=pad),
+                flops=2 * n * f * h * w * c * kh * kw)
+
+
+def batch_matmul(batch=16, m=128, n=128, k=64):
+    # Attention scores: Q [batch, seq, head_dim] x K^T [batch, head_dim, seq].
+    a = te.placeholder((batch, m, k), "float32", name="Q")
+    b = te.placeholder((batch, k, n), "float32", name="KT")
+    r = te.reduce_axis((0, k), name="r")
+    c = te.compute((batch, m, n), lambda z, i, j: te.sum(a[z, i, r] * b[z, r, j], axis=r),
+                   name="S")
+    rng = np.random.default_rng(0)
+    args = [rng.random((batch, m, k), dtype=np.float32),
+            rng.random((batch, k, n), dtype=np.float32), np.zeros((batch, m, n), np.float32)]
+    return dict(func=te.create_prim_func([a, b, c]), args=args, out=2,
+                numpy=np.matmul, torch=torch.bmm if torch else None,
+                flops=2 * batch * m * n * k)
+
+
+def softmax(rows=4096, cols=4096):
+    x = te.placeholder((rows, cols), "float32", name="x")
+    j = te.reduce_axis((0, cols), name="j")
+    top = te.compute((rows,), lambda i: te.max(x[i, j], axis=j), name="row_max")
+    e = te.compute((rows, cols), lambda i, c: te.exp(x[i, c] - top[i]), name="exp")
+    j2 = te.reduce_axis((0, cols), name="j2")
+    total = te.compute((rows,), lambda i: te.sum(e[i, j2], axis=j2), name="row_sum")
+    out = te.compute((rows, cols), lambda i, c: e[i, c] / total[i], name="softmax")
+    args = [np.random.default_rng(0).standard_normal((rows, cols), dtype=np.float32),
+            np.zeros((rows, cols), np.float32)]
+
+    def softmax_numpy(v):
+        ex = np.exp(v - v.max(axis=1, keepdims=True))
+        return ex / ex.sum(axis=1, keepdims=True)
+
+    return dict(func=te.create_prim_func([x, out]), args=args, out=1, numpy=softmax_numpy,
+                torch=lambda v: torch.softmax(v, dim=1), flops=5 * rows * cols)
+
+
+def rms_norm(rows=4096, cols=4096, eps=1e-6):
+    x = te.placeholder((rows, cols), "float32", name="x")
+    weight = te.placeholder((cols,), "float32", name="weight")
+    j = te.reduce_axis((0, cols), name="j")
+    squares = te.compute((rows,), lambda i: te.sum(x[i, j] * x[i, j], axis=j), name="sum_sq")
+    out = te.compute(
+        (rows, cols),
+        lambda i, c: x[i, c] * te.rsqrt(squares[i] / cols + te.const(eps, "float32"))
+        * weight[c], name="rms_norm")
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((rows, cols), dtype=np.float32),
+            rng.standard_normal((cols,), dtype=np.float32), np.zeros((rows, cols), np.float32)]
+
+    def rms_numpy(v, g):
+        return v / np.sqrt((v * v).mean(axis=1, keepdims=True) + eps) * g
+
+    def rms_torch(v, g):
+        if hasattr(torch.nn.functional, "rms_norm"):
+            return torch.nn.functional.rms_norm(v, (cols,), g, eps)
+        return v * torch.rsqrt((v * v).mean(dim=1, keepdim=True) + eps) * g
+
+    return dict(func=te.create_prim_func([x, weight, out]), args=args, out=2, numpy=rms_numpy,
+                torch=rms_torch, flops=4 * rows * cols)
+
+
+def layer_norm(rows=4096, cols=4096, eps=1e-5):
+    x = te.placeholder((rows, cols), "float32", name="x")
+    gamma = te.placeholder((cols,), "float32", name="gamma")
+    beta = te.placeholder((cols,), "float32", name="beta")
+    j = te.reduce_axis((0, cols), name="j")
+    # A reduction is a whole compute: the sums are, and their consumers divide.
+    total = te.compute((rows,), lambda i: te.sum(x[i, j], axis=j), name="row_sum")
+    j2 = te.reduce_axis((0, cols), name="j2")
+    centered = te.compute(
+        (rows,), lambda i: te.sum((x[i, j2] - total[i] / cols) * (x[i, j2] - total[i] / cols),
+                                  axis=j2), name="centered_sq")
+    out = te.compute(
+        (rows, cols),
+        lambda i, c: (x[i, c] - total[i] / cols)
+        * te.rsqrt(centered[i] / cols + te.const(eps, "float32")) * gamma[c] + beta[c],
+        name="layer_norm")
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((rows, cols), dtype=np.float32),
+            rng.standard_normal((cols,), dtype=np.float32),
+            rng.standard_normal((cols,), dtype=np.float32), np.zeros((rows, cols), np.float32)]
+
+    def ln_numpy(v, g, b):
+        mu = v.mean(axis=1, keepdims=True)
+        return (v - mu) / np.sqrt(v.var(axis=1, keepdims=True) + eps) * g + b
+
+    return dict(func=te.create_prim_func([x, gamma, beta, out]), args=args, out=3,
+                numpy=ln_numpy,
+                torch=lambda v, g, b: torch.nn.functional.layer_norm(v, (cols,), g, b, eps),
+                flops=7 * rows * cols)
+
+
+def int8_matmul(n=1024):
+    a = te.placeholder((n, n), "uint8", name="A")
+    b = te.placeholder((n, n), "int8", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k].astype("int32") * b[k, j].astype("int32"),
+                                               axis=k), name="C")
+    rng = np.random.default_rng(0)
+    args = [rng.integers(0, 16, (n, n), dtype=np.uint8),
+            rng.integers(-8, 9, (n, n), dtype=np.int8), np.zeros((n, n), np.int32)]
+    return dict(func=te.create_prim_func([a, b, c]), args=args, out=2,
+                numpy=lambda x, y: x.astype(np.int32) @ y.astype(np.int32), torch=None,
+                flops=2 * n ** 3, integer=True)
+
+
+WORKLOADS = {
+    "gemm": (gemm, "GEMM 1024^3 fp32"),
+    "conv2d": (conv2d, "conv2d 3x3 56x56 64->64"),
+    "batch_matmul": (batch_matmul, "batch matmul 16x128x128x64"),
+    "softmax": (softmax, "softmax 4096x4096"),
+    "rms_norm": (rms_norm, "RMSNorm 4096x4096"),
+    "layer_norm": (layer_norm, "LayerNorm 4096x4096"),
+    "int8_matmul": (int8_matmul, "int8 matmul 1024^3 u8*s8"),
+}
+
+
+def tune(name, spec, threads, trials, work_dir):
+    """Tunes one workload on `threads` threads; returns (TaskResult, wall seconds)."""
+    start = time.perf_counter()
+    (result,) = ms.tune_tasks([(name, spec["func"])], target="llvm",
+                              work_dir=os.path.join(work_dir, f"{name}_t{threads}"),
+                              max_trials_global=trials, num_threads=threads, progress=True)
+    return result, time.perf_counter() - start
+
+
+def compare(spec, work_dir, name, threads, rounds, repeat):
+    """(kiln, NumPy, PyTorch) median seconds, alternating rounds; kiln's result checked."""
+    kiln.runtime.set_num_threads(threads)
+    db = ms.Database(os.path.join(work_dir, f"{name}_t{threads}", "tuning.db"))
+    rt = kiln.build(spec["func"], target="llvm", database=db)
+    args = [a.copy() for a in spec["args"]]
+    rt(*args)
+    expected = spec["numpy"](*spec["args"][:spec["out"]])
+    if spec.get("integer"):
+        np.testing.assert_array_equal(args[spec["out"]], expected)
+    else:
+        np.testing.assert_allclose(args[spec["out"]], expected, rtol=2e-3, atol=2e-3)
+    inputs = spec["args"][:spec["out"]]
+    torch_inputs = [torch.from_numpy(a) for a in inputs] if torch and spec["torch"] else None
+    runs = {"kiln": [], "numpy": [], "torch": []}
+    for _ in range(rounds):
+        runs["kiln"].append(kiln_seconds(rt, args, repeat=repeat, number=1))
+        with threadpool_limits(limits=threads):
+            runs["numpy"].append(median_seconds(lambda: spec["numpy"](*inputs), repeat=repeat))
+        if torch_inputs is not None:
+            torch.set_num_threads(threads)
+            with torch.no_grad():
+                runs["torch"].append(median_seconds(lambda: spec["torch"](*torch_inputs),
+                                                    repeat=repeat))
+    return tuple(statistics.median(v) if v else None for v in runs.values())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=512, help="trials of GEMM and conv2d")
+    parser.add_argument("--small-trials", type=int, default=256,
+                        help="trials of the other workloads")
+    parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--work-dir", default="bench_tune_work")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    names = [n for n in args.only.split(",") if n] or list(WORKLOADS)
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    all_threads = kiln.runtime.get_num_threads()
+    target = kiln.target.Target("llvm")
+    peaks = {t: fma_peak(t) for t in sorted({1, all_threads})}
+    load_before = load_average()
+    rows = []
+    for name in names:
+        make, title = WORKLOADS[name]
+        spec = make()
+        for threads in ([1, all_threads] if name == "gemm" and all_threads > 1
+                        else [all_threads]):
+            trials = args.trials if name in ("gemm", "conv2d") else args.small_trials
+            result, wall = tune(name, spec, threads, trials, args.work_dir)
+            t_kiln, t_numpy, t_torch = compare(spec, args.work_dir, name, threads, args.rounds,
+                                               args.repeat)
+            gflops = spec["flops"] / t_kiln / 1e9
+            peak = peaks.get(threads) if not spec.get("integer") else None
+            rows.append([title, str(threads), str(result.trials_this_run), f"{wall:.0f}",
+                         f"{result.seconds_to_90_percent:.0f}", f"{t_kiln * 1e3:.3f}",
+                         f"{gflops:.1f}", f"{t_numpy / t_kiln:.2f}x",
+                         f"{t_torch / t_kiln:.2f}x" if t_torch else "n/a",
+                         f"{gflops / peak:.0%}" if peak else "n/a",
+                         str(result.drift_flags)])
+            print_table("so far", HEADER, rows)
+    print(f"\nTarget {target}, CPU {ms.cpu_model_name()}, {all_threads} threads; FMA peak "
+          + ", ".join(f"{v:.1f} GFLOP/s on {t} thread(s)" for t, v in peaks.items() if v)
+          + f"; PyTorch {torch.__version__ if torch else 'not installed'}; load average before "
+          f"{load_before}, after {load_average()}")
+    print_table("Tuned from the bare TE (kiln.autotune), medians of one run", HEADER, rows)
+
+
+HEADER = ["workload", "threads", "trials", "tune s", "s to 90%", "kiln ms", "GFLOP/s",
+          "vs NumPy", "vs PyTorch", "% FMA peak", "drift"]
+
+if __name__ == "__main__":
+    main()
