@@ -164,11 +164,13 @@ class TaskSearch {
 
   // The end of a task: neighbours of the best, then the top candidates measured again with
   // interleaved rounds; the best is what those rounds say.
-  void finish() {
-    if (best_.candidate.mod.defined() && config_.local_search_trials > 0 && remaining() > 0) {
-      local_search(std::min<int64_t>(remaining(), config_.local_search_trials));
-    }
+  // `budget`: the trials left of the global budget. Returns the trials spent.
+  int64_t finish(int64_t budget) {
+    int64_t before = trials_this_run_;
+    int64_t local = std::min<int64_t>({remaining(), config_.local_search_trials, budget});
+    if (best_.candidate.mod.defined() && local > 0) local_search(local);
     if (config_.final_top_k > 1 && config_.final_rounds > 0) successive_halving();
+    return trials_this_run_ - before;
   }
 
   TaskResult result() const {
@@ -653,7 +655,7 @@ std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database&
   for (std::unique_ptr<TaskSearch>& s : searches) {
     if (!stopped) {
       runner.set_task(s->task());
-      s->finish();
+      spent += s->finish(global - spent);
       if (progress) progress(s->progress());
     }
     results.push_back(s->result());

@@ -179,7 +179,8 @@ TEST_F(SearchTest, TasksShareTheGlobalBudget) {
   ASSERT_EQ(results.size(), 2u);
   EXPECT_GT(results[0].trials_this_run, 0);
   EXPECT_GT(results[1].trials_this_run, 0);
-  EXPECT_LE(results[0].trials_this_run + results[1].trials_this_run, 48 + 8);
+  // The local searches at the end spend from the same budget.
+  EXPECT_EQ(results[0].trials_this_run + results[1].trials_this_run, 48);
 }
 
 TEST_F(SearchTest, FindsBetterSchedulesThanRandomSampling) {
