@@ -85,6 +85,7 @@ class TaskSearch {
   // One round: at most `budget` trials. Returns the trials spent.
   int64_t round(int64_t budget) {
     Clock::time_point start = Clock::now();
+    int64_t analyzed_before = analyzed_;
     // Step 1. Generate: random samples (and the database's best on the first round).
     generate();
     double generate_s = seconds_since(start);
@@ -113,12 +114,20 @@ class TaskSearch {
     trials_this_run_ += static_cast<int64_t>(std::min(batch.size(), results.size()));
     history_.emplace_back(trials(), best_seconds_);
     if (log_ != nullptr) {
+      // The overhead per candidate: the search's (sampling, replay, lowering, features, scoring)
+      // per candidate it looked at, and the worker's build per measured candidate.
+      double build_ms = 0;
+      for (const MeasureResult& r : results) build_ms += r.build_ms;
+      int64_t analyzed = std::max<int64_t>(1, analyzed_ - analyzed_before);
       *log_ << "[" << task_.name << "] trials " << trials() << "/" << config_.max_trials_per_task
             << "  best " << gflops(best_seconds_) << " GFLOP/s  batch best " << gflops(batch_best_)
             << " GFLOP/s  recall@" << recall_k(batch.size()) << " "
             << (recall_ < 0 ? std::string("-") : std::to_string(recall_)) << "  population "
             << population_.size() << "  time generate " << generate_s << " s, evolve " << evolve_s
-            << " s, measure " << measure_s << " s, train " << train_s << " s\n";
+            << " s, measure " << measure_s << " s, train " << train_s << " s  per candidate: "
+            << "search " << 1e3 * (generate_s + evolve_s) / static_cast<double>(analyzed) << " ms ("
+            << analyzed << "), build "
+            << build_ms / static_cast<double>(std::max<size_t>(1, results.size())) << " ms\n";
     }
     interrupted_ = results.size() < batch.size();
     ++rounds_;
@@ -220,6 +229,7 @@ class TaskSearch {
     if (!seen_.insert(candidate.hash).second) return;
     Member m;
     m.scored = scorer_.analyze(candidate.mod);
+    ++analyzed_;
     if (!m.scored.valid) {
       ++rejected_lowering_;
       return;
@@ -554,7 +564,7 @@ class TaskSearch {
   std::vector<Candidate> seeds_;
   Member best_, reference_;
   double reference_seconds_ = 0;
-  int64_t rounds_ = 0, drift_flags_ = 0;
+  int64_t rounds_ = 0, drift_flags_ = 0, analyzed_ = 0;
   std::vector<std::pair<int64_t, double>> drift_;
   double best_seconds_ = 0, batch_best_ = 0, recall_ = -1, seconds_to_90_ = 0;
   std::string best_trace_json_;
