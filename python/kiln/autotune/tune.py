@@ -196,6 +196,9 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
         KeyboardInterrupt: Ctrl-C; every batch measured before it is in the database.
     """
     api = "kiln.autotune.tune_tasks"
+    if not isinstance(tasks, (list, tuple)):
+        raise KilnTypeError(f"{api}: tasks must be a list of PrimFuncs or (name, func[, weight]) "
+                            f"tuples, found an object of type {type(tasks).__name__}")
     config = config if config is not None else TuneConfig()
     if not isinstance(config, TuneConfig):
         raise KilnTypeError(f"{api}: config must be a TuneConfig, found {type(config).__name__}")
