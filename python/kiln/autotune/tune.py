@@ -106,6 +106,11 @@ class TaskResult:
     drift_flags: int = 0
 
 
+for _cls in (TuneConfig, TaskResult):
+    _cls.__init__.__doc__ = (f"Creates a {_cls.__name__} from its fields, in the order and with "
+                             "the defaults listed in the class's docstring.")
+
+
 def _functions(mod_or_func, api):
     """(name, PrimFunc) pairs of a PrimFunc, an IRModule, a Schedule or a list of them."""
     if isinstance(mod_or_func, Schedule):
