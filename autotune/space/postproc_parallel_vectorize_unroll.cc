@@ -12,6 +12,7 @@
 #include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/loop_transformation.h"
+#include "kiln/schedule/tensor_intrin.h"
 
 namespace kiln::autotune {
 
@@ -42,15 +43,25 @@ bool is_spatial_for_all(const For* loop) {
   return spatial;
 }
 
-// The name of the first block under `stmt`.
-std::string first_block(const Stmt& stmt) {
-  std::string name;
-  post_order_visit(stmt, [&name](const Node* node) {
-    if (name.empty() && node->kind() == NodeKind::Block) {
-      name = static_cast<const Block*>(node)->name;
-    }
+// The name of the first block of the nest `top` at the root block `root` (not a block nested in
+// another, such as the init of a tensorized block).
+std::string first_block(schedule::Schedule& sch, const Block* root, const For* top) {
+  for (const std::string& name : sch.index("main").block_names()) {
+    const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+    if (loc->scope == root && !loc->loops.empty() && loc->loops.front() == top) return name;
+  }
+  return "";
+}
+
+// Whether a block's own body decides its vectors, so that no loop around it is vectorized: a
+// tensorized block (vector code already), or one that holds blocks, such as the init of a
+// tensorized block (its inner block's loop is the one to vectorize).
+bool vectorizes_inside(const Block& block) {
+  bool holds_block = false;
+  post_order_visit(block.body, [&holds_block](const Node* node) {
+    holds_block = holds_block || node->kind() == NodeKind::Block;
   });
-  return name;
+  return holds_block || block.annotations.count(schedule::kTensorIntrinAnnotation) != 0;
 }
 
 // Whether a vector of `extent` lanes is one LLVM splits into whole registers: a power of two,
@@ -79,7 +90,7 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
     Stmt body = root->block->body;
     std::vector<Stmt> tops = body.as<SeqStmt>() ? body.as<SeqStmt>()->seq : std::vector<Stmt>{body};
     for (const Stmt& top : tops) {
-      if (top.is<For>()) nests.push_back(first_block(top));
+      if (top.is<For>()) nests.push_back(first_block(sch, root->block, top.as<For>()));
     }
     // Step 2. Vectorize innermost loops first: fusing outer loops does not change them.
     if (vectorize_max > 1) vectorize_innermost(sch, vectorize_max, lanes_);
@@ -98,8 +109,8 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
       if (loc == nullptr || loc->loops.empty() || loc->realize == nullptr) continue;
       const For* inner = loc->loops.back();
       const int64_t* extent = as_const_int(inner->extent);
-      if (inner->kind != ForKind::kSerial || extent == nullptr || *extent < 2 ||
-          *extent > vectorize_max || !legal_vector_extent(*extent, lanes) ||
+      if (vectorizes_inside(*loc->block) || inner->kind != ForKind::kSerial || extent == nullptr ||
+          *extent < 2 || *extent > vectorize_max || !legal_vector_extent(*extent, lanes) ||
           inner->body.get() != loc->realize || !is_spatial_for_all(inner)) {
         continue;
       }

@@ -67,6 +67,7 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
   s.mod = ir::make<ir::IRModule>();
   s.mod->functions["main"] = task.func;
   s.block_rules.push_back(make_auto_inline(s.context));
+  s.block_rules.push_back(make_tensorize(s.context));
   s.block_rules.push_back(make_multi_level_tiling(s.context));
   s.root_rule = make_parallel_vectorize_unroll(s.context);
   s.postprocs.push_back(make_pack_operand(s.context));

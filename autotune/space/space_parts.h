@@ -56,6 +56,15 @@ std::unique_ptr<ScheduleRule> make_auto_inline(const SpaceContext& context);
 //   l8, l9, l10, l11 = sch.split(loop=l1, factors=[v4, v5, v6, v7])
 std::unique_ptr<ScheduleRule> make_multi_level_tiling(const SpaceContext& context);
 
+// Gives a reduction block that a tensor intrinsic of config.tensor_intrinsics computes, on a
+// target with the intrinsic's required_features, a sketch of its own besides the block as it
+// is: the operand read along the intrinsic's lanes and depth is packed into contiguous tiles
+// when it is read at plain iterators, the block is tiled SSRSRS around the intrinsic's tile
+// (the lane loop split by the lanes, the depth loop by the depth) and tensorized there:
+//   l9, l10 = sch.split(loop=l3, factors=[None, 16])
+//   sch.tensorize(block_or_loop=l10, tensor_intrin="x86.avx512.vnni.dot_16x4_u8s8s32")
+std::unique_ptr<ScheduleRule> make_tensorize(const SpaceContext& context);
+
 // Samples, on the root block, the largest parallel extent, the largest vectorized extent and the
 // automatic unroll depth that the postprocessor parallel_vectorize_unroll applies:
 //   v1 = sch.sample_categorical(candidates=[0, 16, 64, 512], probs=[0.25, 0.25, 0.25, 0.25])
@@ -80,7 +89,8 @@ std::unique_ptr<Postproc> make_pack_operand(const SpaceContext& context);
 // Moves the init of every reduction block out of its reduction loops (decompose_reduction).
 std::unique_ptr<Postproc> make_rewrite_reduction_block(const SpaceContext& context);
 // Applies the root's annotations: fuses and parallelizes the outer spatial loops of each nest,
-// vectorizes innermost spatial loops, and marks each nest for automatic unrolling.
+// vectorizes innermost spatial loops (not around a tensorized block, or a block holding blocks),
+// and marks each nest for automatic unrolling.
 std::unique_ptr<Postproc> make_parallel_vectorize_unroll_postproc(const SpaceContext& context);
 
 // ---------------------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ void bind_autotune_space(py::module_& m) {
     std::unique_ptr<SpaceGenerator> space;
   };
   py::class_<PySpace>(m, "SpaceGenerator", "The design space of one function on one target.")
-      .def(py::init([](py::handle func, py::handle target, py::handle num_threads) {
+      .def(py::init([](py::handle func, py::handle target, py::handle num_threads,
+                       py::handle tensor_intrinsics) {
              const char* api = "kiln.autotune.SpaceGenerator";
              auto result = std::make_unique<PySpace>();
              result->task =
@@ -38,11 +39,24 @@ void bind_autotune_space(py::module_& m) {
                                      to_str(target, api, "target"), "", 1.0, api);
              autotune::SpaceConfig config;
              config.num_threads = static_cast<int>(to_int(num_threads, api, "num_threads"));
+             if (!tensor_intrinsics.is_none()) {
+               if (!py::isinstance<py::list>(tensor_intrinsics) &&
+                   !py::isinstance<py::tuple>(tensor_intrinsics)) {
+                 raise_type_error(api, "tensor_intrinsics", "a list of str", tensor_intrinsics);
+               }
+               config.tensor_intrinsics.clear();
+               for (py::handle name : tensor_intrinsics) {
+                 config.tensor_intrinsics.push_back(to_str(name, api, "tensor_intrinsics[i]"));
+               }
+             }
              result->space = std::make_unique<SpaceGenerator>(result->task, config);
              return result;
            }),
            py::arg("func"), py::arg("target") = "llvm", py::arg("num_threads") = 0,
-           "Builds the sketches of ``func`` for ``target`` (``num_threads`` 0: the runtime's).")
+           py::arg("tensor_intrinsics") = py::none(),
+           "Builds the sketches of ``func`` for ``target`` (``num_threads`` 0: the runtime's). "
+           "``tensor_intrinsics``: the intrinsics the rule tensorize tries (None: the shipped x86 "
+           "ones); it uses those whose required features the target has.")
       .def_property_readonly(
           "sketches", [](const PySpace& s) { return s.space->sketches(); },
           "The sketches' traces (decisions drawn once; sample() draws them anew).")

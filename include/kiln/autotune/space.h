@@ -45,6 +45,10 @@ struct SpaceConfig {
   // Try packing the operand a tiled reduction reads along its innermost tile (B of A @ B) into
   // tiles laid out contiguously.
   bool pack_operands = true;
+  // The tensor intrinsics the rule tensorize tries on reduction blocks (schedule/intrin/); it
+  // uses those whose required_features the task's target has.
+  std::vector<std::string> tensor_intrinsics = {"x86.avx512.vnni.dot_16x4_u8s8s32",
+                                                "x86.avx512.bf16.dot_16x2_bf16bf16f32"};
 };
 
 // One point of the design space.
