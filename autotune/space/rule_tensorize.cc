@@ -2,6 +2,17 @@
 // on a target with the intrinsic's features, gets a sketch of its own, tiled so that its
 // innermost loops are the intrinsic's tile and tensorized there; the untouched schedule stays
 // an alternative for the other rules.
+//
+// What it supports: intrinsics of the dot-product form C[i] += A[k] * B[i, k] (i < lanes,
+// k < depth), on blocks like C[.., j] += A[.., k] * B(j, k), where
+//  * the output's last index is the lane iterator j, its extent a multiple of the lanes;
+//  * an operand's last index is the depth iterator k (A[i, k]: the depth is contiguous), its
+//    extent a multiple of the depth;
+//  * the operand read along j and k is read at plain iterators in any order (B[j, k] of
+//    A @ B.T, B[k, j] of A @ B, B[b, j, k] of a batch): it is packed, inside the kernel, into
+//    [.., j // lanes, k // depth, j % lanes, k % depth]; or it is already in that layout.
+// Not supported: extents that are not whole tiles (no padding), an A read with the depth not
+// last (A[k, i]), and intrinsics of other forms; such blocks get no tensorized sketch.
 #include <algorithm>
 #include <optional>
 

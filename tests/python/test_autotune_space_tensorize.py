@@ -5,6 +5,8 @@ them (haswell) it gets none and the other sketches still compute the function. T
 packing and tiling are checked numerically on any host with a reference intrinsic (the same
 description, plain TensorIR as implementation); the candidates run with vpdpbusd only where
 this CPU has AVX-512 VNNI."""
+import json
+
 import numpy as np
 import pytest
 
@@ -56,6 +58,16 @@ def float_matmul(m=64, n=64, k=64):
     B = te.placeholder((k, n), "float32", name="B")
     r = te.reduce_axis((0, k), name="k")
     C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def int8_matmul_a_transposed(m=64, n=64, k=64):
+    """C = A.T @ B.T with A as (k, m): the depth is not A's contiguous dimension."""
+    A = te.placeholder((k, m), "uint8", name="A")
+    B = te.placeholder((n, k), "int8", name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(
+        A[r, i].astype("int32") * B[j, r].astype("int32"), axis=r), name="C")
     return te.create_prim_func([A, B, C])
 
 
@@ -156,13 +168,22 @@ def test_znver4_bf16_matmul_is_tensorized_with_vdpbf16ps():
 
 
 @pytest.mark.parametrize("func", [float_matmul, lambda: int8_matmul(64, 40, 64),
-                                  lambda: int8_matmul(64, 64, 30)])
+                                  lambda: int8_matmul(64, 64, 30), int8_matmul_a_transposed])
 def test_znver4_no_tensorized_sketch_where_the_intrinsic_does_not_fit(func):
     # float32 is not what the intrinsics compute; 40 columns are not whole 16-lane tiles; a
-    # depth of 30 is not whole groups of 4.
+    # depth of 30 is not whole groups of 4; A (k, m) does not hold 4 bytes of k contiguously.
     space = SpaceGenerator(func(), ZNVER4)
     assert tensorized_sketches(space) == []
     assert len(space.sketches) == 1
+
+
+def test_tensorized_candidate_trace_replays_on_the_function():
+    # The database stores the whole trace; kiln.build(database=) replays it on the function.
+    func = int8_matmul()
+    candidate = SpaceGenerator(func, ZNVER4).sample(1, 0)
+    replayed = tir.Schedule(func)
+    tir.Trace.apply_json_to_schedule(json.loads(json.dumps(candidate.trace.as_json())), replayed)
+    kiln.ir.assert_structural_equal(replayed.mod, candidate.mod)
 
 
 def test_mutated_tensorized_candidates_replay():
