@@ -711,6 +711,30 @@ bool can_reverse_compute_at(Schedule& sch, const RV& block, const RV& loop,
   return can_move(sch, block, loop, preserve_unit_loops, Move{true, "reverse_compute_at"});
 }
 
+std::vector<int64_t> compute_location_candidates(Schedule& sch, const RV& block_rv) {
+  const char* primitive = "sample_compute_location";
+  const BlockLocation& block = sch.block(block_rv, primitive);
+  std::string func_name = sch.func_name(block_rv);
+  ScopeLoopCollector collector;
+  if (block.scope != nullptr) collector.visit_stmt(block.scope->body);
+  std::vector<int64_t> candidates;
+  try {
+    plan_compute_inline(sch, block_rv, primitive);
+    candidates.push_back(kInlineMark);
+  } catch (const ScheduleError&) {
+  }
+  candidates.push_back(kRootMark);
+  for (size_t k = 0; k < collector.loops.size(); ++k) {
+    const LoopLocation* loc = sch.index(func_name).find_loop(collector.loops[k]->loop_var.get());
+    try {
+      ComputeAtPlanner(sch, func_name, block, *loc, false, Move{false, primitive}).plan();
+      candidates.push_back(static_cast<int64_t>(k));
+    } catch (const ScheduleError&) {
+    }
+  }
+  return candidates;
+}
+
 RV sample_compute_location(Schedule& sch, const RV& block_rv,
                            const std::optional<int64_t>& decision) {
   const char* primitive = "sample_compute_location";
@@ -721,21 +745,7 @@ RV sample_compute_location(Schedule& sch, const RV& block_rv,
   if (block.scope != nullptr) collector.visit_stmt(block.scope->body);
   std::vector<const For*> loops = collector.loops;
   // Step 2. Collect the candidates: every location where the block can go.
-  std::vector<int64_t> candidates;
-  try {
-    plan_compute_inline(sch, block_rv, primitive);
-    candidates.push_back(kInlineMark);
-  } catch (const ScheduleError&) {
-  }
-  candidates.push_back(kRootMark);
-  for (size_t k = 0; k < loops.size(); ++k) {
-    const LoopLocation* loc = sch.index(func_name).find_loop(loops[k]->loop_var.get());
-    try {
-      ComputeAtPlanner(sch, func_name, block, *loc, false, Move{false, primitive}).plan();
-      candidates.push_back(static_cast<int64_t>(k));
-    } catch (const ScheduleError&) {
-    }
-  }
+  std::vector<int64_t> candidates = compute_location_candidates(sch, block_rv);
   // Step 3. Take or draw the decision.
   int64_t chosen = 0;
   if (decision.has_value()) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "kiln/schedule/schedule.h"
 
@@ -82,6 +83,11 @@ bool can_compute_at(Schedule& sch, const RV& block, const RV& loop,
                     bool preserve_unit_loops = false);
 bool can_reverse_compute_at(Schedule& sch, const RV& block, const RV& loop,
                             bool preserve_unit_loops = false);
+
+// The decisions sample_compute_location can take for `block` (see there), in increasing order
+// but for inline (-2), which comes first when it is one: [-2,] -1, then the loops' numbers.
+// Changes nothing and records nothing; the tuner's mutators use it to pick another location.
+std::vector<int64_t> compute_location_candidates(Schedule& sch, const RV& block);
 
 // Draws a compute location of `block` uniformly among those where it can go and returns it as
 // a loop handle for compute_at. The decision (recorded in the trace) is an integer:
