@@ -68,7 +68,9 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
   s.mod->functions["main"] = task.func;
   s.block_rules.push_back(make_auto_inline(s.context));
   s.block_rules.push_back(make_tensorize(s.context));
+  s.block_rules.push_back(make_add_rfactor(s.context));
   s.block_rules.push_back(make_multi_level_tiling(s.context));
+  s.block_rules.push_back(make_random_compute_location(s.context));
   s.root_rule = make_parallel_vectorize_unroll(s.context);
   s.postprocs.push_back(make_pack_operand(s.context));
   s.postprocs.push_back(make_rewrite_reduction_block(s.context));
@@ -77,6 +79,8 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
   s.mutator_weights.push_back(0.85);
   s.mutators.push_back(make_mutate_categorical(s.context));
   s.mutator_weights.push_back(0.15);
+  s.mutators.push_back(make_mutate_compute_location(s.context));
+  s.mutator_weights.push_back(0.1);
 
   // The sketches: every rule on every block, outputs first (a consumer's schedule decides
   // what its producers are computed for), then the root rule.

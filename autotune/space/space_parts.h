@@ -65,6 +65,20 @@ std::unique_ptr<ScheduleRule> make_multi_level_tiling(const SpaceContext& contex
 //   sch.tensorize(block_or_loop=l10, tensor_intrin="x86.avx512.vnni.dot_16x4_u8s8s32")
 std::unique_ptr<ScheduleRule> make_tensorize(const SpaceContext& context);
 
+// Adds, for a reduction with fewer spatial iterations than the threads can share, two sketches
+// that split its (fused) reduction loop in two and factor the reduction over the outer half (to
+// run in parallel) or over the inner half (to run in vectors); the block as it is stays a sketch:
+//   v2, v3 = sch.sample_perfect_tile(loop=l1, n=2, max_innermost_factor=64)
+//   l4, l5 = sch.split(loop=l1, factors=[v2, v3])
+//   b6 = sch.rfactor(loop=l4, factor_axis=0)
+std::unique_ptr<ScheduleRule> make_add_rfactor(const SpaceContext& context);
+
+// Computes a block that is neither inlined nor tiled (not an output, alone in its loop nest)
+// at a sampled loop of its consumers, when some loop can hold it:
+//   l1 = sch.sample_compute_location(block=b0)
+//   sch.compute_at(block=b0, loop=l1)
+std::unique_ptr<ScheduleRule> make_random_compute_location(const SpaceContext& context);
+
 // Samples, on the root block, the largest parallel extent, the largest vectorized extent and the
 // automatic unroll depth that the postprocessor parallel_vectorize_unroll applies:
 //   v1 = sch.sample_categorical(candidates=[0, 16, 64, 512], probs=[0.25, 0.25, 0.25, 0.25])
@@ -109,6 +123,8 @@ class Mutator {
 std::unique_ptr<Mutator> make_mutate_tile_size(const SpaceContext& context);
 // Picks another candidate of a sample_categorical decision.
 std::unique_ptr<Mutator> make_mutate_categorical(const SpaceContext& context);
+// Picks another valid location of a sample_compute_location decision.
+std::unique_ptr<Mutator> make_mutate_compute_location(const SpaceContext& context);
 
 // Every decision that moves one prime factor of one sample_perfect_tile decision from a level to
 // another (the innermost within max_innermost_factor), as (index, decision) pairs.

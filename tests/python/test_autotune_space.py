@@ -177,3 +177,190 @@ def test_a_replay_redraws_a_tile_decision_an_earlier_change_invalidated():
     other = (instructions[rows]["decision"] + 1) % len(instructions[rows]["attrs"]["candidates"])
     child = space.replay(0, parent.decisions.with_decision(rows, other))
     assert child is not None, space.rejections
+
+
+# ---------------------------------------------------------------------------------------------
+# add_rfactor and random_compute_location (with the mutator of compute locations)
+
+
+def vector_sum(n=1 << 16):
+    A = te.placeholder((n,), "float32", name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((), lambda: te.sum(A[k], axis=k), name="B")
+    return te.create_prim_func([A, B])
+
+
+def matrix_sum(m=256, n=256):
+    A = te.placeholder((m, n), "float32", name="A")
+    k1 = te.reduce_axis((0, m), name="k1")
+    k2 = te.reduce_axis((0, n), name="k2")
+    B = te.compute((), lambda: te.sum(A[k1, k2], axis=[k1, k2]), name="B")
+    return te.create_prim_func([A, B])
+
+
+def row_sum(m=4, n=65536):
+    A = te.placeholder((m, n), "float32", name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((m,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    return te.create_prim_func([A, B])
+
+
+def softmax(m=64, n=1024):
+    A = te.placeholder((m, n), "float32", name="A")
+    k1 = te.reduce_axis((0, n), name="k1")
+    mx = te.compute((m,), lambda i: te.max(A[i, k1], axis=k1), name="max")
+    k2 = te.reduce_axis((0, n), name="k2")
+    es = te.compute((m,), lambda i: te.sum(te.exp(A[i, k2] - mx[i]), axis=k2), name="expsum")
+    out = te.compute((m, n), lambda i, j: te.exp(A[i, j] - mx[i]) / es[i], name="softmax")
+    return te.create_prim_func([A, out])
+
+
+def rms_norm(m=32, n=4096, eps=1e-6):
+    X = te.placeholder((m, n), "float32", name="X")
+    W = te.placeholder((n,), "float32", name="W")
+    k = te.reduce_axis((0, n), name="k")
+    ss = te.compute((m,), lambda i: te.sum(X[i, k] * X[i, k], axis=k), name="sumsq")
+    Y = te.compute((m, n), lambda i, j: X[i, j] * te.rsqrt(ss[i] / n + eps) * W[j], name="rms")
+    return te.create_prim_func([X, W, Y])
+
+
+def numpy_result(workload, args):
+    """What the function writes into its last argument, in float64."""
+    x = args[0].astype("float64")
+    if workload in ("vector_sum", "matrix_sum"):
+        return x.sum()
+    if workload == "row_sum":
+        return x.sum(axis=1)
+    if workload == "softmax":
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    return x / np.sqrt((x ** 2).mean(axis=1, keepdims=True) + 1e-6) * args[1]
+
+
+WORKLOADS = {"vector_sum": vector_sum, "matrix_sum": matrix_sum, "row_sum": row_sum,
+             "softmax": softmax, "rms_norm": rms_norm}
+
+
+def sketches_with(space, kind):
+    return [i for i, s in enumerate(space.sketches) if f"sch.{kind}(" in s.as_python()]
+
+
+def check_candidate(workload, func, candidate, seed):
+    args = random_args(func, seed)
+    kiln.build(candidate.mod)(*args)
+    # A float32 sum of 65536 terms in one chain is off by ~1e-3 from the float64 one.
+    atol = 1e-2 if workload.endswith("sum") else 1e-5
+    np.testing.assert_allclose(args[-1], numpy_result(workload, args), rtol=1e-4, atol=atol)
+
+
+@pytest.mark.parametrize("workload", ["vector_sum", "matrix_sum", "row_sum"])
+def test_a_long_reduction_gets_two_rfactor_sketches(workload):
+    space = SpaceGenerator(WORKLOADS[workload](), "llvm", num_threads=4)
+    assert len(space.sketches) == 3
+    assert sketches_with(space, "rfactor") == [1, 2]
+    halves = [s.as_python().split("sch.rfactor(loop=")[1].split(",")[0] for s in space.sketches[1:]]
+    assert halves[0] != halves[1]  # the outer half, then the inner half of one split
+    # Several reduction loops are fused into one first.
+    assert ("sch.fuse(" in space.sketches[1].as_python()) == (workload == "matrix_sum")
+
+
+@pytest.mark.parametrize("func", [matmul(256, 256, 256), row_sum(4096, 64)],
+                         ids=["matmul", "many_rows"])
+def test_a_reduction_with_enough_parallelism_gets_no_rfactor(func):
+    space = SpaceGenerator(func, "llvm", num_threads=4)
+    assert sketches_with(space, "rfactor") == []
+
+
+@pytest.mark.parametrize("workload", ["vector_sum", "matrix_sum", "row_sum"])
+@pytest.mark.parametrize("sketch", [1, 2])
+def test_rfactor_candidates_compute_the_function(workload, sketch):
+    func = WORKLOADS[workload]()
+    space = SpaceGenerator(func, "llvm", num_threads=4)
+    for seed in range(3):
+        candidate = space.sample(sketch, seed)
+        assert candidate is not None, space.rejections
+        assert "B_rf" in candidate.mod["main"].script()
+        check_candidate(workload, func, candidate, seed)
+    assert space.rejections == {}
+
+
+def test_the_reductions_of_softmax_and_rmsnorm_get_a_compute_location():
+    text = SpaceGenerator(softmax(), "llvm", num_threads=4).sketches[0].as_python()
+    assert 'name="expsum")\nl1 = sch.sample_compute_location(block=b0' in text
+    assert "sch.compute_at(block=b2, loop=l3" in text and 'name="max")' in text
+    space = SpaceGenerator(rms_norm(), "llvm", num_threads=4)
+    assert sketches_with(space, "sample_compute_location") == [0, 1, 2]
+    # A matmul's one block is an output, tiled: nothing to move.
+    assert sketches_with(SpaceGenerator(matmul(64, 64, 64), "llvm"), "compute_at") == []
+
+
+def without_deep_unrolling(space, candidate):
+    """The candidate unrolled at most 16 deep: LLVM takes seconds to compile exp unrolled 512
+    times, and the unroll depth is not what these tests are about."""
+    instructions = candidate.decisions.as_json()["instructions"]
+    unroll = [i for i, inst in enumerate(instructions) if inst["kind"] == "sample_categorical"
+              and inst["attrs"]["candidates"] == [0, 16, 64, 512]][-1]
+    if instructions[unroll]["decision"] <= 1:
+        return candidate
+    return space.replay(candidate.sketch, candidate.decisions.with_decision(unroll, 1))
+
+
+@pytest.mark.parametrize("workload", ["softmax", "rms_norm"])
+def test_compute_location_candidates_compute_the_function(workload):
+    # Smaller than above: a reduction computed at the innermost loop of its consumer runs once
+    # per element, m * n * n steps.
+    func = WORKLOADS[workload](16, 256)
+    space = SpaceGenerator(func, "llvm", num_threads=4)
+    locations = set()
+    for sketch in range(len(space.sketches)):
+        for seed in range(2):
+            candidate = without_deep_unrolling(space, space.sample(sketch, seed))
+            assert candidate is not None, space.rejections
+            locations.add(tuple(i["decision"] for i in candidate.decisions.as_json()["instructions"]
+                                if i["kind"] == "sample_compute_location"))
+            check_candidate(workload, func, candidate, seed)
+    assert len(locations) > 2
+    assert space.rejections == {}
+
+
+def test_a_mutated_compute_location_is_another_valid_one():
+    func = softmax(16, 128)
+    space = SpaceGenerator(func, "llvm", num_threads=4)
+    parent = space.sample(0, 1)
+    before = parent.decisions.as_json()["instructions"]
+    moved = 0
+    for seed in range(40):
+        trace = space.mutate(parent.decisions, seed)
+        if trace is None:
+            continue
+        after = trace.as_json()["instructions"]
+        changed = [i for i, inst in enumerate(after)
+                   if inst.get("decision") != before[i].get("decision")]
+        if before[changed[0]]["kind"] != "sample_compute_location":
+            continue
+        child = space.replay(0, trace)
+        assert child is not None, space.rejections
+        # Valid, so the replay kept it rather than drawing another.
+        assert child.decisions.as_json()["instructions"][changed[0]]["decision"] == \
+            after[changed[0]]["decision"]
+        check_candidate("softmax", func, without_deep_unrolling(space, child), seed)
+        moved += 1
+    assert moved >= 3
+    assert space.rejections == {}
+
+
+def test_a_malformed_decision_is_refused_with_a_counted_reason():
+    space = SpaceGenerator(softmax(16, 128), "llvm", num_threads=4)
+    parent = space.sample(0, 0)
+    site = next(i for i, inst in enumerate(parent.decisions.as_json()["instructions"])
+                if inst["kind"] == "sample_compute_location")
+    assert space.replay(0, parent.decisions.with_decision(site, "root")) is None
+    assert space.rejections == {"replay: error": 1}
+    # A location that names no loop where the block can go is drawn anew, not refused.
+    assert space.replay(0, parent.decisions.with_decision(site, 999)) is not None
+    rfactor_space = SpaceGenerator(vector_sum(), "llvm", num_threads=4)
+    parent = rfactor_space.sample(1, 0)
+    tile = next(i for i, inst in enumerate(parent.decisions.as_json()["instructions"])
+                if inst["kind"] == "sample_perfect_tile")
+    assert rfactor_space.replay(1, parent.decisions.with_decision(tile, [[1], 2])) is None
+    assert rfactor_space.rejections == {"replay: error": 1}

@@ -77,7 +77,7 @@ class SpaceGenerator {
   // The candidate of sketch `sketch` with the decisions of `decisions` (a trace of the sketch).
   std::optional<Candidate> replay(int sketch, const schedule::Trace& decisions);
   // A trace like `decisions` with one decision changed by a mutator (tile sizes, categorical
-  // choices); nothing when no mutator finds a change.
+  // choices, compute locations); nothing when no mutator finds a change.
   std::optional<schedule::Trace> mutate(const schedule::Trace& decisions, std::mt19937_64& rng);
   // The neighbours of `decisions` that move one prime factor of one tile between two levels:
   // the local search around the best candidate.

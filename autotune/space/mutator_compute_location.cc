@@ -1,0 +1,88 @@
+// The mutator mutate_compute_location: another location for a block that a
+// sample_compute_location decision places. The valid locations depend on the schedule at that
+// point of the trace, so the trace up to the instruction is replayed to list them.
+#include <algorithm>
+
+#include "autotune/space/space_parts.h"
+#include "kiln/schedule/compute_at.h"
+#include "kiln/support/error.h"
+
+namespace kiln::autotune {
+
+namespace {
+
+using schedule::Instruction;
+using schedule::Json;
+
+class MutateComputeLocation : public Mutator {
+ public:
+  explicit MutateComputeLocation(const SpaceContext& context) : mod_(ir::make<ir::IRModule>()) {
+    mod_->functions["main"] = context.task->func;
+  }
+  const char* name() const override { return "mutate_compute_location"; }
+
+  bool propose(const schedule::Trace& trace, std::mt19937_64& rng, size_t* index,
+               Json* decision) override {
+    std::vector<size_t> sites;
+    for (size_t i = 0; i < trace.instructions().size(); ++i) {
+      const Instruction& inst = trace.instructions()[i];
+      if (inst.kind == "sample_compute_location" && inst.decision.is_number_integer()) {
+        sites.push_back(i);
+      }
+    }
+    std::shuffle(sites.begin(), sites.end(), rng);
+    for (size_t i : sites) {
+      std::vector<int64_t> others = candidates_at(trace, i);
+      others.erase(std::remove(others.begin(), others.end(),
+                               trace.instructions()[i].decision.get<int64_t>()),
+                   others.end());
+      if (others.empty()) continue;
+      *index = i;
+      *decision = others[rng() % others.size()];
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  // The locations instruction `site` of `trace` can draw: the trace before it replayed on the
+  // function, then the candidates of its block there. None when the replay fails.
+  std::vector<int64_t> candidates_at(const schedule::Trace& trace, size_t site) const {
+    schedule::Schedule sch(mod_, 0);
+    try {
+      Json json = trace.as_json();
+      Json& instructions = json.at("instructions");
+      instructions.erase(instructions.begin() + static_cast<std::ptrdiff_t>(site),
+                         instructions.end());
+      schedule::Trace::apply_json(json, &sch);
+      // The replay records one instruction per instruction replayed, with as many outputs:
+      // the block handle of the site is found at the same place in the new trace.
+      const std::vector<Instruction>& old_trace = trace.instructions();
+      const std::vector<Instruction>& new_trace = sch.trace().instructions();
+      if (new_trace.size() != site) return {};
+      const Json& block_name = old_trace[site].inputs.at(0);
+      for (size_t i = 0; i < site; ++i) {
+        const std::vector<schedule::RV>& outputs = old_trace[i].outputs;
+        for (size_t k = 0; k < outputs.size() && k < new_trace[i].outputs.size(); ++k) {
+          if (outputs[k].name() == block_name) {
+            return schedule::compute_location_candidates(sch, new_trace[i].outputs[k]);
+          }
+        }
+      }
+    } catch (const Error&) {
+      // A trace the space cannot replay has no alternatives to offer; nor has a malformed one.
+    } catch (const Json::exception&) {
+    }
+    return {};
+  }
+
+  ir::Ref<ir::IRModule> mod_;
+};
+
+}  // namespace
+
+std::unique_ptr<Mutator> make_mutate_compute_location(const SpaceContext& context) {
+  return std::make_unique<MutateComputeLocation>(context);
+}
+
+}  // namespace kiln::autotune

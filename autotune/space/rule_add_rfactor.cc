@@ -1,0 +1,99 @@
+// The rule add_rfactor: a reduction whose spatial iterations are too few to keep the threads
+// busy (a sum over a long vector, a dot product, a row reduction with few rows) gets two more
+// sketches in which its reduction loop is split in two and one half becomes a dimension of a
+// partial result (rfactor): the outer half, whose partial sums can run in parallel, or the inner
+// half, whose partial sums are a vector. The block as it is stays a sketch too.
+#include <algorithm>
+
+#include "autotune/space/block_analysis.h"
+#include "autotune/space/space_parts.h"
+#include "kiln/ir/op.h"
+#include "kiln/schedule/getters.h"
+#include "kiln/schedule/loop_transformation.h"
+#include "kiln/schedule/reduction.h"
+#include "kiln/schedule/sampling.h"
+
+namespace kiln::autotune {
+
+namespace {
+
+using schedule::RV;
+
+class AddRFactor : public ScheduleRule {
+ public:
+  explicit AddRFactor(const SpaceContext& context) : context_(context) {}
+  const char* name() const override { return "add_rfactor"; }
+
+  std::vector<schedule::Schedule> apply(const schedule::Schedule& sch,
+                                        const std::string& block_name) override {
+    schedule::Schedule base = sch.copy();
+    if (base.index("main").find_block(block_name) == nullptr) return {sch};
+    // Step 1. A reduction as te.create_prim_func makes it (spatial loops, then reduction
+    // loops) that lacks spatial parallelism.
+    BlockAnalysis a = analyze_block(base, block_name);
+    if (!a.has_init || !a.trivial_bindings || !lacks_parallelism(base, block_name, a)) {
+      return {sch};
+    }
+    std::vector<schedule::Schedule> results = {sch};
+    try {
+      // Step 2. One reduction loop (the reduction loops fused), split in two.
+      RV block = schedule::get_block(base, block_name);
+      std::vector<RV> loops = schedule::get_loops(base, block);
+      std::vector<RV> reduce_loops;
+      for (size_t l = 0; l < loops.size(); ++l) {
+        if (a.is_reduce[a.loop_iter[l]]) reduce_loops.push_back(loops[l]);
+      }
+      RV reduce = reduce_loops.size() == 1 ? reduce_loops[0] : schedule::fuse(base, reduce_loops);
+      std::vector<RV> factors =
+          schedule::sample_perfect_tile(base, reduce, 2, context_.config.max_innermost_factor);
+      std::vector<RV> halves = schedule::split(
+          base, reduce, std::vector<schedule::SplitFactor>(factors.begin(), factors.end()));
+      // Step 3. One sketch per half: the half indexes the last dimension of the partial result,
+      // so that the partial sums of one output element are contiguous.
+      int factor_axis =
+          base.index("main").find_block(block_name)->block->writes.at(0).buffer->ndim();
+      for (const RV& half : halves) {
+        schedule::Schedule result = base.copy();
+        schedule::rfactor(result, half, factor_axis);
+        results.push_back(result);
+      }
+    } catch (const schedule::ScheduleError&) {
+      return {sch};
+    }
+    return results;
+  }
+
+ private:
+  // Whether the block's spatial iterations number fewer than the threads can share
+  // (num_threads x max_jobs_per_thread) and fewer than its reduction steps, and the reduction
+  // has more steps than there are threads. Its reduction loops must be its innermost loops.
+  bool lacks_parallelism(schedule::Schedule& sch, const std::string& block_name,
+                         const BlockAnalysis& a) const {
+    const schedule::BlockLocation* loc = sch.index("main").find_block(block_name);
+    int64_t spatial = 1, reduce = 1;
+    bool seen_reduce = false;
+    for (size_t l = 0; l < loc->loops.size(); ++l) {
+      int64_t extent = *ir::as_const_int(loc->loops[l]->extent);
+      if (a.is_reduce[a.loop_iter[l]]) {
+        reduce *= extent;
+        seen_reduce = true;
+      } else {
+        if (seen_reduce) return false;  // a spatial loop inside a reduction loop
+        spatial *= extent;
+      }
+    }
+    int64_t threads = context_.num_threads;
+    return seen_reduce && reduce > threads && spatial < reduce &&
+           spatial < threads * context_.config.max_jobs_per_thread;
+  }
+
+  SpaceContext context_;
+};
+
+}  // namespace
+
+std::unique_ptr<ScheduleRule> make_add_rfactor(const SpaceContext& context) {
+  return std::make_unique<AddRFactor>(context);
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,386 @@
+// The schedule rules add_rfactor and random_compute_location and the mutator
+// mutate_compute_location: which workloads get their sketches, that the candidates of
+// compute_location_candidates are exactly the decisions sample_compute_location accepts, that a
+// mutated location is a valid other one, and that a malformed decision refuses the candidate
+// with a counted reason. tests/python/test_autotune_space.py runs the candidates against NumPy.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "autotune/space/space_parts.h"
+#include "kiln/autotune/space.h"
+#include "kiln/ir/op.h"
+#include "kiln/ir/printer.h"
+#include "kiln/schedule/compute_at.h"
+#include "kiln/schedule/getters.h"
+#include "kiln/te/create_prim_func.h"
+#include "kiln/te/reduction.h"
+#include "kiln/te/tensor.h"
+
+namespace kiln::autotune {
+namespace {
+
+using namespace ir;
+using schedule::Json;
+
+Expr c(int64_t v) {
+  return int32_const(v);
+}
+
+// B[i] = sum_k A[i, k] (rows = 0: a scalar, B[()] = sum_k A[k]).
+Ref<PrimFunc> sum_rows(int64_t rows, int64_t n) {
+  std::vector<Expr> shape = rows > 0 ? std::vector<Expr>{c(rows), c(n)} : std::vector<Expr>{c(n)};
+  te::Tensor a = te::placeholder(shape, DataType::float32(), "A");
+  IterVar k = te::reduce_axis(Range{c(0), c(n)}, "k");
+  std::vector<Expr> out_shape = rows > 0 ? std::vector<Expr>{c(rows)} : std::vector<Expr>{};
+  te::Tensor b = te::compute(
+      out_shape,
+      [&](const std::vector<Ref<Var>>& i) {
+        return te::sum(rows > 0 ? a({i[0], k.var}) : a({k.var}), {k});
+      },
+      "B");
+  return te::create_prim_func({a, b});
+}
+
+Ref<PrimFunc> matmul(int64_t m, int64_t n, int64_t k) {
+  te::Tensor a = te::placeholder({c(m), c(k)}, DataType::float32(), "A");
+  te::Tensor b = te::placeholder({c(k), c(n)}, DataType::float32(), "B");
+  IterVar r = te::reduce_axis(Range{c(0), c(k)}, "k");
+  te::Tensor out = te::compute(
+      {c(m), c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return te::sum(a({i[0], r.var}) * b({r.var, i[1]}), {r});
+      },
+      "C");
+  return te::create_prim_func({a, b, out});
+}
+
+// relu(A @ B): a tiled reduction feeding an element-wise output.
+Ref<PrimFunc> matmul_relu(int64_t m, int64_t n, int64_t k) {
+  te::Tensor a = te::placeholder({c(m), c(k)}, DataType::float32(), "A");
+  te::Tensor b = te::placeholder({c(k), c(n)}, DataType::float32(), "B");
+  IterVar r = te::reduce_axis(Range{c(0), c(k)}, "k");
+  te::Tensor product = te::compute(
+      {c(m), c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return te::sum(a({i[0], r.var}) * b({r.var, i[1]}), {r});
+      },
+      "C");
+  te::Tensor relu = te::compute(
+      {c(m), c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return max(product({i[0], i[1]}), make_const(DataType::float32(), 0.0));
+      },
+      "relu");
+  return te::create_prim_func({a, b, relu});
+}
+
+// (A * 2) + 1 in two blocks: an element-wise producer that is inlined.
+Ref<PrimFunc> scale_shift(int64_t n) {
+  te::Tensor a = te::placeholder({c(n)}, DataType::float32(), "A");
+  te::Tensor scaled = te::compute(
+      {c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return a({i[0]}) * make_const(DataType::float32(), 2.0);
+      },
+      "scaled");
+  te::Tensor out = te::compute(
+      {c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return scaled({i[0]}) + make_const(DataType::float32(), 1.0);
+      },
+      "out");
+  return te::create_prim_func({a, out});
+}
+
+// The shape of a softmax without the exponentials: two row reductions (the second reads the
+// first) feeding an element-wise output.
+//   mx[i] = max_k A[i, k]; s[i] = sum_k (A[i, k] - mx[i]); Y[i, j] = (A[i, j] - mx[i]) * s[i]
+Ref<PrimFunc> centred_rows(int64_t m, int64_t n) {
+  te::Tensor a = te::placeholder({c(m), c(n)}, DataType::float32(), "A");
+  IterVar k1 = te::reduce_axis(Range{c(0), c(n)}, "k1");
+  te::Tensor mx = te::compute(
+      {c(m)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return te::max(a({i[0], k1.var}), {k1});
+      },
+      "mx");
+  IterVar k2 = te::reduce_axis(Range{c(0), c(n)}, "k2");
+  te::Tensor s = te::compute(
+      {c(m)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return te::sum(a({i[0], k2.var}) - mx({i[0]}), {k2});
+      },
+      "s");
+  te::Tensor y = te::compute(
+      {c(m), c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return (a({i[0], i[1]}) - mx({i[0]})) * s({i[0]});
+      },
+      "Y");
+  return te::create_prim_func({a, y});
+}
+
+// The instructions of `trace` of one kind.
+std::vector<schedule::Instruction> instructions_of(const schedule::Trace& trace,
+                                                   const std::string& kind) {
+  std::vector<schedule::Instruction> out;
+  for (const schedule::Instruction& inst : trace.instructions()) {
+    if (inst.kind == kind) out.push_back(inst);
+  }
+  return out;
+}
+
+size_t count_sketches_with(const SpaceGenerator& space, const std::string& kind) {
+  size_t count = 0;
+  for (const schedule::Trace& sketch : space.sketches()) {
+    count += !instructions_of(sketch, kind).empty();
+  }
+  return count;
+}
+
+SpaceConfig four_threads() {
+  SpaceConfig config;
+  config.num_threads = 4;
+  return config;
+}
+
+// ---------------------------------------------------------------------------------------------
+// add_rfactor
+
+TEST(AddRFactor, AVectorSumGetsTheSketchAsItIsAndOneRFactorPerHalf) {
+  TuneTask task = make_task(sum_rows(0, 1 << 16), "llvm");
+  SpaceGenerator space(task, four_threads());
+  ASSERT_EQ(space.sketches().size(), 3u);
+  EXPECT_TRUE(instructions_of(space.sketches()[0], "rfactor").empty());
+  // The two rfactor sketches factor over the two outputs of the same split.
+  std::set<std::string> factored;
+  for (size_t s = 1; s < 3; ++s) {
+    const schedule::Trace& sketch = space.sketches()[s];
+    std::vector<schedule::Instruction> split = instructions_of(sketch, "split");
+    std::vector<schedule::Instruction> rfactor = instructions_of(sketch, "rfactor");
+    ASSERT_EQ(split.size(), 1u);
+    ASSERT_EQ(rfactor.size(), 1u);
+    ASSERT_EQ(split[0].outputs.size(), 2u);
+    EXPECT_EQ(rfactor[0].attrs.at("factor_axis"), 0);
+    factored.insert(rfactor[0].inputs.at(0).get<std::string>());
+  }
+  EXPECT_EQ(factored.size(), 2u);
+}
+
+TEST(AddRFactor, ARowSumWithFewRowsFactorsAlongTheLastDimension) {
+  TuneTask task = make_task(sum_rows(4, 65536), "llvm");
+  SpaceGenerator space(task, four_threads());
+  ASSERT_EQ(count_sketches_with(space, "rfactor"), 2u);
+  for (const schedule::Trace& sketch : space.sketches()) {
+    for (const schedule::Instruction& rfactor : instructions_of(sketch, "rfactor")) {
+      EXPECT_EQ(rfactor.attrs.at("factor_axis"), 1);
+    }
+  }
+}
+
+TEST(AddRFactor, AReductionWithEnoughRowsOrAMatmulGetsNone) {
+  TuneTask rows = make_task(sum_rows(4096, 64), "llvm");
+  EXPECT_EQ(count_sketches_with(SpaceGenerator(rows, four_threads()), "rfactor"), 0u);
+  TuneTask matmul_task = make_task(matmul(256, 256, 256), "llvm");
+  SpaceGenerator space(matmul_task, four_threads());
+  EXPECT_EQ(space.sketches().size(), 1u);
+  EXPECT_EQ(count_sketches_with(space, "rfactor"), 0u);
+  // A reduction no longer than the threads are many gains nothing from splitting.
+  TuneTask short_sum = make_task(sum_rows(0, 4), "llvm");
+  EXPECT_EQ(count_sketches_with(SpaceGenerator(short_sum, four_threads()), "rfactor"), 0u);
+}
+
+TEST(AddRFactor, EveryCandidateIsAccepted) {
+  TuneTask task = make_task(sum_rows(4, 65536), "llvm");
+  SpaceGenerator space(task, four_threads());
+  for (int sketch = 0; sketch < 3; ++sketch) {
+    for (uint64_t seed = 0; seed < 8; ++seed) {
+      std::optional<Candidate> candidate = space.sample(sketch, seed);
+      ASSERT_TRUE(candidate.has_value()) << "sketch " << sketch << " seed " << seed;
+      bool factored = to_script(candidate->mod).find("B_rf") != std::string::npos;
+      EXPECT_EQ(factored, sketch != 0);
+    }
+  }
+  EXPECT_TRUE(space.rejections().empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// random_compute_location
+
+TEST(RandomComputeLocation, RowReductionsFeedingAnElementwiseOutputAreMoved) {
+  TuneTask task = make_task(centred_rows(64, 1024), "llvm");
+  SpaceGenerator space(task, four_threads());
+  ASSERT_EQ(space.sketches().size(), 1u);
+  const schedule::Trace& sketch = space.sketches()[0];
+  // The consumer first (s), then its producer (mx), each sampled and then moved.
+  ASSERT_EQ(instructions_of(sketch, "sample_compute_location").size(), 2u);
+  ASSERT_EQ(instructions_of(sketch, "compute_at").size(), 2u);
+  std::vector<schedule::Instruction> blocks = instructions_of(sketch, "get_block");
+  EXPECT_EQ(blocks[0].attrs.at("name"), "s");
+  EXPECT_EQ(blocks[1].attrs.at("name"), "mx");
+}
+
+TEST(RandomComputeLocation, TiledInlinedAndOutputBlocksAreNotMoved) {
+  TuneTask tiled = make_task(matmul_relu(64, 64, 64), "llvm");
+  SpaceGenerator tiled_space(tiled, four_threads());
+  ASSERT_EQ(count_sketches_with(tiled_space, "cache_write"), 1u);
+  EXPECT_EQ(count_sketches_with(tiled_space, "sample_compute_location"), 0u);
+  TuneTask inlined = make_task(scale_shift(256), "llvm");
+  SpaceGenerator inlined_space(inlined, four_threads());
+  ASSERT_EQ(count_sketches_with(inlined_space, "compute_inline"), 1u);
+  EXPECT_EQ(count_sketches_with(inlined_space, "sample_compute_location"), 0u);
+  TuneTask sum_task = make_task(sum_rows(4, 65536), "llvm");
+  EXPECT_EQ(
+      count_sketches_with(SpaceGenerator(sum_task, four_threads()), "sample_compute_location"), 0u);
+}
+
+TEST(RandomComputeLocation, EveryLocationIsSampledAndAccepted) {
+  TuneTask task = make_task(centred_rows(16, 64), "llvm");
+  SpaceGenerator space(task, four_threads());
+  std::set<std::pair<int64_t, int64_t>> seen;
+  for (uint64_t seed = 0; seed < 48; ++seed) {
+    std::optional<Candidate> candidate = space.sample(0, seed);
+    ASSERT_TRUE(candidate.has_value()) << "seed " << seed;
+    std::vector<schedule::Instruction> locations =
+        instructions_of(candidate->decisions, "sample_compute_location");
+    seen.insert({locations[0].decision.get<int64_t>(), locations[1].decision.get<int64_t>()});
+  }
+  EXPECT_TRUE(space.rejections().empty());
+  // s: root or the loops i and j of Y; mx: root, or the loops of Y or s it can go under.
+  EXPECT_GE(seen.size(), 4u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// compute_location_candidates and mutate_compute_location
+
+TEST(ComputeLocationCandidates, AreTheDecisionsSampleComputeLocationAccepts) {
+  Ref<IRModule> mod = make<IRModule>();
+  mod->functions["main"] = centred_rows(8, 16);
+  for (const char* name : {"mx", "s"}) {
+    schedule::Schedule sch(mod, 0);
+    schedule::RV block = schedule::get_block(sch, name);
+    std::vector<int64_t> candidates = schedule::compute_location_candidates(sch, block);
+    EXPECT_TRUE(std::is_sorted(candidates.begin(), candidates.end()));
+    EXPECT_NE(std::find(candidates.begin(), candidates.end(), -1), candidates.end());
+    for (int64_t decision = -2; decision < 8; ++decision) {
+      schedule::Schedule copy = sch.copy();
+      bool listed = std::find(candidates.begin(), candidates.end(), decision) != candidates.end();
+      bool accepted = true;
+      try {
+        schedule::sample_compute_location(copy, block, decision);
+      } catch (const schedule::ScheduleError& e) {
+        EXPECT_EQ(e.error_class(), "InvalidDecisionError");
+        accepted = false;
+      }
+      EXPECT_EQ(listed, accepted) << name << " decision " << decision;
+    }
+  }
+}
+
+TEST(MutateComputeLocation, ProposesAnotherValidLocation) {
+  TuneTask task = make_task(centred_rows(16, 64), "llvm");
+  SpaceGenerator space(task, four_threads());
+  SpaceContext context;
+  context.task = &task;
+  context.config = four_threads();
+  context.num_threads = 4;
+  std::unique_ptr<Mutator> mutator = make_mutate_compute_location(context);
+  std::mt19937_64 rng(7);
+  int proposals = 0;
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    std::optional<Candidate> parent = space.sample(0, seed);
+    ASSERT_TRUE(parent.has_value());
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      size_t index = 0;
+      Json decision;
+      if (!mutator->propose(parent->decisions, rng, &index, &decision)) continue;
+      ++proposals;
+      const schedule::Instruction& inst = parent->decisions.instructions()[index];
+      ASSERT_EQ(inst.kind, "sample_compute_location");
+      EXPECT_NE(inst.decision, decision);
+      // The child keeps the proposed decision: it was valid, so the replay did not redraw it.
+      std::optional<Candidate> child =
+          space.replay(0, parent->decisions.with_decision(index, decision));
+      ASSERT_TRUE(child.has_value());
+      EXPECT_EQ(child->decisions.instructions()[index].decision, decision);
+      EXPECT_NE(child->hash, parent->hash);
+    }
+  }
+  EXPECT_GT(proposals, 0);
+  EXPECT_TRUE(space.rejections().empty());
+}
+
+TEST(MutateComputeLocation, FindsNothingInATraceWithoutLocations) {
+  TuneTask task = make_task(matmul(32, 32, 32), "llvm");
+  SpaceGenerator space(task, four_threads());
+  SpaceContext context;
+  context.task = &task;
+  context.num_threads = 4;
+  std::unique_ptr<Mutator> mutator = make_mutate_compute_location(context);
+  std::mt19937_64 rng(0);
+  size_t index = 0;
+  Json decision;
+  std::optional<Candidate> candidate = space.sample(0, 0);
+  ASSERT_TRUE(candidate.has_value());
+  EXPECT_FALSE(mutator->propose(candidate->decisions, rng, &index, &decision));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invalid decisions
+
+// The index of the first instruction of `kind` in `trace`.
+size_t first_index(const schedule::Trace& trace, const std::string& kind) {
+  for (size_t i = 0; i < trace.instructions().size(); ++i) {
+    if (trace.instructions()[i].kind == kind) return i;
+  }
+  ADD_FAILURE() << "no instruction " << kind;
+  return 0;
+}
+
+TEST(InvalidDecisions, AMalformedLocationIsRefusedAndCounted) {
+  TuneTask task = make_task(centred_rows(16, 64), "llvm");
+  SpaceGenerator space(task, four_threads());
+  std::optional<Candidate> parent = space.sample(0, 0);
+  ASSERT_TRUE(parent.has_value());
+  size_t site = first_index(parent->decisions, "sample_compute_location");
+  EXPECT_FALSE(space.replay(0, parent->decisions.with_decision(site, "root")).has_value());
+  EXPECT_FALSE(
+      space.replay(0, parent->decisions.with_decision(site, Json::array({1, 2}))).has_value());
+  ASSERT_EQ(space.rejections().size(), 1u);
+  EXPECT_EQ(space.rejections().begin()->first, "replay: error");
+  EXPECT_EQ(space.rejections().begin()->second, 2);
+}
+
+TEST(InvalidDecisions, ALocationThatNamesNoValidLoopIsDrawnAnew) {
+  TuneTask task = make_task(centred_rows(16, 64), "llvm");
+  SpaceGenerator space(task, four_threads());
+  std::optional<Candidate> parent = space.sample(0, 0);
+  ASSERT_TRUE(parent.has_value());
+  size_t site = first_index(parent->decisions, "sample_compute_location");
+  std::optional<Candidate> child = space.replay(0, parent->decisions.with_decision(site, 999));
+  ASSERT_TRUE(child.has_value());
+  EXPECT_NE(child->decisions.instructions()[site].decision, 999);
+}
+
+TEST(InvalidDecisions, AMalformedSplitOfTheReductionIsRefusedAndCounted) {
+  TuneTask task = make_task(sum_rows(0, 1 << 16), "llvm");
+  SpaceGenerator space(task, four_threads());
+  std::optional<Candidate> parent = space.sample(1, 0);
+  ASSERT_TRUE(parent.has_value());
+  size_t site = first_index(parent->decisions, "sample_perfect_tile");
+  EXPECT_FALSE(space.replay(1, parent->decisions.with_decision(site, "x")).has_value());
+  ASSERT_EQ(space.rejections().count("replay: error"), 1u);
+  // A split whose factors do not multiply to the extent is drawn anew.
+  std::optional<Candidate> child =
+      space.replay(1, parent->decisions.with_decision(site, Json::array({3, 5})));
+  ASSERT_TRUE(child.has_value());
+  std::vector<int64_t> factors =
+      child->decisions.instructions()[site].decision.get<std::vector<int64_t>>();
+  EXPECT_EQ(factors[0] * factors[1], 1 << 16);
+}
+
+}  // namespace
+}  // namespace kiln::autotune
