@@ -1,8 +1,10 @@
-// analyze_block: the iterators, loops and accesses of a block, read off its BlockRealize.
+// analyze_block: the iterators, loops and accesses of a block, read off its BlockRealize; and
+// whether a block recomputes a reduction, and the compute locations where it would not.
 #include "autotune/space/block_analysis.h"
 
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
+#include "kiln/schedule/compute_at.h"
 
 namespace kiln::autotune {
 
@@ -95,6 +97,37 @@ BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name) {
     }
   }
   return result;
+}
+
+bool recomputes_reduction(schedule::Schedule& sch, const std::string& name) {
+  const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+  if (loc == nullptr) return false;
+  bool reduction = false;
+  double iterations = 1, runs = 1;
+  for (const IterVar& iv : loc->block->iter_vars) {
+    const int64_t* extent = as_const_int(iv.dom.extent);
+    if (extent == nullptr) return false;
+    iterations *= static_cast<double>(*extent);
+    reduction = reduction || iv.type != IterType::kDataPar;
+  }
+  for (const For* loop : loc->loops) {
+    const int64_t* extent = as_const_int(loop->extent);
+    if (extent == nullptr) return false;
+    runs *= static_cast<double>(*extent);
+  }
+  return reduction && runs >= 2 * iterations;
+}
+
+std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const schedule::RV& block) {
+  std::vector<int64_t> candidates = schedule::compute_location_candidates(sch, block);
+  std::string name = sch.block(block, "useful_compute_locations").block->name;
+  std::vector<int64_t> useful;
+  for (int64_t candidate : candidates) {
+    schedule::Schedule moved = sch.copy();
+    schedule::compute_at(moved, block, schedule::sample_compute_location(moved, block, candidate));
+    if (!recomputes_reduction(moved, name)) useful.push_back(candidate);
+  }
+  return useful;
 }
 
 }  // namespace kiln::autotune

@@ -2,6 +2,7 @@
 // iterators each buffer access uses. Private to autotune/space/.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,17 @@ struct BlockAnalysis {
 
 // The analysis of the block `name` of function "main" of `sch`.
 BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name);
+
+// Whether the reduction block `name` runs each of its iterations twice or more: the loops around
+// it iterate at least twice as often as its iterators do, as when compute_at put it under a loop
+// of its consumer that its result does not depend on (a row sum under the loop over columns).
+// Recomputing a reduction never pays, and such candidates take orders of magnitude longer to
+// measure. False for a spatial block (recomputing a halo can pay) and where an extent is not a
+// constant.
+bool recomputes_reduction(schedule::Schedule& sch, const std::string& name);
+
+// The compute locations of `block` (schedule::compute_location_candidates) but those where it
+// would recompute a reduction (recomputes_reduction).
+std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const schedule::RV& block);
 
 }  // namespace kiln::autotune

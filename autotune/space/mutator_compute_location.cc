@@ -1,10 +1,11 @@
 // The mutator mutate_compute_location: another location for a block that a
-// sample_compute_location decision places. The valid locations depend on the schedule at that
-// point of the trace, so the trace up to the instruction is replayed to list them.
+// sample_compute_location decision places, among those that do not recompute a reduction
+// (useful_compute_locations). The locations depend on the schedule at that point of the trace,
+// so the trace up to the instruction is replayed to list them.
 #include <algorithm>
 
+#include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
-#include "kiln/schedule/compute_at.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {
@@ -65,7 +66,7 @@ class MutateComputeLocation : public Mutator {
         const std::vector<schedule::RV>& outputs = old_trace[i].outputs;
         for (size_t k = 0; k < outputs.size() && k < new_trace[i].outputs.size(); ++k) {
           if (outputs[k].name() == block_name) {
-            return schedule::compute_location_candidates(sch, new_trace[i].outputs[k]);
+            return useful_compute_locations(sch, new_trace[i].outputs[k]);
           }
         }
       }

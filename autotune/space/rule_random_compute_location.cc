@@ -1,7 +1,8 @@
 // The rule random_compute_location: a block that no earlier rule inlined or tiled (a reduction
 // feeding an element-wise consumer: the max and the sum of a softmax, the sum of squares of an
 // RMSNorm) is computed at a sampled loop of its consumers, so that the search can fuse it into
-// their loops and keep its result in cache.
+// their loops and keep its result in cache. (The postprocessor refuse_recomputation refuses the
+// locations where a reduction would be computed over and over.)
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/ir/functor.h"
@@ -38,11 +39,10 @@ class RandomComputeLocation : public ScheduleRule {
     BlockAnalysis a = analyze_block(result, block_name);
     if (a.writes_output || !a.trivial_bindings) return {sch};
     try {
-      // Step 2. Some loop of its consumers can hold it: else the sketch would only have the
-      // choice of leaving it where it is.
+      // Step 2. Some loop of its consumers can hold it without recomputing a reduction: else
+      // the sketch would only have the choice of leaving it where it is.
       schedule::RV block = schedule::get_block(result, block_name);
-      std::vector<int64_t> candidates = schedule::compute_location_candidates(result, block);
-      if (candidates.back() < 0) return {sch};
+      if (useful_compute_locations(result, block).back() < 0) return {sch};
       // Step 3. Sample the location and move the block there.
       schedule::RV location = schedule::sample_compute_location(result, block);
       schedule::compute_at(result, block, location);

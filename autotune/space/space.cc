@@ -72,6 +72,7 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
   s.block_rules.push_back(make_multi_level_tiling(s.context));
   s.block_rules.push_back(make_random_compute_location(s.context));
   s.root_rule = make_parallel_vectorize_unroll(s.context);
+  s.postprocs.push_back(make_refuse_recomputation(s.context));
   s.postprocs.push_back(make_pack_operand(s.context));
   s.postprocs.push_back(make_rewrite_reduction_block(s.context));
   s.postprocs.push_back(make_parallel_vectorize_unroll_postproc(s.context));

@@ -96,6 +96,10 @@ class Postproc {
   virtual void apply(schedule::Schedule& sch) = 0;
 };
 
+// Refuses a candidate in which a reduction block runs each of its iterations twice or more
+// (recomputes_reduction in block_analysis.h): a compute location under a loop that its result
+// does not depend on.
+std::unique_ptr<Postproc> make_refuse_recomputation(const SpaceContext& context);
 // Packs the operand a block annotated kiln.pack_read = 1 reads along its innermost tile: a
 // global copy (cache_read) laid out as [n // NR, …, n % NR] (transform_layout), NR the
 // innermost tile, copied with vectors and in parallel.
@@ -123,7 +127,8 @@ class Mutator {
 std::unique_ptr<Mutator> make_mutate_tile_size(const SpaceContext& context);
 // Picks another candidate of a sample_categorical decision.
 std::unique_ptr<Mutator> make_mutate_categorical(const SpaceContext& context);
-// Picks another valid location of a sample_compute_location decision.
+// Picks another location of a sample_compute_location decision, one that does not recompute a
+// reduction.
 std::unique_ptr<Mutator> make_mutate_compute_location(const SpaceContext& context);
 
 // Every decision that moves one prime factor of one sample_perfect_tile decision from a level to

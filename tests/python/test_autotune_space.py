@@ -294,6 +294,17 @@ def test_the_reductions_of_softmax_and_rmsnorm_get_a_compute_location():
     assert sketches_with(SpaceGenerator(matmul(64, 64, 64), "llvm"), "compute_at") == []
 
 
+RECOMPUTATION = "postproc refuse_recomputation: RecomputedReductionError"
+
+
+def accepted_seeds(space, sketch, count):
+    """The first `count` seeds whose candidate of `sketch` the space accepts (it refuses the
+    locations that would compute a reduction over and over)."""
+    seeds = [seed for seed in range(32) if space.sample(sketch, seed) is not None][:count]
+    assert len(seeds) == count, space.rejections
+    return seeds
+
+
 def without_deep_unrolling(space, candidate):
     """The candidate unrolled at most 16 deep: LLVM takes seconds to compile exp unrolled 512
     times, and the unroll depth is not what these tests are about."""
@@ -313,20 +324,19 @@ def test_compute_location_candidates_compute_the_function(workload):
     space = SpaceGenerator(func, "llvm", num_threads=4)
     locations = set()
     for sketch in range(len(space.sketches)):
-        for seed in range(2):
+        for seed in accepted_seeds(space, sketch, 2):
             candidate = without_deep_unrolling(space, space.sample(sketch, seed))
-            assert candidate is not None, space.rejections
             locations.add(tuple(i["decision"] for i in candidate.decisions.as_json()["instructions"]
                                 if i["kind"] == "sample_compute_location"))
             check_candidate(workload, func, candidate, seed)
-    assert len(locations) > 2
-    assert space.rejections == {}
+    assert len(locations) >= 2
+    assert set(space.rejections) <= {RECOMPUTATION}
 
 
 def test_a_mutated_compute_location_is_another_valid_one():
     func = softmax(16, 128)
     space = SpaceGenerator(func, "llvm", num_threads=4)
-    parent = space.sample(0, 1)
+    parent = space.sample(0, accepted_seeds(space, 0, 2)[1])
     before = parent.decisions.as_json()["instructions"]
     moved = 0
     for seed in range(40):
@@ -346,18 +356,21 @@ def test_a_mutated_compute_location_is_another_valid_one():
         check_candidate("softmax", func, without_deep_unrolling(space, child), seed)
         moved += 1
     assert moved >= 3
-    assert space.rejections == {}
+    assert set(space.rejections) <= {RECOMPUTATION}
 
 
 def test_a_malformed_decision_is_refused_with_a_counted_reason():
     space = SpaceGenerator(softmax(16, 128), "llvm", num_threads=4)
-    parent = space.sample(0, 0)
+    parent = space.sample(0, accepted_seeds(space, 0, 1)[0])
     site = next(i for i, inst in enumerate(parent.decisions.as_json()["instructions"])
                 if inst["kind"] == "sample_compute_location")
     assert space.replay(0, parent.decisions.with_decision(site, "root")) is None
-    assert space.rejections == {"replay: error": 1}
-    # A location that names no loop where the block can go is drawn anew, not refused.
-    assert space.replay(0, parent.decisions.with_decision(site, 999)) is not None
+    assert space.rejections.get("replay: error") == 1
+    # A location that names no loop where the block can go is drawn anew, not refused as
+    # malformed (the new one may still recompute a reduction and be refused for that).
+    redrawn = space.replay(0, parent.decisions.with_decision(site, 999))
+    assert space.rejections.get("replay: error") == 1
+    assert redrawn is not None or space.rejections.get(RECOMPUTATION)
     rfactor_space = SpaceGenerator(vector_sum(), "llvm", num_threads=4)
     parent = rfactor_space.sample(1, 0)
     tile = next(i for i, inst in enumerate(parent.decisions.as_json()["instructions"])

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/autotune/space.h"
 #include "kiln/ir/op.h"
@@ -237,20 +238,61 @@ TEST(RandomComputeLocation, TiledInlinedAndOutputBlocksAreNotMoved) {
       count_sketches_with(SpaceGenerator(sum_task, four_threads()), "sample_compute_location"), 0u);
 }
 
-TEST(RandomComputeLocation, EveryLocationIsSampledAndAccepted) {
+const char* const kRecomputation = "postproc refuse_recomputation: RecomputedReductionError";
+
+// The candidate of the first seed that `space` accepts for `sketch`.
+std::optional<Candidate> first_candidate(SpaceGenerator& space, size_t sketch) {
+  for (uint64_t seed = 0; seed < 32; ++seed) {
+    std::optional<Candidate> candidate = space.sample(sketch, seed);
+    if (candidate.has_value()) return candidate;
+  }
+  return std::nullopt;
+}
+
+// Every rejection `space` counted was a location that recomputes a reduction.
+void expect_only_recomputation_refused(const SpaceGenerator& space) {
+  for (const auto& [reason, count] : space.rejections()) EXPECT_EQ(reason, kRecomputation);
+}
+
+TEST(RandomComputeLocation, UsefulLocationsAreSampledAndAcceptedTheOthersRefused) {
   TuneTask task = make_task(centred_rows(16, 64), "llvm");
   SpaceGenerator space(task, four_threads());
   std::set<std::pair<int64_t, int64_t>> seen;
+  int accepted = 0;
   for (uint64_t seed = 0; seed < 48; ++seed) {
     std::optional<Candidate> candidate = space.sample(0, seed);
-    ASSERT_TRUE(candidate.has_value()) << "seed " << seed;
+    if (!candidate.has_value()) continue;
+    ++accepted;
+    schedule::Schedule sch(candidate->mod, 0);
+    EXPECT_FALSE(recomputes_reduction(sch, "mx")) << "seed " << seed;
+    EXPECT_FALSE(recomputes_reduction(sch, "s")) << "seed " << seed;
     std::vector<schedule::Instruction> locations =
         instructions_of(candidate->decisions, "sample_compute_location");
     seen.insert({locations[0].decision.get<int64_t>(), locations[1].decision.get<int64_t>()});
   }
-  EXPECT_TRUE(space.rejections().empty());
-  // s: root or the loops i and j of Y; mx: root, or the loops of Y or s it can go under.
-  EXPECT_GE(seen.size(), 4u);
+  EXPECT_GE(accepted, 12);
+  expect_only_recomputation_refused(space);
+  EXPECT_EQ(space.rejections().count(kRecomputation), 1u);
+  // s: root or the loop i of Y; mx: root, or the loops i of Y or of s.
+  EXPECT_GE(seen.size(), 3u);
+}
+
+TEST(RecomputesReduction, IsTrueUnderALoopTheResultDoesNotDependOn) {
+  Ref<IRModule> mod = make<IRModule>();
+  mod->functions["main"] = centred_rows(8, 16);
+  schedule::Schedule sch(mod, 0);
+  schedule::RV block = schedule::get_block(sch, "s");
+  EXPECT_FALSE(recomputes_reduction(sch, "s"));
+  std::vector<int64_t> all = schedule::compute_location_candidates(sch, block);
+  std::vector<int64_t> useful = useful_compute_locations(sch, block);
+  EXPECT_LT(useful.size(), all.size());
+  EXPECT_NE(std::find(useful.begin(), useful.end(), -1), useful.end());
+  for (int64_t candidate : all) {
+    schedule::Schedule moved = sch.copy();
+    schedule::compute_at(moved, block, schedule::sample_compute_location(moved, block, candidate));
+    bool listed = std::find(useful.begin(), useful.end(), candidate) != useful.end();
+    EXPECT_EQ(recomputes_reduction(moved, "s"), !listed) << "location " << candidate;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,9 +332,9 @@ TEST(MutateComputeLocation, ProposesAnotherValidLocation) {
   std::unique_ptr<Mutator> mutator = make_mutate_compute_location(context);
   std::mt19937_64 rng(7);
   int proposals = 0;
-  for (uint64_t seed = 0; seed < 6; ++seed) {
+  for (uint64_t seed = 0; seed < 24; ++seed) {
     std::optional<Candidate> parent = space.sample(0, seed);
-    ASSERT_TRUE(parent.has_value());
+    if (!parent.has_value()) continue;
     for (int attempt = 0; attempt < 8; ++attempt) {
       size_t index = 0;
       Json decision;
@@ -310,7 +352,7 @@ TEST(MutateComputeLocation, ProposesAnotherValidLocation) {
     }
   }
   EXPECT_GT(proposals, 0);
-  EXPECT_TRUE(space.rejections().empty());
+  expect_only_recomputation_refused(space);
 }
 
 TEST(MutateComputeLocation, FindsNothingInATraceWithoutLocations) {
@@ -343,26 +385,31 @@ size_t first_index(const schedule::Trace& trace, const std::string& kind) {
 TEST(InvalidDecisions, AMalformedLocationIsRefusedAndCounted) {
   TuneTask task = make_task(centred_rows(16, 64), "llvm");
   SpaceGenerator space(task, four_threads());
-  std::optional<Candidate> parent = space.sample(0, 0);
+  std::optional<Candidate> parent = first_candidate(space, 0);
   ASSERT_TRUE(parent.has_value());
   size_t site = first_index(parent->decisions, "sample_compute_location");
   EXPECT_FALSE(space.replay(0, parent->decisions.with_decision(site, "root")).has_value());
   EXPECT_FALSE(
       space.replay(0, parent->decisions.with_decision(site, Json::array({1, 2}))).has_value());
-  ASSERT_EQ(space.rejections().size(), 1u);
-  EXPECT_EQ(space.rejections().begin()->first, "replay: error");
-  EXPECT_EQ(space.rejections().begin()->second, 2);
+  ASSERT_EQ(space.rejections().count("replay: error"), 1u);
+  EXPECT_EQ(space.rejections().at("replay: error"), 2);
 }
 
 TEST(InvalidDecisions, ALocationThatNamesNoValidLoopIsDrawnAnew) {
   TuneTask task = make_task(centred_rows(16, 64), "llvm");
   SpaceGenerator space(task, four_threads());
-  std::optional<Candidate> parent = space.sample(0, 0);
+  std::optional<Candidate> parent = first_candidate(space, 0);
   ASSERT_TRUE(parent.has_value());
   size_t site = first_index(parent->decisions, "sample_compute_location");
   std::optional<Candidate> child = space.replay(0, parent->decisions.with_decision(site, 999));
-  ASSERT_TRUE(child.has_value());
-  EXPECT_NE(child->decisions.instructions()[site].decision, 999);
+  // Not refused as malformed: drawn anew, and the new location was kept or, when it would
+  // recompute a reduction, refused for that.
+  EXPECT_EQ(space.rejections().count("replay: error"), 0u);
+  if (child.has_value()) {
+    EXPECT_NE(child->decisions.instructions()[site].decision, 999);
+  } else {
+    EXPECT_EQ(space.rejections().count(kRecomputation), 1u);
+  }
 }
 
 TEST(InvalidDecisions, AMalformedSplitOfTheReductionIsRefusedAndCounted) {

@@ -1,0 +1,35 @@
+// The postprocessor refuse_recomputation: a candidate in which a reduction block runs each of
+// its iterations twice or more is refused. random_compute_location samples among every
+// location where a block can go, and under a loop of its consumer that its result does not
+// depend on (a row sum under the loop over columns) a reduction is computed over and over:
+// never faster, and orders of magnitude slower to measure.
+#include "autotune/space/block_analysis.h"
+#include "autotune/space/space_parts.h"
+
+namespace kiln::autotune {
+
+namespace {
+
+class RefuseRecomputation : public Postproc {
+ public:
+  const char* name() const override { return "refuse_recomputation"; }
+
+  void apply(schedule::Schedule& sch) override {
+    for (const std::string& block : sch.index("main").block_names()) {
+      if (!recomputes_reduction(sch, block)) continue;
+      schedule::schedule_error("RecomputedReductionError", name(),
+                               "block '" + block +
+                                   "' would run each of its iterations twice or more: its "
+                                   "compute location is under a loop its result does not "
+                                   "depend on");
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Postproc> make_refuse_recomputation(const SpaceContext&) {
+  return std::make_unique<RefuseRecomputation>();
+}
+
+}  // namespace kiln::autotune
