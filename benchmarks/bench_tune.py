@@ -11,7 +11,7 @@ int8 (u8 x s8 -> s32) matmul.
 
 Run: python3 benchmarks/bench_tune.py [--trials 512] [--small-trials 256] [--only gemm,conv2d]
      [--work-dir bench_tune_work] [--rounds 3] [--repeat 7]
-PyTorch is optional (pip install torch --index-url https://download.pytorch.org/whl/cpu); its
+PyTorch is optional (`pip install torch`, from PyPI, for the benchmarks only); its
 column reads n/a without it. A work dir that exists resumes the tuning it holds.
 """
 import argparse

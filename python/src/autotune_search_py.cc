@@ -97,7 +97,10 @@ void bind_autotune_search(py::module_& m) {
         autotune::SearchConfig search = to_search_config(config.cast<py::dict>(), api);
         std::string path = to_str(log_path, api, "log_path");
         std::unique_ptr<std::ofstream> log;
-        if (!path.empty()) log = std::make_unique<std::ofstream>(path, std::ios::app);
+        if (!path.empty()) {
+          log = std::make_unique<std::ofstream>(path, std::ios::app);
+          log->setf(std::ios::unitbuf);  // each line on disk at once: `tail -f` follows a run
+        }
         // The callback runs with the GIL; an exception in it (Ctrl-C raised there) stops the
         // run after the batch, and is raised once the tuning returns.
         py::object pending = py::none();

@@ -154,6 +154,10 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
                                ir::DataType index_dtype);
   // The alignment provable for an access at `index` of `buffer` from its data alignment.
   llvm::Align access_alignment(const ir::Buffer& buffer, const ir::Expr& index);
+  // Tells LLVM that `pointer` is `alignment`-byte aligned, where that says more than the
+  // alignment of its `element` type (LLVM's AlignmentFromAssumptions visits every user of the
+  // pointer for each assumption: after unrolling, a large share of the build for nothing).
+  void assume_alignment(llvm::Value* pointer, int64_t alignment, const ir::DataType& element);
   // Tags a load, store, gather or scatter with the buffer's alias scopes (kiln.noalias).
   void add_alias_info(llvm::Instruction* inst, const ir::Buffer& buffer);
   // Continues when `ok` holds; otherwise sets `message` (unless empty: the runtime has set one),

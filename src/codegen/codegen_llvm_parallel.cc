@@ -164,8 +164,7 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
     llvm::Value* value = unpacked[next++];
     auto buffer = buffer_of_data_.find(var);
     if (buffer != buffer_of_data_.end() && value->getType()->isPointerTy()) {
-      builder_.CreateAlignmentAssumption(module_->getDataLayout(), value,
-                                         static_cast<unsigned>(buffer->second->alignment()));
+      assume_alignment(value, buffer->second->alignment(), buffer->second->dtype);
     }
     bind_var(var, value);
   }

@@ -65,6 +65,13 @@ llvm::Value* CodeGenLLVM::element_address(const Buffer& buffer, llvm::Value* ind
   return builder_.CreateInBoundsGEP(storage_type(buffer.dtype), base, index);
 }
 
+void CodeGenLLVM::assume_alignment(llvm::Value* pointer, int64_t alignment,
+                                   const DataType& element) {
+  if (alignment <= element.bytes()) return;
+  builder_.CreateAlignmentAssumption(module_->getDataLayout(), pointer,
+                                     static_cast<uint64_t>(alignment));
+}
+
 llvm::Align CodeGenLLVM::access_alignment(const Buffer& buffer, const Expr& index) {
   int64_t element = buffer.dtype.bytes();
   int64_t factor = 1;
@@ -210,14 +217,17 @@ void CodeGenLLVM::emit_allocate(const Allocate* op) {
     llvm::FunctionCallee alloc_workspace = runtime_function(
         "KilnBackendAllocWorkspace",
         llvm::FunctionType::get(builder_.getPtrTy(), {i32, i32, i64, i32, i32}, false));
-    data =
+    llvm::CallInst* call =
         builder_.CreateCall(alloc_workspace, {builder_.getInt32(kDeviceCPU), builder_.getInt32(0),
                                               nbytes, builder_.getInt32(buffer.dtype.code()),
                                               builder_.getInt32(buffer.dtype.bits())});
+    // The result's alignment as an attribute of the call, which LLVM reads where it needs it
+    // (an llvm.assume would cost a pass over every use of the pointer).
+    call->addRetAttr(llvm::Attribute::getWithAlignment(context_, align));
+    data = call;
     data->setName(buffer.name);
     // The runtime sets the message when it cannot allocate.
     emit_check(builder_.CreateIsNotNull(data), "");
-    builder_.CreateAlignmentAssumption(module_->getDataLayout(), data, align.value());
     fn_.workspaces.push_back(data);
   }
   llvm::Value* previous = bind_var(buffer.data.get(), data);
@@ -293,8 +303,7 @@ void CodeGenLLVM::emit_stmt(const Stmt& s) {
       llvm::Value* value = emit(op->value);
       auto buffer = buffer_of_data_.find(op->var.get());
       if (buffer != buffer_of_data_.end() && value->getType()->isPointerTy()) {
-        builder_.CreateAlignmentAssumption(module_->getDataLayout(), value,
-                                           static_cast<unsigned>(buffer->second->alignment()));
+        assume_alignment(value, buffer->second->alignment(), buffer->second->dtype);
       }
       llvm::Value* previous = bind_var(op->var.get(), value);
       emit_stmt(op->body);

@@ -145,3 +145,21 @@ def test_rfactor_of_a_row_sum():
     b = np.zeros(8, "float32")
     rt(a, b)
     np.testing.assert_allclose(b, a.astype("float64").sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_alignment_facts_cost_llvm_no_pass_over_every_use():
+    # An argument with only its element's alignment needs no llvm.assume (LLVM's
+    # AlignmentFromAssumptions walks every use of the pointer for each one); a workspace's
+    # 64-byte alignment is an attribute of the allocating call.
+    n = 1 << 16
+    a = te.placeholder((n,), "float32", name="A")
+    b = te.compute((n,), lambda i: a[i] * 2, name="B")
+    c = te.compute((n,), lambda i: b[i] + 1, name="C")
+    func = te.create_prim_func([a, c])
+    ll = kiln.build(func, target="llvm -opt-level=0").get_source("ll")
+    assert re.search(r"call align 64 ptr @KilnBackendAllocWorkspace", ll), ll[:3000]
+    assert '"align"' not in ll
+    x = np.random.rand(n).astype("float32")
+    y = np.zeros_like(x)
+    kiln.build(func)(x, y)
+    np.testing.assert_allclose(y, x * 2 + 1)

@@ -174,7 +174,7 @@ class _ProgressBars:
 
 
 def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, runner=None,
-               cost_model=None, progress=True, **config_fields):
+               cost_model=None, progress=True, weights=None, **config_fields):
     """Tunes several functions under one budget: the task scheduler gives each round to the task
     whose weighted time promises the largest gain.
 
@@ -190,6 +190,8 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
             ``screen_repeat`` repeats).
         cost_model (CostModel): the model (default: the one saved in work_dir, else a new one).
         progress (bool): show a progress bar per task (tqdm).
+        weights (list of float): one weight per entry of ``tasks`` (instead of weights in the
+            tuples); a weight must be positive.
 
     Returns:
         list of TaskResult, in the order of ``tasks``.
@@ -213,6 +215,10 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
             raise KilnTypeError(f"{api}: unknown TuneConfig field '{name}'; the fields are "
                                 f"{', '.join(sorted(known))}")
     config = dataclasses.replace(config, **config_fields)
+    if weights is not None and (not isinstance(weights, (list, tuple))
+                                or len(weights) != len(tasks)):
+        raise KilnValueError(f"{api}: weights must be a list with one weight per task "
+                             f"({len(tasks)}), found {weights!r}")
     entries = []
     for index, task in enumerate(tasks):
         name, weight = None, 1.0
@@ -224,6 +230,11 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
             else:
                 raise KilnValueError(f"{api}: task {index} must be a PrimFunc or a (name, func) "
                                      f"or (name, func, weight) tuple")
+        if weights is not None:
+            weight = weights[index]
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
+            raise KilnValueError(f"{api}: the weight of task {index} must be a positive number, "
+                                 f"found {weight!r}")
         for fname, func in _functions(task, api):
             label = name or fname or f"task{len(entries)}"
             # Names label progress bars and log lines: each task gets its own.
