@@ -10,7 +10,7 @@ matmul of attention shapes, softmax, RMSNorm and LayerNorm over the last dimensi
 int8 (u8 x s8 -> s32) matmul.
 
 Run: python3 benchmarks/bench_tune.py [--trials 512] [--small-trials 256] [--only gemm,conv2d]
-     [--work-dir bench_tune_work] [--rounds 3] [--repeat 7]
+     [--work-dir bench_tune_work] [--rounds 3] [--repeat 7] [--compare-only]
 PyTorch is optional (`pip install torch`, from PyPI, for the benchmarks only); its
 column reads n/a without it. A work dir that exists resumes the tuning it holds.
 """
@@ -209,6 +209,13 @@ def tune(name, spec, threads, trials, work_dir):
     return result, time.perf_counter() - start
 
 
+def settle():
+    """Waits for the worker threads of the library timed before to go to sleep: OpenBLAS's and
+    OpenMP's threads spin for a while after a call, and on a 2-core machine they take the cores
+    the next library's threads need (kiln's conv2d ran at half speed right after NumPy)."""
+    time.sleep(0.5)
+
+
 def compare(spec, work_dir, name, threads, rounds, repeat):
     """(kiln, NumPy, PyTorch) median seconds, alternating rounds; kiln's result checked."""
     kiln.runtime.set_num_threads(threads)
@@ -225,10 +232,13 @@ def compare(spec, work_dir, name, threads, rounds, repeat):
     torch_inputs = [torch.from_numpy(a) for a in inputs] if torch and spec["torch"] else None
     runs = {"kiln": [], "numpy": [], "torch": []}
     for _ in range(rounds):
+        settle()
         runs["kiln"].append(kiln_seconds(rt, args, repeat=repeat, number=1))
+        settle()
         with threadpool_limits(limits=threads):
             runs["numpy"].append(median_seconds(lambda: spec["numpy"](*inputs), repeat=repeat))
         if torch_inputs is not None:
+            settle()
             torch.set_num_threads(threads)
             with torch.no_grad():
                 runs["torch"].append(median_seconds(lambda: spec["torch"](*torch_inputs),
@@ -245,6 +255,8 @@ def main():
     parser.add_argument("--work-dir", default="bench_tune_work")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--compare-only", action="store_true",
+                        help="no tuning: time what the work dir's databases hold")
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n] or list(WORKLOADS)
     unknown = [n for n in names if n not in WORKLOADS]
@@ -261,17 +273,23 @@ def main():
         for threads in ([1, all_threads] if name == "gemm" and all_threads > 1
                         else [all_threads]):
             trials = args.trials if name in ("gemm", "conv2d") else args.small_trials
-            result, wall = tune(name, spec, threads, trials, args.work_dir)
+            if args.compare_only:
+                result, wall = None, None
+            else:
+                result, wall = tune(name, spec, threads, trials, args.work_dir)
             t_kiln, t_numpy, t_torch = compare(spec, args.work_dir, name, threads, args.rounds,
                                                args.repeat)
             gflops = spec["flops"] / t_kiln / 1e9
             peak = peaks.get(threads) if not spec.get("integer") else None
-            rows.append([title, str(threads), str(result.trials_this_run), f"{wall:.0f}",
-                         f"{result.seconds_to_90_percent:.0f}", f"{t_kiln * 1e3:.3f}",
+            rows.append([title, str(threads),
+                         str(result.trials_this_run) if result else "-",
+                         f"{wall:.0f}" if result else "-",
+                         f"{result.seconds_to_90_percent:.0f}" if result else "-",
+                         f"{t_kiln * 1e3:.3f}",
                          f"{gflops:.1f}", f"{t_numpy / t_kiln:.2f}x",
                          f"{t_torch / t_kiln:.2f}x" if t_torch else "n/a",
                          f"{gflops / peak:.0%}" if peak else "n/a",
-                         str(result.drift_flags)])
+                         str(result.drift_flags) if result else "-"])
             print_table("so far", HEADER, rows)
     print(f"\nTarget {target}, CPU {ms.cpu_model_name()}, {all_threads} threads; FMA peak "
           + ", ".join(f"{v:.1f} GFLOP/s on {t} thread(s)" for t, v in peaks.items() if v)

@@ -89,6 +89,16 @@ BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name) {
       }
     });
     result.injective = injective;
+    post_order_visit(store->value, [&](const Node* node) {
+      if (node->kind() != NodeKind::Call) return;
+      const auto* call = static_cast<const Call*>(node);
+      if (call->op != Builtin::IfThenElse || call->args.size() != 3) return;
+      for (size_t arm = 1; arm < 3; ++arm) {
+        post_order_visit(call->args[arm], [&](const Node* inner) {
+          result.guarded_read = result.guarded_read || inner->kind() == NodeKind::BufferLoad;
+        });
+      }
+    });
   }
   Ref<PrimFunc> func = sch.func("main");
   for (const BufferRegion& write : block.writes) {

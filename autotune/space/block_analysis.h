@@ -30,6 +30,9 @@ struct BlockAnalysis {
   // A spatial block whose stored value reads each buffer at indices that are its iterators
   // plus constants (element-wise, broadcast, padding): cheap to recompute where it is used.
   bool injective = false;
+  // Its stored value reads a buffer inside an if_then_else (a padding block): inlined, the
+  // guarded read keeps its consumer's loop from being vectorized.
+  bool guarded_read = false;
   // Writes a parameter of the function (an output).
   bool writes_output = false;
 };

@@ -1,5 +1,8 @@
 // The rule auto_inline: injective spatial blocks that are not outputs are computed where they
-// are used (compute_inline), so that no intermediate buffer is written and read back.
+// are used (compute_inline), so that no intermediate buffer is written and read back. A padding
+// block (a read guarded by if_then_else) also keeps a sketch where it stays a stage of its own:
+// inlined, the guard on the read keeps the consumer's innermost loop from being vectorized
+// (a convolution then runs serially), while a padded copy costs one pass over the input.
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/schedule/compute_inline.h"
@@ -26,6 +29,7 @@ class AutoInline : public ScheduleRule {
     } catch (const schedule::ScheduleError&) {
       return {sch};
     }
+    if (analysis.guarded_read) return {result, sch};
     return {result};
   }
 };

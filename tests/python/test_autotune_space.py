@@ -1,12 +1,16 @@
 """The tuner's design space: sketches from the schedule rules, random candidates that compute
 what the function computes (checked against NumPy after building them), replay, mutation and the
 neighbours of the local search."""
+import re
+import warnings
+
 import numpy as np
 import pytest
 
 import kiln
 from kiln import te, tir
 from kiln.autotune import SpaceGenerator
+from kiln.error import VectorizeFallbackWarning
 
 
 def matmul(m, n, k, dtype="float32"):
@@ -122,18 +126,33 @@ def test_neighbours_move_one_factor():
         assert space.replay(0, trace) is not None
 
 
-def test_padding_is_inlined_into_the_convolution():
+def test_padding_is_inlined_into_the_convolution_or_kept_as_a_stage():
     func = padded_conv()
     space = SpaceGenerator(func, "llvm")
-    text = space.sketches[0].as_python()
-    assert 'sch.compute_inline(block=b' in text
-    candidate = space.sample(0, 0)
-    assert candidate is not None, space.rejections
-    assert "pad" not in [b for b in candidate.mod["main"].script().split('T.block("')[1:]]
+    texts = [sketch.as_python() for sketch in space.sketches]
+    inlined = [k for k, text in enumerate(texts) if 'sch.compute_inline(block=b' in text]
+    assert len(inlined) == 1 and len(texts) == 2
+    kept = 1 - inlined[0]
     args = random_args(func)
     expected = reference(func, args)
-    kiln.build(candidate.mod)(*args)
-    np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+    for sketch in (inlined[0], kept):
+        candidate = space.sample(sketch, 0)
+        assert candidate is not None, space.rejections
+        blocks = [b.split('"')[0] for b in candidate.mod["main"].script().split('T.block("')[1:]]
+        assert ("pad" in blocks) == (sketch == kept)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", VectorizeFallbackWarning)
+            rt = kiln.build(candidate.mod)
+        if sketch == kept:
+            # No guarded read is left in the convolution: a loop that falls back to serial is
+            # one of the padding stage's (ax0, ax1 ... where compute_at put it), never conv's.
+            fallbacks = [str(w.message) for w in caught
+                         if issubclass(w.category, VectorizeFallbackWarning)]
+            assert all(re.search(r"loop ax\d+ is not vectorized", m) for m in fallbacks), \
+                fallbacks
+        run_args = [a.copy() for a in args]
+        rt(*run_args)
+        np.testing.assert_allclose(run_args[2], expected[2], rtol=1e-4, atol=1e-4)
 
 
 def test_an_elementwise_function_gets_parallel_and_vector_loops():
