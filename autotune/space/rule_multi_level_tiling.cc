@@ -1,5 +1,7 @@
 // The rule multi_level_tiling: the CPU tiling SSRSRS of a reduction block with data reuse, with
-// a local accumulator tile and the choice of packing the operand read along the innermost tile.
+// a local accumulator tile and the choice of packing the operand read along the innermost tile;
+// and, where the target has a register tile for the block, a second sketch SSRRS whose
+// accumulator tile is the register tile itself.
 #include <algorithm>
 
 #include "autotune/space/block_analysis.h"
@@ -36,10 +38,18 @@ class MultiLevelTiling : public ScheduleRule {
     BlockAnalysis a = analyze_block(result, block_name);
     bool has_reduce = std::find(a.is_reduce.begin(), a.is_reduce.end(), true) != a.is_reduce.end();
     if (!a.has_init || !a.trivial_bindings || !has_reduce || !has_reuse(a)) return {sch};
+    schedule::Schedule resident = sch.copy();
     try {
-      tile(result, block_name, a);
+      tile(result, block_name, a, /*resident=*/false);
     } catch (const schedule::ScheduleError&) {
       return {sch};
+    }
+    // A second sketch keeps the accumulator tile in registers across the whole reduction
+    // (S2 = 1: SSRRS): with packing, the micro-kernel of a BLAS. The search seldom draws it
+    // from the first, where it is one corner among many (both S2 factors 1).
+    try {
+      if (tile(resident, block_name, a, /*resident=*/true)) return {result, resident};
+    } catch (const schedule::ScheduleError&) {
     }
     return {result};
   }
@@ -96,7 +106,10 @@ class MultiLevelTiling : public ScheduleRule {
     return parts;
   }
 
-  void tile(schedule::Schedule& sch, const std::string& block_name, const BlockAnalysis& a) {
+  // Tiles the block SSRSRS, or SSRRS when `resident` (then only where the target has a register
+  // tile for it; returns false without tiling elsewhere).
+  bool tile(schedule::Schedule& sch, const std::string& block_name, const BlockAnalysis& a,
+            bool resident) {
     RV block = schedule::get_block(sch, block_name);
     std::vector<RV> loops = schedule::get_loops(sch, block);
     const schedule::BlockLocation& loc = sch.block(block, "multi_level_tiling");
@@ -115,17 +128,19 @@ class MultiLevelTiling : public ScheduleRule {
     }
     RegisterTiles tiles =
         register_tiles(dtype, extents[last_spatial], row_loop >= 0 ? extents[row_loop] : 0);
+    if (resident && (tiles.columns.empty() || tiles.rows.empty())) return false;
+    int spatial_levels = resident ? 3 : 4;
     std::vector<std::vector<RV>> spatial, reduce;
     for (size_t l = 0; l < loops.size(); ++l) {
       int position = static_cast<int>(l);
       bool is_reduce = a.is_reduce[a.loop_iter[l]];
       std::vector<RV> parts;
       if (position == last_spatial && !tiles.columns.empty()) {
-        parts = split_with_inner(sch, loops[l], 4, tiles.columns);
+        parts = split_with_inner(sch, loops[l], spatial_levels, tiles.columns);
       } else if (position == row_loop && !tiles.columns.empty() && !tiles.rows.empty()) {
-        parts = split_with_inner(sch, loops[l], 4, tiles.rows);
+        parts = split_with_inner(sch, loops[l], spatial_levels, tiles.rows);
       } else {
-        int levels = is_reduce ? 2 : 4;
+        int levels = is_reduce ? 2 : spatial_levels;
         int max_inner = is_reduce || position == last_spatial || position == row_loop
                             ? (position == last_spatial ? context_.config.max_innermost_factor
                                                         : kMaxInnerFactor)
@@ -136,7 +151,7 @@ class MultiLevelTiling : public ScheduleRule {
       }
       (is_reduce ? reduce : spatial).push_back(parts);
     }
-    // Step 3. Order S0 S1 R0 S2 R1 S3.
+    // Step 3. Order S0 S1 R0 S2 R1 S3 (resident: S0 S1 R0 R1 S3).
     std::vector<RV> order;
     auto level = [&order](const std::vector<std::vector<RV>>& groups, size_t k) {
       for (const std::vector<RV>& parts : groups) order.push_back(parts[k]);
@@ -144,15 +159,15 @@ class MultiLevelTiling : public ScheduleRule {
     level(spatial, 0);
     level(spatial, 1);
     level(reduce, 0);
-    level(spatial, 2);
+    if (!resident) level(spatial, 2);
     level(reduce, 1);
-    level(spatial, 3);
+    level(spatial, resident ? 2 : 3);
     schedule::reorder(sch, order);
     // Step 4. Accumulate the tile of the output in a local buffer written back after S1.
     RV cache = schedule::cache_write(sch, block, 0, "local");
     schedule::reverse_compute_at(sch, cache, spatial.back()[1]);
     // Step 5. Whether to pack the operand read along the innermost spatial tile.
-    if (!context_.config.pack_operands) return;
+    if (!context_.config.pack_operands) return true;
     int innermost_iter = a.loop_iter[last_spatial];
     for (size_t r = 0; r < a.read_last_iter.size(); ++r) {
       bool reused = false;
@@ -166,6 +181,7 @@ class MultiLevelTiling : public ScheduleRule {
                          ir::make_const(ir::DataType::int32(), static_cast<int64_t>(r)));
       break;
     }
+    return true;
   }
 
   SpaceContext context_;

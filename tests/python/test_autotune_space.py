@@ -48,13 +48,39 @@ def random_args(func, seed=0):
     return args
 
 
-def test_a_matmul_has_one_tiled_sketch():
+def test_a_matmul_has_two_tiled_sketches():
+    # SSRSRS, and SSRRS whose accumulator tile is the register tile: i and j are split in four
+    # levels (their innermost drawn from the register tiles) or in three.
     space = SpaceGenerator(matmul(64, 64, 32), "llvm")
-    assert len(space.sketches) == 1
-    text = space.sketches[0].as_python()
-    assert "sample_perfect_tile" in text and "sample_categorical" in text
-    assert 'cache_write(block=b0, storage_scope="local"' in text
-    assert "kiln.unroll_max_step" in text
+    assert len(space.sketches) == 2
+    for sketch, spatial_levels in zip(space.sketches, (4, 3)):
+        text = sketch.as_python()
+        assert "sample_perfect_tile" in text and "sample_categorical" in text
+        assert 'cache_write(block=b0, storage_scope="local"' in text
+        assert "kiln.unroll_max_step" in text
+        # i and j: their outer part in three levels or two (k is in two in both).
+        assert text.count("max_innermost_factor=16, n=3") == (2 if spatial_levels == 4 else 0)
+        assert text.count("max_innermost_factor=16, n=2") == (1 if spatial_levels == 4 else 3)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_register_resident_candidates_compute_the_function(seed):
+    func = matmul(64, 48, 32)
+    space = SpaceGenerator(func, "llvm")
+    candidate = space.sample(1, seed)
+    assert candidate is not None, space.rejections
+    args = random_args(func, seed)
+    expected = reference(func, args)
+    kiln.build(candidate.mod)(*args)
+    np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+    # The accumulator tile is the register tile: MR x NR elements once lowered.
+    decisions = [i["decision"] for i in candidate.decisions.as_json()["instructions"]
+                 if i["kind"] == "sample_categorical"]
+    lowered = str(tir.lower(candidate.mod))
+    allocated = [int(x) for x in re.findall(r'T\.allocate\(\((\d+),\), "float32", scope="local"',
+                                            lowered)]
+    assert allocated, lowered
+    assert allocated[0] <= 14 * 32, (allocated, decisions)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -131,8 +157,9 @@ def test_padding_is_inlined_into_the_convolution_or_kept_as_a_stage():
     space = SpaceGenerator(func, "llvm")
     texts = [sketch.as_python() for sketch in space.sketches]
     inlined = [k for k, text in enumerate(texts) if 'sch.compute_inline(block=b' in text]
-    assert len(inlined) == 1 and len(texts) == 2
-    kept = 1 - inlined[0]
+    # Each with the two tilings of multi_level_tiling.
+    assert len(inlined) == 2 and len(texts) == 4
+    kept = [k for k in range(len(texts)) if k not in inlined][0]
     args = random_args(func)
     expected = reference(func, args)
     for sketch in (inlined[0], kept):

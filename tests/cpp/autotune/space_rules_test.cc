@@ -187,7 +187,7 @@ TEST(AddRFactor, AReductionWithEnoughRowsOrAMatmulGetsNone) {
   EXPECT_EQ(count_sketches_with(SpaceGenerator(rows, four_threads()), "rfactor"), 0u);
   TuneTask matmul_task = make_task(matmul(256, 256, 256), "llvm");
   SpaceGenerator space(matmul_task, four_threads());
-  EXPECT_EQ(space.sketches().size(), 1u);
+  EXPECT_EQ(space.sketches().size(), 2u);  // SSRSRS and SSRRS
   EXPECT_EQ(count_sketches_with(space, "rfactor"), 0u);
   // A reduction no longer than the threads are many gains nothing from splitting.
   TuneTask short_sum = make_task(sum_rows(0, 4), "llvm");
@@ -227,7 +227,7 @@ TEST(RandomComputeLocation, RowReductionsFeedingAnElementwiseOutputAreMoved) {
 TEST(RandomComputeLocation, TiledInlinedAndOutputBlocksAreNotMoved) {
   TuneTask tiled = make_task(matmul_relu(64, 64, 64), "llvm");
   SpaceGenerator tiled_space(tiled, four_threads());
-  ASSERT_EQ(count_sketches_with(tiled_space, "cache_write"), 1u);
+  ASSERT_EQ(count_sketches_with(tiled_space, "cache_write"), 2u);
   EXPECT_EQ(count_sketches_with(tiled_space, "sample_compute_location"), 0u);
   TuneTask inlined = make_task(scale_shift(256), "llvm");
   SpaceGenerator inlined_space(inlined, four_threads());
