@@ -20,10 +20,6 @@ namespace {
 
 using schedule::RV;
 
-// The innermost tile of a loop other than the innermost spatial one: rows of a register tile,
-// or the steps of a reduction between two passes over the tile.
-constexpr int kMaxInnerFactor = 16;
-
 class MultiLevelTiling : public ScheduleRule {
  public:
   explicit MultiLevelTiling(const SpaceContext& context) : context_(context) {}
@@ -91,21 +87,6 @@ class MultiLevelTiling : public ScheduleRule {
     return tiles;
   }
 
-  // Splits `loop` into [outer levels…, inner] with `inner` drawn from `candidates` and the
-  // outer part tiled by sample_perfect_tile into `levels - 1` levels.
-  static std::vector<RV> split_with_inner(schedule::Schedule& sch, const RV& loop, int levels,
-                                          const std::vector<int64_t>& candidates) {
-    RV inner =
-        schedule::sample_categorical(sch, candidates, std::vector<double>(candidates.size(), 1.0));
-    std::vector<RV> halves = schedule::split(sch, loop, {std::monostate{}, inner});
-    std::vector<RV> factors =
-        schedule::sample_perfect_tile(sch, halves[0], levels - 1, kMaxInnerFactor);
-    std::vector<RV> parts = schedule::split(
-        sch, halves[0], std::vector<schedule::SplitFactor>(factors.begin(), factors.end()));
-    parts.push_back(halves[1]);
-    return parts;
-  }
-
   // Tiles the block SSRSRS, or SSRRS when `resident` (then only where the target has a register
   // tile for it; returns false without tiling elsewhere).
   bool tile(schedule::Schedule& sch, const std::string& block_name, const BlockAnalysis& a,
@@ -141,13 +122,11 @@ class MultiLevelTiling : public ScheduleRule {
         parts = split_with_inner(sch, loops[l], spatial_levels, tiles.rows);
       } else {
         int levels = is_reduce ? 2 : spatial_levels;
-        int max_inner = is_reduce || position == last_spatial || position == row_loop
-                            ? (position == last_spatial ? context_.config.max_innermost_factor
-                                                        : kMaxInnerFactor)
-                            : 1;
-        std::vector<RV> factors = schedule::sample_perfect_tile(sch, loops[l], levels, max_inner);
-        parts = schedule::split(sch, loops[l],
-                                std::vector<schedule::SplitFactor>(factors.begin(), factors.end()));
+        int max_inner =
+            is_reduce || position == last_spatial || position == row_loop
+                ? (position == last_spatial ? context_.config.max_innermost_factor : kMaxInnerTile)
+                : 1;
+        parts = split_perfect(sch, loops[l], levels, max_inner);
       }
       (is_reduce ? reduce : spatial).push_back(parts);
     }
@@ -188,6 +167,22 @@ class MultiLevelTiling : public ScheduleRule {
 };
 
 }  // namespace
+
+std::vector<RV> split_perfect(schedule::Schedule& sch, const RV& loop, int levels, int max_inner) {
+  std::vector<RV> factors = schedule::sample_perfect_tile(sch, loop, levels, max_inner);
+  return schedule::split(sch, loop,
+                         std::vector<schedule::SplitFactor>(factors.begin(), factors.end()));
+}
+
+std::vector<RV> split_with_inner(schedule::Schedule& sch, const RV& loop, int levels,
+                                 const std::vector<int64_t>& candidates) {
+  RV inner =
+      schedule::sample_categorical(sch, candidates, std::vector<double>(candidates.size(), 1.0));
+  std::vector<RV> halves = schedule::split(sch, loop, {std::monostate{}, inner});
+  std::vector<RV> parts = split_perfect(sch, halves[0], levels - 1, kMaxInnerTile);
+  parts.push_back(halves[1]);
+  return parts;
+}
 
 std::unique_ptr<ScheduleRule> make_multi_level_tiling(const SpaceContext& context) {
   return std::make_unique<MultiLevelTiling>(context);

@@ -35,8 +35,6 @@ namespace {
 
 using schedule::RV;
 
-// The innermost tile of a reduction loop between two passes over the register tile.
-constexpr int kMaxInnerFactor = 16;
 // The most accumulator vectors of one row of the register tile.
 constexpr int64_t kMaxVectors = 4;
 
@@ -223,28 +221,6 @@ class Tensorize : public ScheduleRule {
     return out;
   }
 
-  // Splits `loop` into `levels` parts, the innermost drawn from `candidates` and the others by
-  // sample_perfect_tile.
-  static std::vector<RV> split_with_inner(schedule::Schedule& sch, const RV& loop, int levels,
-                                          const std::vector<int64_t>& candidates) {
-    RV inner =
-        schedule::sample_categorical(sch, candidates, std::vector<double>(candidates.size(), 1.0));
-    std::vector<RV> halves = schedule::split(sch, loop, {std::monostate{}, inner});
-    std::vector<RV> factors =
-        schedule::sample_perfect_tile(sch, halves[0], levels - 1, kMaxInnerFactor);
-    std::vector<RV> parts = schedule::split(
-        sch, halves[0], std::vector<schedule::SplitFactor>(factors.begin(), factors.end()));
-    parts.push_back(halves[1]);
-    return parts;
-  }
-
-  static std::vector<RV> split_perfect(schedule::Schedule& sch, const RV& loop, int levels,
-                                       int max_inner) {
-    std::vector<RV> factors = schedule::sample_perfect_tile(sch, loop, levels, max_inner);
-    return schedule::split(sch, loop,
-                           std::vector<schedule::SplitFactor>(factors.begin(), factors.end()));
-  }
-
   void tile_and_tensorize(schedule::Schedule& sch, const std::string& block_name,
                           const BlockAnalysis& a, const BlockMatch& m, const DotProduct& intrin) {
     RV block = schedule::get_block(sch, block_name);
@@ -281,9 +257,9 @@ class Tensorize : public ScheduleRule {
       } else if (position == depth_loop) {
         std::vector<RV> halves = schedule::split(sch, loops[l], {std::monostate{}, intrin.depth});
         depth_inner = halves[1];
-        reduce.push_back(split_perfect(sch, halves[0], 2, kMaxInnerFactor));
+        reduce.push_back(split_perfect(sch, halves[0], 2, kMaxInnerTile));
       } else if (a.is_reduce[a.loop_iter[l]]) {
-        reduce.push_back(split_perfect(sch, loops[l], 2, kMaxInnerFactor));
+        reduce.push_back(split_perfect(sch, loops[l], 2, kMaxInnerTile));
       } else if (position == row_loop) {
         spatial.push_back(split_with_inner(sch, loops[l], 4, rows));
       } else {

@@ -3,6 +3,7 @@
 // which change one decision of a trace. One file each in autotune/space/.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -49,12 +50,27 @@ std::unique_ptr<ScheduleRule> make_auto_inline(const SpaceContext& context);
 
 // Tiles a reduction block with data reuse (matmul, batch matmul, convolution) in the CPU
 // structure SSRSRS: each spatial loop in four levels and each reduction loop in two, drawn by
-// sample_perfect_tile, ordered S0 S1 R0 S2 R1 S3; accumulates in a "local" cache written back
-// after S1 (the register tile is S2 x S3); and samples whether to pack the operand read along
-// the innermost spatial tile (the postprocessor pack_operand does it):
+// sample_perfect_tile, ordered S0 S1 R0 S2 R1 S3, the innermost spatial levels drawn from the
+// register tiles of the target; accumulates in a "local" cache written back after S1; and
+// samples whether to pack the operand read along the innermost spatial tile (the
+// postprocessor pack_operand does it). Where the target has a register tile for the block, a
+// second sketch SSRRS (no S2) keeps the accumulators in registers across the reduction:
 //   v4, v5, v6, v7 = sch.sample_perfect_tile(loop=l1, n=4, max_innermost_factor=64)
 //   l8, l9, l10, l11 = sch.split(loop=l1, factors=[v4, v5, v6, v7])
 std::unique_ptr<ScheduleRule> make_multi_level_tiling(const SpaceContext& context);
+
+// What the tiling rules (multi_level_tiling, tensorize) share. The innermost tile of a loop
+// other than the innermost spatial one (rows of a register tile, or the reduction steps between
+// two passes over the tile) is at most kMaxInnerTile.
+constexpr int kMaxInnerTile = 16;
+// Splits `loop` into `levels` parts by sample_perfect_tile, the innermost at most `max_inner`.
+std::vector<schedule::RV> split_perfect(schedule::Schedule& sch, const schedule::RV& loop,
+                                        int levels, int max_inner);
+// Splits `loop` into `levels` parts: the innermost drawn from `candidates` by
+// sample_categorical, the outer part by split_perfect into `levels - 1` (innermost at most
+// kMaxInnerTile).
+std::vector<schedule::RV> split_with_inner(schedule::Schedule& sch, const schedule::RV& loop,
+                                           int levels, const std::vector<int64_t>& candidates);
 
 // Gives a reduction block that a tensor intrinsic of config.tensor_intrinsics computes, on a
 // target with the intrinsic's required_features, a sketch of its own besides the block as it

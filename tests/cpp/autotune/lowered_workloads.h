@@ -35,18 +35,23 @@ inline Ref<ir::IRModule> module_of(const Ref<ir::PrimFunc>& func) {
   return mod;
 }
 
-// C[i, j] = sum_k A[i, k] * B[k, j] of n x n x n float32.
-inline Ref<ir::PrimFunc> matmul(int64_t n) {
-  te::Tensor a = te::placeholder({c(n), c(n)}, ir::DataType::float32(), "A");
-  te::Tensor b = te::placeholder({c(n), c(n)}, ir::DataType::float32(), "B");
-  ir::IterVar r = te::reduce_axis(ir::Range{c(0), c(n)}, "k");
+// C[i, j] = sum_k A[i, k] * B[k, j] of m x n x k float32.
+inline Ref<ir::PrimFunc> matmul(int64_t m, int64_t n, int64_t k) {
+  te::Tensor a = te::placeholder({c(m), c(k)}, ir::DataType::float32(), "A");
+  te::Tensor b = te::placeholder({c(k), c(n)}, ir::DataType::float32(), "B");
+  ir::IterVar r = te::reduce_axis(ir::Range{c(0), c(k)}, "k");
   te::Tensor out = te::compute(
-      {c(n), c(n)},
+      {c(m), c(n)},
       [&](const std::vector<Ref<ir::Var>>& i) {
         return te::sum(a({i[0], r.var}) * b({r.var, i[1]}), {r});
       },
       "C");
   return te::create_prim_func({a, b, out});
+}
+
+// The n x n x n matmul.
+inline Ref<ir::PrimFunc> matmul(int64_t n) {
+  return matmul(n, n, n);
 }
 
 // How lowered_matmul schedules the matmul: the loops i, j split by tile_i x tile_j (0: not

@@ -17,25 +17,14 @@
 #include "kiln/te/reduction.h"
 #include "kiln/te/tensor.h"
 #include "kiln/tir/pipeline.h"
+#include "lowered_workloads.h"
 
 namespace kiln::autotune {
 namespace {
 
 using namespace ir;
 
-Ref<PrimFunc> matmul(int64_t m, int64_t n, int64_t k) {
-  auto c = [](int64_t v) { return int32_const(v); };
-  te::Tensor a = te::placeholder({c(m), c(k)}, DataType::float32(), "A");
-  te::Tensor b = te::placeholder({c(k), c(n)}, DataType::float32(), "B");
-  IterVar r = te::reduce_axis(Range{c(0), c(k)}, "k");
-  te::Tensor out = te::compute(
-      {c(m), c(n)},
-      [&](const std::vector<Ref<Var>>& i) {
-        return te::sum(a({i[0], r.var}) * b({r.var, i[1]}), {r});
-      },
-      "C");
-  return te::create_prim_func({a, b, out});
-}
+using testing::matmul;
 
 // Times from the analytical prior of each candidate (a deterministic, learnable cost), and a
 // record of everything measured.

@@ -19,6 +19,7 @@
 #include "kiln/te/create_prim_func.h"
 #include "kiln/te/reduction.h"
 #include "kiln/te/tensor.h"
+#include "lowered_workloads.h"
 
 namespace kiln::autotune {
 namespace {
@@ -26,9 +27,8 @@ namespace {
 using namespace ir;
 using schedule::Json;
 
-Expr c(int64_t v) {
-  return int32_const(v);
-}
+using testing::c;
+using testing::matmul;
 
 // B[i] = sum_k A[i, k] (rows = 0: a scalar, B[()] = sum_k A[k]).
 Ref<PrimFunc> sum_rows(int64_t rows, int64_t n) {
@@ -43,19 +43,6 @@ Ref<PrimFunc> sum_rows(int64_t rows, int64_t n) {
       },
       "B");
   return te::create_prim_func({a, b});
-}
-
-Ref<PrimFunc> matmul(int64_t m, int64_t n, int64_t k) {
-  te::Tensor a = te::placeholder({c(m), c(k)}, DataType::float32(), "A");
-  te::Tensor b = te::placeholder({c(k), c(n)}, DataType::float32(), "B");
-  IterVar r = te::reduce_axis(Range{c(0), c(k)}, "k");
-  te::Tensor out = te::compute(
-      {c(m), c(n)},
-      [&](const std::vector<Ref<Var>>& i) {
-        return te::sum(a({i[0], r.var}) * b({r.var, i[1]}), {r});
-      },
-      "C");
-  return te::create_prim_func({a, b, out});
 }
 
 // relu(A @ B): a tiled reduction feeding an element-wise output.

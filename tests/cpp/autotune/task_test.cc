@@ -9,29 +9,15 @@
 #include "kiln/te/create_prim_func.h"
 #include "kiln/te/reduction.h"
 #include "kiln/te/tensor.h"
+#include "lowered_workloads.h"
 
 namespace kiln::autotune {
 namespace {
 
 using namespace ir;
 
-Expr c(int64_t v) {
-  return int32_const(v);
-}
-
-// C[i, j] = sum_k A[i, k] * B[k, j] of m x n x k float32.
-Ref<PrimFunc> matmul(int64_t m, int64_t n, int64_t k) {
-  te::Tensor a = te::placeholder({c(m), c(k)}, DataType::float32(), "A");
-  te::Tensor b = te::placeholder({c(k), c(n)}, DataType::float32(), "B");
-  IterVar r = te::reduce_axis(Range{c(0), c(k)}, "k");
-  te::Tensor out = te::compute(
-      {c(m), c(n)},
-      [&](const std::vector<Ref<Var>>& i) {
-        return te::sum(a({i[0], r.var}) * b({r.var, i[1]}), {r});
-      },
-      "C");
-  return te::create_prim_func({a, b, out});
-}
+using testing::c;
+using testing::matmul;
 
 TEST(Task, CountsAMultiplyAddAsTwoOperations) {
   EXPECT_DOUBLE_EQ(count_flops(*matmul(64, 32, 16)), 2.0 * 64 * 32 * 16);
