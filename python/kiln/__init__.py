@@ -17,8 +17,9 @@ from .runtime import Device, device, cpu
 from .driver import build
 from . import target
 from .error import KilnWarning
+from . import topi
 
 __all__ = ["error", "ir", "tir", "te", "arith", "IRModule", "KilnError", "KilnTypeError",
            "KilnValueError", "KilnIndexError", "InternalError"]
 __all__ += ["KilnRuntimeError", "runtime", "nd", "Device", "device", "cpu", "build"]
-__all__ += ["target", "KilnWarning"]
+__all__ += ["target", "KilnWarning", "topi"]
