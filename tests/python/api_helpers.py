@@ -4,11 +4,12 @@ import inspect
 import types
 
 import kiln
-from kiln import arith, autotune, ir, te, tir
+from kiln import arith, autotune, ir, te, tir, topi
 from kiln.tir import schedule as tir_schedule
 from kiln.tir import transform
 
-MODULES = [kiln, kiln.error, ir, te, tir, tir_schedule, transform, arith, kiln.driver, autotune]
+MODULES = [kiln, kiln.error, ir, te, tir, tir_schedule, transform, arith, kiln.driver, autotune,
+           topi, topi.nn]
 
 # Modules left out of the walk, with what they hold: the runtime's Python API (modules, devices,
 # kiln.nd arrays). Remove an entry to check that module too.

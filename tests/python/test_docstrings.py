@@ -47,7 +47,8 @@ def test_the_walk_covers_the_api():
     for name in ("kiln.build", "kiln.te.compute", "kiln.te.placeholder", "kiln.tir.lower",
                  "kiln.tir.interpret", "kiln.tir.Schedule", "kiln.tir.IndexMap",
                  "kiln.tir.TensorIntrin", "kiln.arith.Analyzer", "kiln.ir.structural_hash",
-                 "kiln.tir.transform.flatten_buffers"):
+                 "kiln.tir.transform.flatten_buffers", "kiln.topi.add", "kiln.topi.argmax",
+                 "kiln.topi.nn.conv2d", "kiln.topi.nn.scaled_dot_product_attention"):
         assert name in walked, name
     schedule_methods = {name for name, _, _ in members(tir.Schedule)}
     for primitive in ("split", "fuse", "reorder", "compute_at", "cache_write", "tensorize",
@@ -69,3 +70,16 @@ def test_own_text_strips_only_the_generated_signature():
     assert own_text("split(self: Schedule) -> list\n\nSplits a loop.", "split") == "Splits a loop."
     assert not is_documented(None, "f")
     assert is_documented("Splits a loop in two.", "split")
+
+
+def test_topi_operators_document_args_returns_and_raises():
+    from kiln import topi
+    missing = []
+    for module in (topi, topi.nn):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if callable(obj):
+                missing += [f"{module.__name__}.{name}: {section}"
+                            for section in ("Args:", "Returns:", "Raises:")
+                            if section not in (obj.__doc__ or "")]
+    assert not missing, "missing docstring sections: " + ", ".join(missing)

@@ -117,12 +117,38 @@ def add(lhs, rhs):
 
 
 def subtract(lhs, rhs):
-    """lhs - rhs, element-wise with broadcasting. Arguments, result and errors as topi.add."""
+    """lhs - rhs, element-wise with broadcasting.
+
+    Args:
+        lhs, rhs (te.Tensor, PrimExpr or number): the operands; at least one is a tensor, and
+            two tensors have the same dtype.
+
+    Returns:
+        te.Tensor: of the broadcast shape.
+
+    Raises:
+        KilnTypeError: an operand is of another kind, no operand is a tensor, or the dtypes of
+            two tensors differ.
+        KilnValueError: the shapes do not broadcast.
+    """
     return _elementwise("topi.subtract", "T_subtract", lambda a, b: a - b, [lhs, rhs])
 
 
 def multiply(lhs, rhs):
-    """lhs * rhs, element-wise with broadcasting. Arguments, result and errors as topi.add."""
+    """lhs * rhs, element-wise with broadcasting.
+
+    Args:
+        lhs, rhs (te.Tensor, PrimExpr or number): the operands; at least one is a tensor, and
+            two tensors have the same dtype.
+
+    Returns:
+        te.Tensor: of the broadcast shape.
+
+    Raises:
+        KilnTypeError: an operand is of another kind, no operand is a tensor, or the dtypes of
+            two tensors differ.
+        KilnValueError: the shapes do not broadcast.
+    """
     return _elementwise("topi.multiply", "T_multiply", lambda a, b: a * b, [lhs, rhs])
 
 
@@ -170,6 +196,9 @@ def floor_divide(lhs, rhs):
     """lhs // rhs rounded toward negative infinity (NumPy's //), element-wise with broadcasting;
     on integers (a divisor of 0 is undefined behaviour, as in C) and floats.
 
+    Args:
+        lhs, rhs (te.Tensor, PrimExpr or number): the operands, as topi.add.
+
     Returns:
         te.Tensor
 
@@ -187,6 +216,9 @@ def floor_mod(lhs, rhs):
     """The remainder of floor_divide, with the sign of rhs (NumPy's %), element-wise with
     broadcasting.
 
+    Args:
+        lhs, rhs (te.Tensor, PrimExpr or number): the operands, as topi.add.
+
     Returns:
         te.Tensor
 
@@ -203,6 +235,10 @@ def floor_mod(lhs, rhs):
 def power(lhs, rhs):
     """lhs to the power rhs, element-wise with broadcasting, on floats.
 
+    Args:
+        lhs, rhs (te.Tensor, PrimExpr or number): the base and the exponent, of one float
+            dtype.
+
     Returns:
         te.Tensor
 
@@ -214,14 +250,38 @@ def power(lhs, rhs):
 
 
 def maximum(lhs, rhs):
-    """The larger of lhs and rhs, element-wise with broadcasting. Arguments, result and errors
-    as topi.add."""
+    """The larger of lhs and rhs, element-wise with broadcasting.
+
+    Args:
+        lhs, rhs (te.Tensor, PrimExpr or number): the operands; at least one is a tensor, and
+            two tensors have the same dtype.
+
+    Returns:
+        te.Tensor: of the broadcast shape.
+
+    Raises:
+        KilnTypeError: an operand is of another kind, no operand is a tensor, or the dtypes of
+            two tensors differ.
+        KilnValueError: the shapes do not broadcast.
+    """
     return _elementwise("topi.maximum", "T_maximum", te.max, [lhs, rhs])
 
 
 def minimum(lhs, rhs):
-    """The smaller of lhs and rhs, element-wise with broadcasting. Arguments, result and errors
-    as topi.add."""
+    """The smaller of lhs and rhs, element-wise with broadcasting.
+
+    Args:
+        lhs, rhs (te.Tensor, PrimExpr or number): the operands; at least one is a tensor, and
+            two tensors have the same dtype.
+
+    Returns:
+        te.Tensor: of the broadcast shape.
+
+    Raises:
+        KilnTypeError: an operand is of another kind, no operand is a tensor, or the dtypes of
+            two tensors differ.
+        KilnValueError: the shapes do not broadcast.
+    """
     return _elementwise("topi.minimum", "T_minimum", te.min, [lhs, rhs])
 
 
@@ -266,6 +326,9 @@ def _check_bool(api, operands, parts):
 def logical_and(lhs, rhs):
     """lhs and rhs, element-wise with broadcasting, on bool tensors.
 
+    Args:
+        lhs, rhs (te.Tensor or PrimExpr): bool operands; at least one is a tensor.
+
     Returns:
         te.Tensor: of dtype bool.
 
@@ -278,14 +341,27 @@ def logical_and(lhs, rhs):
 
 
 def logical_or(lhs, rhs):
-    """lhs or rhs, element-wise with broadcasting, on bool tensors. Result and errors as
-    topi.logical_and."""
+    """lhs or rhs, element-wise with broadcasting, on bool tensors.
+
+    Args:
+        lhs, rhs (te.Tensor or PrimExpr): bool operands; at least one is a tensor.
+
+    Returns:
+        te.Tensor: of dtype bool.
+
+    Raises:
+        KilnTypeError: an operand is not bool.
+        KilnValueError: the shapes do not broadcast.
+    """
     return _elementwise("topi.logical_or", "T_logical_or", lambda a, b: a | b, [lhs, rhs],
                         _check_bool)
 
 
 def logical_not(data):
     """not data, element-wise, on a bool tensor.
+
+    Args:
+        data (te.Tensor): a bool tensor.
 
     Returns:
         te.Tensor: of dtype bool.

@@ -65,6 +65,9 @@ for _name, _function, _what in _FUNCTIONS:
 def isnan(x):
     """Whether each element of a float tensor is NaN.
 
+    Args:
+        x (te.Tensor): the input.
+
     Returns:
         te.Tensor: of dtype bool.
 
@@ -79,6 +82,9 @@ def isnan(x):
 def negative(x):
     """-x, element-wise (ints and floats).
 
+    Args:
+        x (te.Tensor): the input.
+
     Returns:
         te.Tensor: of x's shape and dtype.
 
@@ -91,6 +97,9 @@ def negative(x):
 
 def abs(x):  # noqa: A001 (TVM's name)
     """The absolute value of x, element-wise (ints and floats).
+
+    Args:
+        x (te.Tensor): the input.
 
     Returns:
         te.Tensor: of x's shape and dtype.

@@ -214,6 +214,19 @@ def argmax(data, axis=None, keepdims=False):
 
 def argmin(data, axis=None, keepdims=False):
     """The index of the smallest element over axis: the first one when several are equal, and
-    the first NaN when there is one (NumPy's rules). Arguments, result and errors as
-    topi.argmax."""
+    the first NaN when there is one (NumPy's rules).
+
+    Args:
+        data (te.Tensor): the input.
+        axis (int or None): the axis to reduce; None: the flat index over every axis.
+        keepdims (bool): keep the reduced axis as a dimension of 1.
+
+    Returns:
+        te.Tensor: int32 indices.
+
+    Raises:
+        KilnTypeError: data is not a tensor or axis is not an int or None.
+        KilnIndexError: axis is out of range.
+        KilnValueError: the axis is empty.
+    """
     return _arg_reduce(data, axis, keepdims, False, "topi.argmin", "T_argmin")

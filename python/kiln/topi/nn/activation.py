@@ -19,6 +19,9 @@ def _activation(x, api, name, function):
 def relu(x):
     """max(x, 0), element-wise.
 
+    Args:
+        x (te.Tensor): the input.
+
     Returns:
         te.Tensor: of x's shape and dtype.
 
@@ -75,6 +78,9 @@ def gelu(x, approximate="none"):
 
 def silu(x):
     """x * sigmoid(x) (the swish function), element-wise.
+
+    Args:
+        x (te.Tensor): the input (a float tensor).
 
     Returns:
         te.Tensor: of x's shape and dtype.

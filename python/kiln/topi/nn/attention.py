@@ -56,8 +56,8 @@ def _attention(query, key, value, attn_mask, causal, scale, api):
     k = te.reduce_axis((0, depth), name="k")
     scores = te.compute(
         score_shape,
-        lambda b, hh, i, j: te.sum(query[b, hh, i, k].astype(acc) * key[b, kv_head(hh), j, k]
-                                   .astype(acc), axis=k) * scale,
+        lambda b, hh, i, j: te.sum(query[b, hh, i, k].astype(acc) * scale
+                                   * key[b, kv_head(hh), j, k].astype(acc), axis=k),
         name="T_attention_score")
 
     def keep_and_bias(b, hh, i, j):
@@ -125,8 +125,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
     the last L positions, so query i sees keys j <= i + S - L (causal_alignment
     "bottom_right", the default); "top_left" gives j <= i, PyTorch's is_causal, which is the
     same when L == S. attn_mask, broadcast to (B, H, L, S), is a bool tensor (True: the key is
-    visible) or an additive float tensor. A row whose keys are all hidden yields zeros (PyTorch
-    yields NaN there).
+    visible) or an additive float tensor. A row whose keys are all hidden (by the causal mask or
+    a bool mask) yields zeros, where PyTorch yields NaN; an additive mask of -inf over a whole
+    row yields NaN, as in PyTorch.
 
     Args:
         query (te.Tensor): (B, H, L, D) floats; B, L may be symbolic.

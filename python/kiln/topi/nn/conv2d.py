@@ -153,13 +153,39 @@ def conv2d(input, filter, strides, padding, dilation, data_layout="NCHW",  # noq
 
 
 def conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=None):  # noqa: N803
-    """conv2d in NCHW with an OIHW filter. Arguments, result and errors as topi.nn.conv2d."""
+    """conv2d in NCHW with an OIHW filter (TVM's conv2d_nchw).
+
+    Args:
+        Input (te.Tensor): 4-D data in NCHW.
+        Filter (te.Tensor): 4-D weights in OIHW.
+        stride, padding, dilation: as topi.nn.conv2d.
+        out_dtype (str, optional): the accumulation and result dtype; default Input's.
+
+    Returns:
+        te.Tensor: in NCHW.
+
+    Raises:
+        KilnTypeError, KilnValueError: as topi.nn.conv2d.
+    """
     return conv2d_layout(Input, Filter, stride, padding, dilation, 1, "NCHW", "OIHW", out_dtype,
                          "topi.nn.conv2d_nchw")
 
 
 def conv2d_nhwc(Input, Filter, stride, padding, dilation, out_dtype=None):  # noqa: N803
-    """conv2d in NHWC with an HWIO filter. Arguments, result and errors as topi.nn.conv2d."""
+    """conv2d in NHWC with an HWIO filter (TVM's conv2d_nhwc).
+
+    Args:
+        Input (te.Tensor): 4-D data in NHWC.
+        Filter (te.Tensor): 4-D weights in HWIO.
+        stride, padding, dilation: as topi.nn.conv2d.
+        out_dtype (str, optional): the accumulation and result dtype; default Input's.
+
+    Returns:
+        te.Tensor: in NHWC.
+
+    Raises:
+        KilnTypeError, KilnValueError: as topi.nn.conv2d.
+    """
     return conv2d_layout(Input, Filter, stride, padding, dilation, 1, "NHWC", "HWIO", out_dtype,
                          "topi.nn.conv2d_nhwc")
 

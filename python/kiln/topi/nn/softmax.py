@@ -50,8 +50,20 @@ def softmax(x, axis=-1):
 
 
 def log_softmax(x, axis=-1):
-    """x - max - log(sum(exp(x - max))) along axis. Arguments, result and errors as
-    topi.nn.softmax."""
+    """x - max - log(sum(exp(x - max))) along axis: the logarithm of softmax, without its
+    rounding to 0 for very negative inputs.
+
+    Args:
+        x (te.Tensor): a float tensor (float16 and bfloat16 are reduced in float32).
+        axis (int): the axis normalized.
+
+    Returns:
+        te.Tensor: of x's shape and dtype.
+
+    Raises:
+        KilnTypeError: x is not a float tensor or axis is not an int.
+        KilnIndexError: axis is out of range.
+    """
     axis, shape, acc, row_max, row_sum = _row_statistics(x, axis, "topi.nn.log_softmax")
 
     def fcompute(*i):

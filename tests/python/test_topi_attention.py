@@ -1,0 +1,143 @@
+"""kiln.topi.nn.rope and scaled_dot_product_attention against PyTorch's formulas written in
+NumPy: rotate-half (Hugging Face's apply_rotary_pos_emb) and interleaved RoPE with a symbolic
+position offset, attention with scale, causal masks (top-left and bottom-right for a KV cache
+of symbolic length), boolean and additive masks, grouped-query heads (repeat_interleave), a fully
+masked row (zeros), float16 inputs, and the (batch, seq, heads, dim) layout of attention."""
+import numpy as np
+import pytest
+
+from kiln import te, topi
+from topi_helpers import check, rand
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(5)
+
+
+def rope_tables(positions, dim, theta=10000.0):
+    inv_freq = 1.0 / theta ** (np.arange(0, dim, 2) / dim)
+    freqs = np.outer(positions, inv_freq)               # (seq, dim / 2)
+    return np.cos(freqs), np.sin(freqs)
+
+
+def rope_rotate_half_ref(x, positions, rotary_dim):
+    """Hugging Face: emb = cat(freqs, freqs); x * cos + rotate_half(x) * sin."""
+    rot, rest = x[..., :rotary_dim], x[..., rotary_dim:]
+    cos, sin = rope_tables(positions, rotary_dim)
+    cos, sin = np.concatenate([cos, cos], -1), np.concatenate([sin, sin], -1)
+    half = rotary_dim // 2
+    rotated = np.concatenate([-rot[..., half:], rot[..., :half]], -1)
+    return np.concatenate([rot * cos + rotated * sin, rest], -1)
+
+
+def rope_interleaved_ref(x, positions):
+    """Meta's LLaMA: view pairs as complex numbers and multiply by exp(i * freqs)."""
+    cos, sin = rope_tables(positions, x.shape[-1])
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * (cos + 1j * sin)
+    out = np.empty_like(x)
+    out[..., 0::2], out[..., 1::2] = z.real, z.imag
+    return out
+
+
+def test_rope_rotate_half_with_a_symbolic_offset(rng):
+    n, offset = te.var("n"), te.var("offset")
+    X = te.placeholder((2, 3, n, 8), name="X")
+    x = rand(rng, 2, 3, 5, 8)
+    positions = 7 + np.arange(5)
+    check([X], topi.nn.rope(X, offset=offset), [x],
+          rope_rotate_half_ref(x.astype("float64"), positions, 8), atol=2e-6,
+          scalars={offset: np.int32(7)})
+
+
+def test_rope_partial_rotary_dim_and_seq_axis(rng):
+    X = te.placeholder((4, 2, 10), name="X")  # (seq, heads, dim)
+    x = rand(rng, 4, 2, 10)
+    ref = rope_rotate_half_ref(x.transpose(1, 0, 2).astype("float64"), np.arange(4), 6)
+    check([X], topi.nn.rope(X, seq_axis=0, rotary_dim=6), [x], ref.transpose(1, 0, 2),
+          atol=2e-6)
+
+
+def test_rope_interleaved(rng):
+    X = te.placeholder((1, 2, 6, 8), name="X")
+    x = rand(rng, 1, 2, 6, 8)
+    check([X], topi.nn.rope(X, offset=3, interleaved=True), [x],
+          rope_interleaved_ref(x.astype("float64"), 3 + np.arange(6)), atol=2e-6)
+
+
+def sdpa_ref(q, k, v, mask=None, causal=None, scale=None):
+    """PyTorch's math: repeat_interleave the KV heads, softmax(q k^T * scale + mask) v; a
+    fully masked row is 0 here (kiln's definition)."""
+    q, k, v = (t.astype("float64") for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    s = q @ k.transpose(0, 1, 3, 2) * scale
+    L, S = s.shape[-2:]
+    keep = np.ones(s.shape, bool)
+    if causal == "top_left":
+        keep &= np.tril(np.ones((L, S), bool))
+    elif causal == "bottom_right":
+        keep &= np.tril(np.ones((L, S), bool), k=S - L)
+    if mask is not None and mask.dtype == np.bool_:
+        keep &= mask
+    elif mask is not None:
+        s = s + mask
+    s = np.where(keep, s, -np.inf)
+    row_max = np.where(keep.any(-1, keepdims=True), s.max(-1, keepdims=True), 0)
+    e = np.where(keep, np.exp(s - row_max), 0)
+    total = e.sum(-1, keepdims=True)
+    return np.where(total > 0, (e / np.where(total > 0, total, 1)) @ v, 0)
+
+
+@pytest.mark.parametrize("causal", [None, "top_left", "bottom_right"])
+def test_sdpa_with_grouped_query_heads(rng, causal):
+    q, k, v = rand(rng, 2, 4, 3, 8), rand(rng, 2, 2, 5, 8), rand(rng, 2, 2, 5, 6)
+    Q, K, V = (te.placeholder(t.shape, name=name) for t, name in ((q, "Q"), (k, "K"), (v, "V")))
+    out = topi.nn.scaled_dot_product_attention(
+        Q, K, V, is_causal=causal is not None, causal_alignment=causal or "bottom_right")
+    check([Q, K, V], out, [q, k, v], sdpa_ref(q, k, v, causal=causal), atol=1e-6)
+
+
+def test_sdpa_kv_cache_of_symbolic_length(rng):
+    s = te.var("s")
+    q, k, v = rand(rng, 1, 2, 2, 4), rand(rng, 1, 1, 6, 4), rand(rng, 1, 1, 6, 4)
+    Q = te.placeholder(q.shape, name="Q")
+    K = te.placeholder((1, 1, s, 4), name="K")
+    V = te.placeholder((1, 1, s, 4), name="V")
+    out = topi.nn.scaled_dot_product_attention(Q, K, V, is_causal=True, scale=0.3)
+    check([Q, K, V], out, [q, k, v], sdpa_ref(q, k, v, causal="bottom_right", scale=0.3),
+          atol=1e-6)
+
+
+def test_sdpa_masks_and_a_fully_masked_row(rng):
+    q, k, v = rand(rng, 1, 2, 3, 4), rand(rng, 1, 2, 4, 4), rand(rng, 1, 2, 4, 4)
+    Q, K, V = (te.placeholder(t.shape, name=name) for t, name in ((q, "Q"), (k, "K"), (v, "V")))
+    keep = np.array([[True, False, True, True], [False] * 4, [True, True, False, False]])
+    M = te.placeholder((3, 4), "bool", name="M")
+    out = topi.nn.scaled_dot_product_attention(Q, K, V, attn_mask=M)
+    result = check([Q, K, V, M], out, [q, k, v, keep], sdpa_ref(q, k, v, mask=keep), atol=1e-6)
+    assert np.all(result[:, :, 1] == 0)
+    bias = rand(rng, 1, 1, 3, 4, scale=2.0)
+    Bias = te.placeholder(bias.shape, name="Bias")
+    out = topi.nn.scaled_dot_product_attention(Q, K, V, attn_mask=Bias)
+    check([Q, K, V, Bias], out, [q, k, v, bias], sdpa_ref(q, k, v, mask=bias), atol=1e-6)
+
+
+def test_sdpa_large_scores_and_float16(rng):
+    q, k, v = rand(rng, 1, 1, 4, 8, scale=30), rand(rng, 1, 1, 4, 8, scale=30), rand(
+        rng, 1, 1, 4, 8)
+    Q, K, V = (te.placeholder(t.shape, "float16", name=name)
+               for t, name in ((q, "Q"), (k, "K"), (v, "V")))
+    q16, k16, v16 = (t.astype("float16") for t in (q, k, v))
+    out = topi.nn.scaled_dot_product_attention(Q, K, V)
+    assert out.dtype == "float16"
+    check([Q, K, V], out, [q16, k16, v16], sdpa_ref(q16, k16, v16), rtol=5e-3, atol=5e-3)
+
+
+def test_attention_in_bshd_layout(rng):
+    q, k, v = rand(rng, 1, 3, 4, 8), rand(rng, 1, 5, 2, 8), rand(rng, 1, 5, 2, 8)
+    Q, K, V = (te.placeholder(t.shape, name=name) for t, name in ((q, "Q"), (k, "K"), (v, "V")))
+    out = topi.nn.attention(Q, K, V, causal_mask="BottomRight")
+    ref = sdpa_ref(*(t.transpose(0, 2, 1, 3) for t in (q, k, v)), causal="bottom_right")
+    check([Q, K, V], out, [q, k, v], ref.transpose(0, 2, 1, 3), atol=1e-6, interpret=True)
