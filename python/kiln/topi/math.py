@@ -146,4 +146,9 @@ def cast(x, dtype):
     if not isinstance(dtype, str):
         raise KilnTypeError(f"topi.cast: dtype must be a dtype string such as \"float32\", found "
                             f"an object of type {type(dtype).__name__}")
+    try:
+        te.const(0, dtype)
+    except KilnTypeError:
+        raise KilnTypeError(f"topi.cast: {dtype!r} is not a dtype; expected e.g. \"float32\", "
+                            f"\"float16\", \"bfloat16\", \"int8\" or \"bool\"") from None
     return _unary(data, "topi.cast", "T_cast", lambda v: v.astype(dtype))

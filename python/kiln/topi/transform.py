@@ -96,6 +96,9 @@ def transpose(a, axes=None):
     ndim = a.ndim
     if axes is None:
         axes = list(reversed(range(ndim)))
+    if not isinstance(axes, (list, tuple)):
+        raise KilnTypeError(f"{api}: axes must be a tuple of ints, found an object of type "
+                            f"{type(axes).__name__}")
     axes = [normalize_axis(x, ndim, api, "axes entry") for x in axes]
     if sorted(axes) != list(range(ndim)):
         raise KilnValueError(f"{api}: axes {tuple(axes)} is not a permutation of the {ndim} axes "
@@ -342,7 +345,11 @@ def expand_dims(a, axis, num_newaxis=1):
     """
     api = "topi.expand_dims"
     check_tensor(a, api, "a")
-    axis = normalize_axis(axis, a.ndim + 1, api)
+    check_int(axis, api, "axis")
+    if not -a.ndim - 1 <= axis <= a.ndim:
+        raise KilnIndexError(f"{api}: axis {axis} is out of range for inserting into a tensor of "
+                             f"{a.ndim} dimensions (expected {-a.ndim - 1} <= axis <= {a.ndim})")
+    axis = axis + a.ndim + 1 if axis < 0 else axis
     check_int(num_newaxis, api, "num_newaxis", minimum=0)
     shape = shape_of(a)
     out_shape = shape[:axis] + [1] * num_newaxis + shape[axis:]
@@ -445,6 +452,10 @@ def strided_slice(a, begin, end, strides=None, axes=None):
     """
     api = "topi.strided_slice"
     check_tensor(a, api, "a")
+    for what, values in (("begin", begin), ("end", end), ("strides", strides), ("axes", axes)):
+        if values is not None and not isinstance(values, (list, tuple)):
+            raise KilnTypeError(f"{api}: {what} must be a list with one entry per sliced axis, "
+                                f"found an object of type {type(values).__name__}")
     begin, end = list(begin), list(end)
     strides = [1] * len(begin) if strides is None else list(strides)
     axes = list(range(len(begin))) if axes is None else list(axes)

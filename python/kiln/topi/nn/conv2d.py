@@ -239,8 +239,9 @@ def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=No
     channels, multiplier, kh, kw = shape_of(Filter)
     if not dims_equal(channels, shape_of(Input)[1]):
         raise KilnValueError(f"{api}: Filter {Filter.name} of shape "
-                             f"{shape_str(shape_of(Filter))} must have the {dim_str(shape_of(Input)[1])} "
-                             f"channels of Input {Input.name} first, found {dim_str(channels)}")
+                             f"{shape_str(shape_of(Filter))} must have the "
+                             f"{dim_str(shape_of(Input)[1])} channels of Input {Input.name} "
+                             f"first, found {dim_str(channels)}")
     kernel = reshape(Filter, (channels * multiplier, 1, kh, kw))
     return conv2d_layout(Input, kernel, stride, padding, dilation, channels, "NCHW", "OIHW",
                          out_dtype, api)

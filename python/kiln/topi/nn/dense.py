@@ -122,7 +122,8 @@ def batch_matmul(x, y, out_shape=None, out_dtype=None, transpose_a=False, transp
     m, kx = (cx, rx) if transpose_a else (rx, cx)
     ky, n = (cy, ry) if transpose_b else (ry, cy)
     _check_reduction_extent(x, kx, y, ky, api)
-    [batch] = broadcast_shape([bx], [by], api, (x.name, y.name))
+    names = (f"the batch of {x.name}", f"the batch of {y.name}")
+    [batch] = broadcast_shape([bx], [by], api, names)
     shape = [batch, m, n]
     if out_shape is not None and (len(out_shape) != 3 or not all(
             dims_equal(e, f) for e, f in zip(out_shape, shape))):
