@@ -65,24 +65,19 @@ def _name(value):
     return value.name if isinstance(value, te.Tensor) else repr(value)
 
 
-def _elementwise(api, name, combine, operands, check=None):
-    """A tensor combining broadcast operands element-wise with ``combine(*scalars)``."""
+def _same_dtypes(api, operands, parts):
+    _same_tensor_dtypes(api, operands)
+
+
+def _elementwise(api, name, combine, operands, check=_same_dtypes):
+    """A tensor combining broadcast operands element-wise with ``combine(*scalars)``; check(api,
+    operands, parts) vets the operands' dtypes."""
     whats = ["the first operand", "the second operand", "the third operand"]
     parts = [_operand(v, api, w) for v, w in zip(operands, whats)]
     if not any(isinstance(v, te.Tensor) for v in operands):
         raise KilnTypeError(f"{api}: at least one operand must be a te.Tensor, found "
                             f"{', '.join(type(v).__name__ for v in operands)}")
-    tensor_dtypes = [(v, d) for v, (_, _, d) in zip(operands, parts)
-                     if isinstance(v, te.Tensor)]
-    if check is not None:
-        check(api, operands, parts)
-    else:
-        first, dtype = tensor_dtypes[0]
-        for other, other_dtype in tensor_dtypes[1:]:
-            if other_dtype != dtype:
-                raise KilnTypeError(
-                    f"{api}: the tensors {first.name} and {other.name} must have the same "
-                    f"dtype, found {dtype} and {other_dtype}; convert one with topi.cast")
+    check(api, operands, parts)
     shape, shape_name = [], None
     for value, (_, part_shape, _) in zip(operands, parts):
         if isinstance(value, te.Tensor):
@@ -185,11 +180,7 @@ def divide(lhs, rhs):
         KilnValueError: the shapes do not broadcast.
     """
     return _elementwise("topi.divide", "T_divide", lambda a, b: a / b, [lhs, rhs],
-                        _require_float_check)
-
-
-def _require_float_check(api, operands, parts):
-    _require_float(api, operands, parts)
+                        _require_float)
 
 
 def floor_divide(lhs, rhs):
@@ -246,7 +237,7 @@ def power(lhs, rhs):
         KilnTypeError: an integer operand, or as topi.add.
         KilnValueError: the shapes do not broadcast.
     """
-    return _elementwise("topi.power", "T_power", te.power, [lhs, rhs], _require_float_check)
+    return _elementwise("topi.power", "T_power", te.power, [lhs, rhs], _require_float)
 
 
 def maximum(lhs, rhs):

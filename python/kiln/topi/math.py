@@ -6,42 +6,9 @@ from ..error import KilnTypeError
 from ._util import FLOAT16_TYPES, check_float, check_tensor, shape_of
 
 
-def _unary(data, api, name, fcompute):
+def _unary(data, name, fcompute):
     return te.compute(shape_of(data), lambda *i: fcompute(data[i]), name=name)
 
-
-def _float_function(api, te_function, name):
-    """A topi function applying te_function to a float tensor (in float32 for 16-bit floats)."""
-    def apply(x):
-        data = check_tensor(x, api, "x")
-        check_float(data, api, "x")
-        dtype = data.dtype
-        if dtype in FLOAT16_TYPES:
-            return _unary(data, api, name,
-                          lambda v: te_function(v.astype("float32")).astype(dtype))
-        return _unary(data, api, name, te_function)
-    return apply
-
-
-_FUNCTIONS = [
-    ("exp", te.exp, "e to the power x"),
-    ("exp2", te.exp2, "2 to the power x"),
-    ("log", te.log, "the natural logarithm of x"),
-    ("log2", te.log2, "the base-2 logarithm of x"),
-    ("log1p", te.log1p, "log(1 + x), accurate for x near 0"),
-    ("sqrt", te.sqrt, "the square root of x"),
-    ("rsqrt", te.rsqrt, "1 / sqrt(x)"),
-    ("sin", te.sin, "the sine of x (radians)"),
-    ("cos", te.cos, "the cosine of x (radians)"),
-    ("tan", te.tan, "the tangent of x (radians)"),
-    ("tanh", te.tanh, "the hyperbolic tangent of x"),
-    ("sigmoid", te.sigmoid, "1 / (1 + exp(-x))"),
-    ("erf", te.erf, "the error function of x"),
-    ("floor", te.floor, "the largest integer value not above x"),
-    ("ceil", te.ceil, "the smallest integer value not below x"),
-    ("round", te.round, "x rounded to the nearest integer value, ties to even (NumPy's round)"),
-    ("trunc", te.trunc, "x rounded toward zero"),
-]
 
 _DOC = """{what}, element-wise.
 
@@ -55,11 +22,44 @@ _DOC = """{what}, element-wise.
         KilnTypeError: x is not a tensor or not a float tensor.
     """
 
-for _name, _function, _what in _FUNCTIONS:
-    _op = _float_function(f"topi.{_name}", _function, f"T_{_name}")
-    _op.__name__ = _op.__qualname__ = _name
-    _op.__doc__ = _DOC.format(what=_what[0].upper() + _what[1:])
-    globals()[_name] = _op
+
+def _float_function(name, te_function, what):
+    """The topi function ``name``: te_function applied to each element of a float tensor (in
+    float32 for 16-bit floats)."""
+    api = f"topi.{name}"
+
+    def apply(x):
+        data = check_tensor(x, api, "x")
+        check_float(data, api, "x")
+        dtype = data.dtype
+        if dtype in FLOAT16_TYPES:
+            return _unary(data, f"T_{name}",
+                          lambda v: te_function(v.astype("float32")).astype(dtype))
+        return _unary(data, f"T_{name}", te_function)
+
+    apply.__name__ = apply.__qualname__ = name
+    apply.__doc__ = _DOC.format(what=what)
+    return apply
+
+
+exp = _float_function("exp", te.exp, "e to the power x")
+exp2 = _float_function("exp2", te.exp2, "2 to the power x")
+log = _float_function("log", te.log, "The natural logarithm of x")
+log2 = _float_function("log2", te.log2, "The base-2 logarithm of x")
+log1p = _float_function("log1p", te.log1p, "log(1 + x), accurate for x near 0")
+sqrt = _float_function("sqrt", te.sqrt, "The square root of x")
+rsqrt = _float_function("rsqrt", te.rsqrt, "1 / sqrt(x)")
+sin = _float_function("sin", te.sin, "The sine of x (radians)")
+cos = _float_function("cos", te.cos, "The cosine of x (radians)")
+tan = _float_function("tan", te.tan, "The tangent of x (radians)")
+tanh = _float_function("tanh", te.tanh, "The hyperbolic tangent of x")
+sigmoid = _float_function("sigmoid", te.sigmoid, "1 / (1 + exp(-x))")
+erf = _float_function("erf", te.erf, "The error function of x")
+floor = _float_function("floor", te.floor, "The largest integer value not above x")
+ceil = _float_function("ceil", te.ceil, "The smallest integer value not below x")
+round = _float_function(  # noqa: A001 (TVM's name)
+    "round", te.round, "x rounded to the nearest integer value, ties to even (NumPy's round)")
+trunc = _float_function("trunc", te.trunc, "x rounded toward zero")
 
 
 def isnan(x):
@@ -76,7 +76,7 @@ def isnan(x):
     """
     data = check_tensor(x, "topi.isnan", "x")
     check_float(data, "topi.isnan", "x")
-    return _unary(data, "topi.isnan", "T_isnan", te.isnan)
+    return _unary(data, "T_isnan", te.isnan)
 
 
 def negative(x):
@@ -92,7 +92,7 @@ def negative(x):
         KilnTypeError: x is not a tensor.
     """
     data = check_tensor(x, "topi.negative", "x")
-    return _unary(data, "topi.negative", "T_negative", lambda v: -v)
+    return _unary(data, "T_negative", lambda v: -v)
 
 
 def abs(x):  # noqa: A001 (TVM's name)
@@ -108,7 +108,7 @@ def abs(x):  # noqa: A001 (TVM's name)
         KilnTypeError: x is not a tensor.
     """
     data = check_tensor(x, "topi.abs", "x")
-    return _unary(data, "topi.abs", "T_abs", te.abs)
+    return _unary(data, "T_abs", te.abs)
 
 
 def clip(x, a_min, a_max):
@@ -125,7 +125,7 @@ def clip(x, a_min, a_max):
         KilnTypeError: x is not a tensor.
     """
     data = check_tensor(x, "topi.clip", "x")
-    return _unary(data, "topi.clip", "T_clip", lambda v: te.min(te.max(v, a_min), a_max))
+    return _unary(data, "T_clip", lambda v: te.min(te.max(v, a_min), a_max))
 
 
 def cast(x, dtype):
@@ -151,4 +151,4 @@ def cast(x, dtype):
     except KilnTypeError:
         raise KilnTypeError(f"topi.cast: {dtype!r} is not a dtype; expected e.g. \"float32\", "
                             f"\"float16\", \"bfloat16\", \"int8\" or \"bool\"") from None
-    return _unary(data, "topi.cast", "T_cast", lambda v: v.astype(dtype))
+    return _unary(data, "T_cast", lambda v: v.astype(dtype))

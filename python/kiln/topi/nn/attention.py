@@ -81,11 +81,12 @@ def _attention(query, key, value, attn_mask, causal, scale, api):
         return s, keep
 
     j1 = te.reduce_axis((0, kv_len), name="j")
-    row_max = te.compute(
-        [batch, heads, q_len],
-        lambda b, hh, i: te.max(masked_score(b, hh, i, j1)[0], axis=j1,
-                                where=masked_score(b, hh, i, j1)[1]),
-        name="T_attention_max")
+
+    def visible_max(b, hh, i):
+        s, keep = masked_score(b, hh, i, j1)
+        return te.max(s, axis=j1, where=keep)
+
+    row_max = te.compute([batch, heads, q_len], visible_max, name="T_attention_max")
 
     def weight(b, hh, i, j):
         s, keep = masked_score(b, hh, i, j)
