@@ -190,3 +190,18 @@ def test_adaptive_and_global_pool(rng):
           xs.astype("float64").mean(axis=(1, 2), keepdims=True), atol=1e-6)
     check([S], topi.nn.global_pool(S, "max", layout="NHWC"), [xs],
           xs.max(axis=(1, 2), keepdims=True))
+
+
+def test_conv2d_and_pool2d_with_symbolic_spatial_dimensions(rng):
+    # The output height and width are expressions of h and w, so the results are read by
+    # global_pool, whose (1, 1) spatial shape is a valid argument shape.
+    h, w = te.var("h"), te.var("w")
+    X = te.placeholder((1, 2, h, w), name="X")
+    K = te.placeholder((3, 2, 3, 3), name="K")
+    x, k = rand(rng, 1, 2, 6, 7), rand(rng, 3, 2, 3, 3)
+    conv = topi.nn.conv2d(X, K, 1, 1, 1)
+    check([X, K], topi.nn.global_pool(conv, "avg"), [x, k],
+          conv2d_ref(x, k, 1, (1, 1, 1, 1), 1).mean(axis=(2, 3), keepdims=True), atol=1e-6)
+    pooled = topi.nn.pool2d(X, 3, 2, 1, 1, "avg", count_include_pad=False)
+    check([X], topi.nn.global_pool(pooled, "max"), [x],
+          pool_ref(x, 3, 2, 1, "avg", False).max(axis=(2, 3), keepdims=True), atol=1e-6)

@@ -129,17 +129,7 @@ def floor_div(a, b):
     return simplify(te.floordiv(a, b))
 
 
-def as_float(expr, dtype):
-    """expr (an expression or a Python number) as an expression of the float dtype."""
-    if isinstance(expr, (int, float)) and not isinstance(expr, bool):
-        return te.const(float(expr), dtype)
-    return expr.astype(dtype)
-
-
 def accumulation_dtype(dtype):
     """float32 for 16-bit floats (whose sums lose precision), the dtype itself otherwise."""
     return "float32" if dtype in FLOAT16_TYPES else dtype
 
-
-def tensor_name(prefix, tensor):
-    return f"{prefix}_{tensor.name}" if tensor is not None else prefix
