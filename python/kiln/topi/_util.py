@@ -132,4 +132,3 @@ def floor_div(a, b):
 def accumulation_dtype(dtype):
     """float32 for 16-bit floats (whose sums lose precision), the dtype itself otherwise."""
     return "float32" if dtype in FLOAT16_TYPES else dtype
-
