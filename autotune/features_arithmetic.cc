@@ -117,6 +117,8 @@ class ArithmeticCounter : public IRVisitor {
       case Builtin::Reinterpret:
       case Builtin::AddressOf:
       case Builtin::StorageSync:
+      case Builtin::DeviceLaunch:
+      case Builtin::PackedArgDeviceId:
       case Builtin::PackedArgData:
       case Builtin::PackedArgShape:
       case Builtin::PackedArgInt:

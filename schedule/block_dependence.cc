@@ -257,15 +257,22 @@ void bind_loops(const std::vector<const For*>& loops, arith::Analyzer* analyzer,
 }
 
 std::vector<Range> relaxed_region(const BlockLocation& block, const BufferRegion& region,
-                                  size_t depth, arith::Analyzer* analyzer) {
+                                  size_t depth, arith::Analyzer* analyzer,
+                                  const std::string& gpu_scope) {
   VarMap bindings = block_bindings(block);
   std::vector<Range> substituted;
   for (const Range& r : region.region) {
     substituted.push_back(Range{substitute(r.min, bindings), substitute(r.extent, bindings)});
   }
   std::unordered_map<const Var*, Range> relaxed;
-  for (size_t k = depth; k < block.loops.size(); ++k) {
-    relaxed[block.loops[k]->loop_var.get()] = Range{block.loops[k]->min, block.loops[k]->extent};
+  for (size_t k = 0; k < block.loops.size(); ++k) {
+    const For* loop = block.loops[k];
+    bool thread_bound = loop->kind == ForKind::kThreadBinding;
+    bool shared_by_threads =
+        thread_bound && gpu_scope == "shared" && loop->thread_tag.rfind("threadIdx", 0) == 0;
+    if (k >= depth || shared_by_threads) {
+      relaxed[loop->loop_var.get()] = Range{loop->min, loop->extent};
+    }
   }
   return arith::eval_region(substituted, arith::int_set_map(relaxed), analyzer,
                             region.buffer->shape);

@@ -400,7 +400,7 @@ class ComputeAtPlanner {
           check_producer_runs(*b, r, depth);
           check_contiguous(*b, r, depth);
         }
-        std::vector<Range> relaxed = relaxed_region(*b, r, depth, &analyzer_);
+        std::vector<Range> relaxed = relaxed_region(*b, r, depth, &analyzer_, r.buffer->scope);
         std::vector<arith::IntSet>& sets = required[r.buffer.get()];
         if (sets.empty()) sets.assign(relaxed.size(), arith::IntSet::nothing());
         for (size_t d = 0; d < relaxed.size(); ++d) {

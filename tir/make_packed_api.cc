@@ -138,6 +138,8 @@ class PackedApiBuilder {
         written_(written_data_vars(func.body)) {}
 
   // Step 1. Bind every parameter and build its spec entry.
+  void set_device(const std::string& device) { device_ = device; }
+
   void bind_params() {
     // Dimensions bind first, so that a scalar parameter that is also a dimension takes the
     // value of the (runtime-checked) dimension.
@@ -256,8 +258,10 @@ class PackedApiBuilder {
     arg["ndim"] = buffer.ndim();
     arg["shape"] = shape;
     arg["strides"] = strides;
-    arg["device"] = "cpu";
-    arg["alignment"] = buffer.alignment();
+    arg["device"] = device_;
+    // A GPU tensor's data is a device handle (an OpenCL cl_mem is no address at all): its
+    // alignment is the driver's business.
+    arg["alignment"] = device_ == "cpu" ? buffer.alignment() : 1;
     arg["written"] = written_.count(buffer.data.get()) > 0;
     args_[i] = arg;
   }
@@ -282,6 +286,7 @@ class PackedApiBuilder {
 
   const PrimFunc& func_;
   std::string name_, symbol_;
+  std::string device_ = "cpu";
   std::vector<Binding> lets_;
   std::unordered_set<const Var*> bound_;
   std::unordered_map<const Var*, size_t> sym_var_index_;
@@ -296,7 +301,8 @@ class PackedApiBuilder {
 
 }  // namespace
 
-Ref<PrimFunc> make_packed_api(const Ref<PrimFunc>& func, const std::string& name) {
+Ref<PrimFunc> make_packed_api(const Ref<PrimFunc>& func, const std::string& name,
+                              const std::string& device) {
   if (func->attrs.count("kiln.packed") > 0) return func;
   std::string symbol = "kiln_unchecked_" + name;
   if (auto it = func->attrs.find("global_symbol"); it != func->attrs.end()) {
@@ -307,6 +313,7 @@ Ref<PrimFunc> make_packed_api(const Ref<PrimFunc>& func, const std::string& name
     symbol = s->value;
   }
   PackedApiBuilder builder(*func, name, symbol);
+  builder.set_device(device);
   builder.bind_params();
   builder.check_free_vars(func->body);
   builder.limit_symbolic(func->body);

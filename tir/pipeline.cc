@@ -7,6 +7,7 @@
 
 #include "kiln/tir/compact_buffer_allocation.h"
 #include "kiln/tir/flatten_buffers.h"
+#include "kiln/tir/insert_barriers.h"
 #include "kiln/tir/loop_partition.h"
 #include "kiln/tir/lower_init_block.h"
 #include "kiln/tir/lower_intrinsics.h"
@@ -14,6 +15,7 @@
 #include "kiln/tir/make_packed_api.h"
 #include "kiln/tir/plan_buffer_allocation.h"
 #include "kiln/tir/simplify.h"
+#include "kiln/tir/split_host_device.h"
 #include "kiln/tir/storage_rewrite.h"
 #include "kiln/tir/unroll_loops.h"
 #include "kiln/tir/vectorize_loops.h"
@@ -25,6 +27,7 @@ using namespace ir;
 
 Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   PassLog log(f, options);
+  bool gpu = options.device_kernels != nullptr;
   // clang-format off
   // Blocks to loops: reductions get explicit init statements, intermediate buffers move to
   // where they are used and shrink to what is used there, then blocks disappear.
@@ -35,18 +38,30 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   // Memory becomes one-dimensional.
   f = flatten_buffers(f);           log.step("flatten_buffers", f);
   f = simplify(f);                  log.step("simplify", f);
-  // Loops: bound checks leave the steady state, vector loops become vector code, small
-  // unrolled loops become copies of their bodies.
+  // Loops: bound checks leave the steady state, vector loops become vector code (on CPUs; GPU
+  // code generators emit them as unrolled loops), small unrolled loops become copies of their
+  // bodies.
   f = loop_partition(f);            log.step("loop_partition", f);
-  f = vectorize_loops(f);           log.step("vectorize_loops", f);
+  if (!gpu) {
+    f = vectorize_loops(f);         log.step("vectorize_loops", f);
+  }
   f = unroll_loops(f);              log.step("unroll_loops", f);
   f = simplify(f);                  log.step("simplify", f);
   // Allocations: hoisted out of loops, storage shared between buffers that do not overlap.
   f = storage_rewrite(f);           log.step("storage_rewrite", f);
+  // GPU: barriers where threads pass values through shared memory, then the kernels leave the
+  // function, which keeps the launches, and each kernel is checked against the device limits.
+  if (gpu) {
+    f = insert_barriers(f);                                          log.step("insert_barriers", f);
+    f = split_host_device(f, options.name, options.device_kernels);  log.step("split_host_device", f);
+    for (const Ref<PrimFunc>& kernel : *options.device_kernels) {
+      verify_gpu_code(*kernel, options.gpu_limits);
+    }
+  }
   // The entry point for the code generator (LowerOptions::packed_entry).
   if (options.packed_entry) {
     f = lower_intrinsics(f);              log.step("lower_intrinsics", f);
-    f = make_packed_api(f, options.name); log.step("make_packed_api", f);
+    f = make_packed_api(f, options.name, options.device); log.step("make_packed_api", f);
   }
   // clang-format on
   log.finish();

@@ -82,6 +82,8 @@ bool is_elementwise(Builtin op) {
     case Builtin::CallExtern:
     case Builtin::CallLLVMPureIntrin:
     case Builtin::StorageSync:
+    case Builtin::DeviceLaunch:
+    case Builtin::PackedArgDeviceId:
     case Builtin::PackedArgData:
     case Builtin::PackedArgShape:
     case Builtin::PackedArgInt:

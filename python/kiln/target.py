@@ -59,8 +59,35 @@ class Target:
 
     @property
     def kind(self):
-        """The back end: "llvm"."""
-        return "llvm"
+        """The back end: "llvm" (CPU code), "cuda" or "opencl" (GPU code; the CPU properties
+        then describe the host, which checks arguments and launches kernels)."""
+        return self._handle.kind
+
+    @property
+    def arch(self):
+        """For "cuda": the architecture compiled for, e.g. "sm_80"; else ""."""
+        return self._handle.arch
+
+    @property
+    def device(self):
+        """For "opencl": the substring of the device name that picks the device (-device)."""
+        return self._handle.device
+
+    @property
+    def max_threads_per_block(self):
+        """For GPU targets: the most threads one block may have; None for "llvm"."""
+        return self._handle.max_threads_per_block if self.kind != "llvm" else None
+
+    @property
+    def max_shared_memory_per_block(self):
+        """For GPU targets: the bytes of shared memory one block may use; None for "llvm"."""
+        return self._handle.max_shared_memory_per_block if self.kind != "llvm" else None
+
+    @property
+    def thread_warp_size(self):
+        """For GPU targets: the threads that run in lock step (32 on NVIDIA GPUs); None for
+        "llvm"."""
+        return self._handle.thread_warp_size if self.kind != "llvm" else None
 
     @property
     def triple(self):
@@ -144,6 +171,12 @@ class Target:
         """The L3 cache in bytes (shared by the cores that share it), for the host target;
         None otherwise."""
         return self._handle.l3_cache_bytes
+
+
+def nvrtc_available():
+    """Whether NVRTC (the CUDA runtime compiler, which builds "cuda" targets) can be loaded:
+    returns (True, "") or (False, the reason, naming the paths tried)."""
+    return _target.nvrtc_available()
 
 
 def gemm_blocking(target, dtype="float32", n=None, k=None, threads=None):

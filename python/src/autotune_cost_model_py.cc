@@ -32,6 +32,8 @@ const codegen::Target& to_target(py::handle obj, const char* api) {
   static std::map<std::string, codegen::Target> parsed;
   auto it = parsed.find(text);
   if (it == parsed.end()) it = parsed.emplace(text, codegen::parse_target(text)).first;
+  user_check(!it->second.is_gpu()) << api << ": expected a CPU target ('llvm ...'), found the GPU "
+                                   << "target '" << text << "'";
   return it->second;
 }
 

@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "kiln/codegen/codegen_gpu.h"
 #include "kiln/codegen/target.h"
 
 namespace py = pybind11;
@@ -25,6 +26,15 @@ void bind_target(py::module_& parent) {
       .def_readonly("opt_level", &Target::opt_level)
       .def_readonly("fp_contract", &Target::fp_contract)
       .def_readonly("is_host", &Target::is_host)
+      .def_readonly("kind", &Target::kind)
+      .def_readonly("arch", &Target::arch)
+      .def_readonly("device", &Target::device)
+      .def_property_readonly("max_threads_per_block",
+                             [](const Target& t) { return t.gpu.max_threads_per_block; })
+      .def_property_readonly("max_shared_memory_per_block",
+                             [](const Target& t) { return t.gpu.max_shared_memory_per_block; })
+      .def_property_readonly("thread_warp_size",
+                             [](const Target& t) { return t.gpu.thread_warp_size; })
       .def_property_readonly("features", &Target::isa_features)
       .def("has_feature", &Target::has_feature, py::arg("name"))
       .def_readonly("vector_register_bits", &Target::vector_register_bits)
@@ -40,6 +50,11 @@ void bind_target(py::module_& parent) {
             return target.vector_lanes(to_dtype(dtype, "Target.vector_lanes"));
           },
           py::arg("dtype"));
+  m.def("nvrtc_available", [] {
+    std::string why;
+    bool ok = codegen::nvrtc_available(&why);
+    return py::make_tuple(ok, why);
+  });
 }
 
 }  // namespace kiln::python

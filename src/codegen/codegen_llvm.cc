@@ -270,6 +270,7 @@ std::unique_ptr<llvm::Module> codegen_llvm(const std::vector<Ref<PrimFunc>>& fun
                                            llvm::LLVMContext& context,
                                            const std::string& manifest_json) {
   CodeGenLLVM codegen(target, machine, context);
+  codegen.set_device_kernels(manifest_json);
   for (const Ref<PrimFunc>& func : funcs) {
     internal_check(func.defined()) << "codegen: null PrimFunc";
     codegen.add_function(*func);

@@ -16,6 +16,7 @@ namespace {
 
 // Byte offsets of DLTensor's fields (DLPack v0.6, x86-64 and AArch64 LP64 layout).
 constexpr uint64_t kTensorDataOffset = 0;
+constexpr uint64_t kTensorDeviceIdOffset = 12;
 constexpr uint64_t kTensorShapeOffset = 24;
 constexpr uint64_t kTensorByteOffsetOffset = 40;
 // sizeof(KilnValue).
@@ -256,6 +257,14 @@ llvm::Value* CodeGenLLVM::emit_packed_arg(const Call* op) {
       result = builder_.CreateLoad(builder_.getDoubleTy(), slot);
       natural = DataType::float64();
       break;
+    case Builtin::PackedArgDeviceId: {
+      llvm::Value* tensor = builder_.CreateLoad(ptr, slot);
+      result = builder_.CreateLoad(
+          builder_.getInt32Ty(),
+          builder_.CreateConstGEP1_64(builder_.getInt8Ty(), tensor, kTensorDeviceIdOffset));
+      natural = DataType::int32();
+      break;
+    }
     case Builtin::PackedArgData: {
       llvm::Value* tensor = builder_.CreateLoad(ptr, slot);
       llvm::Value* data = builder_.CreateLoad(
@@ -350,10 +359,13 @@ llvm::Value* CodeGenLLVM::emit_builtin(const Call* op) {
           << " synchronizes GPU threads (storage_sync), which the CPU backend cannot compile; "
              "build it for a GPU target";
     case Builtin::PackedArgData:
+    case Builtin::PackedArgDeviceId:
     case Builtin::PackedArgShape:
     case Builtin::PackedArgInt:
     case Builtin::PackedArgFloat:
       return emit_packed_arg(op);
+    case Builtin::DeviceLaunch:
+      return emit_device_launch(op);
     default:
       internal_error << "codegen: no lowering of builtin " << builtin_name(op->op);
   }

@@ -35,6 +35,9 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   void add_manifest(const std::string& manifest_json);
   // Adds `kiln_module_functions`: the functions added so far, in order, then NULL.
   void add_function_table();
+  // Reads the order of the module's GPU kernels (the index KilnDeviceLaunch takes) from the
+  // manifest's "device_kernels".
+  void set_device_kernels(const std::string& manifest_json);
   // Verifies the module and hands it over.
   std::unique_ptr<llvm::Module> finish();
 
@@ -141,6 +144,9 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   llvm::Value* emit_extern_call(const ir::Call* op);
   llvm::Value* emit_packed_arg(const ir::Call* op);
 
+  // ---- GPU launches from host code (codegen_llvm_device.cc) ----
+  llvm::Value* emit_device_launch(const ir::Call* op);
+
   // ---- Statements and memory (codegen_llvm_stmt.cc) ----
   void emit_stmt(const ir::Stmt& s);
   void emit_store(const ir::BufferStore* op);
@@ -185,6 +191,7 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   // Data Var -> a Buffer that uses it (for the alignment of the pointer bound to it).
   std::unordered_map<const ir::Var*, const ir::Buffer*> buffer_of_data_;
   std::map<std::string, llvm::Value*> strings_;
+  std::map<std::string, int32_t> device_kernel_index_;  // kernel name -> KilnDeviceLaunch index
 };
 
 }  // namespace kiln::codegen

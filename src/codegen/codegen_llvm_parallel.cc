@@ -94,6 +94,7 @@ class FreeVarCollector : public IRVisitor {
   void visit(const Call* op) override {
     switch (op->op) {
       case Builtin::PackedArgData:
+      case Builtin::PackedArgDeviceId:
       case Builtin::PackedArgShape:
       case Builtin::PackedArgInt:
       case Builtin::PackedArgFloat:

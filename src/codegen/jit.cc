@@ -273,6 +273,7 @@ std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>&
   std::shared_ptr<llvm::TargetMachine> machine = detail::lease_target_machine(target);
   std::unique_ptr<llvm::Module> module =
       codegen_llvm(funcs, target, *machine, *impl->context, manifest_json);
+  bool has_device_context = module->getNamedGlobal(kDeviceContextSymbol) != nullptr;
   impl->timings.codegen_ms = ms_since(phase);
   phase = Clock::now();
   detail::optimize_module(*module, *machine, target.opt_level);
@@ -306,6 +307,7 @@ std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>&
   // runtime finds them in an exported library.
   std::vector<std::string> exported = {kFunctionTableSymbol};
   if (!manifest_json.empty()) exported.push_back(kManifestSymbol);
+  if (has_device_context) exported.push_back(kDeviceContextSymbol);
   for (const std::string& symbol : exported) {
     session_errors.clear();
     auto address = jit.lookup(*impl->dylib, symbol);

@@ -215,6 +215,64 @@ std::optional<int64_t> known(int64_t bytes) {
   return std::nullopt;
 }
 
+constexpr const char* kGpuLimitOptions =
+    "-max_threads_per_block=<n>, -max_shared_memory_per_block=<bytes>, -thread_warp_size=<n>";
+
+int64_t parse_positive(const std::string& key, const std::string& value, const std::string& text) {
+  bool digits = !value.empty() && value.size() <= 12 &&
+                std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  user_check(digits && std::stoll(value) > 0)
+      << "parse_target: " << key << " must be a positive integer, found '" << value << "' in '"
+      << text << "'";
+  return std::stoll(value);
+}
+
+// A "cuda" or "opencl" target: the GPU options, with the host CPU for the host code.
+Target parse_gpu_target(const std::string& kind, std::istringstream& stream,
+                        const std::string& text) {
+  Target target = host_target();
+  target.kind = kind;
+  bool cuda = kind == "cuda";
+  target.arch = cuda ? "sm_80" : "";
+  target.gpu.max_threads_per_block = cuda ? 1024 : 256;
+  target.gpu.max_shared_memory_per_block = cuda ? 48 * 1024 : 32 * 1024;
+  target.gpu.thread_warp_size = cuda ? 32 : 1;
+  std::string valid = std::string(cuda ? "-arch=sm_<XY>, " : "-device=<name substring>, ") +
+                      kGpuLimitOptions;
+  std::string option;
+  while (stream >> option) {
+    size_t eq = option.find('=');
+    std::string key = option.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : option.substr(eq + 1);
+    user_check(eq != std::string::npos && !value.empty())
+        << "parse_target: malformed option '" << option << "' in '" << text
+        << "': expected -name=value; the valid options of '" << kind << "' are " << valid;
+    if (cuda && key == "-arch") {
+      bool digits = value.size() >= 5 && value.size() <= 7 && value.rfind("sm_", 0) == 0 &&
+                    std::all_of(value.begin() + 3, value.end(),
+                                [](char c) { return (c >= '0' && c <= '9') || c == 'a'; }) &&
+                    value[3] != 'a';
+      user_check(digits && std::stoi(value.substr(3)) >= 50)
+          << "parse_target: -arch must name a CUDA architecture sm_50 or newer such as sm_80 or "
+             "sm_90, found '"
+          << value << "' in '" << text << "'";
+      target.arch = value;
+    } else if (!cuda && key == "-device") {
+      target.device = value;
+    } else if (key == "-max_threads_per_block") {
+      target.gpu.max_threads_per_block = parse_positive(key, value, text);
+    } else if (key == "-max_shared_memory_per_block") {
+      target.gpu.max_shared_memory_per_block = parse_positive(key, value, text);
+    } else if (key == "-thread_warp_size") {
+      target.gpu.thread_warp_size = parse_positive(key, value, text);
+    } else {
+      user_check(false) << "parse_target: unknown option '" << option << "' in '" << text
+                        << "'; the valid options of '" << kind << "' are " << valid;
+    }
+  }
+  return target;
+}
+
 }  // namespace
 
 Target parse_target(const std::string& text) {
@@ -222,8 +280,10 @@ Target parse_target(const std::string& text) {
   std::istringstream stream(text);
   std::string kind;
   stream >> kind;
+  if (kind == "cuda" || kind == "opencl") return parse_gpu_target(kind, stream, text);
   user_check(kind == "llvm") << "parse_target: unknown target kind '" << kind << "' in '" << text
-                             << "'; the LLVM backend accepts 'llvm' with the options " << kOptions;
+                             << "'; the valid kinds are 'llvm' (options " << kOptions
+                             << "), 'cuda' and 'opencl'";
 
   Target target;
   target.triple = llvm::sys::getProcessTriple();
@@ -322,7 +382,21 @@ Target parse_target(const std::string& text) {
   return target;
 }
 
+int Target::compute_capability() const {
+  if (kind != "cuda" || arch.size() < 5) return 0;
+  return std::stoi(arch.substr(3));
+}
+
 std::string Target::str() const {
+  if (is_gpu()) {
+    std::string out = kind;
+    if (!arch.empty()) out += " -arch=" + arch;
+    if (!device.empty()) out += " -device=" + device;
+    out += " -max_threads_per_block=" + std::to_string(gpu.max_threads_per_block);
+    out += " -max_shared_memory_per_block=" + std::to_string(gpu.max_shared_memory_per_block);
+    out += " -thread_warp_size=" + std::to_string(gpu.thread_warp_size);
+    return out;
+  }
   std::string out = "llvm -mtriple=" + triple + " -mcpu=" + cpu;
   if (!attrs.empty()) out += " -mattr=" + join(attrs, ",");
   if (opt_level != 3) out += " -opt-level=" + std::to_string(opt_level);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "kiln/codegen/codegen_gpu.h"
 #include "kiln/codegen/export.h"
 #include "kiln/ir/expr.h"
 #include "kiln/schedule/tensor_intrin.h"
@@ -85,6 +86,44 @@ std::vector<std::string> vectorize_warnings(const Ref<PrimFunc>& lowered, const 
   return out;
 }
 
+std::string base64(const std::string& bytes) {
+  static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t chunk = static_cast<uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) chunk |= static_cast<uint8_t>(bytes[i + 1]) << 8;
+    if (i + 2 < bytes.size()) chunk |= static_cast<uint8_t>(bytes[i + 2]);
+    out += digits[(chunk >> 18) & 63];
+    out += digits[(chunk >> 12) & 63];
+    out += i + 1 < bytes.size() ? digits[(chunk >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? digits[chunk & 63] : '=';
+  }
+  return out;
+}
+
+// The device code of a GPU build: the source of `kernels` (into `sources`) and the manifest's
+// "device_blobs" entries.
+Json device_blobs(const codegen::Target& target, const std::vector<Ref<PrimFunc>>& kernels,
+                  std::map<std::string, std::string>* sources) {
+  Json blobs = Json::array();
+  if (target.kind == "cuda") {
+    std::string source = codegen::codegen_cuda(kernels);
+    (*sources)["cuda"] = source;
+    codegen::CudaBinary binary = codegen::compile_cuda(source, target.arch);
+    (*sources)["ptx"] = binary.ptx;
+    blobs.push_back({{"kind", "cuda"}, {"format", "cubin"}, {"arch", target.arch},
+                     {"base64", base64(binary.cubin)}});
+    blobs.push_back({{"kind", "cuda"}, {"format", "ptx"}, {"arch", target.arch},
+                     {"text", binary.ptx}});
+  } else {
+    std::string source = codegen::codegen_opencl(kernels);
+    (*sources)["opencl"] = source;
+    blobs.push_back({{"kind", "opencl"}, {"format", "cl"}, {"text", source}});
+  }
+  return blobs;
+}
+
 std::string architecture(const std::string& triple) {
   return triple.substr(0, triple.find('-'));
 }
@@ -122,6 +161,15 @@ KilnModuleHandle BuiltModule::runtime_module() const {
 }
 
 std::string BuiltModule::get_source(const std::string& format) const {
+  auto device = device_sources_.find(format);
+  if (device != device_sources_.end()) return device->second;
+  if (target_.is_gpu() && format != "ll" && format != "asm") {
+    std::string formats;
+    for (const auto& [name, text] : device_sources_) formats += ", \"" + name + "\"";
+    user_error(ErrorKind::kValue) << "get_source: unknown format '" << format << "' for target '"
+                                  << target_.str() << "'; the formats are \"ll\", \"asm\" (the "
+                                  << "host code)" << formats;
+  }
   if (jit_ != nullptr) return jit_->get_source(format);
   return codegen::compile_source(lowered_, target_, format);
 }
@@ -155,6 +203,8 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
   }
   Clock::time_point lower_start = Clock::now();
   schedule::IntrinTarget intrin_target{result->target_.str(), result->target_.isa_features()};
+  const codegen::Target& target_info = result->target_;
+  std::vector<Ref<PrimFunc>> kernels;
   for (const auto& [name, func] : mod->functions) {
     user_check(func.defined()) << "build: function " << name << " of the module is null";
     // A tensor intrinsic the target cannot select would reach LLVM's instruction selection.
@@ -163,6 +213,13 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     lower_options.dump_dir = function_dump_dir(dump_dir, name, mod->functions.size());
     lower_options.packed_entry = true;
     lower_options.name = name;
+    if (target_info.is_gpu()) {
+      lower_options.device_kernels = &kernels;
+      lower_options.device = target_info.kind;
+      lower_options.gpu_limits.max_threads_per_block = target_info.gpu.max_threads_per_block;
+      lower_options.gpu_limits.max_shared_memory_per_block =
+          target_info.gpu.max_shared_memory_per_block;
+    }
     result->names_.push_back(name);
     result->lowered_.push_back(
         tir::lower(with_symbol(func, "kiln_unchecked_" + name), lower_options));
@@ -180,6 +237,18 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
   }
   manifest["functions"] = functions;
   manifest["device_blobs"] = Json::array();
+  if (target_info.is_gpu()) {
+    Clock::time_point device_start = Clock::now();
+    manifest["device_blobs"] = device_blobs(target_info, kernels, &result->device_sources_);
+    Json device_kernels = Json::array();
+    for (const Ref<PrimFunc>& kernel : kernels) {
+      device_kernels.push_back(
+          {{"name", kernel->attrs.at("global_symbol").as<StringImm>()->value},
+           {"num_args", kernel->params.size()}});
+    }
+    manifest["device_kernels"] = device_kernels;
+    result->timings_.device_ms = ms_since(device_start);
+  }
   for (size_t i = 0; i < result->lowered_.size(); ++i) {
     for (std::string& w : vectorize_warnings(result->lowered_[i], result->names_[i])) {
       result->warnings_.push_back(std::move(w));

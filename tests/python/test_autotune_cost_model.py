@@ -118,6 +118,8 @@ def test_extract_features_errors():
     with pytest.raises(kiln.KilnTypeError, match="target must be a target string"):
         autotune.extract_features(tir.lower(matmul()), 3)
     with pytest.raises(kiln.KilnValueError, match="unknown target kind"):
+        autotune.extract_features(tir.lower(matmul()), "rocm")
+    with pytest.raises(kiln.KilnValueError, match="expected a CPU target"):
         autotune.extract_features(tir.lower(matmul()), "cuda")
     with pytest.raises(kiln.KilnValueError, match="num_cores"):
         autotune.extract_features(tir.lower(matmul()), TARGET, num_cores=0)

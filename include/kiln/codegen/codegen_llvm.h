@@ -45,6 +45,9 @@ constexpr int64_t kMaxStackAllocBytes = 16 * 1024;
 
 // The name of the symbol of the module's manifest string (a NUL-terminated JSON text).
 constexpr const char* kManifestSymbol = "kiln_module_manifest";
+// The name of the symbol of a GPU module's device context, which the runtime sets when it loads
+// the module and host code passes to KilnDeviceLaunch (KILN_MODULE_DEVICE_CTX_SYMBOL).
+constexpr const char* kDeviceContextSymbol = "kiln_module_device_ctx";
 // The name of the symbol of the module's function table (KILN_MODULE_FUNCTIONS_SYMBOL).
 constexpr const char* kFunctionTableSymbol = "kiln_module_functions";
 

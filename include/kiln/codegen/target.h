@@ -1,6 +1,8 @@
-// CPU targets of the LLVM backend, parsed from TVM-style strings: "llvm" (the host CPU),
+// Targets, parsed from TVM-style strings. CPU targets of the LLVM backend: "llvm" (the host CPU),
 // "llvm -mcpu=znver4", "llvm -mtriple=x86_64-pc-linux-gnu -mattr=+avx512f,+avx512bw",
-// "llvm -opt-level=2", "llvm -fp-contract=off". The canonical string keys the tuning database.
+// "llvm -opt-level=2", "llvm -fp-contract=off". GPU targets: "cuda -arch=sm_90" (CUDA C through
+// NVRTC) and "opencl -device=pocl" (OpenCL C), whose host code (argument checks, launches) is
+// LLVM code for the CPU this process runs on. The canonical string keys the tuning database.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +14,29 @@
 
 namespace kiln::codegen {
 
-// A parsed, validated "llvm" target.
+// The limits of a GPU that decide whether a kernel can be launched on it.
+struct GpuLimits {
+  int64_t max_threads_per_block = 0;        // threads (work-items) in one block (work-group)
+  int64_t max_shared_memory_per_block = 0;  // bytes of "shared" (CUDA) / __local (OpenCL) memory
+  int64_t thread_warp_size = 0;             // threads that run in lock step: 32 on NVIDIA GPUs
+};
+
+// A parsed, validated target.
 struct Target {
+  // "llvm" (CPU code), "cuda" or "opencl" (device code; the CPU fields below then describe the
+  // host, which runs the argument checks and the launches).
+  std::string kind = "llvm";
+  // For "cuda": the virtual architecture the code is compiled for, e.g. "sm_80" (-arch).
+  std::string arch;
+  // For "opencl": a substring of the device name that picks the device (-device); "" for the
+  // first device of the first platform.
+  std::string device;
+  GpuLimits gpu;  // for "cuda" and "opencl"
+  // Whether the target is a GPU ("cuda" or "opencl").
+  bool is_gpu() const { return kind != "llvm"; }
+  // For "cuda": the compute capability of `arch` as major * 10 + minor (80 for sm_80); else 0.
+  int compute_capability() const;
+
   std::string triple;              // e.g. "x86_64-pc-linux-gnu"
   std::string cpu;                 // e.g. "znver4"; the host CPU when none or "native" was given
   std::vector<std::string> attrs;  // "+feature" / "-feature", sorted: -mattr (see str())
@@ -25,7 +48,9 @@ struct Target {
   std::string llvm_features;     // the feature string handed to LLVM's TargetMachine
   std::vector<std::string> isa;  // ISA features in effect (see isa_features())
 
-  // Canonical form: "llvm -mtriple=… -mcpu=… [-mattr=…] [-opt-level=N] [-fp-contract=off]".
+  // Canonical form: "llvm -mtriple=… -mcpu=… [-mattr=…] [-opt-level=N] [-fp-contract=off]";
+  // for GPUs "cuda -arch=sm_80 -max_threads_per_block=1024 -max_shared_memory_per_block=49152
+  // -thread_warp_size=32" and "opencl [-device=…] -max_threads_per_block=… …".
   // For the host target
   // -mattr also lists the ISA features in which this CPU differs from the named CPU's default
   // (e.g. a virtual machine that hides AVX-512), so equal strings mean equal code.
@@ -71,7 +96,11 @@ struct Target {
 // Parses a target string and asks LLVM for the vector unit's properties (see Target). Raises a
 // kValue error naming the valid options for an unknown kind or option, an unknown -mcpu (checked
 // against the target's CPU table), a malformed or unknown -mattr entry, an -opt-level outside 0-3,
-// or an -fp-contract other than fast/off.
+// or an -fp-contract other than fast/off. For "cuda": -arch=sm_XY (default sm_80; sm_50 or
+// newer) and the limits -max_threads_per_block, -max_shared_memory_per_block, -thread_warp_size
+// (defaults: those every GPU of the architecture has, 1024 threads, 48 KiB, 32); for "opencl":
+// -device=<name substring> and the same limits (defaults: 256 threads, 32 KiB, warp 1, which
+// common OpenCL GPUs offer). A positive integer is expected for each limit.
 Target parse_target(const std::string& text);
 
 // The target of the CPU this process runs on, parse_target("llvm"), parsed once.

@@ -3,6 +3,7 @@
 // exported as a shared library that the minimal runtime loads elsewhere.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ struct BuildOptions {
 // How long the phases of one build took, in milliseconds.
 struct BuildTimings {
   double lower_ms = 0;      // the lowering pipeline, all functions
+  double device_ms = 0;     // GPU targets: device code generation and NVRTC
   codegen::JitTimings jit;  // code generation and JIT loading (zero when not JIT-compiled)
   double total_ms = 0;
 };
@@ -58,8 +60,9 @@ class BuiltModule {
   // the module is not runnable here.
   KilnModuleHandle runtime_module() const;
 
-  // The code as text: "ll" (optimized LLVM IR) or "asm" (assembly); other formats are a kValue
-  // error naming these two.
+  // The code as text: "ll" (optimized LLVM IR) or "asm" (assembly) of the CPU code (for GPU
+  // targets: the host side); for "cuda" targets also "cuda" (the CUDA C) and "ptx", for
+  // "opencl" targets "opencl" (the OpenCL C). Another format is a kValue error naming these.
   std::string get_source(const std::string& format) const;
   // Compiles the lowered functions to an object file and links the shared library `path`,
   // which embeds the manifest (see codegen::export_library).
@@ -79,6 +82,7 @@ class BuiltModule {
   std::string not_runnable_reason_;
   std::unique_ptr<codegen::JitModule> jit_;
   KilnModuleHandle runtime_module_ = nullptr;
+  std::map<std::string, std::string> device_sources_;  // "cuda", "ptx", "opencl"
 };
 
 // The name a PrimFunc is built under when it is built alone: its "global_symbol" attribute, or
@@ -91,8 +95,12 @@ std::string default_function_name(const ir::Ref<ir::PrimFunc>& func);
 //  2. the manifest lists the functions' argument specs ("kiln.arg_spec", written by the last
 //     lowering pass), the canonical target string, the ISA features the code needs, and the
 //     "warnings" (see BuiltModule::warnings: each vectorized loop that stayed serial);
-//  3. when the target runs on this CPU, the functions are JIT-compiled and a runtime module is
-//     created over them with KilnModuleCreate.
+//  3. for a GPU target ("cuda", "opencl"), each function is split into device kernels and its
+//     host side (tir/split_host_device); the kernels become CUDA C compiled by NVRTC to PTX and
+//     a cubin for the target's -arch, or OpenCL C, which the runtime compiles when it loads the
+//     module; the manifest carries them as "device_blobs" and lists "device_kernels";
+//  4. when the target runs on this CPU (for GPU targets: the host code), the functions are
+//     JIT-compiled and a runtime module is created over them with KilnModuleCreate.
 // Raises a kValue error for an empty module, an unknown target, and the errors of lowering and
 // code generation. Tested by tests/python/test_build*.py and tests/cpp/driver/build_test.cc.
 std::unique_ptr<BuiltModule> build(const ir::Ref<ir::IRModule>& mod, const std::string& target,

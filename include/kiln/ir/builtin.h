@@ -56,13 +56,18 @@ namespace kiln::ir {
   X(CallLLVMPureIntrin, "call_llvm_pure_intrin", -1, true)                                        \
   /* Barrier of the threads of a GPU block over the given storage scope ("shared"). */            \
   X(StorageSync, "storage_sync", 1, false)                                                        \
+  /* device_launch("kernel", device_id, grid x, y, z, block x, y, z, shared bytes, args…): */    \
+  /* the host side of a GPU function launches a device kernel of the module (split_host_device). */ \
+  X(DeviceLaunch, "device_launch", -1, false)                                                     \
   /* Access to the packed arguments of a compiled function (see make_packed_api): the data */     \
   /* pointer of DLTensor argument i (byte_offset applied), extent k of its shape (int64), */      \
   /* and scalar argument i as int64 / float64. Only the packed entry point uses them. */          \
   X(PackedArgData, "packed_arg_data", 1, true)                                                    \
   X(PackedArgShape, "packed_arg_shape", 2, true)                                                  \
   X(PackedArgInt, "packed_arg_int", 1, true)                                                      \
-  X(PackedArgFloat, "packed_arg_float", 1, true)
+  X(PackedArgFloat, "packed_arg_float", 1, true)                                                  \
+  /* The device_id of DLTensor argument i (int32): the GPU a launch goes to. */                   \
+  X(PackedArgDeviceId, "packed_arg_device_id", 1, true)
 
 enum class Builtin : uint8_t {
 #define KILN_DECLARE_BUILTIN(Name, text, arity, pure) Name,

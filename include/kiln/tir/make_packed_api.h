@@ -53,6 +53,9 @@ namespace kiln::tir {
 //
 // Returns `func` itself when it already is a packed entry point ("kiln.packed" is set). Tested by
 // tests/cpp/tir/make_packed_api_test.cc and tests/python/test_lower_packed_entry.py.
-ir::Ref<ir::PrimFunc> make_packed_api(const ir::Ref<ir::PrimFunc>& func, const std::string& name);
+// `device` is the device of the tensor arguments in the spec: "cpu", or "cuda" / "opencl" for the
+// host side of a GPU function (split_host_device).
+ir::Ref<ir::PrimFunc> make_packed_api(const ir::Ref<ir::PrimFunc>& func, const std::string& name,
+                                      const std::string& device = "cpu");
 
 }  // namespace kiln::tir

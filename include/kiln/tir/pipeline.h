@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/ir/function.h"
+#include "kiln/tir/verify_gpu_code.h"
 
 namespace kiln::tir {
 
@@ -38,6 +39,13 @@ struct LowerOptions {
   // The function's name in the module (the manifest's "name"; the default symbol is
   // "kiln_" + name). lower(IRModule) uses each function's name in the module.
   std::string name = "main";
+  // For a GPU target: where the device kernels split from the function go (split_host_device);
+  // the function itself becomes their host side. Null for a CPU target.
+  std::vector<ir::Ref<ir::PrimFunc>>* device_kernels = nullptr;
+  // For a GPU target: the device tensors' device in the argument spec ("cuda" or "opencl") and
+  // the limits verify_gpu_code checks each kernel against.
+  std::string device = "cpu";
+  GpuLimits gpu_limits;
 };
 
 // Lowers a scheduled PrimFunc to the flat loop program: no blocks, one-dimensional buffer

@@ -1,0 +1,29 @@
+// The GPU verifier: refuses a device kernel that no GPU of the target could launch, or whose
+// memory scopes or barriers would make it compute something else than the scheduled program.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kiln/ir/function.h"
+
+namespace kiln::tir {
+
+// What a GPU allows one kernel (from the target, e.g. "cuda -max_threads_per_block=1024").
+struct GpuLimits {
+  int64_t max_threads_per_block = 1024;
+  int64_t max_shared_memory_per_block = 48 * 1024;
+};
+
+// Checks a kernel made by split_host_device (after insert_barriers) and raises a kValue error,
+// prefixed "verify_gpu_code: kernel <name>: ", for:
+//  1. more threads per block (the product of the threadIdx launch extents) than the limit;
+//  2. more "shared" memory (the sum of its allocations) than the limit, or a shared allocation
+//     whose size is not a constant;
+//  3. a "shared" allocation inside a loop bound to threadIdx (each thread would need its own);
+//  4. a barrier (storage_sync) in code that not every thread of the block reaches: under a
+//     condition on a threadIdx variable, or in a threadIdx loop shorter than the launch extent.
+// Tested by tests/cpp/tir/gpu_lowering_test.cc and tests/python/test_gpu_build.py.
+void verify_gpu_code(const ir::PrimFunc& kernel, const GpuLimits& limits);
+
+}  // namespace kiln::tir

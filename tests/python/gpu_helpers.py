@@ -1,0 +1,198 @@
+"""GPU schedules for the workloads of the test corpus (schedule_helpers), and the three checks
+each one gets: the reference interpreter against the unscheduled function, NVRTC compiling the
+CUDA C for sm_80 and sm_90, and OpenCL C run on an OpenCL device (PoCL on a CPU) against the
+interpreter."""
+import numpy as np
+import pytest
+
+import kiln
+from kiln import te, tir
+
+from schedule_helpers import (conv2d, elementwise_chain, layer_norm, matmul, matmul_relu,
+                              random_args, softmax, symbolic_row_sum)
+
+
+def nvrtc_missing():
+    """Why NVRTC cannot be used here, or "" when it can."""
+    available, why = kiln.target.nvrtc_available()
+    return "" if available else why
+
+
+def opencl_missing():
+    """Why no OpenCL device can run kernels here, or "" when one can."""
+    try:
+        device = kiln.opencl(0)
+        return "" if device.exist else "no OpenCL device found"
+    except kiln.KilnRuntimeError as error:
+        return str(error)
+
+
+def bind_threads(sch, block, num_spatial, threads=32):
+    """Fuses the first num_spatial loops of block, splits them by threads and binds the parts to
+    blockIdx.x and threadIdx.x; returns (bx, tx)."""
+    loops = sch.get_loops(block)
+    fused = sch.fuse(*loops[:num_spatial]) if num_spatial > 1 else loops[0]
+    bx, tx = sch.split(fused, factors=[None, threads])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    return bx, tx
+
+
+# ---------------------------------------------------------------------------------------------
+# One GPU schedule per workload: name -> (unscheduled function, scheduled module).
+
+def gpu_elementwise_chain():
+    func = elementwise_chain()
+    sch = tir.Schedule(func)
+    sch.compute_inline(sch.get_block("B"))
+    sch.compute_inline(sch.get_block("C"))
+    bind_threads(sch, sch.get_block("D"), 2, threads=64)
+    return func, sch.mod
+
+
+def gpu_matmul():
+    func = matmul(32, 24, 16)
+    sch = tir.Schedule(func)
+    bind_threads(sch, sch.get_block("C"), 2)
+    return func, sch.mod
+
+
+def gpu_matmul_relu():
+    """The matmul accumulates in a thread's local register, the ReLU writes it out."""
+    func = matmul_relu(16, 12, 8)
+    sch = tir.Schedule(func)
+    _, tx = bind_threads(sch, sch.get_block("D"), 2)
+    sch.compute_at(sch.get_block("C"), tx)
+    sch.set_scope(sch.get_block("C"), 0, "local")
+    return func, sch.mod
+
+
+def gpu_conv2d():
+    func = conv2d(1, 3, 8, 8, 4)
+    sch = tir.Schedule(func)
+    sch.compute_inline(sch.get_block("pad"))
+    bind_threads(sch, sch.get_block("conv"), 4, threads=64)
+    return func, sch.mod
+
+
+def gpu_softmax():
+    """One thread per row; the row's max and sum live in the thread's local memory."""
+    func = softmax(8, 10)
+    sch = tir.Schedule(func)
+    sch.compute_inline(sch.get_block("exp"))
+    i, _ = sch.get_loops(sch.get_block("Y"))
+    bx, tx = sch.split(i, factors=[None, 4])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    for name in ("row_sum", "row_max"):
+        sch.compute_at(sch.get_block(name), tx)
+        sch.set_scope(sch.get_block(name), 0, "local")
+    return func, sch.mod
+
+
+def gpu_layer_norm():
+    func = layer_norm(8, 12)
+    sch = tir.Schedule(func)
+    i, _ = sch.get_loops(sch.get_block("Y"))
+    bx, tx = sch.split(i, factors=[None, 4])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    for name in ("var", "mean"):
+        sch.compute_at(sch.get_block(name), tx)
+        sch.set_scope(sch.get_block(name), 0, "local")
+    return func, sch.mod
+
+
+def gpu_symbolic_row_sum():
+    """A symbolic number of rows: the grid is ceil(n / 32) blocks and the last one is guarded."""
+    func = symbolic_row_sum()
+    sch = tir.Schedule(func)
+    bind_threads(sch, sch.get_block("B"), 1)
+    return func, sch.mod
+
+
+def block_reverse(n=256, width=64):
+    A = te.placeholder((n,), "float32", name="A")
+    B = te.compute((n,), lambda i: A[i // width * width + (width - 1) - i % width] + 1.0,
+                   name="B")
+    return te.create_prim_func([A, B])
+
+
+def gpu_block_reverse():
+    """Each block stages its slice of A in shared memory; thread t reads what thread 63 - t
+    wrote, so a barrier must separate the two loops."""
+    func = block_reverse()
+    sch = tir.Schedule(func)
+    block = sch.get_block("B")
+    bx, _ = bind_threads(sch, block, 1, threads=64)
+    shared = sch.cache_read(block, 0, "shared")
+    sch.compute_at(shared, bx)
+    (fetch,) = sch.get_loops(shared)[1:]
+    sch.bind(fetch, "threadIdx.x")
+    return func, sch.mod
+
+
+def gpu_tiled_matmul(m=32, n=32, k=32, tile=8):
+    """The classic GPU GEMM: a tile x tile block of C per thread block, one element per thread,
+    A and B staged through shared memory tile by tile along k (cooperative fetch)."""
+    func = matmul(m, n, k)
+    sch = tir.Schedule(func)
+    block = sch.get_block("C")
+    i, j, r = sch.get_loops(block)
+    bi, ti = sch.split(i, factors=[None, tile])
+    bj, tj = sch.split(j, factors=[None, tile])
+    ko, ki = sch.split(r, factors=[None, tile])
+    sch.reorder(bi, bj, ti, tj, ko, ki)
+    sch.bind(bi, "blockIdx.y")
+    sch.bind(bj, "blockIdx.x")
+    sch.bind(ti, "threadIdx.y")
+    sch.bind(tj, "threadIdx.x")
+    for index in (0, 1):
+        shared = sch.cache_read(block, index, "shared")
+        sch.compute_at(shared, ko)
+        loops = sch.get_loops(shared)[5:]
+        fused = sch.fuse(*loops)
+        ty, tx = sch.split(fused, factors=[None, tile])
+        sch.bind(ty, "threadIdx.y")
+        sch.bind(tx, "threadIdx.x")
+    return func, sch.mod
+
+
+GPU_WORKLOADS = {
+    "elementwise_chain": gpu_elementwise_chain,
+    "matmul": gpu_matmul,
+    "matmul_relu": gpu_matmul_relu,
+    "conv2d": gpu_conv2d,
+    "softmax": gpu_softmax,
+    "layer_norm": gpu_layer_norm,
+    "symbolic_row_sum": gpu_symbolic_row_sum,
+    "block_reverse": gpu_block_reverse,
+    "tiled_matmul": gpu_tiled_matmul,
+}
+
+SYMBOLIC_ROWS = {"n": 70}
+
+
+def expected_results(func, seed=0):
+    """Random inputs for func and every array after the unscheduled function ran on them."""
+    args = random_args(func, seed, sizes=SYMBOLIC_ROWS)
+    expected = [a.copy() for a in args]
+    tir.interpret(func, *expected)
+    return args, expected
+
+
+def run_on_device(rt, args, device):
+    """Runs rt["main"] on copies of args in device memory; returns the arrays afterwards."""
+    arrays = [kiln.nd.array(a, device=device) for a in args]
+    rt["main"](*arrays)
+    return [a.numpy() for a in arrays]
+
+
+def assert_close(actual, expected):
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+
+
+def skip_unless(reason):
+    if reason:
+        pytest.skip(reason)

@@ -1,0 +1,167 @@
+"""The GPU path end to end on every workload of the GPU corpus (gpu_helpers): the schedule is
+checked on the reference interpreter, its CUDA C compiled by NVRTC for sm_80 and sm_90, and its
+OpenCL C run on an OpenCL device (PoCL on the CPU) against the unscheduled function; plus the
+GPU targets, the device code a module shows, and the errors of GPU lowering."""
+import numpy as np
+import pytest
+
+import kiln
+from kiln import tir
+
+from gpu_helpers import (GPU_WORKLOADS, assert_close, bind_threads, block_reverse,
+                         expected_results, gpu_tiled_matmul, nvrtc_missing, opencl_missing,
+                         run_on_device, skip_unless)
+from schedule_helpers import assert_same_results, matmul
+
+NAMES = sorted(GPU_WORKLOADS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_schedule_matches_on_the_interpreter(name):
+    func, mod = GPU_WORKLOADS[name]()
+    if name == "symbolic_row_sum":
+        pytest.skip("the interpreter's random inputs need a concrete n; covered on OpenCL")
+    assert_same_results(func, mod)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda_compiles_with_nvrtc(name, arch):
+    skip_unless(nvrtc_missing())
+    _, mod = GPU_WORKLOADS[name]()
+    rt = kiln.build(mod, target=f"cuda -arch={arch}")
+    source = rt.get_source("cuda")
+    assert '__global__ void' in source and "main_kernel0" in source
+    ptx = rt.get_source("ptx")
+    assert ".entry main_kernel0" in ptx
+    assert f".target {arch}" in ptx
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_opencl_runs_like_the_interpreter(name):
+    skip_unless(opencl_missing())
+    func, mod = GPU_WORKLOADS[name]()
+    rt = kiln.build(mod, target="opencl")
+    args, expected = expected_results(func)
+    assert_close(run_on_device(rt, args, kiln.opencl(0)), expected)
+
+
+def test_barrier_between_shared_write_and_read():
+    _, mod = GPU_WORKLOADS["block_reverse"]()
+    rt = kiln.build(mod, target="opencl")
+    source = rt.get_source("opencl")
+    assert "__local float" in source
+    assert source.count("barrier(CLK_LOCAL_MEM_FENCE);") == 1
+    rt = kiln.build(gpu_tiled_matmul()[1], target="opencl")
+    # Inside the k loop: after the fetches, and at the end before the next fetch.
+    assert rt.get_source("opencl").count("barrier(CLK_LOCAL_MEM_FENCE);") == 2
+
+
+def test_cuda_source_shape():
+    skip_unless(nvrtc_missing())
+    rt = kiln.build(gpu_tiled_matmul()[1], target="cuda")
+    source = rt.get_source("cuda")
+    assert "__launch_bounds__(64)" in source
+    assert "__shared__ float" in source and "__syncthreads();" in source
+    assert "const float* __restrict__ A" in source and "float* __restrict__ C" in source
+
+
+def test_gpu_targets_parse():
+    t = kiln.target.Target("cuda")
+    assert (t.kind, t.arch, t.max_threads_per_block, t.thread_warp_size) == ("cuda", "sm_80",
+                                                                             1024, 32)
+    assert str(t) == ("cuda -arch=sm_80 -max_threads_per_block=1024 "
+                      "-max_shared_memory_per_block=49152 -thread_warp_size=32")
+    assert kiln.target.Target(str(t)) == t
+    t = kiln.target.Target("cuda -arch=sm_90 -max_shared_memory_per_block=232448")
+    assert t.arch == "sm_90" and t.max_shared_memory_per_block == 232448
+    t = kiln.target.Target("opencl -device=pocl")
+    assert (t.kind, t.device, t.max_threads_per_block) == ("opencl", "pocl", 256)
+    assert kiln.target.Target("llvm").max_threads_per_block is None
+
+
+def test_gpu_target_errors():
+    with pytest.raises(kiln.KilnValueError, match="-arch must name a CUDA architecture sm_50 or "
+                                                  "newer such as sm_80 or sm_90, found 'sm_3'"):
+        kiln.target.Target("cuda -arch=sm_3")
+    with pytest.raises(kiln.KilnValueError, match="-max_threads_per_block must be a positive "
+                                                  "integer, found '0'"):
+        kiln.target.Target("cuda -max_threads_per_block=0")
+    with pytest.raises(kiln.KilnValueError, match="unknown option '-mcpu=znver3'.*the valid "
+                                                  "options of 'opencl' are -device="):
+        kiln.target.Target("opencl -mcpu=znver3")
+
+
+def test_get_source_formats():
+    rt = kiln.build(GPU_WORKLOADS["matmul"]()[1], target="opencl")
+    assert "__kernel void main_kernel0(" in rt.get_source("opencl")
+    assert "KilnDeviceLaunch" in rt.get_source("ll")
+    with pytest.raises(kiln.KilnValueError, match="unknown format 'cuda'.*\"opencl\""):
+        rt.get_source("cuda")
+
+
+def test_missing_bind_is_refused():
+    with pytest.raises(kiln.KilnValueError, match="stores into buffer C outside every loop bound "
+                                                  "to a GPU block or thread.*sch.bind"):
+        kiln.build(matmul(8, 8, 8), target="opencl")
+
+
+def test_too_many_threads_per_block():
+    sch = tir.Schedule(block_reverse(4096))
+    bind_threads(sch, sch.get_block("B"), 1, threads=2048)
+    with pytest.raises(kiln.KilnValueError, match="2048 threads per block .* exceed the target's "
+                                                  "limit 1024"):
+        kiln.build(sch.mod, target="cuda")
+
+
+def test_too_much_shared_memory():
+    _, mod = GPU_WORKLOADS["block_reverse"]()
+    with pytest.raises(kiln.KilnValueError, match="256 bytes of shared memory exceed the "
+                                                  "target's limit 128"):
+        kiln.build(mod, target="opencl -max_shared_memory_per_block=128")
+
+
+def test_barrier_in_divergent_code():
+    """The fetches span 16 threads along x but the compute only 8: the compute (and the barriers
+    inside its k loop) would run under a guard that half the threads skip."""
+    func = matmul(32, 32, 32)
+    sch = tir.Schedule(func)
+    block = sch.get_block("C")
+    i, j, r = sch.get_loops(block)
+    bi, ti = sch.split(i, factors=[None, 8])
+    bj, tj = sch.split(j, factors=[None, 8])
+    ko, _ = sch.split(r, factors=[None, 8])
+    sch.reorder(bi, bj, ti, tj, ko)
+    sch.bind(bi, "blockIdx.y")
+    sch.bind(bj, "blockIdx.x")
+    sch.bind(ti, "threadIdx.y")
+    sch.bind(tj, "threadIdx.x")
+    shared = sch.cache_read(block, 0, "shared")
+    sch.compute_at(shared, ko)
+    ty, tx = sch.split(sch.fuse(*sch.get_loops(shared)[5:]), factors=[None, 16])
+    sch.bind(ty, "threadIdx.y")
+    sch.bind(tx, "threadIdx.x")
+    with pytest.raises(kiln.KilnValueError, match="a barrier \\(storage_sync\\) is in code that "
+                                                  "not every thread of the block reaches"):
+        kiln.build(sch.mod, target="opencl")
+
+
+def test_host_array_passed_to_a_device_function():
+    skip_unless(opencl_missing())
+    rt = kiln.build(GPU_WORKLOADS["matmul"]()[1], target="opencl")
+    a = np.zeros((32, 16), "float32")
+    b = np.zeros((16, 24), "float32")
+    c = np.zeros((32, 24), "float32")
+    with pytest.raises(kiln.KilnError, match=r"kiln.nd.array\(x, device=kiln.opencl\(0\)\)"):
+        rt["main"](a, b, c)
+
+
+def test_cuda_runs_when_a_device_exists():
+    skip_unless(nvrtc_missing())
+    device = kiln.cuda(0)
+    if not device.exist:
+        pytest.skip("no CUDA device")
+    func, mod = GPU_WORKLOADS["tiled_matmul"]()
+    rt = kiln.build(mod, target="cuda")
+    args, expected = expected_results(func)
+    assert_close(run_on_device(rt, args, device), expected)

@@ -1,0 +1,212 @@
+// split_host_device: moves each outermost GPU-bound loop nest of a function into a device kernel
+// and leaves a device_launch call in its place (see the header for the contract).
+#include "kiln/tir/split_host_device.h"
+
+#include <cctype>
+#include <map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "kiln/arith/analyzer.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/structural.h"
+#include "tir/pass_util.h"
+
+namespace kiln::tir {
+
+using namespace ir;
+
+namespace {
+
+// The tags in launch order: grid x, y, z, then block x, y, z.
+const char* const kLaunchTags[6] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                    "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+
+bool is_launch_tag(const std::string& tag) {
+  for (const char* t : kLaunchTags) {
+    if (tag == t) return true;
+  }
+  return false;
+}
+
+// The variables a kernel's subtree uses but does not define: handles (buffer data) first, then
+// scalars, each in order of first appearance.
+struct FreeVars {
+  std::vector<Ref<Var>> handles;
+  std::vector<Ref<Var>> scalars;
+};
+
+class FreeVarCollector : public IRVisitor {
+ public:
+  FreeVars collect(const Stmt& body) {
+    visit_stmt(body);
+    FreeVars out;
+    for (const Ref<Var>& v : used_) {
+      if (defined_.count(v.get()) != 0) continue;
+      (v->dtype.is_handle() ? out.handles : out.scalars).push_back(v);
+    }
+    return out;
+  }
+
+ protected:
+  using IRVisitor::visit;
+  void visit(const Var* op) override { use(op); }
+  void visit(const For* op) override {
+    defined_.insert(op->loop_var.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const LetStmt* op) override {
+    defined_.insert(op->var.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const Let* op) override {
+    defined_.insert(op->var.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const Allocate* op) override {
+    defined_.insert(op->buffer->data.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const BufferLoad* op) override {
+    use(op->buffer->data.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const BufferStore* op) override {
+    use(op->buffer->data.get());
+    IRVisitor::visit(op);
+  }
+
+ private:
+  void use(const Var* v) {
+    if (seen_.insert(v).second) used_.push_back(Ref<Var>(v));
+  }
+  std::unordered_set<const Var*> defined_;
+  std::unordered_set<const Var*> seen_;
+  std::vector<Ref<Var>> used_;
+};
+
+class HostSplitter : public IRMutator {
+ public:
+  HostSplitter(const PrimFunc& func, std::string name, std::vector<Ref<PrimFunc>>* kernels)
+      : func_(func), name_(std::move(name)), kernels_(kernels) {
+    for (size_t i = 0; i < func.params.size(); ++i) {
+      if (func.buffer_of(func.params[i]).defined()) {
+        device_id_ = make<Call>(DataType::int32(), Builtin::PackedArgDeviceId,
+                                std::vector<Expr>{int32_const(static_cast<int64_t>(i))});
+        break;
+      }
+    }
+    if (!device_id_.defined()) device_id_ = int32_const(0);
+  }
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const For* op) override {
+    if (op->kind != ForKind::kThreadBinding) return IRMutator::visit(op);
+    return launch(Stmt(op));
+  }
+  Stmt visit(const BufferStore* op) override {
+    user_check(false) << "split_host_device: function " << name_ << " stores into buffer "
+                      << op->buffer->name << " outside every loop bound to a GPU block or thread, "
+                      << "which a GPU target cannot run; bind the loops of the block that writes "
+                      << op->buffer->name << " with sch.bind(loop, \"blockIdx.x\") and "
+                      << "sch.bind(loop, \"threadIdx.x\")";
+    return op;
+  }
+  Expr visit(const BufferLoad* op) override {
+    user_check(false) << "split_host_device: function " << name_ << " reads buffer "
+                      << op->buffer->name << " outside every loop bound to a GPU block or thread, "
+                      << "which a GPU target cannot run; bind the loops of the block that reads it "
+                      << "with sch.bind(loop, \"blockIdx.x\") and sch.bind(loop, \"threadIdx.x\")";
+    return op;
+  }
+  Stmt visit(const Allocate* op) override {
+    user_check(false) << "split_host_device: function " << name_ << " allocates buffer "
+                      << op->buffer->name << " (scope \"" << op->buffer->scope
+                      << "\") outside every loop bound to a GPU block or thread; an intermediate "
+                      << "buffer must live inside a kernel: compute_at its block under a loop "
+                      << "bound to blockIdx (scope \"shared\") or threadIdx (scope \"local\")";
+    return op;
+  }
+
+ private:
+  // The largest extent of the loops bound to each tag in `kernel`.
+  std::map<std::string, Expr> launch_extents(const Stmt& kernel, const std::string& symbol) {
+    std::map<std::string, Expr> extents;
+    post_order_visit(kernel, [&](const Node* node) {
+      if (node->kind() != NodeKind::For) return;
+      const auto* loop = static_cast<const For*>(node);
+      if (loop->kind != ForKind::kThreadBinding) return;
+      user_check(is_launch_tag(loop->thread_tag))
+          << "split_host_device: loop " << loop->loop_var->name << " of function " << name_
+          << " is bound to '" << loop->thread_tag
+          << "'; the GPU targets bind blockIdx.x/y/z and threadIdx.x/y/z";
+      Expr extent = loop->extent;
+      if (loop->thread_tag.rfind("threadIdx", 0) == 0) {
+        user_check(as_const_int(extent) != nullptr)
+            << "split_host_device: loop " << loop->loop_var->name << " of kernel " << symbol
+            << " is bound to " << loop->thread_tag << " with the extent " << to_script(extent)
+            << "; the threads of a block must be a constant number: split the loop by a "
+            << "constant factor and bind the inner part";
+      }
+      auto it = extents.find(loop->thread_tag);
+      if (it == extents.end()) {
+        extents.emplace(loop->thread_tag, extent);
+      } else if (!structural_equal(it->second, extent)) {
+        it->second = analyzer_.simplify(max(it->second, extent));
+      }
+    });
+    return extents;
+  }
+
+  Stmt launch(const Stmt& kernel) {
+    std::string base;
+    for (char c : name_) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    std::string symbol = base + "_kernel" + std::to_string(kernels_->size());
+    std::map<std::string, Expr> extents = launch_extents(kernel, symbol);
+    FreeVars free = FreeVarCollector().collect(kernel);
+
+    auto device = make<PrimFunc>();
+    device->body = kernel;
+    for (const Ref<Var>& v : free.handles) device->params.push_back(v);
+    for (const Ref<Var>& v : free.scalars) device->params.push_back(v);
+    device->attrs["global_symbol"] = make<StringImm>(symbol);
+    device->attrs["kiln.device_kernel"] = bool_const(true);
+    for (const auto& [tag, extent] : extents) device->attrs["kiln.launch." + tag] = extent;
+    kernels_->push_back(device);
+
+    std::vector<Expr> args = {make<StringImm>(symbol), device_id_};
+    for (const char* tag : kLaunchTags) {
+      auto it = extents.find(tag);
+      args.push_back(it == extents.end() ? make_const(DataType::int64(), int64_t{1})
+                                         : cast(DataType::int64(), it->second));
+    }
+    args.push_back(make_const(DataType::int64(), int64_t{0}));  // dynamic shared memory bytes
+    for (const Ref<Var>& v : device->params) args.push_back(v);
+    return make<Evaluate>(make<Call>(DataType::int32(), Builtin::DeviceLaunch, std::move(args)));
+  }
+
+  const PrimFunc& func_;
+  std::string name_;
+  std::vector<Ref<PrimFunc>>* kernels_;
+  Expr device_id_;
+  arith::Analyzer analyzer_;
+};
+
+}  // namespace
+
+Ref<PrimFunc> split_host_device(const Ref<PrimFunc>& func, const std::string& name,
+                                std::vector<Ref<PrimFunc>>* kernels) {
+  internal_check(kernels != nullptr) << "split_host_device: null kernel list";
+  HostSplitter splitter(*func, name, kernels);
+  Ref<PrimFunc> host = with_body(func, splitter.mutate(func->body));
+  if (host.same_as(func)) host = copy(func.get());
+  host->attrs["kiln.device_host"] = bool_const(true);
+  return host;
+}
+
+}  // namespace kiln::tir

@@ -1,0 +1,142 @@
+// verify_gpu_code: the launch limits, memory scopes and barrier placement of one device kernel.
+#include "kiln/tir/verify_gpu_code.h"
+
+#include <unordered_set>
+
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/structural.h"
+
+namespace kiln::tir {
+
+using namespace ir;
+
+namespace {
+
+bool uses_any(const Expr& e, const std::unordered_set<const Var*>& vars) {
+  bool found = false;
+  post_order_visit(e, [&](const Node* node) {
+    if (node->kind() == NodeKind::Var && vars.count(static_cast<const Var*>(node)) != 0) {
+      found = true;
+    }
+  });
+  return found;
+}
+
+class KernelChecker : public IRVisitor {
+ public:
+  KernelChecker(const PrimFunc& kernel, const GpuLimits& limits) : kernel_(kernel), limits_(limits) {
+    auto it = kernel.attrs.find("global_symbol");
+    const auto* s = it == kernel.attrs.end() ? nullptr : it->second.as<StringImm>();
+    name_ = s != nullptr ? s->value : "?";
+  }
+
+  void check() {
+    // Step 1. Threads per block.
+    int64_t threads = 1;
+    for (const char* tag : {"threadIdx.x", "threadIdx.y", "threadIdx.z"}) {
+      const Expr* extent = launch_extent(tag);
+      if (extent == nullptr) continue;
+      const int64_t* c = as_const_int(*extent);
+      internal_check(c != nullptr) << "verify_gpu_code: kernel " << name_ << ": " << tag
+                                   << " has a non-constant launch extent";
+      threads *= *c;
+    }
+    user_check(threads <= limits_.max_threads_per_block)
+        << "verify_gpu_code: kernel " << name_ << ": " << threads
+        << " threads per block (the product of the threadIdx extents) exceed the target's limit "
+        << limits_.max_threads_per_block << " (-max_threads_per_block); bind fewer threads";
+    // Step 2. Scopes and barriers, walking the body.
+    visit_stmt(kernel_.body);
+    user_check(shared_bytes_ <= limits_.max_shared_memory_per_block)
+        << "verify_gpu_code: kernel " << name_ << ": " << shared_bytes_
+        << " bytes of shared memory exceed the target's limit "
+        << limits_.max_shared_memory_per_block
+        << " (-max_shared_memory_per_block); use smaller shared tiles";
+  }
+
+ protected:
+  using IRVisitor::visit;
+
+  void visit(const For* op) override {
+    if (op->kind != ForKind::kThreadBinding || op->thread_tag.rfind("threadIdx", 0) != 0) {
+      IRVisitor::visit(op);
+      return;
+    }
+    thread_vars_.insert(op->loop_var.get());
+    const Expr* launch = launch_extent(op->thread_tag);
+    bool guarded = launch == nullptr || !structural_equal(*launch, op->extent);
+    int saved_depth = thread_depth_;
+    int saved_divergent = divergent_;
+    ++thread_depth_;
+    if (guarded) ++divergent_;
+    IRVisitor::visit(op);
+    thread_depth_ = saved_depth;
+    divergent_ = saved_divergent;
+  }
+
+  void visit(const IfThenElse* op) override {
+    visit_expr(op->condition);
+    bool divergent = uses_any(op->condition, thread_vars_);
+    if (divergent) ++divergent_;
+    visit_stmt(op->then_case);
+    if (op->else_case.defined()) visit_stmt(op->else_case);
+    if (divergent) --divergent_;
+  }
+
+  void visit(const Allocate* op) override {
+    const Buffer& buffer = *op->buffer;
+    if (buffer.scope == "shared") {
+      user_check(thread_depth_ == 0)
+          << "verify_gpu_code: kernel " << name_ << ": shared buffer " << buffer.name
+          << " is allocated inside a loop bound to threadIdx, where each thread would need its "
+             "own copy; give it scope \"local\", or compute_at its block outside the thread loops";
+      int64_t elements = 1;
+      for (const Expr& extent : buffer.shape) {
+        const int64_t* c = as_const_int(extent);
+        user_check(c != nullptr)
+            << "verify_gpu_code: kernel " << name_ << ": shared buffer " << buffer.name
+            << " has the non-constant size " << to_script(extent)
+            << "; shared memory is sized when the kernel is compiled";
+        elements *= *c;
+      }
+      shared_bytes_ += elements * buffer.dtype.bytes();
+    }
+    IRVisitor::visit(op);
+  }
+
+  void visit(const Call* op) override {
+    if (op->op == Builtin::StorageSync) {
+      user_check(divergent_ == 0)
+          << "verify_gpu_code: kernel " << name_
+          << ": a barrier (storage_sync) is in code that not every thread of the block reaches "
+             "(under a condition on a threadIdx variable, or in a threadIdx loop shorter than the "
+             "block); threads that skip it leave the others waiting forever. Make the loops that "
+             "pass values through shared memory span the whole block";
+    }
+    IRVisitor::visit(op);
+  }
+
+ private:
+  const Expr* launch_extent(const std::string& tag) const {
+    auto it = kernel_.attrs.find("kiln.launch." + tag);
+    return it == kernel_.attrs.end() ? nullptr : &it->second;
+  }
+
+  const PrimFunc& kernel_;
+  const GpuLimits& limits_;
+  std::string name_;
+  std::unordered_set<const Var*> thread_vars_;
+  int thread_depth_ = 0;
+  int divergent_ = 0;
+  int64_t shared_bytes_ = 0;
+};
+
+}  // namespace
+
+void verify_gpu_code(const PrimFunc& kernel, const GpuLimits& limits) {
+  KernelChecker(kernel, limits).check();
+}
+
+}  // namespace kiln::tir
