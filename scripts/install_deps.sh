@@ -3,10 +3,12 @@
 # second run is quick) and Python packages from pip into the default python3.
 set -euo pipefail
 
+# OpenCL: the runtime builds against opencl-c-headers and opens libOpenCL.so.1 (ocl-icd-libopencl1)
+# at run time; PoCL (pocl-opencl-icd) runs the OpenCL tests on the CPU.
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache clang-format
   llvm-16-dev libsqlite3-dev libxgboost-dev libgtest-dev libdlpack-dev nlohmann-json3-dev
-  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
+  pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-headers
 )
 
 missing=()

@@ -13,7 +13,7 @@ from . import arith  # noqa: F401
 from .error import KilnRuntimeError
 from . import runtime
 from . import nd
-from .runtime import Device, device, cpu
+from .runtime import Device, device, cpu, cuda, opencl
 from .driver import build
 from . import target
 from .error import KilnWarning
@@ -21,5 +21,6 @@ from . import topi
 
 __all__ = ["error", "ir", "tir", "te", "arith", "IRModule", "KilnError", "KilnTypeError",
            "KilnValueError", "KilnIndexError", "InternalError"]
-__all__ += ["KilnRuntimeError", "runtime", "nd", "Device", "device", "cpu", "build"]
+__all__ += ["KilnRuntimeError", "runtime", "nd", "Device", "device", "cpu", "cuda", "opencl",
+            "build"]
 __all__ += ["target", "KilnWarning", "topi"]

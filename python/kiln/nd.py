@@ -1,6 +1,7 @@
-"""kiln.nd: arrays in CPU memory allocated by kiln's runtime (64-byte aligned, compact
-row-major), which compiled functions read and write in place. ``.numpy()`` copies one out;
-``np.from_dlpack(nd)`` shares it without a copy."""
+"""kiln.nd: arrays allocated by kiln's runtime (compact row-major) in CPU memory (64-byte
+aligned) or in GPU memory (``device=kiln.cuda(0)`` or ``kiln.opencl(0)``), which compiled
+functions read and write in place. ``.numpy()`` copies one out (waiting for the device's work);
+``np.from_dlpack(nd)`` shares a CPU array without a copy."""
 import numpy as np
 
 from ._kiln import runtime as _rt
@@ -24,12 +25,14 @@ def _dtype_name(dtype):
 
 def array(source, device=None, dtype=None):
     """A new array holding a copy of ``source`` (a NumPy array, a kiln.nd.NDArray or anything
-    np.asarray takes), converted to ``dtype`` when given, on ``device`` (kiln.cpu(0) when None).
+    np.asarray takes), converted to ``dtype`` when given, on ``device`` (kiln.cpu(0) when None;
+    kiln.cuda(n) or kiln.opencl(n) for GPU memory).
 
     Raises:
         KilnTypeError: a dtype kiln has no element type for (e.g. complex, big-endian).
-        KilnValueError: a device other than the CPU.
-        KilnRuntimeError: the memory cannot be allocated.
+        KilnValueError: a device other than cpu, cuda and opencl.
+        KilnRuntimeError: the device's driver library is missing (the message names it), the
+            device does not exist, or the memory cannot be allocated or copied.
     """
     if isinstance(source, NDArray):
         source = source.numpy()
@@ -39,13 +42,15 @@ def array(source, device=None, dtype=None):
 
 def empty(shape, dtype="float32", device=None):
     """A new uninitialized array of ``shape`` (an int or a sequence of ints) and ``dtype`` (a
-    kiln dtype name or a NumPy dtype) on ``device`` (kiln.cpu(0) when None).
+    kiln dtype name or a NumPy dtype) on ``device`` (kiln.cpu(0) when None; kiln.cuda(n) or
+    kiln.opencl(n) for GPU memory).
 
     Raises:
         KilnTypeError: a shape that is not ints, or an unknown dtype.
         KilnValueError: a negative extent, a shape whose size in bytes overflows 64 bits, or a
-            device other than the CPU.
-        KilnRuntimeError: the memory cannot be allocated.
+            device other than cpu, cuda and opencl.
+        KilnRuntimeError: the device's driver library is missing (the message names it), the
+            device does not exist, or the memory cannot be allocated.
     """
     return _rt.nd_empty(shape, _dtype_name(dtype), cpu(0) if device is None else device)
 

@@ -1,5 +1,6 @@
-// kiln.nd.NDArray: a CPU array in a 64-byte aligned buffer from the runtime's allocator, copied
-// in from and out to NumPy, and shared without a copy through DLPack (np.from_dlpack(nd)).
+// kiln.nd.NDArray: an array in CPU memory (a 64-byte aligned buffer from the runtime's allocator)
+// or in the memory of an OpenCL or CUDA device (from KilnDeviceAlloc), copied in from and out to
+// NumPy, and shared without a copy through DLPack (np.from_dlpack(nd) for a CPU array).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -16,9 +17,10 @@ namespace kiln::python {
 
 NDArrayStorage::NDArrayStorage(std::vector<int64_t> shape_in, DLDataType dtype, DLDevice device)
     : shape(std::move(shape_in)) {
-  user_check(device.device_type == kDLCPU)
-      << "kiln.nd: arrays live on the CPU only; found device "
-      << device_type_name(device.device_type) << "(" << device.device_id << ")";
+  bool served = device.device_type == kDLCPU || device.device_type == kDLOpenCL ||
+                device.device_type == kDLCUDA;
+  user_check(served) << "kiln.nd: arrays live on cpu, cuda and opencl devices; found device "
+                     << device_type_name(device.device_type) << "(" << device.device_id << ")";
   // The byte size, refusing a shape whose size does not fit 64 bits (it would wrap to a small
   // buffer that kernels then overrun).
   nbytes = (static_cast<size_t>(dtype.bits) * dtype.lanes + 7) / 8;
@@ -33,8 +35,14 @@ NDArrayStorage::NDArrayStorage(std::vector<int64_t> shape_in, DLDataType dtype, 
     user_error(ErrorKind::kValue) << "kiln.nd: an array of shape (" << extents << ") and dtype "
                                   << dl_dtype_name(dtype) << " would have more than 2^64 bytes";
   }
-  data = KilnAllocAligned(nbytes, 64);
-  runtime_check(data != nullptr) << "kiln.nd: " << KilnGetLastError();
+  if (device.device_type == kDLCPU) {
+    data = KilnAllocAligned(nbytes, 64);
+    runtime_check(data != nullptr) << "kiln.nd: " << KilnGetLastError();
+  } else {
+    // NULL for zero bytes; a missing driver or device raises here.
+    int32_t status = KilnDeviceAlloc(device.device_type, device.device_id, nbytes, 0, &data);
+    if (status != 0) raise_runtime_error(status, std::string("kiln.nd: ") + KilnGetLastError());
+  }
   tensor.data = data;
   tensor.device = device;
   tensor.ndim = static_cast<int32_t>(shape.size());
@@ -45,7 +53,11 @@ NDArrayStorage::NDArrayStorage(std::vector<int64_t> shape_in, DLDataType dtype, 
 }
 
 NDArrayStorage::~NDArrayStorage() {
-  KilnFreeAligned(data);
+  if (tensor.device.device_type == kDLCPU) {
+    KilnFreeAligned(data);
+  } else {
+    KilnDeviceFree(tensor.device.device_type, tensor.device.device_id, data);
+  }
 }
 
 namespace {
@@ -120,23 +132,72 @@ NDArray make_array(const std::vector<int64_t>& shape, DLDataType dtype, const De
       shape, dtype, DLDevice{static_cast<DLDeviceType>(device.device_type), device.device_id})};
 }
 
-// Copies `source` (anything NumPy reads as an array, cast to the array's dtype) into `array`.
+// A DLTensor over host memory of `storage`'s shape and dtype.
+DLTensor host_tensor(const NDArrayStorage& storage, void* data) {
+  DLTensor host = storage.tensor;
+  host.data = data;
+  host.device = DLDevice{kDLCPU, 0};
+  host.byte_offset = 0;
+  return host;
+}
+
+// KilnDeviceCopy with the GIL released (a copy to the host waits for the device's work).
+void device_copy(const DLTensor& from, DLTensor& to, const char* api) {
+  int32_t status = 0;
+  {
+    py::gil_scoped_release release;
+    status = KilnDeviceCopy(&from, &to);
+  }
+  if (status != 0) raise_runtime_error(status, std::string(api) + ": " + KilnGetLastError());
+}
+
+bool on_cpu(const NDArrayStorage& storage) {
+  return storage.tensor.device.device_type == kDLCPU;
+}
+
+// Copies `source` (anything NumPy reads as an array, cast to the array's dtype, or an NDArray of
+// the same dtype on any device) into `array`.
 void copy_from(const NDArray& array, py::handle source) {
   const NDArrayStorage& storage = *array.storage;
+  if (py::isinstance<NDArray>(source)) {
+    const NDArrayStorage& other = *source.cast<const NDArray&>().storage;
+    DLDataType a = other.tensor.dtype, b = storage.tensor.dtype;
+    if (a.code == b.code && a.bits == b.bits && a.lanes == b.lanes) {
+      user_check(other.shape == storage.shape)
+          << "NDArray.copyfrom: the source has shape " << format_shape(other.shape)
+          << " but the array has shape " << format_shape(storage.shape);
+      if (storage.nbytes > 0) device_copy(other.tensor, array.storage->tensor, "NDArray.copyfrom");
+      return;
+    }
+  }
   py::dtype dtype = numpy_dtype_of(storage.tensor.dtype);
-  auto contiguous = py::module_::import("numpy").attr("ascontiguousarray")(source, dtype);
+  // asarray with order "C", not ascontiguousarray, which turns a 0-d array into a 1-d one.
+  auto contiguous =
+      py::module_::import("numpy").attr("asarray")(source, dtype, py::arg("order") = "C");
   auto data = contiguous.cast<py::array>();
   std::vector<int64_t> shape(data.shape(), data.shape() + data.ndim());
   user_check(shape == storage.shape)
       << "NDArray.copyfrom: the source has shape " << format_shape(shape)
       << " but the array has shape " << format_shape(storage.shape);
-  if (storage.nbytes > 0) std::memcpy(storage.data, data.data(), storage.nbytes);
+  if (storage.nbytes == 0) return;
+  if (on_cpu(storage)) {
+    std::memcpy(storage.data, data.data(), storage.nbytes);
+    return;
+  }
+  DLTensor host = host_tensor(storage, const_cast<void*>(data.data()));
+  device_copy(host, array.storage->tensor, "NDArray.copyfrom");
 }
 
 py::array to_numpy(const NDArray& array) {
   const NDArrayStorage& storage = *array.storage;
   py::array result(numpy_dtype_of(storage.tensor.dtype), storage.shape);
-  if (storage.nbytes > 0) std::memcpy(result.mutable_data(), storage.data, storage.nbytes);
+  if (storage.nbytes == 0) return result;
+  if (on_cpu(storage)) {
+    std::memcpy(result.mutable_data(), storage.data, storage.nbytes);
+  } else {
+    DLTensor host = host_tensor(storage, result.mutable_data());
+    device_copy(storage.tensor, host, "NDArray.numpy");
+  }
   return result;
 }
 
@@ -146,9 +207,11 @@ py::capsule to_dlpack(const NDArray& array, py::object stream, py::object max_ve
     auto device = dl_device.cast<std::pair<int32_t, int32_t>>();
     if (device.first != array.storage->tensor.device.device_type ||
         device.second != array.storage->tensor.device.device_id) {
-      PyErr_SetString(PyExc_BufferError,
-                      "NDArray.__dlpack__: the array lives on the CPU and cannot be exported to "
-                      "another device");
+      std::string message = "NDArray.__dlpack__: the array lives on " +
+                            device_type_name(array.storage->tensor.device.device_type) + "(" +
+                            std::to_string(array.storage->tensor.device.device_id) +
+                            ") and cannot be exported to another device";
+      PyErr_SetString(PyExc_BufferError, message.c_str());
       throw py::error_already_set();
     }
   }
@@ -156,7 +219,8 @@ py::capsule to_dlpack(const NDArray& array, py::object stream, py::object max_ve
   if (!copy.is_none() && copy.cast<bool>()) {
     storage = std::make_shared<NDArrayStorage>(array.storage->shape, array.storage->tensor.dtype,
                                                array.storage->tensor.device);
-    if (storage->nbytes > 0) std::memcpy(storage->data, array.storage->data, storage->nbytes);
+    if (storage->nbytes > 0)
+      device_copy(array.storage->tensor, storage->tensor, "NDArray.__dlpack__");
   }
   bool copied = storage != array.storage;
   auto* exported = new ExportedTensor();
@@ -191,9 +255,10 @@ py::capsule to_dlpack(const NDArray& array, py::object stream, py::object max_ve
 
 void bind_ndarray(py::module_& m) {
   py::class_<NDArray>(m, "NDArray", R"doc(
-An array in CPU memory that kernels read and write in place: compact row-major, 64-byte aligned,
-allocated by kiln's runtime. Create one with kiln.nd.array or kiln.nd.empty; .numpy() copies it
-out, np.from_dlpack(nd) shares it without a copy.)doc")
+An array that kernels read and write in place, compact row-major, allocated by kiln's runtime in
+CPU memory (64-byte aligned) or in the memory of a GPU (kiln.cuda(0), kiln.opencl(0)). Create one
+with kiln.nd.array or kiln.nd.empty; .numpy() copies it out (waiting for the device's work),
+np.from_dlpack(nd) shares a CPU array without a copy.)doc")
       .def_property_readonly(
           "shape", [](const NDArray& a) { return shape_tuple(a.storage->shape); },
           "The extents, a tuple of ints.")
@@ -212,10 +277,12 @@ out, np.from_dlpack(nd) shares it without a copy.)doc")
       .def_property_readonly(
           "nbytes", [](const NDArray& a) { return a.storage->nbytes; }, "The size in bytes.")
       .def("numpy", &to_numpy, R"doc(
-A NumPy copy of the array (bfloat16 arrays come back as ml_dtypes.bfloat16).
+A NumPy copy of the array (bfloat16 arrays come back as ml_dtypes.bfloat16). For an array on a
+GPU the copy waits until the work issued to the device before it has finished.
 
 Raises:
-    KilnTypeError: a vector dtype, which NumPy has no dtype for.)doc")
+    KilnTypeError: a vector dtype, which NumPy has no dtype for.
+    KilnRuntimeError: the copy from the device failed (the message has the driver's error).)doc")
       .def(
           "copyfrom",
           [](const NDArray& a, py::handle source) {
@@ -223,11 +290,12 @@ Raises:
             return a;
           },
           py::arg("source"), R"doc(
-Copies ``source`` (a NumPy array or anything np.asarray takes, cast to this array's dtype) into
-the array and returns the array.
+Copies ``source`` (a NumPy array or anything np.asarray takes, cast to this array's dtype, or a
+kiln.nd.NDArray on any device) into the array and returns the array.
 
 Raises:
-    KilnValueError: the source's shape differs from the array's.)doc")
+    KilnValueError: the source's shape differs from the array's.
+    KilnRuntimeError: the copy to the device failed.)doc")
       .def(
           "__array__",
           [](const NDArray& a, py::object dtype, py::object copy) {
@@ -242,7 +310,9 @@ Raises:
            R"doc(
 A DLPack capsule that shares the array's memory (the array stays alive while it is used):
 versioned (DLPack 1.0, writable) when ``max_version`` is at least (1, 0), else unversioned.
-``copy=True`` exports a copy; ``stream`` has no meaning on the CPU.
+``copy=True`` exports a copy on the same device; ``stream`` is ignored (kiln issues all work on
+the device's default stream or queue). A GPU array exports its device handle (a CUdeviceptr, a
+cl_mem) with its device type, which consumers such as NumPy refuse.
 
 Raises:
     BufferError: ``dl_device`` names another device.)doc")

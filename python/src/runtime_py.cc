@@ -66,6 +66,42 @@ int32_t device_type_of(const std::string& name) {
   raise_runtime_error(status, KilnGetLastError());
 }
 
+// One attribute of a device (KilnDeviceAttribute).
+int64_t device_attribute(const Device& device, KilnDeviceAttr attr) {
+  int64_t value = 0;
+  int32_t status = KilnDeviceAttribute(device.device_type, device.device_id, attr, &value);
+  if (status != 0) raise_last_error(status);
+  return value;
+}
+
+// Waits for the work issued to a device.
+void synchronize(const Device& device) {
+  int32_t status = 0;
+  {
+    py::gil_scoped_release release;
+    status = KilnDeviceSynchronize(device.device_type, device.device_id);
+  }
+  if (status != 0) raise_last_error(status);
+}
+
+// The GPU devices (cuda, opencl) that a call's tensors live on, each once.
+std::vector<DLDevice> devices_of(const PackedArgs& packed) {
+  std::vector<DLDevice> devices;
+  for (int32_t i = 0; i < packed.size(); ++i) {
+    if (packed.codes()[i] != kKilnDLTensorHandle || packed.values()[i].v_handle == nullptr)
+      continue;
+    DLDevice device = static_cast<const DLTensor*>(packed.values()[i].v_handle)->device;
+    if (device.device_type != kDLCUDA && device.device_type != kDLOpenCL) continue;
+    bool seen = false;
+    for (const DLDevice& other : devices) {
+      seen =
+          seen || (other.device_type == device.device_type && other.device_id == device.device_id);
+    }
+    if (!seen) devices.push_back(device);
+  }
+  return devices;
+}
+
 std::vector<std::string> function_names(const RuntimeModule& module) {
   if (module.built != nullptr) return module.built->function_names();
   int32_t count = 0;
@@ -144,7 +180,9 @@ py::dict spec_dict(const KilnFuncSpec& spec) {
 
 // Seconds per call of `func`, one entry per repeat: after a warm-up call, each repeat times
 // `number` calls, and `number` grows (for this and later repeats) until a repeat lasts at least
-// min_repeat_ms. The GIL is released while the kernel runs.
+// min_repeat_ms. The GPUs the arguments live on are synchronized after the warm-up and at the
+// end of each repeat's calls, inside the timed span, so that asynchronous launches are timed to
+// their end. The GIL is released while the kernel runs.
 std::vector<double> time_function(const RuntimeFunction& func, const py::tuple& args, int number,
                                   int repeat, double min_repeat_ms) {
   user_check(number >= 1) << "time_evaluator: number must be at least 1, found " << number;
@@ -152,6 +190,7 @@ std::vector<double> time_function(const RuntimeFunction& func, const py::tuple& 
   user_check(min_repeat_ms >= 0) << "time_evaluator: min_repeat_ms must not be negative, found "
                                  << min_repeat_ms;
   PackedArgs packed(*func.spec, args);
+  std::vector<DLDevice> devices = devices_of(packed);
   std::vector<double> results;
   int32_t status = 0;
   std::string message;
@@ -160,12 +199,19 @@ std::vector<double> time_function(const RuntimeFunction& func, const py::tuple& 
     auto call = [&] {
       return KilnFuncCall(func.handle, packed.values(), packed.codes(), packed.size());
     };
+    auto sync = [&] {
+      for (const DLDevice& device : devices) {
+        if (status == 0) status = KilnDeviceSynchronize(device.device_type, device.device_id);
+      }
+    };
     status = call();
+    sync();
     int64_t calls = number;
     for (int r = 0; r < repeat && status == 0; ++r) {
       while (status == 0) {
         Clock::time_point start = Clock::now();
         for (int64_t i = 0; i < calls && status == 0; ++i) status = call();
+        sync();
         double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         if (status != 0) break;
         if (seconds * 1e3 >= min_repeat_ms) {
@@ -224,6 +270,54 @@ Raises:
       .def_property_readonly(
           "name", [](const Device& d) { return device_type_name(d.device_type); },
           "The device kind, e.g. \"cpu\".")
+      .def_property_readonly(
+          "exist", [](const Device& d) { return device_attribute(d, kKilnDeviceExists) != 0; },
+          "Whether the device exists here (False, not an error, without a driver).")
+      .def_property_readonly(
+          "device_name",
+          [](const Device& d) {
+            char name[256];
+            int32_t status = KilnDeviceName(d.device_type, d.device_id, name, sizeof(name));
+            if (status != 0) raise_last_error(status);
+            return std::string(name);
+          },
+          R"doc(
+The device's name as its driver reports it, e.g. "NVIDIA H100 80GB HBM3" ("cpu" for the CPU).
+
+Raises:
+    KilnRuntimeError: the driver is missing or the device does not exist.)doc")
+      .def_property_readonly(
+          "max_threads_per_block",
+          [](const Device& d) { return device_attribute(d, kKilnDeviceMaxThreadsPerBlock); },
+          "Threads per block (CUDA) or work-items per work-group (OpenCL), at most; raises "
+          "KilnRuntimeError for a missing device, KilnValueError for the CPU.")
+      .def_property_readonly(
+          "max_shared_memory_per_block",
+          [](const Device& d) { return device_attribute(d, kKilnDeviceMaxSharedMemoryPerBlock); },
+          "Bytes of shared (CUDA) or local (OpenCL) memory per block, at most; raises as "
+          "max_threads_per_block.")
+      .def_property_readonly(
+          "warp_size", [](const Device& d) { return device_attribute(d, kKilnDeviceWarpSize); },
+          "Threads in lockstep: CUDA's warp size; on OpenCL the vendor's SIMD width where the "
+          "device reports one, else 1. Raises as max_threads_per_block.")
+      .def_property_readonly(
+          "multi_processor_count",
+          [](const Device& d) { return device_attribute(d, kKilnDeviceMultiprocessorCount); },
+          "Multiprocessors (CUDA) or compute units (OpenCL); raises as max_threads_per_block.")
+      .def_property_readonly(
+          "compute_version",
+          [](const Device& d) -> py::object {
+            if (d.device_type != kDLCUDA) return py::none();
+            int64_t version = device_attribute(d, kKilnDeviceComputeCapability);
+            return py::str(std::to_string(version / 10) + "." + std::to_string(version % 10));
+          },
+          "The compute capability of a CUDA device, e.g. \"8.0\"; None for other devices. "
+          "Raises KilnRuntimeError for a missing CUDA driver or device.")
+      .def("sync", &synchronize, R"doc(
+Waits until all work issued to the device (kernel launches, copies) has finished.
+
+Raises:
+    KilnRuntimeError: the driver is missing, the device does not exist, or the work failed.)doc")
       .def(
           "__eq__",
           [](const Device& a, const Device& b) {

@@ -163,9 +163,23 @@ class Checker {
     bool device_ok =
         device == arg.device_type || (arg.device_type == kDLCPU && device == kDLCUDAHost);
     if (!device_ok) {
-      return arg_error(arg, "device: expected " + device_type_name(arg.device_type) + ", found " +
-                                device_type_name(device) + ":" +
-                                std::to_string(tensor->device.device_id));
+      std::string found = device_type_name(device) + ":" + std::to_string(tensor->device.device_id);
+      bool gpu_expected = arg.device_type == kDLOpenCL || arg.device_type == kDLCUDA;
+      if (gpu_expected && (device == kDLCPU || device == kDLCUDAHost)) {
+        // The usual mistake from Python: a NumPy array where the function runs on a GPU.
+        std::string name = device_type_name(arg.device_type);
+        return arg_error(arg, "device: expected " + name + ", found " + found +
+                                  " (host memory); pass kiln.nd.array(x, device=kiln." + name +
+                                  "(0))");
+      }
+      return arg_error(
+          arg, "device: expected " + device_type_name(arg.device_type) + ", found " + found);
+    }
+    // Device handles (cl_mem, CUdeviceptr) are passed to kernels as they are, without an offset.
+    if ((device == kDLOpenCL || device == kDLCUDA) && tensor->byte_offset != 0) {
+      return arg_error(arg, "byte_offset is " + std::to_string(tensor->byte_offset) +
+                                ", but slicing device arrays is not supported (byte_offset must "
+                                "be 0)");
     }
     if (arg.ndim > 0 && tensor->shape == nullptr) return arg_error(arg, "shape pointer is NULL");
     bool empty = false;

@@ -10,6 +10,8 @@ namespace kiln {
 namespace runtime {
 namespace {
 
+bool decode_base64(std::string* text);
+
 class ManifestReader {
  public:
   explicit ManifestReader(std::string* error) : error_(error) {}
@@ -42,6 +44,9 @@ class ManifestReader {
     }
     if (const JsonValue* blobs = root.find("device_blobs")) {
       if (!read_device_blobs(*blobs, out)) return false;
+    }
+    if (const JsonValue* kernels = root.find("device_kernels")) {
+      if (!read_device_kernels(*kernels, out)) return false;
     }
     return true;
   }
@@ -297,21 +302,122 @@ class ManifestReader {
     return true;
   }
 
+  // Reads the blobs; the payload ("text" or "base64") of a kind and format this runtime does not
+  // load is left unread, for check_manifest_runnable to refuse by name.
   bool read_device_blobs(const JsonValue& value, Manifest* out) {
     if (value.kind != JsonValue::Kind::kArray) {
       return fail_at("device_blobs", "expected an array", value);
     }
     for (size_t i = 0; i < value.array.size(); ++i) {
-      const JsonValue* kind = value.array[i].find("kind");
-      std::string kind_name = "unknown";
-      if (kind != nullptr && kind->kind == JsonValue::Kind::kString) kind_name = kind->string;
-      out->device_blob_kinds.push_back(kind_name);
+      const JsonValue& entry = value.array[i];
+      std::string where = "device_blobs[" + std::to_string(i) + "]";
+      if (entry.kind != JsonValue::Kind::kObject) {
+        return fail_at(where, "expected an object", entry);
+      }
+      out->device_blobs.emplace_back();
+      DeviceBlob& blob = out->device_blobs.back();
+      const JsonValue* kind = entry.find("kind");
+      if (kind == nullptr) return missing(where, "kind");
+      if (!read_string(*kind, where + ".kind", &blob.kind)) return false;
+      const JsonValue* format = entry.find("format");
+      if (format == nullptr) return missing(where, "format");
+      if (!read_string(*format, where + ".format", &blob.format)) return false;
+      if (const JsonValue* arch = entry.find("arch")) {
+        if (!read_string(*arch, where + ".arch", &blob.arch)) return false;
+      }
+      bool text = (blob.kind == "opencl" && blob.format == "cl") ||
+                  (blob.kind == "cuda" && blob.format == "ptx");
+      bool binary = blob.kind == "cuda" && blob.format == "cubin";
+      if (binary && blob.arch.empty()) return missing(where, "arch");
+      if (text || binary) {
+        const char* key = text ? "text" : "base64";
+        const JsonValue* payload = entry.find(key);
+        if (payload == nullptr) return missing(where, key);
+        std::string at = where + "." + key;
+        if (!read_string(*payload, at, &blob.data)) return false;
+        if (binary && !decode_base64(&blob.data)) return fail(at + ": invalid base64");
+      }
+    }
+    return true;
+  }
+
+  bool read_device_kernels(const JsonValue& value, Manifest* out) {
+    if (value.kind != JsonValue::Kind::kArray) {
+      return fail_at("device_kernels", "expected an array", value);
+    }
+    for (size_t i = 0; i < value.array.size(); ++i) {
+      const JsonValue& entry = value.array[i];
+      std::string where = "device_kernels[" + std::to_string(i) + "]";
+      if (entry.kind != JsonValue::Kind::kObject) {
+        return fail_at(where, "expected an object", entry);
+      }
+      DeviceKernel kernel;
+      const JsonValue* name = entry.find("name");
+      if (name == nullptr) return missing(where, "name");
+      if (!read_string(*name, where + ".name", &kernel.name)) return false;
+      const JsonValue* num_args = entry.find("num_args");
+      if (num_args == nullptr) return missing(where, "num_args");
+      int64_t count = 0;
+      if (!read_integer(*num_args, where + ".num_args", &count)) return false;
+      if (count < 0 || count > 65535) {
+        return fail(where + ".num_args: expected 0 to 65535, found " + std::to_string(count));
+      }
+      kernel.num_args = static_cast<int32_t>(count);
+      out->device_kernels.push_back(kernel);
     }
     return true;
   }
 
   std::string* error_;
 };
+
+// Decodes standard base64 (RFC 4648, '=' padding optional, whitespace ignored) in place.
+// Returns false on any other character.
+bool decode_base64(std::string* text) {
+  std::string out;
+  out.reserve(text->size() / 4 * 3);
+  uint32_t bits = 0;
+  int count = 0;
+  bool padding = false;
+  for (char c : *text) {
+    int value;
+    if (c >= 'A' && c <= 'Z') {
+      value = c - 'A';
+    } else if (c >= 'a' && c <= 'z') {
+      value = c - 'a' + 26;
+    } else if (c >= '0' && c <= '9') {
+      value = c - '0' + 52;
+    } else if (c == '+') {
+      value = 62;
+    } else if (c == '/') {
+      value = 63;
+    } else if (c == '=') {
+      padding = true;
+      continue;
+    } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+      continue;
+    } else {
+      return false;
+    }
+    if (padding) return false;  // data after '='
+    bits = (bits << 6) | static_cast<uint32_t>(value);
+    if (++count == 4) {
+      out.push_back(static_cast<char>((bits >> 16) & 0xff));
+      out.push_back(static_cast<char>((bits >> 8) & 0xff));
+      out.push_back(static_cast<char>(bits & 0xff));
+      bits = 0;
+      count = 0;
+    }
+  }
+  if (count == 1) return false;
+  if (count == 2) out.push_back(static_cast<char>((bits >> 4) & 0xff));
+  if (count == 3) {
+    out.push_back(static_cast<char>((bits >> 10) & 0xff));
+    out.push_back(static_cast<char>((bits >> 2) & 0xff));
+  }
+  text->swap(out);
+  return true;
+}
 
 // Splits a target string into whitespace-separated words.
 std::vector<std::string> split_words(const std::string& text) {
@@ -369,9 +475,24 @@ std::string check_manifest_runnable(const Manifest& manifest) {
     return "module needs CPU features this CPU lacks: " + names + " (target '" + manifest.target +
            "')";
   }
-  if (!manifest.device_blob_kinds.empty()) {
-    return "module carries device code (" + manifest.device_blob_kinds[0] +
-           "), which this runtime cannot load: it runs host code only";
+  int opencl_blobs = 0;
+  for (size_t i = 0; i < manifest.device_blobs.size(); ++i) {
+    const DeviceBlob& blob = manifest.device_blobs[i];
+    std::string where = "device_blobs[" + std::to_string(i) + "]";
+    if (blob.kind != "opencl" && blob.kind != "cuda") {
+      return where + ": device code of kind '" + blob.kind +
+             "', which this runtime does not load (it loads 'opencl' and 'cuda')";
+    }
+    bool known = blob.kind == "opencl" ? blob.format == "cl"
+                                       : blob.format == "cubin" || blob.format == "ptx";
+    if (!known) {
+      return where + ": " + blob.kind + " device code in format '" + blob.format +
+             "', which this runtime does not load (it loads " +
+             (blob.kind == "opencl" ? "'cl'" : "'cubin' and 'ptx'") + ")";
+    }
+    if (blob.kind == "opencl" && ++opencl_blobs > 1) {
+      return where + ": a second OpenCL blob; a module carries one OpenCL program";
+    }
   }
   return "";
 }

@@ -31,14 +31,29 @@ struct FunctionSpec {
   FunctionSpec& operator=(const FunctionSpec&) = delete;
 };
 
+// One blob of device code ("device_blobs"). `kind` and `format` are kept as written, so that
+// check_manifest_runnable can name one this runtime does not load.
+struct DeviceBlob {
+  std::string kind;    // "opencl", "cuda"
+  std::string format;  // "cl" (OpenCL C), "cubin", "ptx"
+  std::string arch;    // "sm_80"; "" when not given
+  std::string data;    // the source text or the decoded binary
+};
+
+// One kernel of the device code ("device_kernels").
+struct DeviceKernel {
+  std::string name;
+  int32_t num_args = 0;
+};
+
 // A parsed manifest.
 struct Manifest {
   int64_t abi_version = 0;
   std::string target;
   std::vector<std::string> host_features;
   std::deque<FunctionSpec> functions;
-  // Kinds of the device blobs ("cuda" ...), which this runtime cannot load yet.
-  std::vector<std::string> device_blob_kinds;
+  std::vector<DeviceBlob> device_blobs;
+  std::vector<DeviceKernel> device_kernels;
 };
 
 // Parses manifest JSON into `out`. Returns false with `error` naming the place
@@ -47,7 +62,7 @@ struct Manifest {
 bool parse_manifest(const char* json, Manifest* out, std::string* error);
 
 // Checks that this runtime can run the module: ABI version, target kind and triple, CPU features
-// and device blobs. Returns "" when it can, else the reason.
+// and the kinds and formats of the device blobs. Returns "" when it can, else the reason.
 std::string check_manifest_runnable(const Manifest& manifest);
 
 }  // namespace runtime

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "kiln/runtime/c_runtime_api.h"
 #include "manifest.h"
+#include "module_device.h"
 #include "module_file.h"
 
 // One function of a module: its spec (owned by the module's manifest) and its kernel.
@@ -26,6 +27,9 @@ struct KilnFunction {
 struct KilnModule {
   std::string label;  // the path, or "in-process module", for messages
   kiln::runtime::Manifest manifest;
+  // The device code's state when the module has device blobs; declared after the manifest it
+  // reads, so that it is destroyed first.
+  std::unique_ptr<kiln::runtime::ModuleDeviceState> device_state;
   std::vector<KilnFunction> functions;
   std::vector<const char*> function_names;
   void* dl_handle = nullptr;
@@ -108,6 +112,17 @@ int32_t init_module(const std::string& context, KilnErrorCode broken, const char
     module->functions.push_back(KilnFunction{&function.spec, table[i]});
     module->function_names.push_back(function.name.c_str());
   }
+  if (module->manifest.device_blobs.empty()) return 0;
+  // Device code: host functions find the module's device state through its context symbol.
+  void* ctx_symbol = resolver != nullptr ? resolver(resolver_ctx, KILN_MODULE_DEVICE_CTX_SYMBOL)
+                                         : dlsym(dl_handle, KILN_MODULE_DEVICE_CTX_SYMBOL);
+  if (ctx_symbol == nullptr) {
+    return fail(broken, context + ": the module carries device code but defines no " +
+                            KILN_MODULE_DEVICE_CTX_SYMBOL +
+                            " symbol, through which its host functions launch kernels");
+  }
+  module->device_state = std::make_unique<ModuleDeviceState>(&module->manifest, module->label);
+  *static_cast<void**>(ctx_symbol) = module->device_state.get();
   return 0;
 }
 

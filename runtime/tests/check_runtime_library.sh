@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Checks the shipped libkiln_runtime.so: it depends on no compiler or Python library (only libc,
-# libdl, pthreads, libm and the C++ runtime), exports only the Kiln* C API, and stays small.
+# Checks the shipped libkiln_runtime.so: it depends on no compiler, Python or GPU driver library
+# (only libc, libdl, pthreads, libm and the C++ runtime; OpenCL and CUDA are opened with dlopen),
+# exports only the Kiln* C API, and stays small.
 set -euo pipefail
 lib="$1"
-max_stripped_bytes=$((200 * 1024))
+# 256 KiB: the host runtime and the OpenCL and CUDA back ends.
+max_stripped_bytes=$((256 * 1024))
 
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 echo "NEEDED: $(echo $needed)"
@@ -11,11 +13,13 @@ status=0
 for dep in $needed; do
   case "$dep" in
     libc.so.*|libdl.so.*|libpthread.so.*|libm.so.*|libstdc++.so.*|libgcc_s.so.*|ld-linux*) ;;
+    libOpenCL.so*|libcuda.so*|libnvrtc.so*|libcudart.so*)
+      echo "GPU driver linked: $dep (drivers must be opened with dlopen)"; status=1 ;;
     *) echo "unexpected dependency: $dep"; status=1 ;;
   esac
 done
-if ldd "$lib" | grep -Ei 'llvm|python|kiln_ir'; then
-  echo "libkiln_runtime.so must not load LLVM, Python or the compiler"
+if ldd "$lib" | grep -Ei 'llvm|python|kiln_ir|opencl|libcuda|nvrtc'; then
+  echo "libkiln_runtime.so must not load LLVM, Python, the compiler or a GPU driver"
   status=1
 fi
 

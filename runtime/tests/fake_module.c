@@ -216,7 +216,7 @@ KERNEL_TABLE
 #elif defined(KILN_FAKE_VARIANT_DEVICE_BLOB)
 const char kiln_module_manifest[] =
     "{" ABI ", \"target\": " TARGET_JSON ", \"functions\": " FUNCTIONS_JSON
-    ", \"device_blobs\": [{\"kind\": \"cuda\"}]}";
+    ", \"device_blobs\": [{\"kind\": \"vulkan\", \"format\": \"spirv\"}]}";
 KERNEL_TABLE
 #elif defined(KILN_FAKE_VARIANT_MISSING_KERNEL)
 /* The manifest lists one function more than the table holds. */

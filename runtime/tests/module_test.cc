@@ -231,9 +231,10 @@ TEST(ModuleRefusal, MalformedManifest) {
   EXPECT_NE(message.find("unexpected end of text"), std::string::npos) << message;
 }
 
-TEST(ModuleRefusal, DeviceCode) {
+TEST(ModuleRefusal, DeviceCodeOfAnUnknownKind) {
   std::string message = refusal_message("device_blob");
-  EXPECT_NE(message.find("module carries device code (cuda), which this runtime cannot load"),
+  EXPECT_NE(message.find("device_blobs[0]: device code of kind 'vulkan', which this runtime does "
+                         "not load (it loads 'opencl' and 'cuda')"),
             std::string::npos)
       << message;
 }

@@ -1,5 +1,5 @@
-"""kiln's runtime from Python: compiled modules and their functions, devices, and the size of
-the thread pool that runs parallel loops."""
+"""kiln's runtime from Python: compiled modules and their functions, devices (the CPU, CUDA and
+OpenCL GPUs), and the size of the thread pool that runs parallel loops."""
 from .._kiln import runtime as _rt
 from .module import Module, Function, BenchmarkResult, load_module
 
@@ -25,6 +25,28 @@ def cpu(index=0):
     return Device("cpu", index)
 
 
+def cuda(dev_id=0):
+    """The CUDA device ``dev_id``, ``kiln.cuda(0)``. Creating it needs no driver; ``.exist``
+    says whether it is present, and arrays on it (kiln.nd.array(x, device=kiln.cuda(0))) raise
+    KilnRuntimeError naming the missing driver library or device.
+
+    Raises:
+        KilnValueError: a negative index.
+    """
+    return Device("cuda", dev_id)
+
+
+def opencl(dev_id=0):
+    """The OpenCL device ``dev_id``, ``kiln.opencl(0)``: the devices of every OpenCL platform,
+    GPUs first, then accelerators, then other devices (PoCL runs OpenCL on the CPU). Creating it
+    needs no driver; ``.exist`` says whether it is present.
+
+    Raises:
+        KilnValueError: a negative index.
+    """
+    return Device("opencl", dev_id)
+
+
 def set_num_threads(n):
     """Sets the number of threads that run parallel loops to ``n`` (the caller counts as one);
     ``n <= 0`` restores the default: KILN_NUM_THREADS when set, else the number of cores this
@@ -42,4 +64,4 @@ def get_num_threads():
 
 
 __all__ = ["Module", "Function", "BenchmarkResult", "load_module", "Device", "device", "cpu",
-           "set_num_threads", "get_num_threads"]
+           "cuda", "opencl", "set_num_threads", "get_num_threads"]

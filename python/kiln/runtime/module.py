@@ -160,23 +160,26 @@ class Module:
         """A function that runs ``func_name`` with the arguments it is given and returns a
         BenchmarkResult: after one warm-up call, each of ``repeat`` repeats times ``number``
         calls (``number`` grows until a repeat lasts at least ``min_repeat_ms``); the result of
-        a repeat is its time divided by its calls. Timed in C++ with the GIL released.
+        a repeat is its time divided by its calls. Timed in C++ with the GIL released; the GPUs
+        the arguments live on are synchronized before the clock stops, so that asynchronous
+        kernel launches are timed to their end.
 
         Args:
             func_name: the function to time.
-            dev: the device the module runs on (kiln.cpu(0)).
+            dev: the device the function computes on (kiln.cpu(0), kiln.cuda(0), kiln.opencl(0)).
             number, repeat, min_repeat_ms: as above.
 
         Raises:
-            KilnValueError: a device other than the CPU (here), or number or repeat below 1 or a
-                negative min_repeat_ms (when the evaluator is called).
+            KilnValueError: a device that is not a kiln.Device of cpu, cuda or opencl, or number
+                or repeat below 1 or a negative min_repeat_ms (when the evaluator is called).
             KilnIndexError: no function ``func_name``.
         The evaluator raises as Function.__call__ for its arguments.
         """
         func = self.get_function(func_name)
         device_type = getattr(dev, "device_type", None)
-        if device_type != 1:
-            raise KilnValueError(f"time_evaluator: the module runs on cpu; found device {dev!r}")
+        if device_type not in (1, 2, 4):
+            raise KilnValueError(f"time_evaluator: expected a cpu, cuda or opencl device; found "
+                                 f"{dev!r}")
 
         def evaluator(*args):
             return BenchmarkResult(func._time(args, int(number), int(repeat),

@@ -134,7 +134,8 @@ typedef enum {
    * without its manifest or function table, or with a malformed manifest. */
   kKilnErrorModuleFile = -5,
   /*! \brief An intact module that this runtime or CPU cannot run: another ABI version, another
-   * target architecture or OS, CPU features this CPU lacks, device code. */
+   * target architecture or OS, CPU features this CPU lacks, device code of a kind or format this
+   * runtime does not load. */
   kKilnErrorModuleUnsupported = -6,
 } KilnErrorCode;
 
@@ -296,8 +297,17 @@ typedef struct {
  *           "alignment" integer power of two, optional, default 1;
  *           "written"   boolean, optional, default true: whether the function may store into
  *                       the tensor (false: it only reads it).
- *   "device_blobs"  array, optional; device code (CUDA, OpenCL) for device launches. This runtime
- *                   serves host code only and refuses a module whose device_blobs is not empty.
+ *   "device_blobs"  array, optional; the device code (OpenCL, CUDA) that host functions launch
+ *                   (see "Device code and kernel launches"), one object per blob:
+ *                     {"kind": "opencl", "format": "cl", "text": <OpenCL C source>}
+ *                     {"kind": "cuda", "format": "cubin", "arch": "sm_80", "base64": <cubin>}
+ *                     {"kind": "cuda", "format": "ptx", "arch": "sm_80", "text": <PTX>}
+ *                   At most one OpenCL blob; any number of CUDA blobs (a cubin per arch and PTX).
+ *                   A module with another kind or format is refused (kKilnErrorModuleUnsupported).
+ *   "device_kernels" array, optional; the kernels of the device code, each {"name": "main_kernel0",
+ *                   "num_args": 3}: the kernel's name in the device code and its parameter count
+ *                   (dynamic shared memory aside). A kernel's index in this array is the
+ *                   kernel_index of KilnDeviceLaunch.
  *
  * Example:
  *   {"abi_version": 2, "target": "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4",
@@ -308,6 +318,14 @@ typedef struct {
  *                "strides": null, "device": "cpu", "alignment": 64, "written": false},
  *               {"name": "alpha", "kind": "scalar", "dtype": "float32"}]}],
  *    "device_blobs": []}
+ *
+ * A module with device blobs also defines the data symbol
+ *
+ *     void* kiln_module_device_ctx;                    // KILN_MODULE_DEVICE_CTX_SYMBOL
+ *
+ * with default visibility. The runtime stores the module's device state there when it creates the
+ * module, before any function can run; host code passes it to KilnDeviceLaunch unread. A module
+ * with device blobs that lacks the symbol is refused.
  *
  * The module file. After linking, the exporter appends a 24-byte trailer to the library, which
  * the dynamic loader ignores and KilnModuleLoadFromFile verifies before it maps anything:
@@ -335,6 +353,9 @@ typedef void* (*KilnSymbolResolver)(void* ctx, const char* symbol);
 #define KILN_MODULE_FUNCTIONS_SYMBOL "kiln_module_functions"
 /*! \brief The symbol of a module's manifest text. */
 #define KILN_MODULE_MANIFEST_SYMBOL "kiln_module_manifest"
+/*! \brief The symbol (a void*) where the runtime stores the device state of a module with device
+ * blobs (see "The module manifest"). */
+#define KILN_MODULE_DEVICE_CTX_SYMBOL "kiln_module_device_ctx"
 
 /*!
  * \brief Loads an exported module. Before dlopen maps anything it reads the file (a path without
@@ -355,6 +376,7 @@ KILN_RUNTIME_API int32_t KilnModuleLoadFromFile(const char* path, KilnModuleHand
  * else with dlsym(dl_handle, ...). On success the module takes ownership of dl_handle (dlclose
  * on free); on failure the caller keeps it. The caller keeps resolver_ctx and the code it
  * resolves to alive until KilnModuleFree. The manifest is checked as in KilnModuleLoadFromFile.
+ * A module with device blobs must also resolve kiln_module_device_ctx, which is written here.
  */
 KILN_RUNTIME_API int32_t KilnModuleCreate(const char* manifest_json, void* dl_handle_or_null,
                                           KilnSymbolResolver resolver, void* resolver_ctx,
@@ -394,6 +416,132 @@ KILN_RUNTIME_API int32_t KilnFuncCall(KilnFunctionHandle func, const KilnValue* 
  * included), without calling anything. */
 KILN_RUNTIME_API int32_t KilnFuncCheckArgs(const KilnFuncSpec* spec, const KilnValue* args,
                                            const int32_t* type_codes, int32_t num_args);
+
+/* ============================================================================================
+ * Devices (used by hosts)
+ * ============================================================================================
+ *
+ * GPU drivers are loaded when first used, never linked: OpenCL from libOpenCL.so.1 (the ICD
+ * loader), CUDA from libcuda.so.1 (the driver API). A missing library, or a device index past the
+ * devices found, fails with kKilnErrorRuntime and a message that names the library or the count;
+ * it never ends the process.
+ *
+ * Devices are numbered per type. kDLCUDA: the driver's ordinals. kDLOpenCL: the devices of every
+ * platform, GPUs first, then accelerators, then other devices (a CPU, e.g. PoCL), each group in
+ * platform order; each OpenCL device gets one context and one in-order command queue, created on
+ * first use and shared by all modules. kDLCPU: one device, 0, served by the calls where it makes
+ * sense (count, exists, alloc, free, copy, synchronize).
+ *
+ * Device memory. A tensor of kDLCUDA holds a CUdeviceptr in DLTensor.data, one of kDLOpenCL a
+ * cl_mem (a buffer of the device's context); in both, byte_offset must be 0 when the tensor is
+ * passed to a compiled function (slicing device arrays is not supported). Work on a device runs
+ * in the order it is issued (CUDA: on the legacy default stream of the device's primary context;
+ * OpenCL: on its in-order queue). Launches and device-to-device copies return before they
+ * finish; a copy to the host waits for everything issued before it.
+ */
+
+/*! \brief Attributes of a device (KilnDeviceAttribute). */
+typedef enum {
+  /*! \brief 1 when the device exists, else 0; never fails, even without a driver. */
+  kKilnDeviceExists = 0,
+  /*! \brief Threads per block (CUDA) or work-items per work-group (OpenCL), at most. */
+  kKilnDeviceMaxThreadsPerBlock = 1,
+  /*! \brief Bytes of shared memory per block (CUDA, without opting in to more) or of local
+   * memory (OpenCL), at most. */
+  kKilnDeviceMaxSharedMemoryPerBlock = 2,
+  /*! \brief Threads that execute in lockstep: CUDA's warp size. OpenCL: the SIMD width the
+   * vendor reports (NVIDIA's CL_DEVICE_WARP_SIZE_NV, AMD's CL_DEVICE_WAVEFRONT_WIDTH_AMD), else 1,
+   * so that code for OpenCL never relies on implicit lockstep execution. */
+  kKilnDeviceWarpSize = 3,
+  /*! \brief major * 10 + minor (86 for 8.6); CUDA only (kKilnErrorValue for other types). */
+  kKilnDeviceComputeCapability = 4,
+  /*! \brief Multiprocessors (CUDA) or compute units (OpenCL). */
+  kKilnDeviceMultiprocessorCount = 5,
+} KilnDeviceAttr;
+
+/*! \brief The number of devices of device_type (kKilnErrorValue for a type this runtime does not
+ * serve). Fails with kKilnErrorRuntime when the type's driver library cannot be loaded or
+ * initialized; an OpenCL loader without any platform gives 0. */
+KILN_RUNTIME_API int32_t KilnDeviceCount(int32_t device_type, int32_t* out);
+
+/*! \brief One attribute of a device (see KilnDeviceAttr). */
+KILN_RUNTIME_API int32_t KilnDeviceAttribute(int32_t device_type, int32_t device_id,
+                                             KilnDeviceAttr attr, int64_t* out);
+
+/*! \brief The device's name as its driver reports it ("NVIDIA H100 80GB HBM3"), NUL-terminated
+ * and cut to len - 1 bytes. */
+KILN_RUNTIME_API int32_t KilnDeviceName(int32_t device_type, int32_t device_id, char* buf,
+                                        size_t len);
+
+/*!
+ * \brief Allocates nbytes of device memory; *out receives a CUdeviceptr (kDLCUDA), a cl_mem
+ * (kDLOpenCL) or a host pointer (kDLCPU, as KilnAllocAligned). alignment is a power of two or 0
+ * (the device's default); CUDA allocations are aligned to 256 bytes and a larger alignment is
+ * refused; OpenCL buffers are opaque and aligned as the device requires. nbytes == 0 gives NULL.
+ */
+KILN_RUNTIME_API int32_t KilnDeviceAlloc(int32_t device_type, int32_t device_id, size_t nbytes,
+                                         size_t alignment, void** out);
+
+/*! \brief Frees memory of KilnDeviceAlloc; NULL is ignored. Work already issued that uses the
+ * memory still completes (OpenCL releases the buffer after it; CUDA's cuMemFree waits). */
+KILN_RUNTIME_API int32_t KilnDeviceFree(int32_t device_type, int32_t device_id, void* ptr);
+
+/*!
+ * \brief Copies the elements of `from` to `to`: host to device, device to host, device to device
+ * (the same device type) or host to host (kDLCPU). Both tensors must be compact row-major
+ * (strides NULL or compact) and hold the same number of bytes; byte_offset is honoured on either
+ * side. A copy to the host returns when the data has arrived; a copy from the host returns when
+ * the host memory may be reused; a device-to-device copy is queued.
+ */
+KILN_RUNTIME_API int32_t KilnDeviceCopy(const DLTensor* from, DLTensor* to);
+
+/*! \brief Waits until all work issued to the device has finished; reports a failure of that
+ * work (e.g. a CUDA kernel that faulted). */
+KILN_RUNTIME_API int32_t KilnDeviceSynchronize(int32_t device_type, int32_t device_id);
+
+/* ============================================================================================
+ * Device code and kernel launches (called by compiled code)
+ * ============================================================================================
+ *
+ * A host function of a module with device blobs launches its kernels with
+ *
+ *     KilnDeviceLaunch(kiln_module_device_ctx, kernel_index, device_type, device_id,
+ *                      launch, arg_values, arg_sizes, num_args);
+ *
+ * kernel_index: the kernel's index in the manifest's "device_kernels".
+ * device_type, device_id: where to run, kDLCUDA or kDLOpenCL (the device of the tensors).
+ * launch[0..6]: grid x, y, z (blocks / work-groups), block x, y, z (threads / work-items per
+ *   group), and the bytes of dynamic shared memory. OpenCL's global size is grid * block in each
+ *   dimension. A grid with a zero extent launches nothing.
+ * arg_values[i] points to the bytes of kernel argument i and arg_sizes[i] is their count: for a
+ *   tensor, the 8-byte device handle from DLTensor.data (a CUdeviceptr; a cl_mem); for a scalar,
+ *   its value in the kernel parameter's type (int32 and float32: 4 bytes; int64 and float64: 8).
+ *   CUDA passes arg_values as cuLaunchKernel's kernelParams; OpenCL calls
+ *   clSetKernelArg(kernel, i, arg_sizes[i], arg_values[i]) for each i. num_args must equal the
+ *   kernel's "num_args".
+ * Dynamic shared memory: CUDA passes launch[6] to cuLaunchKernel (raising the kernel's limit with
+ *   cuFuncSetAttribute above 48 KiB). OpenCL has no such launch parameter: when launch[6] > 0 the
+ *   kernel takes one more parameter after its num_args ones, a `__local` pointer, which is given
+ *   launch[6] bytes (clSetKernelArg(kernel, num_args, launch[6], NULL)).
+ *
+ * The first launch of a module on a device builds its device code there, under a lock: OpenCL
+ * builds the program from the "cl" text and creates every kernel by name; CUDA calls cuInit,
+ * retains the device's primary context, loads the cubin whose arch equals the device's compute
+ * capability ("sm_86" on 8.6), else the PTX (JIT-compiled by the driver), and gets every kernel
+ * by name. Launches are asynchronous (see "Devices"); they may come from several threads (OpenCL's
+ * argument setting and enqueueing are serialized per kernel).
+ *
+ * Returns 0, or a KilnErrorCode with a message naming the kernel, the device and the driver's
+ * error: kKilnErrorIndex for a kernel_index outside device_kernels; kKilnErrorValue for a launch
+ * the device cannot run (a block over its limit: both numbers are given) or a num_args other
+ * than the kernel's; kKilnErrorRuntime for a missing driver or device, device code that does not
+ * build (the build log is in the message), a kernel name the code lacks, or a failing driver call
+ * ("CL_OUT_OF_RESOURCES", "CUDA_ERROR_INVALID_VALUE").
+ */
+KILN_RUNTIME_API int32_t KilnDeviceLaunch(void* module_device_ctx, int32_t kernel_index,
+                                          int32_t device_type, int32_t device_id,
+                                          const int64_t* launch, void* const* arg_values,
+                                          const int64_t* arg_sizes, int32_t num_args);
 
 /*!
  * \brief Appends the checksum trailer that KilnModuleLoadFromFile verifies (see "The module
