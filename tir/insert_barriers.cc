@@ -44,8 +44,8 @@ bool intersects(const VarSet& a, const VarSet& b) {
 }
 
 Stmt barrier() {
-  return make<Evaluate>(
-      make<Call>(DataType::int32(), Builtin::StorageSync, std::vector<Expr>{make<StringImm>("shared")}));
+  return make<Evaluate>(make<Call>(DataType::int32(), Builtin::StorageSync,
+                                   std::vector<Expr>{make<StringImm>("shared")}));
 }
 
 // Inserts the barriers inside one kernel.

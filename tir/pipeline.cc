@@ -9,6 +9,7 @@
 #include "kiln/tir/flatten_buffers.h"
 #include "kiln/tir/insert_barriers.h"
 #include "kiln/tir/loop_partition.h"
+#include "kiln/tir/lower_cross_thread_reduction.h"
 #include "kiln/tir/lower_init_block.h"
 #include "kiln/tir/lower_intrinsics.h"
 #include "kiln/tir/lower_opaque_block.h"
@@ -29,6 +30,10 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   PassLog log(f, options);
   bool gpu = options.device_kernels != nullptr;
   // clang-format off
+  // GPU: reductions over loops bound to threads combine the threads' parts in shared memory.
+  if (gpu) {
+    f = lower_cross_thread_reduction(f); log.step("lower_cross_thread_reduction", f);
+  }
   // Blocks to loops: reductions get explicit init statements, intermediate buffers move to
   // where they are used and shrink to what is used there, then blocks disappear.
   f = lower_init_block(f);          log.step("lower_init_block", f);

@@ -26,7 +26,8 @@ bool uses_any(const Expr& e, const std::unordered_set<const Var*>& vars) {
 
 class KernelChecker : public IRVisitor {
  public:
-  KernelChecker(const PrimFunc& kernel, const GpuLimits& limits) : kernel_(kernel), limits_(limits) {
+  KernelChecker(const PrimFunc& kernel, const GpuLimits& limits)
+      : kernel_(kernel), limits_(limits) {
     auto it = kernel.attrs.find("global_symbol");
     const auto* s = it == kernel.attrs.end() ? nullptr : it->second.as<StringImm>();
     name_ = s != nullptr ? s->value : "?";
@@ -95,10 +96,10 @@ class KernelChecker : public IRVisitor {
       int64_t elements = 1;
       for (const Expr& extent : buffer.shape) {
         const int64_t* c = as_const_int(extent);
-        user_check(c != nullptr)
-            << "verify_gpu_code: kernel " << name_ << ": shared buffer " << buffer.name
-            << " has the non-constant size " << to_script(extent)
-            << "; shared memory is sized when the kernel is compiled";
+        user_check(c != nullptr) << "verify_gpu_code: kernel " << name_ << ": shared buffer "
+                                 << buffer.name << " has the non-constant size "
+                                 << to_script(extent)
+                                 << "; shared memory is sized when the kernel is compiled";
         elements *= *c;
       }
       shared_bytes_ += elements * buffer.dtype.bytes();

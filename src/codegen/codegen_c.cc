@@ -19,12 +19,14 @@ namespace {
 // Words that CUDA C++ or OpenCL C reserve, which a variable name must not become.
 const std::unordered_set<std::string>& reserved_words() {
   static const std::unordered_set<std::string> words = {
-      "auto", "bool", "break", "case", "char", "const", "continue", "default", "do", "double",
-      "else", "enum", "extern", "float", "for", "goto", "half", "if", "inline", "int", "long",
-      "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
-      "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "global", "local",
-      "constant", "private", "kernel", "new", "delete", "class", "template", "this", "true",
-      "false", "namespace", "operator", "min", "max", "abs", "exp", "log", "sqrt", "barrier"};
+      "auto",      "bool",     "break",    "case",   "char",     "const",    "continue", "default",
+      "do",        "double",   "else",     "enum",   "extern",   "float",    "for",      "goto",
+      "half",      "if",       "inline",   "int",    "long",     "register", "restrict", "return",
+      "short",     "signed",   "sizeof",   "static", "struct",   "switch",   "typedef",  "union",
+      "unsigned",  "void",     "volatile", "while",  "global",   "local",    "constant", "private",
+      "kernel",    "new",      "delete",   "class",  "template", "this",     "true",     "false",
+      "namespace", "operator", "min",      "max",    "abs",      "exp",      "log",      "sqrt",
+      "barrier"};
   return words;
 }
 
@@ -84,7 +86,8 @@ std::string CodeGenC::type_name(DataType dtype) const {
       default:
         break;
     }
-    if (!base.empty()) return dtype.is_uint() ? "unsigned " + base : (dtype.bits() == 8 ? "signed char" : base);
+    if (!base.empty())
+      return dtype.is_uint() ? "unsigned " + base : (dtype.bits() == 8 ? "signed char" : base);
   }
   const_cast<CodeGenC*>(this)->unsupported(
       "the dtype " + dtype.str() +
@@ -100,7 +103,8 @@ std::string CodeGenC::visit(const IntImm* op) {
   std::string type = type_name(t);
   std::string suffix = int64_suffix();
   if (t.is_uint()) {
-    return "((" + type + ")" + std::to_string(static_cast<uint64_t>(op->value)) + "u" + suffix + ")";
+    return "((" + type + ")" + std::to_string(static_cast<uint64_t>(op->value)) + "u" + suffix +
+           ")";
   }
   if (op->value == INT64_MIN) return "((" + type + ")(-9223372036854775807" + suffix + " - 1))";
   if (t.bits() == 32 && op->value >= INT32_MIN && op->value <= INT32_MAX) {
@@ -136,10 +140,18 @@ std::string CodeGenC::binary(const BinaryNode* op, const char* symbol) {
   return "(" + dispatch(op->a) + " " + symbol + " " + dispatch(op->b) + ")";
 }
 
-std::string CodeGenC::visit(const Add* op) { return binary(op, "+"); }
-std::string CodeGenC::visit(const Sub* op) { return binary(op, "-"); }
-std::string CodeGenC::visit(const Mul* op) { return binary(op, "*"); }
-std::string CodeGenC::visit(const Div* op) { return binary(op, "/"); }
+std::string CodeGenC::visit(const Add* op) {
+  return binary(op, "+");
+}
+std::string CodeGenC::visit(const Sub* op) {
+  return binary(op, "-");
+}
+std::string CodeGenC::visit(const Mul* op) {
+  return binary(op, "*");
+}
+std::string CodeGenC::visit(const Div* op) {
+  return binary(op, "/");
+}
 
 std::string CodeGenC::visit(const Mod* op) {
   if (op->dtype.is_float()) return math_call("fmod", op->dtype, {dispatch(op->a), dispatch(op->b)});
@@ -152,7 +164,8 @@ std::string CodeGenC::visit(const FloorDiv* op) {
   }
   if (op->dtype.is_uint()) return binary(op, "/");
   std::string suffix = op->dtype.bits() == 64 ? "64" : "32";
-  std::string cast = op->dtype.bits() == 64 || op->dtype.bits() == 32 ? "" : "(" + type_name(op->dtype) + ")";
+  std::string cast =
+      op->dtype.bits() == 64 || op->dtype.bits() == 32 ? "" : "(" + type_name(op->dtype) + ")";
   return cast + "kiln_floordiv" + suffix + "(" + dispatch(op->a) + ", " + dispatch(op->b) + ")";
 }
 
@@ -164,7 +177,8 @@ std::string CodeGenC::visit(const FloorMod* op) {
   }
   if (op->dtype.is_uint()) return binary(op, "%");
   std::string suffix = op->dtype.bits() == 64 ? "64" : "32";
-  std::string cast = op->dtype.bits() == 64 || op->dtype.bits() == 32 ? "" : "(" + type_name(op->dtype) + ")";
+  std::string cast =
+      op->dtype.bits() == 64 || op->dtype.bits() == 32 ? "" : "(" + type_name(op->dtype) + ")";
   return cast + "kiln_floormod" + suffix + "(" + dispatch(op->a) + ", " + dispatch(op->b) + ")";
 }
 
@@ -180,15 +194,33 @@ std::string CodeGenC::visit(const Max* op) {
   return "((" + a + " > " + b + ") ? " + a + " : " + b + ")";
 }
 
-std::string CodeGenC::visit(const EQ* op) { return binary(op, "=="); }
-std::string CodeGenC::visit(const NE* op) { return binary(op, "!="); }
-std::string CodeGenC::visit(const LT* op) { return binary(op, "<"); }
-std::string CodeGenC::visit(const LE* op) { return binary(op, "<="); }
-std::string CodeGenC::visit(const GT* op) { return binary(op, ">"); }
-std::string CodeGenC::visit(const GE* op) { return binary(op, ">="); }
-std::string CodeGenC::visit(const And* op) { return binary(op, "&&"); }
-std::string CodeGenC::visit(const Or* op) { return binary(op, "||"); }
-std::string CodeGenC::visit(const Not* op) { return "(!" + dispatch(op->a) + ")"; }
+std::string CodeGenC::visit(const EQ* op) {
+  return binary(op, "==");
+}
+std::string CodeGenC::visit(const NE* op) {
+  return binary(op, "!=");
+}
+std::string CodeGenC::visit(const LT* op) {
+  return binary(op, "<");
+}
+std::string CodeGenC::visit(const LE* op) {
+  return binary(op, "<=");
+}
+std::string CodeGenC::visit(const GT* op) {
+  return binary(op, ">");
+}
+std::string CodeGenC::visit(const GE* op) {
+  return binary(op, ">=");
+}
+std::string CodeGenC::visit(const And* op) {
+  return binary(op, "&&");
+}
+std::string CodeGenC::visit(const Or* op) {
+  return binary(op, "||");
+}
+std::string CodeGenC::visit(const Not* op) {
+  return "(!" + dispatch(op->a) + ")";
+}
 
 std::string CodeGenC::visit(const Select* op) {
   return "(" + dispatch(op->condition) + " ? " + dispatch(op->true_value) + " : " +
@@ -201,7 +233,9 @@ std::string CodeGenC::visit(const Cast* op) {
   return "((" + type_name(op->dtype) + ")" + value + ")";
 }
 
-std::string CodeGenC::visit(const Call* op) { return emit_builtin(op); }
+std::string CodeGenC::visit(const Call* op) {
+  return emit_builtin(op);
+}
 
 std::string CodeGenC::visit(const Ramp* op) {
   unsupported("a vector index (Ramp) reached the GPU code generator: " + to_script(Expr(op)));
@@ -496,8 +530,8 @@ void CodeGenC::add_kernel(const PrimFunc& kernel) {
     std::string name = name_of(param.get());
     if (param->dtype.is_handle()) {
       auto e = element.find(param.get());
-      internal_check(e != element.end()) << "codegen: kernel parameter " << param->name
-                                         << " is a handle that no buffer uses";
+      internal_check(e != element.end())
+          << "codegen: kernel parameter " << param->name << " is a handle that no buffer uses";
       params.push_back(pointer_param(type_name(e->second), stored.count(param.get()) == 0, name));
     } else {
       // bool travels as int: OpenCL kernels take no bool arguments.
@@ -523,6 +557,8 @@ void CodeGenC::add_kernel(const PrimFunc& kernel) {
   kernel_ = nullptr;
 }
 
-std::string CodeGenC::finish() { return preamble(uses_double_) + body_.str(); }
+std::string CodeGenC::finish() {
+  return preamble(uses_double_) + body_.str();
+}
 
 }  // namespace kiln::codegen

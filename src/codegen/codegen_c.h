@@ -103,7 +103,7 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   std::string name_of(const ir::Var* var);
   [[noreturn]] void unsupported(const std::string& what);
 
-  std::ostringstream body_;     // the kernels so far
+  std::ostringstream body_;  // the kernels so far
   std::ostringstream* out_ = nullptr;
   int indent_ = 0;
   std::string kernel_name_;

@@ -69,8 +69,10 @@ class CodeGenCUDA : public CodeGenC {
   }
   std::string special_float(double value, DataType dtype) const override {
     bool single = dtype.bits() == 32;
-    if (std::isnan(value)) return single ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000ll)";
-    std::string inf = single ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000ll)";
+    if (std::isnan(value))
+      return single ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000ll)";
+    std::string inf =
+        single ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000ll)";
     return value > 0 ? inf : "(-" + inf + ")";
   }
 };

@@ -44,8 +44,8 @@ llvm::Value* CodeGenLLVM::emit_device_launch(const Call* op) {
   llvm::Type* i32 = builder_.getInt32Ty();
   llvm::Type* i64 = builder_.getInt64Ty();
   llvm::Type* ptr = builder_.getPtrTy();
-  auto* context_global = llvm::cast<llvm::GlobalVariable>(module_->getOrInsertGlobal(
-      kDeviceContextSymbol, ptr, [&] {
+  auto* context_global =
+      llvm::cast<llvm::GlobalVariable>(module_->getOrInsertGlobal(kDeviceContextSymbol, ptr, [&] {
         return new llvm::GlobalVariable(*module_, ptr, false, llvm::GlobalValue::ExternalLinkage,
                                         llvm::ConstantPointerNull::get(builder_.getPtrTy()),
                                         kDeviceContextSymbol);
@@ -54,7 +54,8 @@ llvm::Value* CodeGenLLVM::emit_device_launch(const Call* op) {
   llvm::Value* device_id = builder_.CreateIntCast(emit(op->args[1]), i32, true);
 
   // Step 2. Grid x, y, z, block x, y, z and the dynamic shared memory bytes.
-  llvm::Value* launch = entry_alloca(llvm::ArrayType::get(i64, 7), nullptr, llvm::Align(8), "launch");
+  llvm::Value* launch =
+      entry_alloca(llvm::ArrayType::get(i64, 7), nullptr, llvm::Align(8), "launch");
   for (int k = 0; k < 7; ++k) {
     llvm::Value* value = builder_.CreateIntCast(emit(op->args[2 + k]), i64, true);
     builder_.CreateStore(value, builder_.CreateConstGEP1_64(i64, launch, k));
@@ -83,9 +84,10 @@ llvm::Value* CodeGenLLVM::emit_device_launch(const Call* op) {
   auto* type = llvm::FunctionType::get(i32, {ptr, i32, i32, i32, ptr, ptr, ptr, i32}, false);
   llvm::FunctionCallee launch_fn = runtime_function("KilnDeviceLaunch", type);
   int32_t device_type = target_.kind == "cuda" ? kDLCUDA : kDLOpenCL;
-  llvm::Value* status = builder_.CreateCall(
-      launch_fn, {device_context, builder_.getInt32(it->second), builder_.getInt32(device_type),
-                  device_id, launch, values, sizes, builder_.getInt32(static_cast<int32_t>(num_args))});
+  llvm::Value* status =
+      builder_.CreateCall(launch_fn, {device_context, builder_.getInt32(it->second),
+                                      builder_.getInt32(device_type), device_id, launch, values,
+                                      sizes, builder_.getInt32(static_cast<int32_t>(num_args))});
   emit_check(builder_.CreateICmpEQ(status, builder_.getInt32(0)), "");
   return builder_.getInt32(0);
 }

@@ -70,7 +70,8 @@ class CodeGenOpenCL : public CodeGenC {
   std::string int64_suffix() const override { return "l"; }
   std::string special_float(double value, DataType dtype) const override {
     bool single = dtype.bits() == 32;
-    if (std::isnan(value)) return single ? "as_float(0x7fc00000)" : "as_double(0x7ff8000000000000l)";
+    if (std::isnan(value))
+      return single ? "as_float(0x7fc00000)" : "as_double(0x7ff8000000000000l)";
     std::string inf = single ? "as_float(0x7f800000)" : "as_double(0x7ff0000000000000l)";
     return value > 0 ? inf : "(-" + inf + ")";
   }

@@ -57,6 +57,7 @@ std::vector<std::pair<const char*, void*>> process_symbols() {
       {"KilnGetNumThreads", reinterpret_cast<void*>(&KilnGetNumThreads)},
       {"KilnBackendAllocWorkspace", reinterpret_cast<void*>(&KilnBackendAllocWorkspace)},
       {"KilnBackendFreeWorkspace", reinterpret_cast<void*>(&KilnBackendFreeWorkspace)},
+      {"KilnDeviceLaunch", reinterpret_cast<void*>(&KilnDeviceLaunch)},
       {"memcpy", reinterpret_cast<void*>(&::memcpy)},
       {"memmove", reinterpret_cast<void*>(&::memmove)},
       {"memset", reinterpret_cast<void*>(&::memset)},

@@ -87,10 +87,9 @@ const NvrtcTable& nvrtc() {
 std::string compile_once(const NvrtcTable& api, const std::string& source,
                          const std::string& gpu_arch, bool cubin) {
   nvrtcProgram program = nullptr;
-  nvrtcResult status = api.CreateProgram(&program, source.c_str(), "kiln_kernels.cu", 0, nullptr,
-                                         nullptr);
-  internal_check(status == 0) << "NVRTC: nvrtcCreateProgram failed: "
-                              << api.GetErrorString(status);
+  nvrtcResult status =
+      api.CreateProgram(&program, source.c_str(), "kiln_kernels.cu", 0, nullptr, nullptr);
+  internal_check(status == 0) << "NVRTC: nvrtcCreateProgram failed: " << api.GetErrorString(status);
   std::string arch_option = "--gpu-architecture=" + gpu_arch;
   const char* options[] = {arch_option.c_str(), "--std=c++17", "-default-device"};
   status = api.CompileProgram(program, 3, options);
@@ -116,8 +115,8 @@ std::string compile_once(const NvrtcTable& api, const std::string& source,
     }
   }
   api.DestroyProgram(&program);
-  user_check(status == 0) << "NVRTC: the generated CUDA C does not compile for " << gpu_arch
-                          << " (" << api.GetErrorString(status) << "):\n"
+  user_check(status == 0) << "NVRTC: the generated CUDA C does not compile for " << gpu_arch << " ("
+                          << api.GetErrorString(status) << "):\n"
                           << log << "\nsource:\n"
                           << source;
   return out;

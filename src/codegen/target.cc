@@ -219,8 +219,9 @@ constexpr const char* kGpuLimitOptions =
     "-max_threads_per_block=<n>, -max_shared_memory_per_block=<bytes>, -thread_warp_size=<n>";
 
 int64_t parse_positive(const std::string& key, const std::string& value, const std::string& text) {
-  bool digits = !value.empty() && value.size() <= 12 &&
-                std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  bool digits =
+      !value.empty() && value.size() <= 12 &&
+      std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
   user_check(digits && std::stoll(value) > 0)
       << "parse_target: " << key << " must be a positive integer, found '" << value << "' in '"
       << text << "'";
@@ -237,8 +238,8 @@ Target parse_gpu_target(const std::string& kind, std::istringstream& stream,
   target.gpu.max_threads_per_block = cuda ? 1024 : 256;
   target.gpu.max_shared_memory_per_block = cuda ? 48 * 1024 : 32 * 1024;
   target.gpu.thread_warp_size = cuda ? 32 : 1;
-  std::string valid = std::string(cuda ? "-arch=sm_<XY>, " : "-device=<name substring>, ") +
-                      kGpuLimitOptions;
+  std::string valid =
+      std::string(cuda ? "-arch=sm_<XY>, " : "-device=<name substring>, ") + kGpuLimitOptions;
   std::string option;
   while (stream >> option) {
     size_t eq = option.find('=');

@@ -112,10 +112,12 @@ Json device_blobs(const codegen::Target& target, const std::vector<Ref<PrimFunc>
     (*sources)["cuda"] = source;
     codegen::CudaBinary binary = codegen::compile_cuda(source, target.arch);
     (*sources)["ptx"] = binary.ptx;
-    blobs.push_back({{"kind", "cuda"}, {"format", "cubin"}, {"arch", target.arch},
+    blobs.push_back({{"kind", "cuda"},
+                     {"format", "cubin"},
+                     {"arch", target.arch},
                      {"base64", base64(binary.cubin)}});
-    blobs.push_back({{"kind", "cuda"}, {"format", "ptx"}, {"arch", target.arch},
-                     {"text", binary.ptx}});
+    blobs.push_back(
+        {{"kind", "cuda"}, {"format", "ptx"}, {"arch", target.arch}, {"text", binary.ptx}});
   } else {
     std::string source = codegen::codegen_opencl(kernels);
     (*sources)["opencl"] = source;
@@ -229,7 +231,12 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
   // Step 3. The manifest.
   Json manifest;
   manifest["abi_version"] = KILN_RUNTIME_ABI_VERSION;
-  manifest["target"] = result->target_.str();
+  // The runtime judges the host code by "target"; a GPU target's device code is described by
+  // "device_target" and the blobs.
+  codegen::Target host = result->target_;
+  host.kind = "llvm";
+  manifest["target"] = host.str();
+  if (result->target_.is_gpu()) manifest["device_target"] = result->target_.str();
   manifest["host_features"] = result->target_.isa_features();
   Json functions = Json::array();
   for (size_t i = 0; i < result->lowered_.size(); ++i) {
@@ -242,9 +249,8 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     manifest["device_blobs"] = device_blobs(target_info, kernels, &result->device_sources_);
     Json device_kernels = Json::array();
     for (const Ref<PrimFunc>& kernel : kernels) {
-      device_kernels.push_back(
-          {{"name", kernel->attrs.at("global_symbol").as<StringImm>()->value},
-           {"num_args", kernel->params.size()}});
+      device_kernels.push_back({{"name", kernel->attrs.at("global_symbol").as<StringImm>()->value},
+                                {"num_args", kernel->params.size()}});
     }
     manifest["device_kernels"] = device_kernels;
     result->timings_.device_ms = ms_since(device_start);

@@ -90,6 +90,41 @@ def gpu_softmax():
     return func, sch.mod
 
 
+def gpu_softmax_cross_thread():
+    """One block per row; the 32 threads of a block split each row's max and sum between them
+    and combine their parts through shared memory (a cross-thread reduction). 70 columns do not
+    divide by 32: the last parts are guarded."""
+    func = softmax(6, 70)
+    sch = tir.Schedule(func)
+    sch.compute_inline(sch.get_block("exp"))
+    i, j = sch.get_loops(sch.get_block("Y"))
+    sch.bind(i, "blockIdx.x")
+    _, ji = sch.split(j, factors=[None, 32])
+    sch.bind(ji, "threadIdx.x")
+    for name in ("row_sum", "row_max"):
+        block = sch.get_block(name)
+        sch.compute_at(block, i)
+        sch.set_scope(block, 0, "shared")
+        _, k = sch.get_loops(block)
+        _, ki = sch.split(k, factors=[None, 32])
+        sch.bind(ki, "threadIdx.x")
+    return func, sch.mod
+
+
+def gpu_row_sum_cross_thread():
+    """Rows of 16 elements summed by 8 threads each (two elements per thread), two rows per
+    block along threadIdx.y: one group of partial sums per row in shared memory."""
+    func = symbolic_row_sum()
+    sch = tir.Schedule(func)
+    i, k = sch.get_loops(sch.get_block("B"))
+    bi, ti = sch.split(i, factors=[None, 2])
+    kt, _ = sch.split(k, factors=[8, None])
+    sch.bind(bi, "blockIdx.x")
+    sch.bind(ti, "threadIdx.y")
+    sch.bind(kt, "threadIdx.x")
+    return func, sch.mod
+
+
 def gpu_layer_norm():
     func = layer_norm(8, 12)
     sch = tir.Schedule(func)
@@ -164,6 +199,8 @@ GPU_WORKLOADS = {
     "matmul_relu": gpu_matmul_relu,
     "conv2d": gpu_conv2d,
     "softmax": gpu_softmax,
+    "softmax_cross_thread": gpu_softmax_cross_thread,
+    "row_sum_cross_thread": gpu_row_sum_cross_thread,
     "layer_norm": gpu_layer_norm,
     "symbolic_row_sum": gpu_symbolic_row_sum,
     "block_reverse": gpu_block_reverse,

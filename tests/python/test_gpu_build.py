@@ -19,7 +19,7 @@ NAMES = sorted(GPU_WORKLOADS)
 @pytest.mark.parametrize("name", NAMES)
 def test_schedule_matches_on_the_interpreter(name):
     func, mod = GPU_WORKLOADS[name]()
-    if name == "symbolic_row_sum":
+    if name in ("symbolic_row_sum", "row_sum_cross_thread"):
         pytest.skip("the interpreter's random inputs need a concrete n; covered on OpenCL")
     assert_same_results(func, mod)
 

@@ -56,8 +56,9 @@ namespace kiln::ir {
   X(CallLLVMPureIntrin, "call_llvm_pure_intrin", -1, true)                                        \
   /* Barrier of the threads of a GPU block over the given storage scope ("shared"). */            \
   X(StorageSync, "storage_sync", 1, false)                                                        \
-  /* device_launch("kernel", device_id, grid x, y, z, block x, y, z, shared bytes, args…): */    \
-  /* the host side of a GPU function launches a device kernel of the module (split_host_device). */ \
+  /* device_launch("kernel", device_id, grid x, y, z, block x, y, z, shared bytes, args…): */   \
+  /* the host side of a GPU function launches a device kernel of the module (split_host_device).  \
+   */                                                                                             \
   X(DeviceLaunch, "device_launch", -1, false)                                                     \
   /* Access to the packed arguments of a compiled function (see make_packed_api): the data */     \
   /* pointer of DLTensor argument i (byte_offset applied), extent k of its shape (int64), */      \

@@ -1,0 +1,343 @@
+// lower_cross_thread_reduction: reductions over loops bound to GPU threads become per-thread
+// partial results combined in shared memory (see the header for the contract).
+#include "kiln/tir/lower_cross_thread_reduction.h"
+
+#include <cmath>
+#include <unordered_set>
+#include <vector>
+
+#include "kiln/ir/buffer.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/structural.h"
+#include "tir/pass_util.h"
+
+namespace kiln::tir {
+
+using namespace ir;
+
+namespace {
+
+using VarSet = std::unordered_set<const Var*>;
+
+bool is_thread_loop(const For* loop) {
+  return loop->kind == ForKind::kThreadBinding && loop->thread_tag.rfind("threadIdx", 0) == 0;
+}
+
+bool uses_any(const Expr& e, const VarSet& vars) {
+  bool found = false;
+  post_order_visit(e, [&](const Node* node) {
+    if (node->kind() == NodeKind::Var && vars.count(static_cast<const Var*>(node)) != 0) {
+      found = true;
+    }
+  });
+  return found;
+}
+
+bool uses_only(const Expr& e, const VarSet& vars) {
+  bool only = true;
+  post_order_visit(e, [&](const Node* node) {
+    if (node->kind() == NodeKind::Var && vars.count(static_cast<const Var*>(node)) == 0) {
+      only = false;
+    }
+  });
+  return only;
+}
+
+bool is_load_of(const Expr& e, const BufferStore& store) {
+  const auto* load = e.as<BufferLoad>();
+  if (load == nullptr || !load->buffer.same_as(store.buffer)) return false;
+  for (size_t k = 0; k < load->indices.size(); ++k) {
+    if (!structural_equal(load->indices[k], store.indices[k])) return false;
+  }
+  return load->indices.size() == store.indices.size();
+}
+
+// `a` combined with `b` by the binary node kind of `like` (Add, Mul, Max or Min).
+Expr combine(const Expr& like, const Expr& a, const Expr& b) {
+  switch (like->kind()) {
+    case NodeKind::Add:
+      return make<Add>(a->dtype, a, b);
+    case NodeKind::Mul:
+      return make<Mul>(a->dtype, a, b);
+    case NodeKind::Max:
+      return make<Max>(a->dtype, a, b);
+    default:
+      return make<Min>(a->dtype, a, b);
+  }
+}
+
+// Whether `init` is the identity of the combiner `like` for dtype `t`.
+bool is_identity(const Expr& like, const Expr& init, DataType t) {
+  if (const auto* f = init.as<FloatImm>()) {
+    if (like->kind() == NodeKind::Max && std::isinf(f->value) && f->value < 0) return true;
+    if (like->kind() == NodeKind::Min && std::isinf(f->value) && f->value > 0) return true;
+  }
+  switch (like->kind()) {
+    case NodeKind::Add:
+      return structural_equal(init, make_zero(t));
+    case NodeKind::Mul:
+      return structural_equal(init, make_one(t));
+    case NodeKind::Max:
+      return structural_equal(init, min_value(t));
+    default:
+      return structural_equal(init, max_value(t));
+  }
+}
+
+std::vector<BufferRegion> full_regions(const std::vector<BufferRegion>& regions) {
+  std::vector<BufferRegion> out;
+  for (const BufferRegion& r : regions) {
+    BufferRegion full{r.buffer, {}};
+    for (const Expr& extent : r.buffer->shape) {
+      full.region.push_back(Range{make_zero(extent->dtype), extent});
+    }
+    out.push_back(full);
+  }
+  return out;
+}
+
+class CrossThreadReduction : public IRMutator {
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const For* op) override {
+    if (const BlockRealize* realize = reduction_rooted_at(op)) return rewrite(op, realize);
+    bool thread = is_thread_loop(op);
+    if (thread) thread_loops_.push_back(op);
+    Stmt result = IRMutator::visit(op);
+    if (thread) thread_loops_.pop_back();
+    return result;
+  }
+
+  // The shared buffers of the reductions inside a block belong to that block: allocated outside
+  // the thread loops, one per thread block.
+  Stmt visit(const Block* op) override {
+    size_t before = shared_buffers_.size();
+    Stmt result = IRMutator::visit(op);
+    if (shared_buffers_.size() == before) return result;
+    auto block = copy(result.as<Block>());
+    block->alloc_buffers.insert(block->alloc_buffers.end(), shared_buffers_.begin() + before,
+                                shared_buffers_.end());
+    shared_buffers_.resize(before);
+    return block;
+  }
+
+ private:
+  // A reduction block under `root` whose reduce iterators are bound through root's variable and
+  // through a loop bound to threadIdx: root is then the outermost loop of its reduction.
+  static const BlockRealize* reduction_rooted_at(const For* root) {
+    VarSet thread_vars;
+    post_order_visit(Stmt(root), [&](const Node* node) {
+      if (node->kind() == NodeKind::For && is_thread_loop(static_cast<const For*>(node))) {
+        thread_vars.insert(static_cast<const For*>(node)->loop_var.get());
+      }
+    });
+    if (thread_vars.empty()) return nullptr;
+    const BlockRealize* found = nullptr;
+    post_order_visit(root->body, [&](const Node* node) {
+      if (found != nullptr || node->kind() != NodeKind::BlockRealize) return;
+      const auto* realize = static_cast<const BlockRealize*>(node);
+      const Block& block = *realize->block;
+      bool uses_root = false, uses_thread = false;
+      for (size_t i = 0; i < block.iter_vars.size(); ++i) {
+        if (block.iter_vars[i].type != IterType::kCommReduce) continue;
+        uses_root |= uses_any(realize->iter_values[i], {root->loop_var.get()});
+        uses_thread |= uses_any(realize->iter_values[i], thread_vars);
+      }
+      if (uses_root && uses_thread) found = realize;
+    });
+    return found;
+  }
+
+  [[noreturn]] void fail(const Block& block, const For* loop, const std::string& why) {
+    user_error(ErrorKind::kValue)
+        << "lower_cross_thread_reduction: block '" << block.name << "' reduces over loop "
+        << loop->loop_var->name << " bound to " << loop->thread_tag << ", which needs "
+        << "the threads to combine their results: " << why;
+  }
+
+  Stmt rewrite(const For* root, const BlockRealize* realize) {
+    const Block& block = *realize->block;
+    // Step 1. The loops from the root down to the block: one bound to threadIdx (`loop`), the
+    // others serial, which each thread runs for its part.
+    std::vector<const For*> chain;  // the serial loops, outermost first
+    const For* loop = nullptr;
+    VarSet chain_vars;
+    Stmt s = Stmt(root);
+    while (const auto* inner = s.as<For>()) {
+      chain_vars.insert(inner->loop_var.get());
+      if (is_thread_loop(inner) && loop == nullptr) {
+        loop = inner;
+      } else if (inner->kind == ForKind::kThreadBinding) {
+        const For* bound = loop != nullptr ? loop : inner;
+        fail(block, bound, "loop " + inner->loop_var->name + " between its reduce loops is bound "
+                           "to " + inner->thread_tag + "; bind one reduce loop to threadIdx and "
+                           "keep the others serial");
+      } else {
+        chain.push_back(inner);
+      }
+      s = inner->body;
+    }
+    internal_check(loop != nullptr) << "lower_cross_thread_reduction: no thread loop found";
+    if (s.get() != realize) {
+      fail(block, loop, "the loops of its reduction must contain only the block");
+    }
+    const int64_t* threads = as_const_int(loop->extent);
+    internal_check(threads != nullptr) << "lower_cross_thread_reduction: non-constant thread extent";
+    int64_t num_threads = *threads;
+
+    // Step 2. The block: C[idx] = f(C[idx], x) with the identity of f as init.
+    const auto* init = block.init.defined() ? block.init.as<BufferStore>() : nullptr;
+    const auto* update = block.body.as<BufferStore>();
+    if (init == nullptr || update == nullptr || !block.alloc_buffers.empty()) {
+      fail(block, loop, "the block must be `C[idx] = f(C[idx], x)` with an init and no buffers");
+    }
+    const Expr& value = update->value;
+    bool combinable = value->kind() == NodeKind::Add || value->kind() == NodeKind::Mul ||
+                      value->kind() == NodeKind::Max || value->kind() == NodeKind::Min;
+    if (!combinable) fail(block, loop, "its update is not a sum, product, max or min");
+    const auto* binary = static_cast<const BinaryNode*>(value.get());
+    Expr rhs;
+    if (is_load_of(binary->a, *update)) rhs = binary->b;
+    if (is_load_of(binary->b, *update)) rhs = binary->a;
+    if (!rhs.defined()) fail(block, loop, "its update does not combine the stored element");
+    if (!is_identity(value, init->value, update->buffer->dtype)) {
+      fail(block, loop, "its init " + to_script(init->value) + " is not the combiner's identity");
+    }
+
+    // Step 3. Reduce iterators over the chain only; spatial ones outside it.
+    VarMap vmap;
+    for (size_t i = 0; i < block.iter_vars.size(); ++i) {
+      const IterVar& iv = block.iter_vars[i];
+      const Expr& bound = realize->iter_values[i];
+      if (iv.type == IterType::kCommReduce && !uses_only(bound, chain_vars)) {
+        fail(block, loop, "reduce iterator " + iv.var->name + " is bound through a loop outside "
+                          "its reduce loops; keep the reduce loops of the block together");
+      }
+      if (iv.type != IterType::kDataPar && iv.type != IterType::kCommReduce) {
+        fail(block, loop, "it has the " + std::string(iter_type_name(iv.type)) + " iterator " +
+                              iv.var->name + "; a reduction has only spatial and reduce iterators");
+      }
+      if (iv.type == IterType::kDataPar && uses_any(bound, chain_vars)) {
+        fail(block, loop, "spatial iterator " + iv.var->name + " is bound through it or a loop "
+                          "inside it; only reduce iterators may be");
+      }
+      // Spatial iterators stay: the new block binds them as the reduction block did.
+      if (iv.type == IterType::kCommReduce) vmap[iv.var.get()] = bound;
+    }
+    Stmt update_stmt = substitute(Stmt(update), vmap);
+    const auto* store = update_stmt.as<BufferStore>();
+    Expr rhs_bound = substitute(rhs, vmap);
+    Expr init_value = substitute(init->value, vmap);
+    DataType t = store->buffer->dtype;
+
+    // Step 4. The thread group (other threadIdx axes around) and the buffers.
+    Expr group = int32_const(0);
+    int64_t groups = 1;
+    for (const For* outer : thread_loops_) {
+      if (outer->thread_tag == loop->thread_tag) {
+        fail(block, loop, "it is nested in another loop bound to " + outer->thread_tag);
+      }
+      const int64_t* e = as_const_int(outer->extent);
+      internal_check(e != nullptr) << "lower_cross_thread_reduction: non-constant thread extent";
+      group = group * int32_const(*e) + cast(DataType::int32(), Expr(outer->loop_var) - outer->min);
+      groups *= *e;
+    }
+    Ref<Buffer> red = decl_buffer({int32_const(groups * num_threads)}, t, block.name + "_red",
+                                  "shared");
+    Ref<Buffer> acc = decl_buffer({int32_const(1)}, t, block.name + "_acc", "local");
+    Expr base = group * int32_const(num_threads);
+    auto slot = [&](const Expr& thread) {
+      return std::vector<Expr>{base + cast(DataType::int32(), thread)};
+    };
+    Expr zero = int32_const(0);
+
+    // Step 5. Each thread's part, in its register, then into the shared buffer.
+    Expr acc_value = make<BufferLoad>(t, acc, std::vector<Expr>{zero});
+    Stmt step = make<BufferStore>(acc, combine(value, acc_value, rhs_bound), std::vector<Expr>{zero});
+    if (!is_const_int(realize->predicate, 1)) step = make<IfThenElse>(realize->predicate, step);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      auto copy_loop = copy(*it);
+      copy_loop->body = step;
+      step = copy_loop;
+    }
+    Expr tx = Expr(loop->loop_var) - loop->min;
+    auto first = copy(loop);
+    first->annotations.clear();
+    first->body = make<SeqStmt>(std::vector<Stmt>{
+        make<BufferStore>(acc, init_value, std::vector<Expr>{zero}), step,
+        make<BufferStore>(red, acc_value, slot(tx))});
+    std::vector<Stmt> seq = {first};
+
+    // Step 6. Halving steps: thread i combines the value of thread i + s.
+    int64_t span = 1;
+    while (span < num_threads) span *= 2;
+    auto thread_loop = [&](const std::string& name, auto body_of) {
+      Ref<Var> v = make_var(loop->loop_var->name + "_" + name, loop->loop_var->dtype);
+      auto result = copy(loop);
+      result->loop_var = v;
+      result->body = body_of(Expr(v) - loop->min);
+      return Stmt(result);
+    };
+    for (int64_t s = span / 2; s >= 1; s /= 2) {
+      seq.push_back(thread_loop("step" + std::to_string(s), [&](const Expr& i) {
+        Expr other = i + make_const(i->dtype, s);
+        Expr mine = make<BufferLoad>(t, red, slot(i));
+        Expr theirs = make<BufferLoad>(t, red, slot(other));
+        Expr cond = logical_and(lt(i, make_const(i->dtype, s)),
+                                lt(other, make_const(i->dtype, num_threads)));
+        return Stmt(make<IfThenElse>(cond, make<BufferStore>(red, combine(value, mine, theirs),
+                                                             slot(i))));
+      }));
+    }
+
+    // Step 7. Thread 0 stores the result (where the block's conditions on outer loops hold).
+    std::vector<Expr> outer_conditions;
+    std::vector<Expr> stack = {realize->predicate};
+    while (!stack.empty()) {
+      Expr c = stack.back();
+      stack.pop_back();
+      if (const auto* both = c.as<And>()) {
+        stack.push_back(both->a);
+        stack.push_back(both->b);
+      } else if (!is_const_int(c, 1) && !uses_any(c, chain_vars)) {
+        outer_conditions.push_back(c);
+      }
+    }
+    seq.push_back(thread_loop("store", [&](const Expr& i) {
+      Expr cond = eq(i, make_const(i->dtype, 0));
+      for (const Expr& c : outer_conditions) cond = logical_and(cond, c);
+      Expr result = make<BufferLoad>(t, red, slot(make_const(i->dtype, 0)));
+      return Stmt(make<IfThenElse>(cond, make<BufferStore>(store->buffer, result, store->indices)));
+    }));
+
+    // Step 8. An opaque block that owns the new buffers.
+    auto wrapper = make<Block>();
+    wrapper->name = block.name + "_cross_thread";
+    std::vector<Expr> spatial_values;
+    for (size_t i = 0; i < block.iter_vars.size(); ++i) {
+      if (block.iter_vars[i].type != IterType::kDataPar) continue;
+      wrapper->iter_vars.push_back(block.iter_vars[i]);
+      spatial_values.push_back(realize->iter_values[i]);
+    }
+    wrapper->reads = full_regions(block.reads);
+    wrapper->writes = full_regions(block.writes);
+    wrapper->alloc_buffers = {acc};
+    shared_buffers_.push_back(red);
+    wrapper->body = make<SeqStmt>(std::move(seq));
+    return make<BlockRealize>(spatial_values, bool_const(true), wrapper);
+  }
+
+  std::vector<const For*> thread_loops_;  // the enclosing loops bound to threadIdx
+  std::vector<Ref<Buffer>> shared_buffers_;  // made inside the block being visited
+};
+
+}  // namespace
+
+Ref<PrimFunc> lower_cross_thread_reduction(const Ref<PrimFunc>& func) {
+  return with_body(func, CrossThreadReduction().mutate(func->body));
+}
+
+}  // namespace kiln::tir
