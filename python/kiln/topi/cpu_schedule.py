@@ -398,11 +398,6 @@ class _Scheduler:
                          info.iterations)
 
 
-def _const(expr):
-    from ._util import const_int
-    return const_int(expr)
-
-
 def _product(extents):
     total = 1
     for extent in extents:
