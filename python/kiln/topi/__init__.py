@@ -4,7 +4,8 @@ each other; te.create_prim_func turns them into a PrimFunc.
 
 Families: element-wise and broadcasting arithmetic and comparisons (broadcast.py), unary math
 and casts (math.py), reductions (reduction.py), shape and index transforms (transform.py), and
-the neural-network operators of kiln.topi.nn.
+the neural-network operators of kiln.topi.nn. default_schedule (cpu_schedule.py) gives any
+function of them a CPU schedule that needs no tuning.
 
 Example:
     x = te.placeholder((n, 64), "float32", name="x")
@@ -20,6 +21,7 @@ from .reduction import sum, prod, max, min, all, any, mean, argmax, argmin  # no
 from .transform import (reshape, transpose, concatenate, split, take, pad, expand_dims,
                         squeeze, broadcast_to, strided_slice)
 from . import nn
+from .cpu_schedule import default_schedule
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "floor_divide", "floor_mod", "power", "maximum",
@@ -31,5 +33,5 @@ __all__ = [
     "sum", "prod", "max", "min", "all", "any", "mean", "argmax", "argmin",
     "reshape", "transpose", "concatenate", "split", "take", "pad", "expand_dims", "squeeze",
     "broadcast_to", "strided_slice",
-    "nn",
+    "nn", "default_schedule",
 ]

@@ -1,0 +1,166 @@
+"""What the default schedules need to know about a block of a PrimFunc: its spatial and
+reduction iterators and their constant extents, the loads of its body and the iterators each
+depends on, whether it writes an argument of the function, whether its body calls
+transcendental functions (costly to recompute) or guards a load (padding), and whether it is a
+sum of products with reuse (a matrix product or a convolution, register-tiled)."""
+import dataclasses
+
+from .. import tir
+from ._util import const_int
+
+# Calls whose recomputation costs more than a load: not inlined where they would run again.
+EXPENSIVE_CALLS = ("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+                   "sin", "cos", "tan", "tanh", "sigmoid", "erf", "pow", "atan", "asin", "acos")
+
+
+@dataclasses.dataclass
+class Load:
+    """One load of a block's body: the buffer and the block iterators its indices use."""
+
+    buffer: object
+    uses: frozenset  # positions in BlockInfo.iter_vars
+
+
+@dataclasses.dataclass
+class BlockInfo:
+    """A block of the root scope, as analyzed by analyze_block."""
+
+    name: str
+    iter_vars: list
+    is_reduce: list  # per iterator
+    extents: list  # per iterator: an int, or None when symbolic
+    has_init: bool
+    writes_output: bool
+    write_buffers: list
+    loads: list  # of Load, the block's own buffer (a reduction's update) excluded
+    expensive: bool
+    guarded_read: bool
+    dtype: str
+
+    @property
+    def spatial(self):
+        return [k for k, r in enumerate(self.is_reduce) if not r]
+
+    @property
+    def reduce(self):
+        return [k for k, r in enumerate(self.is_reduce) if r]
+
+    @property
+    def iterations(self):
+        """The product of the constant extents, or None when one is symbolic."""
+        total = 1
+        for extent in self.extents:
+            if extent is None:
+                return None
+            total *= extent
+        return total
+
+
+def _children(expr):
+    for name in ("a", "b", "value", "condition", "true_value", "false_value", "body"):
+        child = getattr(expr, name, None)
+        if isinstance(child, tir.PrimExpr):
+            yield child
+    for name in ("args", "indices"):
+        for child in getattr(expr, name, None) or ():
+            if isinstance(child, tir.PrimExpr):
+                yield child
+
+
+def _walk(expr, visit):
+    """Calls visit on expr and every subexpression, parents first."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        visit(node)
+        stack.extend(_children(node))
+
+
+def _uses(exprs, iter_vars):
+    used = set()
+
+    def visit(node):
+        if isinstance(node, tir.Var):
+            for k, iv in enumerate(iter_vars):
+                if node.same_as(iv.var):
+                    used.add(k)
+
+    for expr in exprs:
+        _walk(expr, visit)
+    return frozenset(used)
+
+
+def _is_call(node, names):
+    if not isinstance(node, tir.Call):
+        return False
+    op = str(node.op)
+    return op.rsplit(".", 1)[-1] in names
+
+
+def _has_load(expr):
+    found = []
+    _walk(expr, lambda node: found.append(1) if isinstance(node, tir.BufferLoad) else None)
+    return bool(found)
+
+
+def analyze_block(sch, block_rv, func):
+    """The BlockInfo of a block of sch (func is sch.mod["main"])."""
+    block = sch.get(block_rv)
+    params = list(func.buffer_map.values())
+    writes = [region.buffer for region in block.writes]
+    iter_vars = list(block.iter_vars)
+    loads, flags = [], {"expensive": False, "guarded": False}
+
+    def visit(node):
+        if isinstance(node, tir.BufferLoad):
+            if not any(node.buffer.same_as(w) for w in writes):
+                loads.append(Load(node.buffer, _uses(node.indices, iter_vars)))
+        elif _is_call(node, EXPENSIVE_CALLS):
+            flags["expensive"] = True
+        elif _is_call(node, ("if_then_else",)):
+            if any(_has_load(arg) for arg in node.args[1:]):
+                flags["guarded"] = True
+        elif isinstance(node, tir.Select):
+            if _has_load(node.true_value) or _has_load(node.false_value):
+                flags["guarded"] = True
+
+    body = block.body
+    if isinstance(body, tir.BufferStore):
+        _walk(body.value, visit)
+        dtype = body.buffer.dtype
+    else:  # several stores (argmax's value and index): no loads analyzed, no tiling
+        flags["guarded"] = True
+        dtype = writes[0].dtype if writes else "float32"
+    return BlockInfo(
+        name=block.name_hint, iter_vars=iter_vars,
+        is_reduce=[iv.iter_type == "reduce" for iv in iter_vars],
+        extents=[const_int(iv.dom.extent) for iv in iter_vars],
+        has_init=block.init is not None,
+        writes_output=any(w.same_as(p) for w in writes for p in params),
+        write_buffers=writes, loads=loads, expensive=flags["expensive"],
+        guarded_read=flags["guarded"], dtype=dtype)
+
+
+def is_sum_of_products(sch, block_rv):
+    """Whether the block's update is ``C[...] = C[...] + a * b`` (casts and constant factors
+    allowed): the reduction of a matrix product or a convolution."""
+    block = sch.get(block_rv)
+    body = block.body
+    if block.init is None or not isinstance(body, tir.BufferStore):
+        return False
+    value = body.value
+    if not isinstance(value, tir.Add):
+        return False
+    acc, update = value.a, value.b
+    if not (isinstance(acc, tir.BufferLoad) and acc.buffer.same_as(body.buffer)):
+        return False
+    loads = []
+
+    def visit(node):
+        if isinstance(node, tir.BufferLoad):
+            loads.append(node)
+        elif isinstance(node, (tir.Call, tir.Select, tir.Div, tir.Sub)):
+            loads.append(None)  # anything but products of loads and casts
+
+    _walk(update, visit)
+    return len(loads) >= 2 and None not in loads and isinstance(update, tir.Mul)

@@ -1,0 +1,292 @@
+"""topi.default_schedule: for each operator family the scheduled function, built for "llvm",
+matches NumPy and the unscheduled build, with no VectorizeFallbackWarning at common shapes; the
+schedule is not the identity where it should not be (parallel loops, vector loops, a register
+tile, row statistics fused with their consumer, element-wise stages inlined); symbolic shapes
+and bad arguments."""
+import warnings
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import te, tir, topi
+from kiln.error import VectorizeFallbackWarning
+
+from topi_helpers import rand
+
+RNG = np.random.default_rng(0)
+
+
+def build_both(args):
+    """(default-scheduled module, unscheduled module, schedule), the first built with
+    VectorizeFallbackWarning as an error."""
+    func = te.create_prim_func(args)
+    sch = topi.default_schedule(func, target="llvm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VectorizeFallbackWarning)
+        scheduled = kiln.build(sch.mod, target="llvm")
+    return scheduled, kiln.build(func, target="llvm"), sch
+
+
+def run(rt, inputs, out_shape, out_dtype, scalars=()):
+    out = np.zeros(out_shape, dtype=out_dtype)
+    rt(*inputs, out, *scalars)
+    return out
+
+
+def check_family(args, inputs, expected, rtol=1e-5, atol=1e-5, scalars=()):
+    scheduled, plain, sch = build_both(args)
+    expected = np.asarray(expected)
+    got = run(scheduled, inputs, expected.shape, args[-1 - len(scalars)].dtype, scalars)
+    reference = run(plain, inputs, expected.shape, args[-1 - len(scalars)].dtype, scalars)
+    if np.issubdtype(got.dtype, np.integer) or got.dtype == np.bool_:
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(got, reference)
+    else:
+        np.testing.assert_allclose(got.astype("float64"), expected, rtol=rtol, atol=atol)
+        np.testing.assert_allclose(got, reference, rtol=rtol, atol=atol)
+    return sch.mod["main"].script()
+
+
+def blocks(script):
+    """The names of the blocks of a scheduled function's text, the root excluded."""
+    names = [part.split('"')[0] for part in script.split('T.block("')[1:]]
+    return [name for name in names if name != "root"]
+
+
+def np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+# --- One test per family ---------------------------------------------------------------------
+
+def test_elementwise_and_broadcast_inline_into_one_parallel_vector_loop():
+    x = te.placeholder((256, 512), "float32", name="x")
+    b = te.placeholder((512,), "float32", name="b")
+    y = topi.nn.gelu(topi.multiply(topi.add(x, b), 2.0))
+    xv, bv = rand(RNG, 256, 512), rand(RNG, 512)
+    v = (xv + bv) * 2.0
+    from math import erf
+    expected = 0.5 * v * (1.0 + np.vectorize(erf)(v / np.sqrt(2.0)))
+    script = check_family([x, b, y], [xv, bv], expected, rtol=1e-4)
+    assert blocks(script) == ["T_gelu"]  # add and multiply inlined into the gelu
+    assert "T.parallel" in script and "T.vectorized" in script
+
+
+def test_reductions():
+    x = te.placeholder((128, 256), "float32", name="x")
+    xv = rand(RNG, 128, 256)
+    script = check_family([x, topi.sum(x, axis=1)], [xv], xv.sum(axis=1), rtol=1e-4)
+    assert "T.parallel" in script
+    check_family([x, topi.max(x, axis=0)], [xv], xv.max(axis=0))
+    check_family([x, topi.argmax(x, axis=1)], [xv], xv.argmax(axis=1).astype("int32"))
+
+
+def test_transforms():
+    x = te.placeholder((64, 128), "float32", name="x")
+    idx = te.placeholder((16,), "int32", name="idx")
+    xv = rand(RNG, 64, 128)
+    iv = RNG.integers(0, 64, 16).astype("int32")
+    check_family([x, topi.transpose(x)], [xv], xv.T)
+    check_family([x, idx, topi.take(x, idx, axis=0)], [xv, iv], xv[iv])
+    check_family([x, topi.pad(x, (1, 2), (3, 4))], [xv], np.pad(xv, ((1, 3), (2, 4))))
+
+
+def test_softmax_computes_its_row_statistics_under_the_parallel_row_loop():
+    x = te.placeholder((256, 1024), "float32", name="x")
+    xv = rand(RNG, 256, 1024, scale=4.0)
+    script = check_family([x, topi.nn.softmax(x)], [xv], np_softmax(xv), rtol=1e-5)
+    assert "T.parallel" in script and "T.vectorized" in script
+    # One loop nest: the max and the sum are computed per row, before the normalization.
+    assert script.count("T.parallel") == 1
+    assert script.index("T.parallel") < script.index('T.block("T_softmax_maxelem")')
+    check_family([x, topi.nn.log_softmax(x)], [xv],
+                 np.log(np_softmax(xv.astype("float64"))), rtol=1e-4, atol=1e-4)
+
+
+def test_a_small_softmax_stays_on_one_thread():
+    x = te.placeholder((4, 16), "float32", name="x")
+    xv = rand(RNG, 4, 16)
+    script = check_family([x, topi.nn.softmax(x)], [xv], np_softmax(xv))
+    assert "T.parallel" not in script
+
+
+def test_norms():
+    x = te.placeholder((64, 512), "float32", name="x")
+    g = te.placeholder((512,), "float32", name="g")
+    b = te.placeholder((512,), "float32", name="b")
+    xv, gv, bv = rand(RNG, 64, 512), rand(RNG, 512), rand(RNG, 512)
+    rms = xv / np.sqrt((xv * xv).mean(axis=1, keepdims=True) + 1e-5) * gv
+    script = check_family([x, g, topi.nn.rms_norm(x, g, axis=-1)], [xv, gv], rms, rtol=1e-4)
+    assert script.count("T.parallel") == 1 and "T.vectorized" in script
+    mean = xv.mean(axis=1, keepdims=True)
+    ln = (xv - mean) / np.sqrt(xv.var(axis=1, keepdims=True) + 1e-5) * gv + bv
+    check_family([x, g, b, topi.nn.layer_norm(x, g, b, axis=-1)], [xv, gv, bv], ln,
+                 rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m", [1, 37, 128])
+def test_dense_has_a_register_tile(m):
+    x = te.placeholder((m, 256), "float32", name="x")
+    w = te.placeholder((128, 256), "float32", name="w")
+    xv, wv = rand(RNG, m, 256), rand(RNG, 128, 256)
+    script = check_family([x, w, topi.nn.dense(x, w)], [xv, wv], xv @ wv.T, rtol=1e-4,
+                          atol=1e-4)
+    assert 'scope="local"' in script and "T.vectorized" in script
+    assert "T_dense_init" in script  # the init is decomposed out of the reduction
+
+
+def test_matmul_bias_and_activation_fold_into_the_tile_write_back():
+    a = te.placeholder((96, 64), "float32", name="a")
+    b = te.placeholder((64, 128), "float32", name="b")
+    bias = te.placeholder((128,), "float32", name="bias")
+    y = topi.nn.relu(topi.nn.matmul(a, b, bias=bias))
+    av, bv, cv = rand(RNG, 96, 64), rand(RNG, 64, 128), rand(RNG, 128)
+    script = check_family([a, b, bias, y], [av, bv, cv], np.maximum(av @ bv + cv, 0),
+                          rtol=1e-4, atol=1e-4)
+    assert 'T.block("T_relu")' not in script and 'T.block("T_matmul_bias")' not in script
+
+
+def test_batch_matmul():
+    x = te.placeholder((4, 32, 64), "float32", name="x")
+    y = te.placeholder((4, 48, 64), "float32", name="y")
+    xv, yv = rand(RNG, 4, 32, 64), rand(RNG, 4, 48, 64)
+    script = check_family([x, y, topi.nn.batch_matmul(x, y)], [xv, yv],
+                          xv @ yv.transpose(0, 2, 1), rtol=1e-4, atol=1e-4)
+    assert 'scope="local"' in script
+
+
+def np_conv2d_nchw(x, w, pad):
+    n, c, h, wd = x.shape
+    f, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    out = np.zeros((n, f, h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1), "float64")
+    for dy in range(kh):
+        for dx in range(kw):
+            window = xp[:, :, dy:dy + out.shape[2], dx:dx + out.shape[3]]
+            out += np.einsum("nchw,fc->nfhw", window, w[:, :, dy, dx])
+    return out
+
+
+def test_conv2d_nchw_and_nhwc():
+    x = te.placeholder((1, 16, 14, 16), "float32", name="x")
+    w = te.placeholder((32, 16, 3, 3), "float32", name="w")
+    xv, wv = rand(RNG, 1, 16, 14, 16), rand(RNG, 32, 16, 3, 3)
+    expected = np_conv2d_nchw(xv, wv, 1)
+    script = check_family([x, w, topi.nn.conv2d(x, w, 1, 1, 1)], [xv, wv], expected,
+                          rtol=1e-4, atol=1e-4)
+    assert "T.parallel" in script
+    xn = te.placeholder((1, 14, 16, 16), "float32", name="xn")
+    wn = te.placeholder((3, 3, 16, 32), "float32", name="wn")
+    y = topi.nn.conv2d(xn, wn, 1, 1, 1, data_layout="NHWC", kernel_layout="HWIO")
+    script = check_family([xn, wn, y], [np.ascontiguousarray(xv.transpose(0, 2, 3, 1)),
+                                          np.ascontiguousarray(wv.transpose(2, 3, 1, 0))],
+                          expected.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
+    assert 'scope="local"' in script and "T.vectorized" in script
+
+
+def test_pooling():
+    x = te.placeholder((1, 8, 16, 16), "float32", name="x")
+    xv = rand(RNG, 1, 8, 16, 16)
+    expected = xv.reshape(1, 8, 8, 2, 8, 2).max(axis=(3, 5))
+    check_family([x, topi.nn.pool2d(x, (2, 2), (2, 2), (1, 1), (0, 0, 0, 0), "max")], [xv],
+                 expected)
+    check_family([x, topi.nn.global_pool(x, "avg")], [xv], xv.mean(axis=(2, 3), keepdims=True),
+                 rtol=1e-5)
+
+
+def test_rope_and_quantize():
+    x = te.placeholder((1, 4, 32, 64), "float32", name="x")
+    xv = rand(RNG, 1, 4, 32, 64)
+    half = 32
+    freq = 10000.0 ** (-np.arange(half) * 2.0 / 64)
+    angle = np.arange(32)[:, None] * freq[None, :]
+    cos, sin = np.cos(np.concatenate([angle] * 2, -1)), np.sin(np.concatenate([angle] * 2, -1))
+    rotated = np.concatenate([-xv[..., half:], xv[..., :half]], -1)
+    check_family([x, topi.nn.rope(x)], [xv], xv * cos + rotated * sin, rtol=1e-4, atol=1e-4)
+    q = topi.nn.quantize(x, 0.05, 0, out_dtype="int8")
+    check_family([x, q], [xv], np.clip(np.round(xv / np.float32(0.05)), -128, 127)
+                 .astype("int8"))
+
+
+def np_attention(q, k, v, causal):
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    if causal:
+        lq, lk = s.shape[-2:]
+        s = np.where(np.arange(lk)[None, :] <= np.arange(lq)[:, None] + lk - lq, s, -np.inf)
+    return np_softmax(s) @ v
+
+
+def test_grouped_query_attention_with_a_causal_mask():
+    q = te.placeholder((1, 8, 32, 64), "float32", name="q")
+    k = te.placeholder((1, 2, 32, 64), "float32", name="k")
+    v = te.placeholder((1, 2, 32, 64), "float32", name="v")
+    out = topi.nn.scaled_dot_product_attention(q, k, v, is_causal=True)
+    qv, kv, vv = rand(RNG, 1, 8, 32, 64), rand(RNG, 1, 2, 32, 64), rand(RNG, 1, 2, 32, 64)
+    script = check_family([q, k, v, out], [qv, kv, vv], np_attention(qv, kv, vv, True),
+                          rtol=1e-4, atol=1e-5)
+    assert 'scope="local"' in script and "T.parallel" in script
+
+
+# --- Symbolic shapes ---------------------------------------------------------------------------
+
+def test_symbolic_sequence_length():
+    n = te.var("n")
+    x = te.placeholder((n, 256), "float32", name="x")
+    g = te.placeholder((256,), "float32", name="g")
+    w = te.placeholder((64, 256), "float32", name="w")
+    y = topi.nn.silu(topi.nn.dense(topi.nn.rms_norm(x, g, axis=-1), w))
+    func = te.create_prim_func([x, g, w, y])
+    sch = topi.default_schedule(func)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VectorizeFallbackWarning)
+        rt = kiln.build(sch.mod, target="llvm")
+    gv, wv = rand(RNG, 256), rand(RNG, 64, 256)
+    for rows in (1, 7, 40):
+        xv = rand(RNG, rows, 256)
+        out = np.zeros((rows, 64), "float32")
+        rt(xv, gv, wv, out)
+        h = (xv / np.sqrt((xv * xv).mean(axis=1, keepdims=True) + 1e-5) * gv) @ wv.T
+        np.testing.assert_allclose(out, h / (1 + np.exp(-h)), rtol=1e-4, atol=1e-4)
+    assert "T.parallel" in sch.mod["main"].script()
+
+
+def test_symbolic_kv_cache_attention():
+    s = te.var("s")
+    q = te.placeholder((1, 4, 1, 32), "float32", name="q")
+    k = te.placeholder((1, 2, s, 32), "float32", name="k")
+    v = te.placeholder((1, 2, s, 32), "float32", name="v")
+    out = topi.nn.scaled_dot_product_attention(q, k, v, is_causal=True)
+    sch = topi.default_schedule([q, k, v, out])
+    rt = kiln.build(sch.mod, target="llvm")
+    qv, kv, vv = rand(RNG, 1, 4, 1, 32), rand(RNG, 1, 2, 9, 32), rand(RNG, 1, 2, 9, 32)
+    got = np.zeros((1, 4, 1, 32), "float32")
+    rt(qv, kv, vv, got)
+    np.testing.assert_allclose(got, np_attention(qv, kv, vv, True), rtol=1e-4, atol=1e-5)
+
+
+# --- The API -----------------------------------------------------------------------------------
+
+def test_takes_a_prim_func_or_the_tensor_list_and_replays_from_its_trace():
+    x = te.placeholder((64, 64), "float32", name="x")
+    y = topi.exp(x)
+    func = te.create_prim_func([x, y])
+    from_list = topi.default_schedule([x, y], target=kiln.target.Target("llvm"))
+    from_func = topi.default_schedule(func)
+    assert kiln.ir.structural_equal(from_list.mod, from_func.mod)
+    replay = tir.Schedule(func)
+    from_func.trace.apply_to_schedule(replay)
+    assert kiln.ir.structural_equal(replay.mod, from_func.mod)
+
+
+def test_bad_arguments_name_the_api():
+    with pytest.raises(kiln.KilnTypeError, match="topi.default_schedule: func must be"):
+        topi.default_schedule(3)
+    x = te.placeholder((4,), "float32", name="x")
+    with pytest.raises(kiln.KilnTypeError, match="topi.default_schedule: target must be"):
+        topi.default_schedule([x, topi.exp(x)], target=1)
+    with pytest.raises(kiln.KilnValueError):
+        topi.default_schedule([x, topi.exp(x)], target="llvm -mcpu=nonexistent")
