@@ -32,10 +32,18 @@ struct Compaction {
 // iterators and let variables inside the block relaxed to their sets.
 class RegionCollector : public IRVisitor {
  public:
-  RegionCollector(const Block* scope, Analyzer* analyzer) : analyzer_(analyzer) {
+  // `scope`'s buffers of `scope_filter` ("" for all); `thread_loops` are loops around the scope
+  // relaxed too (the threadIdx loops around a "shared" buffer: all of a block's threads share it).
+  RegionCollector(const Block* scope, Analyzer* analyzer, const std::string& scope_filter = "",
+                  const std::vector<const For*>& thread_loops = {})
+      : analyzer_(analyzer) {
     for (const Ref<Buffer>& b : scope->alloc_buffers) {
+      if (!scope_filter.empty() && b->scope != scope_filter) continue;
       sets[b.get()];
       data_vars_[b->data.get()] = b.get();
+    }
+    for (const For* loop : thread_loops) {
+      define(loop->loop_var.get(), IntSet::interval(loop->min, loop->min + loop->extent - 1));
     }
   }
 
@@ -228,7 +236,10 @@ class CompactionPlanner : public IRVisitor {
 
   void visit(const For* op) override {
     analyzer_.bind(op->loop_var, Range{op->min, op->extent}, true);
+    bool thread = op->kind == ForKind::kThreadBinding && op->thread_tag.rfind("threadIdx", 0) == 0;
+    if (thread) thread_loops_.push_back(op);
     IRVisitor::visit(op);
+    if (thread) thread_loops_.pop_back();
   }
 
   void visit(const Block* op) override {
@@ -236,13 +247,20 @@ class CompactionPlanner : public IRVisitor {
     if (!op->alloc_buffers.empty()) {
       RegionCollector collector(op, &analyzer_);
       collector.run(op);
+      // A "shared" buffer inside threadIdx loops serves every thread of the block.
+      std::unique_ptr<RegionCollector> shared;
+      if (!thread_loops_.empty()) {
+        shared = std::make_unique<RegionCollector>(op, &analyzer_, "shared", thread_loops_);
+        shared->run(op);
+      }
       for (const Ref<Buffer>& b : op->alloc_buffers) {
-        if (collector.opaque.count(b.get()) != 0) continue;
-        const auto& access_sets = collector.sets.at(b.get());
+        const RegionCollector& c = shared != nullptr && b->scope == "shared" ? *shared : collector;
+        if (c.opaque.count(b.get()) != 0) continue;
+        const auto& access_sets = c.sets.at(b.get());
         if (access_sets.empty()) continue;
-        auto plan = compact(b, access_sets, collector.inner_vars, &analyzer_);
-        auto aligns = collector.aligns.find(b.get());
-        if (aligns != collector.aligns.end() && b->strides.empty() &&
+        auto plan = compact(b, access_sets, c.inner_vars, &analyzer_);
+        auto aligns = c.aligns.find(b.get());
+        if (aligns != c.aligns.end() && b->strides.empty() &&
             (!b->elem_offset.defined() || is_const_int(b->elem_offset, 0))) {
           // The alignment applies to the final shape, compacted or not.
           if (plan == nullptr) {
@@ -262,6 +280,7 @@ class CompactionPlanner : public IRVisitor {
 
  private:
   Analyzer analyzer_;
+  std::vector<const For*> thread_loops_;  // the threadIdx loops around the current node
 };
 
 // Replaces the compacted buffers and shifts their indices.

@@ -152,10 +152,10 @@ class CrossThreadReduction : public IRMutator {
   }
 
   [[noreturn]] void fail(const Block& block, const For* loop, const std::string& why) {
-    user_error(ErrorKind::kValue)
-        << "lower_cross_thread_reduction: block '" << block.name << "' reduces over loop "
-        << loop->loop_var->name << " bound to " << loop->thread_tag << ", which needs "
-        << "the threads to combine their results: " << why;
+    user_error(ErrorKind::kValue) << "lower_cross_thread_reduction: block '" << block.name
+                                  << "' reduces over loop " << loop->loop_var->name << " bound to "
+                                  << loop->thread_tag << ", which needs "
+                                  << "the threads to combine their results: " << why;
   }
 
   Stmt rewrite(const For* root, const BlockRealize* realize) {
@@ -172,9 +172,13 @@ class CrossThreadReduction : public IRMutator {
         loop = inner;
       } else if (inner->kind == ForKind::kThreadBinding) {
         const For* bound = loop != nullptr ? loop : inner;
-        fail(block, bound, "loop " + inner->loop_var->name + " between its reduce loops is bound "
-                           "to " + inner->thread_tag + "; bind one reduce loop to threadIdx and "
-                           "keep the others serial");
+        fail(block, bound,
+             "loop " + inner->loop_var->name +
+                 " between its reduce loops is bound "
+                 "to " +
+                 inner->thread_tag +
+                 "; bind one reduce loop to threadIdx and "
+                 "keep the others serial");
       } else {
         chain.push_back(inner);
       }
@@ -185,7 +189,8 @@ class CrossThreadReduction : public IRMutator {
       fail(block, loop, "the loops of its reduction must contain only the block");
     }
     const int64_t* threads = as_const_int(loop->extent);
-    internal_check(threads != nullptr) << "lower_cross_thread_reduction: non-constant thread extent";
+    internal_check(threads != nullptr)
+        << "lower_cross_thread_reduction: non-constant thread extent";
     int64_t num_threads = *threads;
 
     // Step 2. The block: C[idx] = f(C[idx], x) with the identity of f as init.
@@ -213,16 +218,21 @@ class CrossThreadReduction : public IRMutator {
       const IterVar& iv = block.iter_vars[i];
       const Expr& bound = realize->iter_values[i];
       if (iv.type == IterType::kCommReduce && !uses_only(bound, chain_vars)) {
-        fail(block, loop, "reduce iterator " + iv.var->name + " is bound through a loop outside "
-                          "its reduce loops; keep the reduce loops of the block together");
+        fail(block, loop,
+             "reduce iterator " + iv.var->name +
+                 " is bound through a loop outside "
+                 "its reduce loops; keep the reduce loops of the block together");
       }
       if (iv.type != IterType::kDataPar && iv.type != IterType::kCommReduce) {
-        fail(block, loop, "it has the " + std::string(iter_type_name(iv.type)) + " iterator " +
-                              iv.var->name + "; a reduction has only spatial and reduce iterators");
+        fail(block, loop,
+             "it has the " + std::string(iter_type_name(iv.type)) + " iterator " + iv.var->name +
+                 "; a reduction has only spatial and reduce iterators");
       }
       if (iv.type == IterType::kDataPar && uses_any(bound, chain_vars)) {
-        fail(block, loop, "spatial iterator " + iv.var->name + " is bound through it or a loop "
-                          "inside it; only reduce iterators may be");
+        fail(block, loop,
+             "spatial iterator " + iv.var->name +
+                 " is bound through it or a loop "
+                 "inside it; only reduce iterators may be");
       }
       // Spatial iterators stay: the new block binds them as the reduction block did.
       if (iv.type == IterType::kCommReduce) vmap[iv.var.get()] = bound;
@@ -245,8 +255,8 @@ class CrossThreadReduction : public IRMutator {
       group = group * int32_const(*e) + cast(DataType::int32(), Expr(outer->loop_var) - outer->min);
       groups *= *e;
     }
-    Ref<Buffer> red = decl_buffer({int32_const(groups * num_threads)}, t, block.name + "_red",
-                                  "shared");
+    Ref<Buffer> red =
+        decl_buffer({int32_const(groups * num_threads)}, t, block.name + "_red", "shared");
     Ref<Buffer> acc = decl_buffer({int32_const(1)}, t, block.name + "_acc", "local");
     Expr base = group * int32_const(num_threads);
     auto slot = [&](const Expr& thread) {
@@ -256,7 +266,8 @@ class CrossThreadReduction : public IRMutator {
 
     // Step 5. Each thread's part, in its register, then into the shared buffer.
     Expr acc_value = make<BufferLoad>(t, acc, std::vector<Expr>{zero});
-    Stmt step = make<BufferStore>(acc, combine(value, acc_value, rhs_bound), std::vector<Expr>{zero});
+    Stmt step =
+        make<BufferStore>(acc, combine(value, acc_value, rhs_bound), std::vector<Expr>{zero});
     if (!is_const_int(realize->predicate, 1)) step = make<IfThenElse>(realize->predicate, step);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       auto copy_loop = copy(*it);
@@ -266,9 +277,9 @@ class CrossThreadReduction : public IRMutator {
     Expr tx = Expr(loop->loop_var) - loop->min;
     auto first = copy(loop);
     first->annotations.clear();
-    first->body = make<SeqStmt>(std::vector<Stmt>{
-        make<BufferStore>(acc, init_value, std::vector<Expr>{zero}), step,
-        make<BufferStore>(red, acc_value, slot(tx))});
+    first->body =
+        make<SeqStmt>(std::vector<Stmt>{make<BufferStore>(acc, init_value, std::vector<Expr>{zero}),
+                                        step, make<BufferStore>(red, acc_value, slot(tx))});
     std::vector<Stmt> seq = {first};
 
     // Step 6. Halving steps: thread i combines the value of thread i + s.
@@ -288,8 +299,8 @@ class CrossThreadReduction : public IRMutator {
         Expr theirs = make<BufferLoad>(t, red, slot(other));
         Expr cond = logical_and(lt(i, make_const(i->dtype, s)),
                                 lt(other, make_const(i->dtype, num_threads)));
-        return Stmt(make<IfThenElse>(cond, make<BufferStore>(red, combine(value, mine, theirs),
-                                                             slot(i))));
+        return Stmt(
+            make<IfThenElse>(cond, make<BufferStore>(red, combine(value, mine, theirs), slot(i))));
       }));
     }
 
@@ -330,7 +341,7 @@ class CrossThreadReduction : public IRMutator {
     return make<BlockRealize>(spatial_values, bool_const(true), wrapper);
   }
 
-  std::vector<const For*> thread_loops_;  // the enclosing loops bound to threadIdx
+  std::vector<const For*> thread_loops_;     // the enclosing loops bound to threadIdx
   std::vector<Ref<Buffer>> shared_buffers_;  // made inside the block being visited
 };
 

@@ -39,13 +39,12 @@ bool uses(const Expr& e, const Var* var) {
 }
 
 // Whether a loop of kind thread binding may hold an allocation of `scope`: thread-local buffers
-// may, a "shared" buffer is per thread block (outside threadIdx loops), global memory is outside
-// every thread loop.
+// may; a "shared" buffer may too, because it is one buffer per thread block wherever it is
+// allocated (the code generators declare it at kernel scope, and compact_buffer_allocation
+// sizes it for every thread of the block); global memory is outside every thread loop.
 bool thread_loop_may_hold(const For* loop, const std::string& scope) {
   if (loop->kind != ForKind::kThreadBinding) return true;
-  if (scope == "local") return true;
-  if (scope == "shared") return loop->thread_tag.rfind("threadIdx", 0) != 0;
-  return false;
+  return scope == "local" || scope == "shared";
 }
 
 // Step 1. Walk the function, recording for each allocated buffer its owner, the common prefix

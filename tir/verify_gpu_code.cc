@@ -68,12 +68,9 @@ class KernelChecker : public IRVisitor {
     thread_vars_.insert(op->loop_var.get());
     const Expr* launch = launch_extent(op->thread_tag);
     bool guarded = launch == nullptr || !structural_equal(*launch, op->extent);
-    int saved_depth = thread_depth_;
     int saved_divergent = divergent_;
-    ++thread_depth_;
     if (guarded) ++divergent_;
     IRVisitor::visit(op);
-    thread_depth_ = saved_depth;
     divergent_ = saved_divergent;
   }
 
@@ -89,10 +86,6 @@ class KernelChecker : public IRVisitor {
   void visit(const Allocate* op) override {
     const Buffer& buffer = *op->buffer;
     if (buffer.scope == "shared") {
-      user_check(thread_depth_ == 0)
-          << "verify_gpu_code: kernel " << name_ << ": shared buffer " << buffer.name
-          << " is allocated inside a loop bound to threadIdx, where each thread would need its "
-             "own copy; give it scope \"local\", or compute_at its block outside the thread loops";
       int64_t elements = 1;
       for (const Expr& extent : buffer.shape) {
         const int64_t* c = as_const_int(extent);
@@ -129,7 +122,6 @@ class KernelChecker : public IRVisitor {
   const GpuLimits& limits_;
   std::string name_;
   std::unordered_set<const Var*> thread_vars_;
-  int thread_depth_ = 0;
   int divergent_ = 0;
   int64_t shared_bytes_ = 0;
 };

@@ -165,3 +165,26 @@ def test_cuda_runs_when_a_device_exists():
     rt = kiln.build(mod, target="cuda")
     args, expected = expected_results(func)
     assert_close(run_on_device(rt, args, device), expected)
+
+
+def test_exported_opencl_module_runs(tmp_path):
+    """The device code travels in the exported library: a fresh load runs it."""
+    skip_unless(opencl_missing())
+    func, mod = GPU_WORKLOADS["tiled_matmul"]()
+    path = str(tmp_path / "gemm_opencl.so")
+    kiln.build(mod, target="opencl").export_library(path)
+    loaded = kiln.runtime.load_module(path)
+    args, expected = expected_results(func)
+    assert_close(run_on_device(loaded, args, kiln.opencl(0)), expected)
+
+
+def test_exported_cuda_module_needs_a_driver_only_to_run(tmp_path):
+    skip_unless(nvrtc_missing())
+    _, mod = GPU_WORKLOADS["matmul"]()
+    path = str(tmp_path / "matmul_cuda.so")
+    kiln.build(mod, target="cuda").export_library(path)
+    loaded = kiln.runtime.load_module(path)
+    assert loaded["main"] is not None
+    if not kiln.cuda(0).exist:
+        with pytest.raises(kiln.KilnRuntimeError, match="libcuda.so.1"):
+            kiln.nd.array(np.zeros(4, "float32"), device=kiln.cuda(0))

@@ -12,6 +12,8 @@ namespace kiln::tir {
 // (arith::eval_set), and replaces the buffer by one of that extent, with each access shifted by
 // the interval's start (and simplified). Run after plan_buffer_allocation, which moves an
 // allocation under the loops that tile its uses; the start may then depend on those loops.
+// A "shared" buffer allocated inside loops bound to threadIdx serves every thread of its block:
+// those loops are relaxed as well, so its extent covers all the block's threads.
 //
 // A dimension keeps its extent (and is not shifted) when its interval is unbounded, when the
 // interval's length has no constant upper bound, when that bound is not smaller than a constant

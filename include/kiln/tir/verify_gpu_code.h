@@ -20,8 +20,7 @@ struct GpuLimits {
 //  1. more threads per block (the product of the threadIdx launch extents) than the limit;
 //  2. more "shared" memory (the sum of its allocations) than the limit, or a shared allocation
 //     whose size is not a constant;
-//  3. a "shared" allocation inside a loop bound to threadIdx (each thread would need its own);
-//  4. a barrier (storage_sync) in code that not every thread of the block reaches: under a
+//  3. a barrier (storage_sync) in code that not every thread of the block reaches: under a
 //     condition on a threadIdx variable, or in a threadIdx loop shorter than the launch extent.
 // Tested by tests/cpp/tir/gpu_lowering_test.cc and tests/python/test_gpu_build.py.
 void verify_gpu_code(const ir::PrimFunc& kernel, const GpuLimits& limits);
