@@ -17,10 +17,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
+#include "kiln/runtime/c_runtime_api.h"
 #include "kiln/support/error.h"
 #include "llvm_support.h"
 
@@ -228,6 +230,32 @@ int64_t parse_positive(const std::string& key, const std::string& value, const s
   return std::stoll(value);
 }
 
+// The first device of `device_type` whose name contains `filter`, or -1 when there is none (or
+// no driver: building for a GPU needs none).
+int32_t find_device(int32_t device_type, const std::string& filter) {
+  int32_t count = 0;
+  if (KilnDeviceCount(device_type, &count) != 0) {
+    KilnSetLastError(nullptr);
+    return -1;
+  }
+  for (int32_t id = 0; id < count; ++id) {
+    char name[256] = {0};
+    if (KilnDeviceName(device_type, id, name, sizeof(name)) != 0) continue;
+    if (filter.empty() || std::string(name).find(filter) != std::string::npos) return id;
+  }
+  return -1;
+}
+
+// Attribute `attr` of a device, or 0 when it cannot be read.
+int64_t device_attribute(int32_t device_type, int32_t id, KilnDeviceAttr attr) {
+  int64_t value = 0;
+  if (KilnDeviceAttribute(device_type, id, attr, &value) != 0) {
+    KilnSetLastError(nullptr);
+    return 0;
+  }
+  return value;
+}
+
 // A "cuda" or "opencl" target: the GPU options, with the host CPU for the host code.
 Target parse_gpu_target(const std::string& kind, std::istringstream& stream,
                         const std::string& text) {
@@ -241,6 +269,7 @@ Target parse_gpu_target(const std::string& kind, std::istringstream& stream,
   std::string valid =
       std::string(cuda ? "-arch=sm_<XY>, " : "-device=<name substring>, ") + kGpuLimitOptions;
   std::string option;
+  std::set<std::string> given;
   while (stream >> option) {
     size_t eq = option.find('=');
     std::string key = option.substr(0, eq);
@@ -248,6 +277,7 @@ Target parse_gpu_target(const std::string& kind, std::istringstream& stream,
     user_check(eq != std::string::npos && !value.empty())
         << "parse_target: malformed option '" << option << "' in '" << text
         << "': expected -name=value; the valid options of '" << kind << "' are " << valid;
+    given.insert(key);
     if (cuda && key == "-arch") {
       bool digits = value.size() >= 5 && value.size() <= 7 && value.rfind("sm_", 0) == 0 &&
                     std::all_of(value.begin() + 3, value.end(),
@@ -269,6 +299,25 @@ Target parse_gpu_target(const std::string& kind, std::istringstream& stream,
     } else {
       user_check(false) << "parse_target: unknown option '" << option << "' in '" << text
                         << "'; the valid options of '" << kind << "' are " << valid;
+    }
+  }
+  // What was not given comes from the device when this machine has one (the first whose name
+  // contains -device), else the defaults above stand.
+  int32_t device_type = cuda ? kDLCUDA : kDLOpenCL;
+  int32_t id = find_device(device_type, target.device);
+  if (id >= 0) {
+    auto fill = [&](const char* key, KilnDeviceAttr attr, int64_t* out) {
+      int64_t value = device_attribute(device_type, id, attr);
+      if (given.count(key) == 0 && value > 0) *out = value;
+    };
+    fill("-max_threads_per_block", kKilnDeviceMaxThreadsPerBlock,
+         &target.gpu.max_threads_per_block);
+    fill("-max_shared_memory_per_block", kKilnDeviceMaxSharedMemoryPerBlock,
+         &target.gpu.max_shared_memory_per_block);
+    fill("-thread_warp_size", kKilnDeviceWarpSize, &target.gpu.thread_warp_size);
+    int64_t capability = cuda ? device_attribute(device_type, id, kKilnDeviceComputeCapability) : 0;
+    if (given.count("-arch") == 0 && capability > 0) {
+      target.arch = "sm_" + std::to_string(capability);
     }
   }
   return target;

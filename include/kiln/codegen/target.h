@@ -100,7 +100,9 @@ struct Target {
 // newer) and the limits -max_threads_per_block, -max_shared_memory_per_block, -thread_warp_size
 // (defaults: those every GPU of the architecture has, 1024 threads, 48 KiB, 32); for "opencl":
 // -device=<name substring> and the same limits (defaults: 256 threads, 32 KiB, warp 1, which
-// common OpenCL GPUs offer). A positive integer is expected for each limit.
+// common OpenCL GPUs offer). A positive integer is expected for each limit. What is not given
+// comes from the device when this machine has one (for "opencl" the first whose name contains
+// -device; for "cuda" device 0, whose compute capability also gives -arch), else the defaults.
 Target parse_target(const std::string& text);
 
 // The target of the CPU this process runs on, parse_target("llvm"), parsed once.
