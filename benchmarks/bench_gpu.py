@@ -67,9 +67,10 @@ def gemm(n=2048, block_tile=64, threads=8, k_tile=8):
     # The register tile: C accumulates in a local copy, written back after the k loop.
     local = sch.cache_write(block, 0, "local")
     sch.reverse_compute_at(local, tx)
-    sch.decompose_reduction(block, ko)
-    sch.unroll(ii)
-    sch.unroll(ji)
+    init = sch.decompose_reduction(block, ko)
+    # Unrolled, the register tile is indexed by constants and stays in registers.
+    for loop in [ii, ji] + sch.get_loops(init)[-2:] + sch.get_loops(local)[-2:]:
+        sch.unroll(loop)
 
     rng = np.random.default_rng(0)
     args = [rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32),
