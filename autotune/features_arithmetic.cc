@@ -118,6 +118,8 @@ class ArithmeticCounter : public IRVisitor {
       case Builtin::AddressOf:
       case Builtin::StorageSync:
       case Builtin::DeviceLaunch:
+      case Builtin::DeviceAlloc:
+      case Builtin::DeviceFree:
       case Builtin::PackedArgDeviceId:
       case Builtin::PackedArgData:
       case Builtin::PackedArgShape:

@@ -76,6 +76,8 @@ class KernelBarriers : public IRMutator {
   }
 
   Stmt visit(const For* op) override {
+    // A statement that guard_redundant_stores gave to one thread needs no barrier inside.
+    if (op->annotations.count("kiln.single_thread") != 0) return op;
     Stmt visited = IRMutator::visit(op);
     if (op->kind != ForKind::kSerial && op->kind != ForKind::kUnrolled) return visited;
     SharedAccess access = shared_access(op->body);

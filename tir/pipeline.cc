@@ -7,6 +7,7 @@
 
 #include "kiln/tir/compact_buffer_allocation.h"
 #include "kiln/tir/flatten_buffers.h"
+#include "kiln/tir/guard_redundant_stores.h"
 #include "kiln/tir/insert_barriers.h"
 #include "kiln/tir/loop_partition.h"
 #include "kiln/tir/lower_cross_thread_reduction.h"
@@ -57,6 +58,7 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   // GPU: barriers where threads pass values through shared memory, then the kernels leave the
   // function, which keeps the launches, and each kernel is checked against the device limits.
   if (gpu) {
+    f = guard_redundant_stores(f);                                   log.step("guard_redundant_stores", f);
     f = insert_barriers(f);                                          log.step("insert_barriers", f);
     f = split_host_device(f, options.name, options.device_kernels);  log.step("split_host_device", f);
     for (const Ref<PrimFunc>& kernel : *options.device_kernels) {

@@ -125,15 +125,31 @@ class HostSplitter : public IRMutator {
     return op;
   }
   Stmt visit(const Allocate* op) override {
+    if (op->buffer->scope == "global") return device_allocation(op);
     user_check(false) << "split_host_device: function " << name_ << " allocates buffer "
                       << op->buffer->name << " (scope \"" << op->buffer->scope
-                      << "\") outside every loop bound to a GPU block or thread; an intermediate "
-                      << "buffer must live inside a kernel: compute_at its block under a loop "
-                      << "bound to blockIdx (scope \"shared\") or threadIdx (scope \"local\")";
+                      << "\") outside every loop bound to a GPU block or thread; a \""
+                      << op->buffer->scope << "\" buffer must live inside a kernel: compute_at "
+                      << "its block under a loop bound to blockIdx (scope \"shared\") or "
+                      << "threadIdx (scope \"local\")";
     return op;
   }
 
  private:
+  // A buffer between kernels: device memory that the host side allocates around its uses.
+  Stmt device_allocation(const Allocate* op) {
+    const Buffer& buffer = *op->buffer;
+    Expr bytes = make_const(DataType::int64(), int64_t{buffer.dtype.bytes()});
+    for (const Expr& extent : buffer.shape) bytes = bytes * cast(DataType::int64(), extent);
+    Stmt body = mutate(op->body);
+    Expr alloc = make<Call>(DataType::handle(), Builtin::DeviceAlloc,
+                            std::vector<Expr>{device_id_, analyzer_.simplify(bytes)});
+    Expr release = make<Call>(DataType::int32(), Builtin::DeviceFree,
+                              std::vector<Expr>{device_id_, Expr(buffer.data)});
+    return make<LetStmt>(buffer.data, alloc,
+                         make<SeqStmt>(std::vector<Stmt>{body, make<Evaluate>(release)}));
+  }
+
   // The largest extent of the loops bound to each tag in `kernel`.
   std::map<std::string, Expr> launch_extents(const Stmt& kernel, const std::string& symbol) {
     std::map<std::string, Expr> extents;

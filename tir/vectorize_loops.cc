@@ -83,6 +83,8 @@ bool is_elementwise(Builtin op) {
     case Builtin::CallLLVMPureIntrin:
     case Builtin::StorageSync:
     case Builtin::DeviceLaunch:
+    case Builtin::DeviceAlloc:
+    case Builtin::DeviceFree:
     case Builtin::PackedArgDeviceId:
     case Builtin::PackedArgData:
     case Builtin::PackedArgShape:

@@ -366,6 +366,9 @@ llvm::Value* CodeGenLLVM::emit_builtin(const Call* op) {
       return emit_packed_arg(op);
     case Builtin::DeviceLaunch:
       return emit_device_launch(op);
+    case Builtin::DeviceAlloc:
+    case Builtin::DeviceFree:
+      return emit_device_memory(op);
     default:
       internal_error << "codegen: no lowering of builtin " << builtin_name(op->op);
   }

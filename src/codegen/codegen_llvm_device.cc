@@ -92,4 +92,29 @@ llvm::Value* CodeGenLLVM::emit_device_launch(const Call* op) {
   return builder_.getInt32(0);
 }
 
+llvm::Value* CodeGenLLVM::emit_device_memory(const Call* op) {
+  user_check(target_.is_gpu()) << "codegen: function " << symbol_
+                               << " allocates GPU memory; build it for a GPU target";
+  llvm::Type* i32 = builder_.getInt32Ty();
+  llvm::Type* i64 = builder_.getInt64Ty();
+  llvm::Type* ptr = builder_.getPtrTy();
+  llvm::Value* device_type = builder_.getInt32(target_.kind == "cuda" ? kDLCUDA : kDLOpenCL);
+  llvm::Value* device_id = builder_.CreateIntCast(emit(op->args[0]), i32, true);
+  if (op->op == Builtin::DeviceAlloc) {
+    llvm::Value* slot = entry_alloca(ptr, nullptr, llvm::Align(8), "device_buffer");
+    auto* type = llvm::FunctionType::get(i32, {i32, i32, i64, i64, ptr}, false);
+    llvm::Value* status = builder_.CreateCall(
+        runtime_function("KilnDeviceAlloc", type),
+        {device_type, device_id, builder_.CreateIntCast(emit(op->args[1]), i64, false),
+         builder_.getInt64(256), slot});
+    emit_check(builder_.CreateICmpEQ(status, builder_.getInt32(0)), "");
+    return builder_.CreateLoad(ptr, slot);
+  }
+  auto* type = llvm::FunctionType::get(i32, {i32, i32, ptr}, false);
+  llvm::Value* status = builder_.CreateCall(runtime_function("KilnDeviceFree", type),
+                                            {device_type, device_id, emit(op->args[1])});
+  emit_check(builder_.CreateICmpEQ(status, builder_.getInt32(0)), "");
+  return builder_.getInt32(0);
+}
+
 }  // namespace kiln::codegen

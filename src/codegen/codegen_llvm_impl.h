@@ -146,6 +146,8 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
 
   // ---- GPU launches from host code (codegen_llvm_device.cc) ----
   llvm::Value* emit_device_launch(const ir::Call* op);
+  // device_alloc / device_free through the runtime's KilnDeviceAlloc / KilnDeviceFree.
+  llvm::Value* emit_device_memory(const ir::Call* op);
 
   // ---- Statements and memory (codegen_llvm_stmt.cc) ----
   void emit_stmt(const ir::Stmt& s);

@@ -58,6 +58,8 @@ std::vector<std::pair<const char*, void*>> process_symbols() {
       {"KilnBackendAllocWorkspace", reinterpret_cast<void*>(&KilnBackendAllocWorkspace)},
       {"KilnBackendFreeWorkspace", reinterpret_cast<void*>(&KilnBackendFreeWorkspace)},
       {"KilnDeviceLaunch", reinterpret_cast<void*>(&KilnDeviceLaunch)},
+      {"KilnDeviceAlloc", reinterpret_cast<void*>(&KilnDeviceAlloc)},
+      {"KilnDeviceFree", reinterpret_cast<void*>(&KilnDeviceFree)},
       {"memcpy", reinterpret_cast<void*>(&::memcpy)},
       {"memmove", reinterpret_cast<void*>(&::memmove)},
       {"memset", reinterpret_cast<void*>(&::memset)},

@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <set>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "kiln/runtime/c_runtime_api.h"

@@ -125,6 +125,16 @@ def gpu_row_sum_cross_thread():
     return func, sch.mod
 
 
+def gpu_multi_kernel_chain():
+    """Three kernels, one per stage: the buffers between them live in device memory that the
+    host side allocates and frees."""
+    func = elementwise_chain()
+    sch = tir.Schedule(func)
+    for name in ("B", "C", "D"):
+        bind_threads(sch, sch.get_block(name), 2, threads=32)
+    return func, sch.mod
+
+
 def gpu_layer_norm():
     func = layer_norm(8, 12)
     sch = tir.Schedule(func)
@@ -199,6 +209,7 @@ GPU_WORKLOADS = {
     "matmul_relu": gpu_matmul_relu,
     "conv2d": gpu_conv2d,
     "softmax": gpu_softmax,
+    "multi_kernel_chain": gpu_multi_kernel_chain,
     "softmax_cross_thread": gpu_softmax_cross_thread,
     "row_sum_cross_thread": gpu_row_sum_cross_thread,
     "layer_norm": gpu_layer_norm,

@@ -188,3 +188,11 @@ def test_exported_cuda_module_needs_a_driver_only_to_run(tmp_path):
     if not kiln.cuda(0).exist:
         with pytest.raises(kiln.KilnRuntimeError, match="libcuda.so.1"):
             kiln.nd.array(np.zeros(4, "float32"), device=kiln.cuda(0))
+
+
+def test_buffers_between_kernels_live_in_device_memory():
+    _, mod = GPU_WORKLOADS["multi_kernel_chain"]()
+    rt = kiln.build(mod, target="opencl")
+    assert rt.get_source("opencl").count("__kernel void") == 3
+    host = rt.get_source("ll")
+    assert "KilnDeviceAlloc" in host and "KilnDeviceFree" in host

@@ -60,6 +60,10 @@ namespace kiln::ir {
   /* the host side of a GPU function launches a device kernel of the module (split_host_device).  \
    */                                                                                             \
   X(DeviceLaunch, "device_launch", -1, false)                                                     \
+  /* device_alloc(device_id, bytes) / device_free(device_id, ptr): device memory for a buffer */  \
+  /* that passes between the kernels of a GPU function (its host side allocates it). */           \
+  X(DeviceAlloc, "device_alloc", 2, false)                                                        \
+  X(DeviceFree, "device_free", 2, false)                                                          \
   /* Access to the packed arguments of a compiled function (see make_packed_api): the data */     \
   /* pointer of DLTensor argument i (byte_offset applied), extent k of its shape (int64), */      \
   /* and scalar argument i as int64 / float64. Only the packed entry point uses them. */          \

@@ -12,10 +12,11 @@ namespace kiln::tir {
 //     statement of the sequence since the last barrier, or writes one read since then.
 //  2. At the end of the body of a serial loop whose body both writes and reads one "shared"
 //     buffer, so that an iteration's writes wait for the previous iteration's reads.
-// Scheduled TensorIR has no barriers: a thread-bound loop that fills a shared tile and the next
-// one that reads it behave, before lowering and in the interpreter, as if they ran one after the
-// other; the barriers give them that meaning on a GPU. Functions without bound loops are returned
-// unchanged.
+// Nothing is inserted inside a loop annotated "kiln.single_thread" (a statement that
+// guard_redundant_stores gave to one thread). Scheduled TensorIR has no barriers: a thread-bound
+// loop that fills a shared tile and the next one that reads it behave, before lowering and in the
+// interpreter, as if they ran one after the other; the barriers give them that meaning on a GPU.
+// Functions without bound loops are returned unchanged.
 //
 //   for tx in T.thread_binding(64, "threadIdx.x"):     for tx in T.thread_binding(64, ...):
 //     for k in range(8):                                   for k in range(8):

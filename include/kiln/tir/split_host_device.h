@@ -29,9 +29,12 @@ namespace kiln::tir {
 // (true) and "kiln.launch.<tag>" (the launch extent of each tag used). The device_launch call
 // passes the device of the first tensor parameter (0 when there is none).
 //
-// Host code keeps loops, lets, conditions and assertions around the kernels. Errors (kValue,
-// naming the function): a buffer access outside every bound loop (the message asks for
-// sch.bind), an allocation outside every kernel, and a threadIdx extent that is not a constant.
+// Host code keeps loops, lets, conditions and assertions around the kernels. A "global" buffer
+// allocated outside the kernels (an intermediate that passes from one kernel to the next) becomes
+// device memory: `data = device_alloc(device, bytes)` before its uses, `device_free(device,
+// data)` after them. Errors (kValue, naming the function): a buffer access outside every bound
+// loop (the message asks for sch.bind), a "shared" or "local" allocation outside every kernel,
+// and a threadIdx extent that is not a constant.
 // `kernels` receives the kernels in launch order. Tested by tests/cpp/tir/gpu_lowering_test.cc and
 // tests/python/test_gpu_build.py.
 ir::Ref<ir::PrimFunc> split_host_device(const ir::Ref<ir::PrimFunc>& func, const std::string& name,

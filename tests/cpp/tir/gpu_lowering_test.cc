@@ -23,9 +23,9 @@ Ref<PrimFunc> block_reverse(int64_t threads = 64) {
   Ref<Var> bx = make_var("bx"), tx = make_var("tx"), tx2 = make_var("tx2");
   Stmt fill = thread_loop(tx, threads, "threadIdx.x",
                           buffer_store(s, buffer_load(a, {bx * c(threads) + tx}), {tx}));
-  Stmt use = thread_loop(
-      tx2, threads, "threadIdx.x",
-      buffer_store(b, buffer_load(s, {c(threads - 1) - tx2}), {bx * c(threads) + tx2}));
+  Stmt use =
+      thread_loop(tx2, threads, "threadIdx.x",
+                  buffer_store(b, buffer_load(s, {c(threads - 1) - tx2}), {bx * c(threads) + tx2}));
   return make_func({a, b}, thread_loop(bx, 4, "blockIdx.x", make<Allocate>(s, seq({fill, use}))));
 }
 
@@ -47,9 +47,9 @@ TEST(InsertBarriers, SerialLoopThatWritesAndReadsSharedEndsWithOne) {
   Ref<Var> tx = make_var("tx"), k = make_var("k");
   Stmt body = thread_loop(
       tx, 8, "threadIdx.x",
-      make<Allocate>(s, loop(k, 8, seq({buffer_store(s, buffer_load(a, {k * 8 + tx}), {tx}),
-                                        buffer_store(a, buffer_load(s, {c(7) - tx}),
-                                                     {k * 8 + tx})}))));
+      make<Allocate>(s, loop(k, 8,
+                             seq({buffer_store(s, buffer_load(a, {k * 8 + tx}), {tx}),
+                                  buffer_store(a, buffer_load(s, {c(7) - tx}), {k * 8 + tx})}))));
   Ref<PrimFunc> after = insert_barriers(make_func({a}, body));
   std::string text = to_script(after->body);
   // One barrier between the write and the read, one at the end of each iteration of k.
@@ -64,7 +64,8 @@ TEST(InsertBarriers, NothingSharedNothingChanges) {
   Ref<Buffer> a = buffer({64}, "A");
   Ref<Var> tx = make_var("tx");
   Ref<PrimFunc> f = make_func(
-      {a}, thread_loop(tx, 64, "threadIdx.x", buffer_store(a, buffer_load(a, {tx}) * f32(2), {tx})));
+      {a},
+      thread_loop(tx, 64, "threadIdx.x", buffer_store(a, buffer_load(a, {tx}) * f32(2), {tx})));
   EXPECT_TRUE(insert_barriers(f).same_as(f));
 }
 
@@ -123,9 +124,9 @@ TEST(VerifyGpuCode, BarrierUnderAThreadConditionIsRefused) {
   Ref<Var> tx = make_var("tx");
   Stmt sync = make<Evaluate>(make<Call>(DataType::int32(), Builtin::StorageSync,
                                         std::vector<Expr>{make<StringImm>("shared")}));
-  Stmt body = thread_loop(
-      tx, 64, "threadIdx.x",
-      seq({buffer_store(a, f32(1), {tx}), make<IfThenElse>(lt(tx, c(16)), sync)}));
+  Stmt body =
+      thread_loop(tx, 64, "threadIdx.x",
+                  seq({buffer_store(a, f32(1), {tx}), make<IfThenElse>(lt(tx, c(16)), sync)}));
   std::vector<Ref<PrimFunc>> kernels;
   split_host_device(make_func({a}, body), "main", &kernels);
   std::string msg = error_of([&] { verify_gpu_code(*kernels[0], GpuLimits{}); });
