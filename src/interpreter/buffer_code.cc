@@ -108,7 +108,9 @@ class BufferAccess {
     for (int i = 0; i < lanes_; ++i) {
       if (static_cast<uint64_t>(offsets_[i]) >= extent) raise_out_of_bounds(frame, i, extent);
     }
-    if (storage.shadow != nullptr) record_shared_access(frame, *storage.shadow);
+    if (storage.shadow != nullptr && frame.thread != nullptr) {
+      record_shared_access(frame, *storage.shadow);
+    }
     return storage.data;
   }
 
@@ -275,7 +277,10 @@ AllocationCode::AllocationCode(Compiler& compiler, const Ref<Buffer>& buffer)
     : buffer_(buffer),
       placement_(!compiler.in_grid()                     ? Placement::kRun
                  : buffer->scope.rfind("shared", 0) == 0 ? Placement::kBlock
-                                                         : Placement::kThread) {
+                                                         : Placement::kThread),
+      // A "shared" buffer allocated outside the grids of a function run with GPU semantics
+      // (scheduled TensorIR allocates it in the root block) is checked as well.
+      track_(buffer->scope.rfind("shared", 0) == 0 && (compiler.gpu || compiler.in_grid())) {
   type_check(!buffer->dtype.is_handle() && buffer->dtype.is_scalar())
       << "tir.interpret: cannot allocate buffer " << buffer->name << " of dtype " << buffer->dtype
       << "; expected a scalar number or bool dtype";
@@ -314,11 +319,18 @@ Storage AllocationCode::allocate(Frame& frame, std::vector<uint64_t>* memory) {
   return Storage{data, bytes};
 }
 
+SharedShadow* AllocationCode::reset_shadow(const Storage& storage) {
+  shadow_.unit_shift = log2_of(buffer_->dtype.bytes());
+  shadow_.units.assign(static_cast<size_t>(storage.bytes >> shadow_.unit_shift), SharedAccess());
+  return &shadow_;
+}
+
 void AllocationCode::enter(Frame& frame) {
   switch (placement_) {
     case Placement::kRun:
       saved_ = frame.storages[storage_];
       frame.storages[storage_] = allocate(frame, &memory_);
+      if (track_) frame.storages[storage_].shadow = reset_shadow(frame.storages[storage_]);
       return;
     case Placement::kBlock: {
       // The first thread of a block to come here allocates; the others share its memory.
@@ -326,10 +338,7 @@ void AllocationCode::enter(Frame& frame) {
       if (block_serial_ != thread.block->serial) {
         block_serial_ = thread.block->serial;
         block_storage_ = allocate(frame, &memory_);
-        shadow_.unit_shift = log2_of(buffer_->dtype.bytes());
-        shadow_.units.assign(static_cast<size_t>(block_storage_.bytes >> shadow_.unit_shift),
-                             SharedAccess());
-        block_storage_.shadow = &shadow_;
+        block_storage_.shadow = reset_shadow(block_storage_);
       }
       if (thread_saved_.size() <= static_cast<size_t>(thread.linear)) {
         thread_saved_.resize(thread.linear + 1);

@@ -45,8 +45,8 @@ enum GpuTag { kBlockIdxX, kBlockIdxY, kBlockIdxZ, kThreadIdxX, kThreadIdxY, kThr
 
 // One thread block of a grid while it runs (gpu_code.cc).
 struct GpuBlock {
-  int64_t serial = 0;     // counts the blocks of the run: per-block allocations compare it
-  int64_t epoch = 0;      // how many barriers the block has passed
+  int64_t serial = 0;  // counts the blocks of the run: per-block allocations compare it
+  int64_t epoch = 0;   // the span since the block's last barrier, unique in the run
   int64_t extent[6] = {};  // the launch extent of each tag
 };
 
@@ -68,6 +68,7 @@ struct Frame {
   std::vector<int64_t> states;
   GpuThread* thread = nullptr;  // null outside a GPU loop nest
   int64_t blocks_started = 0;   // GPU thread blocks run so far (a GpuBlock's serial)
+  int64_t epochs_started = 0;   // barrier epochs of all blocks so far (a GpuBlock's epoch)
 };
 
 // A compiled expression.

@@ -108,7 +108,9 @@ StmtCodePtr compile_store(Compiler& compiler, const ir::BufferStore& store);
 // has been compiled. At run time, `enter` allocates (filled with garbage, see value.h) and
 // `exit` releases. Inside a GPU grid, a "shared" buffer is allocated once per thread block (the
 // first thread to enter allocates it, the others see the same memory, with the access record
-// that detects missing barriers) and any other one once per thread, on each entry.
+// that detects missing barriers) and any other one once per thread, on each entry. A "shared"
+// buffer allocated outside the grids of a function with GPU semantics is one memory for the
+// run, also with an access record.
 class AllocationCode {
  public:
   AllocationCode(Compiler& compiler, const ir::Ref<ir::Buffer>& buffer);
@@ -120,14 +122,17 @@ class AllocationCode {
   enum class Placement { kRun, kBlock, kThread };
   // Sizes `memory` for one entry and fills it with garbage; returns it as storage.
   Storage allocate(Frame& frame, std::vector<uint64_t>* memory);
+  // Clears the access record for `storage`; returns it.
+  SharedShadow* reset_shadow(const Storage& storage);
 
   ir::Ref<ir::Buffer> buffer_;
   ExprCodePtr elements_;  // the extent of the storage in elements, evaluated on entry
   int storage_;
   Placement placement_;
+  bool track_;  // record accesses to find missing barriers
   Storage saved_;
   std::vector<uint64_t> memory_;  // reused from one entry to the next
-  // kBlock: the block that `memory_` belongs to, and its access record.
+  // kBlock: the block that `memory_` belongs to. The access record when `track_`.
   int64_t block_serial_ = -1;
   Storage block_storage_;
   SharedShadow shadow_;

@@ -151,7 +151,7 @@ class GridCode final : public StmtCode {
       for (int64_t by = 0; by < block.extent[kBlockIdxY]; ++by) {
         for (int64_t bx = 0; bx < block.extent[kBlockIdxX]; ++bx) {
           block.serial = ++frame.blocks_started;
-          block.epoch = 0;
+          block.epoch = ++frame.epochs_started;
           for (int64_t t = 0; t < count; ++t) {
             GpuThread& thread = threads[t];
             int64_t index[6] = {bx, by, bz, t % nx, t / nx % ny, t / (nx * ny)};
@@ -165,7 +165,7 @@ class GridCode final : public StmtCode {
             f.states.assign(frame.states.size(), 0);
             f.thread = &thread;
           }
-          run_block(block, frames, threads);
+          run_block(block, frames, threads, frame);
         }
       }
     }
@@ -173,7 +173,8 @@ class GridCode final : public StmtCode {
 
  private:
   // Step 3. Every thread runs to its next barrier, in turn, until all have finished.
-  void run_block(GpuBlock& block, std::vector<Frame>& frames, std::vector<GpuThread>& threads) {
+  void run_block(GpuBlock& block, std::vector<Frame>& frames, std::vector<GpuThread>& threads,
+                 Frame& outer) {
     int64_t count = static_cast<int64_t>(frames.size());
     while (true) {
       int64_t finished = -1, waiting = -1;
@@ -200,7 +201,7 @@ class GridCode final : public StmtCode {
             << thread_text(block, t) << " waits at " << other->name()
             << ": every thread of a block must reach the same barriers in the same order";
       }
-      ++block.epoch;
+      block.epoch = ++outer.epochs_started;
     }
   }
 
