@@ -45,8 +45,8 @@ enum GpuTag { kBlockIdxX, kBlockIdxY, kBlockIdxZ, kThreadIdxX, kThreadIdxY, kThr
 
 // One thread block of a grid while it runs (gpu_code.cc).
 struct GpuBlock {
-  int64_t serial = 0;  // counts the blocks of the run: per-block allocations compare it
-  int64_t epoch = 0;   // the span since the block's last barrier, unique in the run
+  int64_t serial = 0;      // counts the blocks of the run: per-block allocations compare it
+  int64_t epoch = 0;       // the span since the block's last barrier, unique in the run
   int64_t extent[6] = {};  // the launch extent of each tag
 };
 

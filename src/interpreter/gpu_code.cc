@@ -304,8 +304,8 @@ StmtCodePtr compile_grid(Compiler& compiler, const For& loop) {
   StmtCodePtr body = compile_thread_loop(compiler, loop);
   --compiler.grid_depth;
   return std::make_unique<GridCode>("the GPU loop nest of " + loop.loop_var->name,
-                                    std::move(extents),
-                                    std::vector<std::pair<int, ExprCodePtr>>(), std::move(body));
+                                    std::move(extents), std::vector<std::pair<int, ExprCodePtr>>(),
+                                    std::move(body));
 }
 
 StmtCodePtr compile_thread_loop(Compiler& compiler, const For& loop) {

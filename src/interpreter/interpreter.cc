@@ -45,12 +45,11 @@ void interpret(const PrimFunc& func, const std::vector<Argument>& args, const Op
   user_check(func.body.defined()) << "tir.interpret: the function has no body";
   Compiler compiler;
   bool has_barriers = find_barriers(func.body, &compiler.syncing);
-  compiler.gpu = options.gpu == GpuSemantics::kOn ||
-                 (options.gpu == GpuSemantics::kAuto && has_barriers);
+  compiler.gpu =
+      options.gpu == GpuSemantics::kOn || (options.gpu == GpuSemantics::kAuto && has_barriers);
   for (const Ref<PrimFunc>& kernel : options.kernels) {
     auto symbol = kernel->attrs.find("global_symbol");
-    const auto* name =
-        symbol == kernel->attrs.end() ? nullptr : symbol->second.as<StringImm>();
+    const auto* name = symbol == kernel->attrs.end() ? nullptr : symbol->second.as<StringImm>();
     user_check(name != nullptr) << "tir.interpret: a device kernel has no global_symbol";
     compiler.kernels[name->value] = kernel;
   }

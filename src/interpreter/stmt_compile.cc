@@ -436,7 +436,8 @@ StmtCodePtr Compiler::stmt(const Stmt& s) {
       if (op->value.is<IntImm>()) return std::make_unique<NoOpCode>();
       if (const auto* call = op->value.as<Call>()) {
         if (call->op == Builtin::DeviceLaunch) return compile_device_launch(*this, *call);
-        if (call->op == Builtin::StorageSync && (gpu || in_grid())) return compile_barrier(*this, *call);
+        if (call->op == Builtin::StorageSync && (gpu || in_grid()))
+          return compile_barrier(*this, *call);
       }
       return std::make_unique<EvaluateCode>(expr(op->value));
     }

@@ -214,8 +214,9 @@ TEST(InterpretError, StorageSyncIsRefusedWithoutGpuSemantics) {
   auto func =
       make_func({A}, make<Evaluate>(call(Builtin::StorageSync, {make<StringImm>("shared")})));
   std::vector<int32_t> a(1);
-  std::string msg = error_of(
-      [&] { interpret(*func, {array(a, i32)}, Options{GpuSemantics::kOff, {}}); });
+  std::string msg = error_of([&] {
+    interpret(*func, {array(a, i32)}, Options{GpuSemantics::kOff, {}});
+  });
   EXPECT_MESSAGE(msg,
                  "the builtin storage_sync is not supported by the interpreter: a barrier "
                  "between GPU threads has a meaning only with GPU semantics");

@@ -99,10 +99,11 @@ TEST(InterpretGpu, BarrierUnderAThreadConditionIsDivergent) {
   auto func = make_func({B}, bound(tx, 64, "threadIdx.x", make<Allocate>(S, body)));
   std::vector<float> b(64);
   std::string msg = error_of([&] { interpret(*func, {array(b, f32)}); });
-  EXPECT_MESSAGE(msg, "tir.interpret: thread (0, 0, 0) of block (0, 0, 0) waits at "
-                      "storage_sync(\"shared\") #1 under `tx < 16`, but thread (16, 0, 0) "
-                      "finished without reaching it: every thread of a block must reach each "
-                      "barrier");
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: thread (0, 0, 0) of block (0, 0, 0) waits at "
+                 "storage_sync(\"shared\") #1 under `tx < 16`, but thread (16, 0, 0) "
+                 "finished without reaching it: every thread of a block must reach each "
+                 "barrier");
 }
 
 TEST(InterpretGpu, ThreadsAtDifferentBarriersAreDivergent) {
@@ -113,8 +114,9 @@ TEST(InterpretGpu, ThreadsAtDifferentBarriersAreDivergent) {
   auto func = make_func({B}, bound(tx, 8, "threadIdx.x", body));
   std::vector<float> b(8);
   std::string msg = error_of([&] { interpret(*func, {array(b, f32)}); });
-  EXPECT_MESSAGE(msg, "waits at storage_sync(\"shared\") #1 under `tx < 4`, but thread "
-                      "(4, 0, 0) waits at storage_sync(\"shared\") #2 under `not tx < 4`");
+  EXPECT_MESSAGE(msg,
+                 "waits at storage_sync(\"shared\") #1 under `tx < 4`, but thread "
+                 "(4, 0, 0) waits at storage_sync(\"shared\") #2 under `not tx < 4`");
 }
 
 TEST(InterpretGpu, SharedMemoryIsPerBlock) {
@@ -122,8 +124,9 @@ TEST(InterpretGpu, SharedMemoryIsPerBlock) {
   auto B = buffer({2}, i32, "B");
   auto S = scoped_buffer(1, i32, "S", "shared");
   Ref<Var> bx = make_var("bx"), tx = make_var("tx");
-  Stmt body = seq({make<IfThenElse>(eq(bx, int32_const(0)), buffer_store(S, int32_const(5), {int32_const(0)})),
-                   buffer_store(B, buffer_load(S, {int32_const(0)}), {bx})});
+  Stmt body = seq(
+      {make<IfThenElse>(eq(bx, int32_const(0)), buffer_store(S, int32_const(5), {int32_const(0)})),
+       buffer_store(B, buffer_load(S, {int32_const(0)}), {bx})});
   auto func = make_func(
       {B}, bound(bx, 2, "blockIdx.x", make<Allocate>(S, bound(tx, 1, "threadIdx.x", body))));
   std::vector<int32_t> b(2);
@@ -137,9 +140,9 @@ TEST(InterpretGpu, SharedMemoryIsOnePerBlockForAllThreads) {
   auto B = buffer({8}, i32, "B");
   auto S = scoped_buffer(1, i32, "S", "shared");
   Ref<Var> tx = make_var("tx");
-  Stmt body =
-      seq({make<IfThenElse>(eq(tx, int32_const(0)), buffer_store(S, int32_const(7), {int32_const(0)})),
-           barrier(), buffer_store(B, buffer_load(S, {int32_const(0)}), {tx})});
+  Stmt body = seq(
+      {make<IfThenElse>(eq(tx, int32_const(0)), buffer_store(S, int32_const(7), {int32_const(0)})),
+       barrier(), buffer_store(B, buffer_load(S, {int32_const(0)}), {tx})});
   auto func = make_func({B}, bound(tx, 8, "threadIdx.x", make<Allocate>(S, body)));
   std::vector<int32_t> b(8);
   interpret(*func, {array(b, i32)});
@@ -165,9 +168,9 @@ TEST(InterpretGpu, BarrierInsideASerialLoop) {
   auto S = scoped_buffer(8, i32, "S", "shared");
   Ref<Var> tx = make_var("tx"), k = make_var("k");
   Expr next = floormod(tx + 1, int32_const(8));
-  Stmt round = seq({buffer_store(S, buffer_load(B, {tx}), {tx}), barrier(),
-                    buffer_store(B, buffer_load(B, {tx}) + buffer_load(S, {next}), {tx}),
-                    barrier()});
+  Stmt round =
+      seq({buffer_store(S, buffer_load(B, {tx}), {tx}), barrier(),
+           buffer_store(B, buffer_load(B, {tx}) + buffer_load(S, {next}), {tx}), barrier()});
   auto func = make_func({B}, bound(tx, 8, "threadIdx.x", make<Allocate>(S, loop(k, 4, round))));
   std::vector<int32_t> b = {1, 0, 0, 0, 0, 0, 0, 0};
   interpret(*func, {array(b, i32)});
@@ -211,8 +214,9 @@ TEST(InterpretGpu, StorageSyncWithoutGpuSemanticsIsRefused) {
   std::string msg = error_of([&] {
     interpret(*func, {array(a, f32), array(b, f32)}, Options{GpuSemantics::kOff, {}});
   });
-  EXPECT_MESSAGE(msg, "the builtin storage_sync is not supported by the interpreter: a barrier "
-                      "between GPU threads has a meaning only with GPU semantics");
+  EXPECT_MESSAGE(msg,
+                 "the builtin storage_sync is not supported by the interpreter: a barrier "
+                 "between GPU threads has a meaning only with GPU semantics");
 }
 
 TEST(InterpretGpu, StorageSyncOutsideABoundLoopIsAnError) {
@@ -220,8 +224,9 @@ TEST(InterpretGpu, StorageSyncOutsideABoundLoopIsAnError) {
   auto func = make_func({A}, barrier());
   std::vector<int32_t> a(1);
   std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
-  EXPECT_MESSAGE(msg, "tir.interpret: storage_sync outside every loop bound to a GPU block or "
-                      "thread");
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: storage_sync outside every loop bound to a GPU block or "
+                 "thread");
 }
 
 TEST(InterpretGpu, DeviceLaunchRunsTheNamedKernel) {
@@ -237,15 +242,16 @@ TEST(InterpretGpu, DeviceLaunchRunsTheNamedKernel) {
   kernel->attrs["kiln.device_kernel"] = bool_const(true);
   auto i64 = [](int64_t v) { return make_const(DataType::int64(), v); };
   Stmt launch = make<Evaluate>(call(i32, Builtin::DeviceLaunch,
-                                    {make<StringImm>("k0"), int32_const(0), i64(2), i64(1),
-                                     i64(1), i64(4), i64(1), i64(1), i64(0), B->data}));
+                                    {make<StringImm>("k0"), int32_const(0), i64(2), i64(1), i64(1),
+                                     i64(4), i64(1), i64(1), i64(0), B->data}));
   auto host = make_func({B}, launch);
   std::vector<int32_t> b(8, -1);
   interpret(*host, {array(b, i32)}, Options{GpuSemantics::kAuto, {kernel}});
   EXPECT_EQ(b, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   std::string msg = error_of([&] { interpret(*host, {array(b, i32)}); });
-  EXPECT_MESSAGE(msg, "tir.interpret: device_launch of kernel k0, which is not among the "
-                      "kernels given");
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: device_launch of kernel k0, which is not among the "
+                 "kernels given");
 }
 
 }  // namespace
