@@ -40,7 +40,9 @@
 //   the loop is shorter than the launch. Threads advance in lock step from barrier to barrier:
 //   thread 0 runs up to its next storage_sync, then thread 1, …, then all go on. Allocations of
 //   scope "shared" exist once per block, shared by its threads; any other allocation inside the
-//   nest belongs to one thread. Errors (kRuntime) name the threads and blocks as (x, y, z):
+//   nest belongs to one thread. A "shared" buffer allocated outside the nest (scheduled TensorIR
+//   allocates it in the root block) is one memory for the whole run, checked all the same.
+//   Errors (kRuntime) name the threads and blocks as (x, y, z):
 //     - a missing barrier: a thread reads or writes an element of a "shared" buffer that another
 //       thread wrote since the block's last barrier, or writes one another thread read since;
 //     - a divergent barrier: a storage_sync that some threads of a block reach and others do not
