@@ -1,7 +1,9 @@
 // Python binding of the reference interpreter (kiln._kiln.tir.interpret, re-exported as
-// kiln.tir.interpret): NumPy arrays are passed in place, Python numbers as scalars.
+// kiln.tir.interpret): NumPy arrays are passed in place, Python numbers as scalars; the
+// keyword gpu picks the semantics of loops bound to GPU blocks and threads.
 #include <pybind11/numpy.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,13 +99,27 @@ Argument to_argument(py::handle obj, const std::string& what) {
                                << python_type_name(obj);
 }
 
+bool is_device_kernel(const PrimFunc& func) {
+  return func.attrs.count("kiln.device_kernel") != 0;
+}
+
 // The function to run: a PrimFunc, or the only (or "main") function of an IRModule or of a
-// tir.Schedule's module.
-Ref<PrimFunc> to_func(py::handle obj) {
+// tir.Schedule's module, not counting device kernels, which go to `kernels`.
+Ref<PrimFunc> to_func(py::handle obj, std::vector<Ref<PrimFunc>>* kernels) {
   FuncOrModule input = to_func_or_module(obj, "tir.interpret", "func");
   if (input.func) return input.func;
-  if (input.mod->functions.size() == 1) return input.mod->functions.begin()->second;
+  std::vector<Ref<PrimFunc>> others;
+  for (const auto& [name, func] : input.mod->functions) {
+    (is_device_kernel(*func) ? *kernels : others).push_back(func);
+  }
+  if (others.size() == 1) return others.front();
   return input.mod->lookup("main");
+}
+
+interpreter::GpuSemantics to_gpu_semantics(py::handle gpu) {
+  std::optional<bool> value = to_optional_bool(gpu, "tir.interpret", "gpu");
+  if (!value) return interpreter::GpuSemantics::kAuto;
+  return *value ? interpreter::GpuSemantics::kOn : interpreter::GpuSemantics::kOff;
 }
 
 }  // namespace
@@ -111,27 +127,43 @@ Ref<PrimFunc> to_func(py::handle obj) {
 void bind_interpreter(py::module_& tir) {
   tir.def(
       "interpret",
-      [](py::handle func_obj, const py::args& args) {
-        Ref<PrimFunc> func = to_func(func_obj);
+      [](py::handle func_obj, const py::args& args, py::handle gpu) {
+        interpreter::Options options;
+        options.gpu = to_gpu_semantics(gpu);
+        Ref<PrimFunc> func = to_func(func_obj, &options.kernels);
         std::vector<Argument> arguments;
         for (size_t i = 0; i < args.size(); ++i) {
           arguments.push_back(to_argument(args[i], describe_param(*func, i)));
         }
-        interpreter::interpret(*func, arguments);
+        interpreter::interpret(*func, arguments, options);
       },
-      py::arg("func"),
+      py::arg("func"), py::kw_only(), py::arg("gpu") = py::none(),
       R"doc(Runs a PrimFunc with kiln's reference interpreter, without a code generator.
 
 Arguments are passed in destination-passing style: one NumPy array per buffer parameter (read
 and written in place; bfloat16 arrays use ml_dtypes.bfloat16) and a Python number per scalar
 parameter. Every load and store is bounds-checked, memory allocated by the function starts as
-garbage (NaN / 0xCD bytes), and loops of every kind run sequentially. Errors raise kiln
-exceptions whose message starts with "tir.interpret:".
+garbage (NaN / 0xCD bytes), and loops run sequentially, except with GPU semantics. Errors raise
+kiln exceptions whose message starts with "tir.interpret:".
+
+GPU semantics: each outermost loop nest bound to blockIdx/threadIdx runs as a grid of thread
+blocks, one block after another; every thread of a block runs the nest (a loop bound to a tag is
+the thread's index along it, guarded when shorter than the launch), and the threads advance in
+lock step from one storage_sync to the next. "shared" allocations exist once per block, others
+inside the nest once per thread. A missing barrier (a thread accesses an element of a shared
+buffer that another thread wrote since the last barrier, or writes one another thread read) and
+a barrier that not every thread of a block reaches are errors. Scheduled TensorIR keeps the
+serial meaning by default: its thread-bound loops behave as if run one after the other, and
+lowering inserts the barriers that give them this meaning on a GPU (see tir.lower with target).
 
 Args:
     func (PrimFunc, IRModule or tir.Schedule): the function; for a module (or a schedule's
-        module), its only function or its function "main".
+        module), its only function or its function "main", not counting device kernels: those
+        run where the function launches them (the module of tir.lower(func, target="cuda")).
     *args: one NumPy array per buffer parameter, one number per scalar parameter.
+    gpu (bool, optional, keyword only): True runs loops bound to GPU blocks and threads with
+        GPU semantics, False serially; None (the default) picks GPU semantics for a function
+        that contains storage_sync. Device kernels always run with GPU semantics.
 
 Raises:
     KilnIndexError: the number of arguments differs from the number of parameters, or an
@@ -140,13 +172,16 @@ Raises:
         parameter's.
     KilnValueError: a shape does not match the parameter's (symbolic dimensions are bound by
         the first array that has them), or an array the function stores into is read-only.
-    KilnRuntimeError: an integer division by zero, or a failed assertion of the function.
+    KilnRuntimeError: an integer division by zero, a failed assertion of the function, or with
+        GPU semantics a missing or divergent barrier (the message names the threads, their
+        block, the buffer and the index).
 
 Example:
     a = np.random.rand(1024).astype("float32")
     b = np.empty_like(a)
     tir.interpret(func, a, b)
-    np.testing.assert_allclose(b, a * 2 + 1))doc");
+    np.testing.assert_allclose(b, a * 2 + 1)
+    tir.interpret(tir.lower(sch, target="cuda"), a, b)  # the GPU program, with barriers)doc");
 }
 
 }  // namespace kiln::python

@@ -5,6 +5,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "kiln/codegen/target.h"
 #include "kiln/support/error.h"
 #include "kiln/tir/compact_buffer_allocation.h"
 #include "kiln/tir/flatten_buffers.h"
@@ -36,6 +37,28 @@ tir::LowerOptions lower_options(py::handle dump_ir, py::handle verify) {
   return options;
 }
 
+// Lowers for a GPU target: the host functions and their device kernels in one module, the
+// kernels under their global symbols.
+Ref<IRModule> lower_for_gpu(const FuncOrModule& input, const codegen::Target& target,
+                            tir::LowerOptions options) {
+  std::vector<Ref<PrimFunc>> kernels;
+  options.device_kernels = &kernels;
+  options.device = target.kind;
+  options.gpu_limits.max_threads_per_block = target.gpu.max_threads_per_block;
+  options.gpu_limits.max_shared_memory_per_block = target.gpu.max_shared_memory_per_block;
+  Ref<IRModule> result;
+  if (input.func) {
+    result = make<IRModule>();
+    result->functions["main"] = tir::lower(input.func, options);
+  } else {
+    result = copy(tir::lower(input.mod, options).get());
+  }
+  for (const Ref<PrimFunc>& kernel : kernels) {
+    result->functions[kernel->attrs.at("global_symbol").as<StringImm>()->value] = kernel;
+  }
+  return result;
+}
+
 using Pass = Ref<PrimFunc> (*)(const Ref<PrimFunc>&);
 
 // Binds one pass as tir.transform.<name>(func), converting its argument with a kiln error.
@@ -54,13 +77,18 @@ void def_pass(py::module_& transform, const char* name, Pass pass, const char* d
 void bind_tir_passes(py::module_& tir) {
   tir.def(
       "lower",
-      [](py::handle func, py::handle dump_ir, py::handle verify) -> py::object {
+      [](py::handle func, py::handle dump_ir, py::handle verify, py::handle target) -> py::object {
         FuncOrModule input = to_func_or_module(func, "tir.lower", "func");
         tir::LowerOptions options = lower_options(dump_ir, verify);
+        if (auto text = to_optional_str(target, "tir.lower", "target")) {
+          codegen::Target parsed = codegen::parse_target(*text);
+          if (parsed.is_gpu()) return py::cast(lower_for_gpu(input, parsed, options));
+        }
         if (input.func) return py::cast(tir::lower(input.func, options));
         return py::cast(tir::lower(input.mod, options));
       },
       py::arg("func"), py::arg("dump_ir") = py::none(), py::arg("verify") = py::none(),
+      py::arg("target") = py::none(),
       "Lowers a PrimFunc, an IRModule or a tir.Schedule (see kiln.tir.lower).");
   auto transform = tir.def_submodule("transform", "The lowering passes, one function each");
   def_pass(transform, "lower_init_block", &tir::lower_init_block,

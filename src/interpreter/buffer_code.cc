@@ -2,6 +2,7 @@
 // buffer's strides (compact row-major when it has none) and elem_offset, and checks it against
 // the extent of the storage behind the buffer's data variable: out of bounds is an error, never
 // a silent read. Buffers that share a data variable share that storage, whatever their dtype.
+// With GPU semantics, accesses to "shared" allocations are also checked for a missing barrier.
 #include <sstream>
 
 #include "compiler.h"
@@ -107,6 +108,9 @@ class BufferAccess {
     for (int i = 0; i < lanes_; ++i) {
       if (static_cast<uint64_t>(offsets_[i]) >= extent) raise_out_of_bounds(frame, i, extent);
     }
+    if (storage.shadow != nullptr && frame.thread != nullptr) {
+      record_shared_access(frame, *storage.shadow);
+    }
     return storage.data;
   }
 
@@ -115,7 +119,52 @@ class BufferAccess {
   int shift() const { return shift_; }
 
  private:
-  [[noreturn]] void raise_out_of_bounds(Frame& frame, int lane, uint64_t extent) {
+  // Checks an access of the running GPU thread to a "shared" allocation against the threads
+  // that wrote or read the same units since the block's last barrier, then records it. Another
+  // thread's write before a read or a write, and another thread's read before a write, need a
+  // barrier between them.
+  void record_shared_access(Frame& frame, SharedShadow& shadow) {
+    const GpuThread& thread = *frame.thread;
+    int64_t me = thread.linear;
+    int64_t epoch = thread.block->epoch;
+    for (int i = 0; i < lanes_; ++i) {
+      int64_t first = (offsets_[i] << shift_) >> shadow.unit_shift;
+      int64_t last = (((offsets_[i] + 1) << shift_) - 1) >> shadow.unit_shift;
+      for (int64_t u = first; u <= last; ++u) {
+        SharedAccess& access = shadow.units[u];
+        if (access.write_epoch == epoch && access.writer != me) {
+          raise_missing_barrier(frame, i, "wrote", access.writer);
+        }
+        if (is_store_) {
+          if (access.read_epoch == epoch && access.reader != me) {
+            raise_missing_barrier(frame, i, "read", access.reader);
+          }
+          access.writer = me;
+          access.write_epoch = epoch;
+        } else if (access.read_epoch != epoch) {
+          access.reader = me;
+          access.read_epoch = epoch;
+        } else if (access.reader != me) {
+          access.reader = SharedAccess::kSeveralReaders;
+        }
+      }
+    }
+  }
+
+  [[noreturn]] void raise_missing_barrier(Frame& frame, int lane, const char* did, int64_t other) {
+    const GpuThread& thread = *frame.thread;
+    std::string who = other == SharedAccess::kSeveralReaders
+                          ? std::string("other threads")
+                          : "thread " + thread_text(*thread.block, other);
+    user_error(ErrorKind::kRuntime)
+        << "tir.interpret: thread " << thread_text(*thread.block, thread.linear) << " of block "
+        << block_text(thread) << (is_store_ ? " writes " : " reads ") << buffer_->name
+        << index_text(frame, lane) << ", which " << who << " " << did
+        << " since the last barrier: a storage_sync is missing between them";
+  }
+
+  // The indices of `lane` of this access, as "[i, j]".
+  std::string index_text(Frame& frame, int lane) {
     std::ostringstream index;
     index << "[";
     for (size_t k = 0; k < indices_.size(); ++k) {
@@ -123,9 +172,13 @@ class BufferAccess {
       index << (k > 0 ? ", " : "") << value[indices_[k]->lanes() > 1 ? lane : 0].i;
     }
     index << "]";
+    return index.str();
+  }
+
+  [[noreturn]] void raise_out_of_bounds(Frame& frame, int lane, uint64_t extent) {
     user_error(ErrorKind::kIndex) << "tir.interpret: out-of-bounds "
                                   << (is_store_ ? "store to" : "load from") << " buffer "
-                                  << buffer_->name << ": index " << index.str()
+                                  << buffer_->name << ": index " << index_text(frame, lane)
                                   << (lanes_ > 1 ? " (lane " + std::to_string(lane) + ")"
                                                  : std::string())
                                   << " is element " << offsets_[lane]
@@ -220,7 +273,14 @@ StmtCodePtr compile_store(Compiler& compiler, const BufferStore& store) {
 // ---------------------------------------------------------------------------------------------
 // Allocation
 
-AllocationCode::AllocationCode(Compiler& compiler, const Ref<Buffer>& buffer) : buffer_(buffer) {
+AllocationCode::AllocationCode(Compiler& compiler, const Ref<Buffer>& buffer)
+    : buffer_(buffer),
+      placement_(!compiler.in_grid()                     ? Placement::kRun
+                 : buffer->scope.rfind("shared", 0) == 0 ? Placement::kBlock
+                                                         : Placement::kThread),
+      // A "shared" buffer allocated outside the grids of a function run with GPU semantics
+      // (scheduled TensorIR allocates it in the root block) is checked as well.
+      track_(buffer->scope.rfind("shared", 0) == 0 && (compiler.gpu || compiler.in_grid())) {
   type_check(!buffer->dtype.is_handle() && buffer->dtype.is_scalar())
       << "tir.interpret: cannot allocate buffer " << buffer->name << " of dtype " << buffer->dtype
       << "; expected a scalar number or bool dtype";
@@ -246,22 +306,63 @@ void AllocationCode::end_scope(Compiler& compiler) {
   compiler.unbind_storage(buffer_->data.get());
 }
 
-void AllocationCode::enter(Frame& frame) {
+Storage AllocationCode::allocate(Frame& frame, std::vector<uint64_t>* memory) {
   int64_t elements = elements_->eval(frame)[0].i;
   int64_t size = buffer_->dtype.bytes();
   user_check(elements >= 0 && elements <= (int64_t{1} << 40) / size)
       << "tir.interpret: buffer " << buffer_->name << " needs " << elements << " elements of "
       << size << " bytes; the interpreter allocates at most 2^40 bytes";
   int64_t bytes = elements * size;
-  memory_.resize(static_cast<size_t>((bytes + 7) / 8));
-  uint8_t* data = reinterpret_cast<uint8_t*>(memory_.data());
+  memory->resize(static_cast<size_t>((bytes + 7) / 8));
+  uint8_t* data = reinterpret_cast<uint8_t*>(memory->data());
   fill_garbage(buffer_->dtype, data, bytes);
-  saved_ = frame.storages[storage_];
-  frame.storages[storage_] = Storage{data, bytes};
+  return Storage{data, bytes};
+}
+
+SharedShadow* AllocationCode::reset_shadow(const Storage& storage) {
+  shadow_.unit_shift = log2_of(buffer_->dtype.bytes());
+  shadow_.units.assign(static_cast<size_t>(storage.bytes >> shadow_.unit_shift), SharedAccess());
+  return &shadow_;
+}
+
+void AllocationCode::enter(Frame& frame) {
+  switch (placement_) {
+    case Placement::kRun:
+      saved_ = frame.storages[storage_];
+      frame.storages[storage_] = allocate(frame, &memory_);
+      if (track_) frame.storages[storage_].shadow = reset_shadow(frame.storages[storage_]);
+      return;
+    case Placement::kBlock: {
+      // The first thread of a block to come here allocates; the others share its memory.
+      const GpuThread& thread = *frame.thread;
+      if (block_serial_ != thread.block->serial) {
+        block_serial_ = thread.block->serial;
+        block_storage_ = allocate(frame, &memory_);
+        block_storage_.shadow = reset_shadow(block_storage_);
+      }
+      if (thread_saved_.size() <= static_cast<size_t>(thread.linear)) {
+        thread_saved_.resize(thread.linear + 1);
+      }
+      thread_saved_[thread.linear] = frame.storages[storage_];
+      frame.storages[storage_] = block_storage_;
+      return;
+    }
+    case Placement::kThread: {
+      const GpuThread& thread = *frame.thread;
+      if (thread_memory_.size() <= static_cast<size_t>(thread.linear)) {
+        thread_memory_.resize(thread.linear + 1);
+        thread_saved_.resize(thread.linear + 1);
+      }
+      thread_saved_[thread.linear] = frame.storages[storage_];
+      frame.storages[storage_] = allocate(frame, &thread_memory_[thread.linear]);
+      return;
+    }
+  }
 }
 
 void AllocationCode::exit(Frame& frame) {
-  frame.storages[storage_] = saved_;
+  frame.storages[storage_] =
+      placement_ == Placement::kRun ? saved_ : thread_saved_[frame.thread->linear];
 }
 
 }  // namespace kiln::interpreter

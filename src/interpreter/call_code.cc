@@ -266,8 +266,9 @@ const char* unsupported_reason(Builtin op) {
     case Builtin::AddressOf:
       return "the interpreter does not model pointers";
     case Builtin::StorageSync:
-      return "GPU threads run one after another in the interpreter, so a barrier between them "
-             "cannot be honoured and the result would be wrong";
+      return "a barrier between GPU threads has a meaning only with GPU semantics (interpret "
+             "with gpu=True, the default for a function that contains storage_sync), and only "
+             "as a statement of its own";
     default:
       return "it belongs to compiled code only (interpret the function before lowering adds it)";
   }

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "code.h"
@@ -38,6 +39,30 @@ class Compiler {
   // Records that the function stores into `storage`, and asks whether it does.
   void mark_written(int storage) { written_[storage] = true; }
   bool is_written(int storage) const { return written_[storage]; }
+  // Whether `var` is in scope here.
+  bool in_scope(const ir::Var* var) const;
+
+  // GPU semantics (gpu_code.cc). `gpu`: loop nests bound to GPU blocks and threads run as grids
+  // of thread blocks. `in_grid`: the statement being compiled runs once per GPU thread.
+  bool gpu = false;
+  int grid_depth = 0;
+  bool in_grid() const { return grid_depth > 0; }
+  // The kernels that device_launch calls may name, by their global_symbol.
+  std::unordered_map<std::string, ir::Ref<ir::PrimFunc>> kernels;
+  // The statements that contain a storage_sync (see find_barriers); compiled as resumable
+  // nodes inside a grid.
+  std::unordered_set<const ir::Node*> syncing;
+  bool is_syncing(const ir::Node* s) const { return syncing.count(s) != 0; }
+  // Reserves `count` entries of Frame::states; returns the first.
+  int new_states(int count) {
+    next_state_ += count;
+    return next_state_ - count;
+  }
+  int num_states() const { return next_state_; }
+  // The barriers compiled so far, and the conditions (as text) that enclose the statement being
+  // compiled: they name a barrier in messages.
+  int num_barriers = 0;
+  std::vector<std::string> conditions;
 
  private:
   struct VarSlot {
@@ -48,6 +73,7 @@ class Compiler {
   std::unordered_map<const ir::Var*, VarSlot> storages_;
   std::vector<bool> written_;
   int next_slot_ = 0;
+  int next_state_ = 0;
 };
 
 // Binds a variable for the lifetime of the guard (the compile-time scope of a loop, let, block).
@@ -80,7 +106,11 @@ StmtCodePtr compile_store(Compiler& compiler, const ir::BufferStore& store);
 // The storage of one allocated buffer (an Allocate, or an alloc_buffer of a block). The
 // constructor binds the buffer's data variable in the compiler; call `end_scope` after the body
 // has been compiled. At run time, `enter` allocates (filled with garbage, see value.h) and
-// `exit` releases.
+// `exit` releases. Inside a GPU grid, a "shared" buffer is allocated once per thread block (the
+// first thread to enter allocates it, the others see the same memory, with the access record
+// that detects missing barriers) and any other one once per thread, on each entry. A "shared"
+// buffer allocated outside the grids of a function with GPU semantics is one memory for the
+// run, also with an access record.
 class AllocationCode {
  public:
   AllocationCode(Compiler& compiler, const ir::Ref<ir::Buffer>& buffer);
@@ -89,11 +119,47 @@ class AllocationCode {
   void exit(Frame& frame);
 
  private:
+  enum class Placement { kRun, kBlock, kThread };
+  // Sizes `memory` for one entry and fills it with garbage; returns it as storage.
+  Storage allocate(Frame& frame, std::vector<uint64_t>* memory);
+  // Clears the access record for `storage`; returns it.
+  SharedShadow* reset_shadow(const Storage& storage);
+
   ir::Ref<ir::Buffer> buffer_;
   ExprCodePtr elements_;  // the extent of the storage in elements, evaluated on entry
   int storage_;
+  Placement placement_;
+  bool track_;  // record accesses to find missing barriers
   Storage saved_;
   std::vector<uint64_t> memory_;  // reused from one entry to the next
+  // kBlock: the block that `memory_` belongs to. The access record when `track_`.
+  int64_t block_serial_ = -1;
+  Storage block_storage_;
+  SharedShadow shadow_;
+  // kThread: the memory of each thread of the block, and what each thread's entry replaced.
+  std::vector<std::vector<uint64_t>> thread_memory_;
+  std::vector<Storage> thread_saved_;
 };
+
+// GPU semantics (gpu_code.cc).
+
+// Records in `syncing` every statement of `s` that contains a storage_sync statement; returns
+// whether `s` does.
+bool find_barriers(const ir::Stmt& s, std::unordered_set<const ir::Node*>* syncing);
+// The outermost loop bound to a GPU tag, with the loop nest under it, as a grid of thread
+// blocks: launch extents are the largest extent of the loops bound to each tag.
+StmtCodePtr compile_grid(Compiler& compiler, const ir::For& loop);
+// A loop bound to a GPU tag inside a grid: the thread's index along the tag, under a guard.
+StmtCodePtr compile_thread_loop(Compiler& compiler, const ir::For& loop);
+// A storage_sync statement inside a grid.
+StmtCodePtr compile_barrier(Compiler& compiler, const ir::Call& call);
+// A device_launch statement: runs the kernel it names as a grid.
+StmtCodePtr compile_device_launch(Compiler& compiler, const ir::Call& call);
+// A statement that contains a barrier inside a grid, as a node that can stop at the barrier and
+// go on from there (sequences, serial loops, conditions, lets, assertions, allocations).
+StmtCodePtr compile_resumable(Compiler& compiler, const ir::Stmt& s);
+// "(x, y, z)" of the thread with linear index `linear` in `block`, and of the block itself.
+std::string thread_text(const GpuBlock& block, int64_t linear);
+std::string block_text(const GpuThread& thread);
 
 }  // namespace kiln::interpreter

@@ -36,6 +36,11 @@ int Compiler::slot_of(const Var* var, const std::string& context) const {
   return it->second.slot;
 }
 
+bool Compiler::in_scope(const Var* var) const {
+  auto it = slots_.find(var);
+  return it != slots_.end() && it->second.depth > 0;
+}
+
 int Compiler::bind_storage(const Var* data) {
   auto [it, inserted] = storages_.try_emplace(data, VarSlot{num_storages(), 0});
   if (inserted) written_.push_back(false);

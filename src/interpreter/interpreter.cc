@@ -36,18 +36,28 @@ Argument Argument::floating(double value) {
   return arg;
 }
 
-void interpret(const PrimFunc& func, const std::vector<Argument>& args) {
+void interpret(const PrimFunc& func, const std::vector<Argument>& args, const Options& options) {
   // Step 1. Check the arguments; collect the variables and storage they bind.
   Bindings bindings = bind_arguments(func, args);
 
-  // Step 2. Compile the body with those in scope.
+  // Step 2. Compile the body with those in scope, with GPU semantics when asked for or when
+  // the body has barriers.
+  user_check(func.body.defined()) << "tir.interpret: the function has no body";
   Compiler compiler;
+  bool has_barriers = find_barriers(func.body, &compiler.syncing);
+  compiler.gpu =
+      options.gpu == GpuSemantics::kOn || (options.gpu == GpuSemantics::kAuto && has_barriers);
+  for (const Ref<PrimFunc>& kernel : options.kernels) {
+    auto symbol = kernel->attrs.find("global_symbol");
+    const auto* name = symbol == kernel->attrs.end() ? nullptr : symbol->second.as<StringImm>();
+    user_check(name != nullptr) << "tir.interpret: a device kernel has no global_symbol";
+    compiler.kernels[name->value] = kernel;
+  }
   std::vector<int> value_slots, storage_indices;
   for (const BoundValue& v : bindings.values) value_slots.push_back(compiler.bind(v.var));
   for (const BoundStorage& s : bindings.storages) {
     storage_indices.push_back(compiler.bind_storage(s.data));
   }
-  user_check(func.body.defined()) << "tir.interpret: the function has no body";
   StmtCodePtr body = compiler.stmt(func.body);
 
   // Step 3. Refuse to write into read-only arrays.
@@ -62,6 +72,7 @@ void interpret(const PrimFunc& func, const std::vector<Argument>& args) {
   Frame frame;
   frame.slots.resize(compiler.num_slots());
   frame.storages.resize(compiler.num_storages());
+  frame.states.resize(compiler.num_states());
   for (size_t k = 0; k < bindings.values.size(); ++k) {
     frame.slots[value_slots[k]] = bindings.values[k].value;
   }

@@ -1,6 +1,8 @@
 // Compilation of statements: loops (every kind runs sequentially), sequences, conditionals,
 // let, assert, evaluate, allocation, and blocks with their iterator bindings, predicate,
-// allocated buffers and reduction init.
+// allocated buffers and reduction init. Inside a GPU grid (gpu_code.cc), a statement that
+// contains a barrier is compiled with `state` >= 0: its `run` keeps where the thread stands in
+// Frame::states from that index on, so that a thread stopped at a barrier goes on from there.
 #include <cstring>
 
 #include "compiler.h"
@@ -13,10 +15,15 @@ using namespace kiln::ir;
 
 namespace {
 
+// A serial loop (of any kind). Resumable: states k, min, extent and whether it has started.
 class ForCode final : public StmtCode {
  public:
-  ForCode(int slot, ExprCodePtr min, ExprCodePtr extent, StmtCodePtr body)
-      : slot_(slot), min_(std::move(min)), extent_(std::move(extent)), body_(std::move(body)) {}
+  ForCode(int slot, ExprCodePtr min, ExprCodePtr extent, StmtCodePtr body, int state)
+      : slot_(slot),
+        min_(std::move(min)),
+        extent_(std::move(extent)),
+        body_(std::move(body)),
+        state_(state) {}
   void exec(Frame& frame) override {
     int64_t min = min_->eval(frame)[0].i;
     int64_t extent = extent_->eval(frame)[0].i;
@@ -25,30 +32,59 @@ class ForCode final : public StmtCode {
       body_->exec(frame);
     }
   }
+  bool run(Frame& frame) override {
+    if (state_ < 0) return StmtCode::run(frame);
+    int64_t* state = &frame.states[state_];  // started, k, min, extent
+    if (state[0] == 0) {
+      state[0] = 1;
+      state[1] = 0;
+      state[2] = min_->eval(frame)[0].i;
+      state[3] = extent_->eval(frame)[0].i;
+    }
+    for (; state[1] < state[3]; ++state[1]) {
+      frame.slots[slot_].i = state[2] + state[1];
+      if (!body_->run(frame)) return false;
+    }
+    state[0] = 0;
+    return true;
+  }
+  static constexpr int kStates = 4;
 
  private:
   int slot_;
   ExprCodePtr min_, extent_;
   StmtCodePtr body_;
+  int state_;
 };
 
 class SeqCode final : public StmtCode {
  public:
-  explicit SeqCode(std::vector<StmtCodePtr> seq) : seq_(std::move(seq)) {}
+  SeqCode(std::vector<StmtCodePtr> seq, int state) : seq_(std::move(seq)), state_(state) {}
   void exec(Frame& frame) override {
     for (const StmtCodePtr& s : seq_) s->exec(frame);
+  }
+  bool run(Frame& frame) override {
+    if (state_ < 0) return StmtCode::run(frame);
+    int64_t& next = frame.states[state_];
+    for (; next < static_cast<int64_t>(seq_.size()); ++next) {
+      if (!seq_[next]->run(frame)) return false;
+    }
+    next = 0;
+    return true;
   }
 
  private:
   std::vector<StmtCodePtr> seq_;
+  int state_;
 };
 
 class IfCode final : public StmtCode {
  public:
-  IfCode(ExprCodePtr condition, StmtCodePtr then_case, StmtCodePtr else_case)
+  IfCode(ExprCodePtr condition, StmtCodePtr then_case, StmtCodePtr else_case, int state)
       : condition_(std::move(condition)),
         then_case_(std::move(then_case)),
-        else_case_(std::move(else_case)) {}
+        else_case_(std::move(else_case)),
+        state_(state) {}
   void exec(Frame& frame) override {
     if (condition_->eval(frame)[0].i != 0) {
       then_case_->exec(frame);
@@ -56,43 +92,88 @@ class IfCode final : public StmtCode {
       else_case_->exec(frame);
     }
   }
+  bool run(Frame& frame) override {
+    if (state_ < 0) return StmtCode::run(frame);
+    int64_t& branch = frame.states[state_];  // 0: not yet decided, 1: then, 2: else
+    if (branch == 0) branch = condition_->eval(frame)[0].i != 0 ? 1 : 2;
+    StmtCode* arm = branch == 1 ? then_case_.get() : else_case_.get();
+    if (arm != nullptr && !arm->run(frame)) return false;
+    branch = 0;
+    return true;
+  }
 
  private:
   ExprCodePtr condition_;
   StmtCodePtr then_case_, else_case_;
+  int state_;
 };
 
 class LetStmtCode final : public StmtCode {
  public:
-  LetStmtCode(int slot, ExprCodePtr value, StmtCodePtr body)
-      : slot_(slot), value_(std::move(value)), body_(std::move(body)) {}
+  LetStmtCode(int slot, ExprCodePtr value, StmtCodePtr body, int state)
+      : slot_(slot), value_(std::move(value)), body_(std::move(body)), state_(state) {}
   void exec(Frame& frame) override {
-    const Lane* v = value_->eval(frame);
-    std::memcpy(&frame.slots[slot_], v, sizeof(Lane) * value_->lanes());
+    bind(frame);
     body_->exec(frame);
+  }
+  bool run(Frame& frame) override {
+    if (state_ < 0) return StmtCode::run(frame);
+    int64_t& bound = frame.states[state_];
+    if (bound == 0) {
+      bind(frame);
+      bound = 1;
+    }
+    if (!body_->run(frame)) return false;
+    bound = 0;
+    return true;
   }
 
  private:
+  void bind(Frame& frame) {
+    const Lane* v = value_->eval(frame);
+    std::memcpy(&frame.slots[slot_], v, sizeof(Lane) * value_->lanes());
+  }
+
   int slot_;
   ExprCodePtr value_;
   StmtCodePtr body_;
+  int state_;
 };
 
 class AssertCode final : public StmtCode {
  public:
-  AssertCode(ExprCodePtr condition, std::string message, StmtCodePtr body)
-      : condition_(std::move(condition)), message_(std::move(message)), body_(std::move(body)) {}
+  AssertCode(ExprCodePtr condition, std::string message, StmtCodePtr body, int state)
+      : condition_(std::move(condition)),
+        message_(std::move(message)),
+        body_(std::move(body)),
+        state_(state) {}
   void exec(Frame& frame) override {
-    if (condition_->eval(frame)[0].i == 0) {
-      user_error(ErrorKind::kRuntime) << "tir.interpret: assertion failed: " << message_;
-    }
+    check(frame);
     body_->exec(frame);
+  }
+  bool run(Frame& frame) override {
+    if (state_ < 0) return StmtCode::run(frame);
+    int64_t& checked = frame.states[state_];
+    if (checked == 0) {
+      check(frame);
+      checked = 1;
+    }
+    if (!body_->run(frame)) return false;
+    checked = 0;
+    return true;
   }
 
  private:
+  void check(Frame& frame) {
+    if (condition_->eval(frame)[0].i == 0) {
+      user_error(ErrorKind::kRuntime) << "tir.interpret: assertion failed: " << message_;
+    }
+  }
+
   ExprCodePtr condition_;
   std::string message_;
   StmtCodePtr body_;
+  int state_;
 };
 
 class EvaluateCode final : public StmtCode {
@@ -111,17 +192,30 @@ class NoOpCode final : public StmtCode {
 
 class AllocateCode final : public StmtCode {
  public:
-  AllocateCode(std::unique_ptr<AllocationCode> allocation, StmtCodePtr body)
-      : allocation_(std::move(allocation)), body_(std::move(body)) {}
+  AllocateCode(std::unique_ptr<AllocationCode> allocation, StmtCodePtr body, int state)
+      : allocation_(std::move(allocation)), body_(std::move(body)), state_(state) {}
   void exec(Frame& frame) override {
     allocation_->enter(frame);
     body_->exec(frame);
     allocation_->exit(frame);
   }
+  bool run(Frame& frame) override {
+    if (state_ < 0) return StmtCode::run(frame);
+    int64_t& entered = frame.states[state_];
+    if (entered == 0) {
+      allocation_->enter(frame);
+      entered = 1;
+    }
+    if (!body_->run(frame)) return false;
+    allocation_->exit(frame);
+    entered = 0;
+    return true;
+  }
 
  private:
   std::unique_ptr<AllocationCode> allocation_;
   StmtCodePtr body_;
+  int state_;
 };
 
 // An integer that is usually a compile-time constant (a block iterator's domain bound).
@@ -216,6 +310,10 @@ class BlockCode final : public StmtCode {
 };
 
 StmtCodePtr compile_block(Compiler& compiler, const Block& block, const BlockRealize* realize) {
+  user_check(!compiler.in_grid() || !compiler.is_syncing(&block))
+      << "tir.interpret: block " << block.name
+      << " contains a storage_sync; barriers are inserted after blocks are lowered "
+         "(insert_barriers), and the interpreter runs them only outside blocks";
   if (realize == nullptr) {
     user_check(block.iter_vars.empty())
         << "tir.interpret: block " << block.name << " has " << block.iter_vars.size()
@@ -270,6 +368,8 @@ void check_scalar_condition(const Expr& condition, const char* node) {
 
 StmtCodePtr Compiler::stmt(const Stmt& s) {
   if (!s.defined()) return std::make_unique<NoOpCode>();
+  // Inside a GPU grid, where a statement keeps its resume point when it contains a barrier.
+  auto state = [&](int count) { return in_grid() && is_syncing(s.get()) ? new_states(count) : -1; };
   switch (s->kind()) {
     case NodeKind::LetStmt: {
       const auto* op = static_cast<const LetStmt*>(s.get());
@@ -278,12 +378,13 @@ StmtCodePtr Compiler::stmt(const Stmt& s) {
           << " binds a handle, which the interpreter does not model";
       ExprCodePtr value = expr(op->value);
       ScopedVar var(*this, op->var.get());
-      return std::make_unique<LetStmtCode>(var.slot(), std::move(value), stmt(op->body));
+      return std::make_unique<LetStmtCode>(var.slot(), std::move(value), stmt(op->body), state(1));
     }
     case NodeKind::AssertStmt: {
       const auto* op = static_cast<const AssertStmt*>(s.get());
       check_scalar_condition(op->condition, "an AssertStmt");
-      return std::make_unique<AssertCode>(expr(op->condition), op->message, stmt(op->body));
+      return std::make_unique<AssertCode>(expr(op->condition), op->message, stmt(op->body),
+                                          state(1));
     }
     case NodeKind::BufferStore:
       return compile_store(*this, *static_cast<const BufferStore*>(s.get()));
@@ -292,38 +393,52 @@ StmtCodePtr Compiler::stmt(const Stmt& s) {
       auto allocation = std::make_unique<AllocationCode>(*this, op->buffer);
       StmtCodePtr body = stmt(op->body);
       allocation->end_scope(*this);
-      return std::make_unique<AllocateCode>(std::move(allocation), std::move(body));
+      return std::make_unique<AllocateCode>(std::move(allocation), std::move(body), state(1));
     }
     case NodeKind::For: {
-      // Parallel, vectorized, unrolled and thread-bound loops all run as serial loops.
+      // Parallel, vectorized, unrolled and thread-bound loops all run as serial loops, except
+      // thread-bound loops with GPU semantics: those run as grids of thread blocks.
       const auto* op = static_cast<const For*>(s.get());
       type_check(op->loop_var->dtype.is_scalar() && op->loop_var->dtype.is_integer())
           << "tir.interpret: loop variable " << op->loop_var->name << " has dtype "
           << op->loop_var->dtype << "; expected a scalar integer";
+      if (op->kind == ForKind::kThreadBinding && in_grid()) return compile_thread_loop(*this, *op);
+      if (op->kind == ForKind::kThreadBinding && gpu) return compile_grid(*this, *op);
       ExprCodePtr min = expr(op->min);
       ExprCodePtr extent = expr(op->extent);
       ScopedVar var(*this, op->loop_var.get());
+      int first_state = state(ForCode::kStates);
       return std::make_unique<ForCode>(var.slot(), std::move(min), std::move(extent),
-                                       stmt(op->body));
+                                       stmt(op->body), first_state);
     }
     case NodeKind::SeqStmt: {
       std::vector<StmtCodePtr> seq;
       for (const Stmt& inner : static_cast<const SeqStmt*>(s.get())->seq)
         seq.push_back(stmt(inner));
-      return std::make_unique<SeqCode>(std::move(seq));
+      return std::make_unique<SeqCode>(std::move(seq), state(1));
     }
     case NodeKind::IfThenElse: {
       const auto* op = static_cast<const IfThenElse*>(s.get());
       check_scalar_condition(op->condition, "an IfThenElse");
       ExprCodePtr condition = expr(op->condition);
+      // A barrier under the condition is named with it.
+      bool named = in_grid() && is_syncing(s.get());
+      if (named) conditions.push_back(to_script(op->condition));
       StmtCodePtr then_case = stmt(op->then_case);
+      if (named) conditions.back() = "not " + conditions.back();
       StmtCodePtr else_case = op->else_case.defined() ? stmt(op->else_case) : nullptr;
+      if (named) conditions.pop_back();
       return std::make_unique<IfCode>(std::move(condition), std::move(then_case),
-                                      std::move(else_case));
+                                      std::move(else_case), state(1));
     }
     case NodeKind::Evaluate: {
       const auto* op = static_cast<const Evaluate*>(s.get());
       if (op->value.is<IntImm>()) return std::make_unique<NoOpCode>();
+      if (const auto* call = op->value.as<Call>()) {
+        if (call->op == Builtin::DeviceLaunch) return compile_device_launch(*this, *call);
+        if (call->op == Builtin::StorageSync && (gpu || in_grid()))
+          return compile_barrier(*this, *call);
+      }
       return std::make_unique<EvaluateCode>(expr(op->value));
     }
     case NodeKind::Block:

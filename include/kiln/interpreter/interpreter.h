@@ -27,13 +27,34 @@
 //   float16/bfloat16). A cast from float to integer truncates toward zero; NaN gives 0 and values
 //   out of the target's range saturate to its least or greatest value. `round` is half-to-even.
 // * Loops of every kind (parallel, vectorized, unrolled, GPU thread-bound) run one iteration
-//   after another. Barriers between GPU threads are therefore not modelled: a function that calls
-//   storage_sync is refused rather than run with wrong results.
+//   after another: the meaning of scheduled TensorIR, where a thread-bound loop that fills a
+//   shared tile and the next one that reads it behave as if run one after the other (lowering
+//   inserts the barriers that give them this meaning on a GPU).
+// * GPU semantics, for a function that contains storage_sync (after insert_barriers), when
+//   Options::gpu asks for it, and always for the kernels of device_launch calls (the host
+//   function that split_host_device leaves): each outermost loop bound to blockIdx/threadIdx
+//   runs as a grid of thread blocks. The launch extent of a tag is the largest extent of the
+//   nest's loops bound to it (a device_launch passes its own). Blocks run one after another; in
+//   a block every thread runs the nest, a loop bound to a tag being the thread's index along it
+//   (nested loops with the same tag are the same index), under the guard `index < extent` when
+//   the loop is shorter than the launch. Threads advance in lock step from barrier to barrier:
+//   thread 0 runs up to its next storage_sync, then thread 1, …, then all go on. Allocations of
+//   scope "shared" exist once per block, shared by its threads; any other allocation inside the
+//   nest belongs to one thread. A "shared" buffer allocated outside the nest (scheduled TensorIR
+//   allocates it in the root block) is one memory for the whole run, checked all the same.
+//   Errors (kRuntime) name the threads and blocks as (x, y, z):
+//     - a missing barrier: a thread reads or writes an element of a "shared" buffer that another
+//       thread wrote since the block's last barrier, or writes one another thread read since;
+//     - a divergent barrier: a storage_sync that some threads of a block reach and others do not
+//       (they finish, or wait at another one).
+//   Accesses to global memory (the arguments) are not checked for races between threads.
 // * Refused with a clear error when the function is compiled, before memory is touched:
-//   call_extern, call_pure_extern, call_llvm_pure_intrin, address_of, storage_sync, the
-//   packed-argument builtins, Reduce nodes (TE only), handle-typed variables and lets.
+//   call_extern, call_pure_extern, call_llvm_pure_intrin, address_of, storage_sync without GPU
+//   semantics or inside a block, the packed-argument builtins, Reduce nodes (TE only),
+//   handle-typed variables and lets.
 //
-// Tests: tests/cpp/interpreter/interpreter_test.cc, tests/python/test_interpreter.py.
+// Tests: tests/cpp/interpreter/interpreter_test.cc, tests/python/test_interpreter.py,
+// tests/python/test_interpreter_gpu.py.
 #pragma once
 
 #include <cstdint>
@@ -66,8 +87,21 @@ struct Argument {
   static Argument floating(double value);
 };
 
+// How loops bound to GPU blocks and threads run: kAuto gives GPU semantics to a function that
+// contains storage_sync and runs any other one serially.
+enum class GpuSemantics { kAuto, kOn, kOff };
+
+struct Options {
+  GpuSemantics gpu = GpuSemantics::kAuto;
+  // The device kernels that the function's device_launch calls name by their "global_symbol"
+  // (the kernels of split_host_device, e.g. the other functions of the module that
+  // tir.lower(func, target="cuda") returns). They run with GPU semantics.
+  std::vector<ir::Ref<ir::PrimFunc>> kernels;
+};
+
 // Runs `func` on `args`, one per parameter in order, writing its outputs in place. Errors are
 // kiln::Error exceptions whose message starts with "tir.interpret:".
-void interpret(const ir::PrimFunc& func, const std::vector<Argument>& args);
+void interpret(const ir::PrimFunc& func, const std::vector<Argument>& args,
+               const Options& options = {});
 
 }  // namespace kiln::interpreter

@@ -43,10 +43,17 @@ from .schedule import TensorIntrin  # noqa: E402,F401
 from . import transform  # noqa: E402,F401
 
 
-def lower(func, dump_ir=None, verify=None):
+def lower(func, dump_ir=None, verify=None, target=None):
     """Lowers a scheduled function to the flat loop program that code generators take: no
     blocks, one-dimensional buffers, vector loops as vector code. The passes, in order, are in
     tir/pipeline.cc; kiln.tir.transform runs them one at a time.
+
+    With a GPU target, the GPU passes run too: cross-thread reductions through shared memory,
+    barriers (storage_sync) where threads pass values through shared memory, and the split of
+    each loop nest bound to blocks and threads into a device kernel that the function, now its
+    host side, launches (device_launch). The result is what kiln.build compiles for that target
+    before the packed entry point; kiln.tir.interpret runs it with GPU semantics (thread
+    blocks, barriers, shared memory per block), which makes it the oracle of GPU lowering.
 
     Args:
         func (PrimFunc, IRModule or tir.Schedule): what to lower; a Schedule lowers its module.
@@ -55,19 +62,27 @@ def lower(func, dump_ir=None, verify=None):
             several functions, one subdirectory per function.
         verify (bool, optional): run the IR verifier after every pass (default: on in debug
             builds, or when KILN_VERIFY_IR=1).
+        target (str, optional): a target string; a GPU one ("cuda", "opencl", …) adds the GPU
+            passes, and its limits (threads and shared memory per block) are checked. A CPU
+            target or None lowers for the CPU.
 
     Returns:
-        PrimFunc for a PrimFunc, IRModule for an IRModule or a Schedule.
+        PrimFunc for a PrimFunc, IRModule for an IRModule or a Schedule. With a GPU target,
+        always an IRModule: the host functions (a PrimFunc's under "main") and their device
+        kernels under their global symbols ("main_kernel0", …).
 
     Raises:
         KilnTypeError: func is not a PrimFunc, an IRModule or a Schedule, or dump_ir or verify
             has the wrong type.
-        KilnValueError: the function cannot be lowered (the message names the pass).
+        KilnValueError: the function cannot be lowered (the message names the pass), or the
+            target string is not a valid target.
         InternalError: verify found IR that a pass broke (a bug in kiln).
 
     Example:
         sch = tir.Schedule(func)
         ...
         print(tir.lower(sch)["main"])
+        gpu = tir.lower(sch, target="cuda")   # host "main" and kernels "main_kernel0", ...
+        tir.interpret(gpu, a, b)
     """
-    return _tir_tools.lower(func, dump_ir=dump_ir, verify=verify)
+    return _tir_tools.lower(func, dump_ir=dump_ir, verify=verify, target=target)

@@ -209,15 +209,17 @@ TEST(InterpretError, UnsupportedBuiltinIsRefused) {
                  "the interpreter runs no external code");
 }
 
-TEST(InterpretError, StorageSyncIsRefused) {
+TEST(InterpretError, StorageSyncIsRefusedWithoutGpuSemantics) {
   auto A = buffer({1}, i32, "A");
   auto func =
       make_func({A}, make<Evaluate>(call(Builtin::StorageSync, {make<StringImm>("shared")})));
   std::vector<int32_t> a(1);
-  std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
+  std::string msg = error_of([&] {
+    interpret(*func, {array(a, i32)}, Options{GpuSemantics::kOff, {}});
+  });
   EXPECT_MESSAGE(msg,
-                 "the builtin storage_sync is not supported by the interpreter: GPU threads "
-                 "run one after another");
+                 "the builtin storage_sync is not supported by the interpreter: a barrier "
+                 "between GPU threads has a meaning only with GPU semantics");
 }
 
 TEST(InterpretError, BlockIteratorOutsideItsDomain) {
