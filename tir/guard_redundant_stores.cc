@@ -154,10 +154,10 @@ class KernelGuard : public IRMutator {
     }
   }
 
-  std::set<std::string> tags_;                     // the threadIdx axes of the kernel
+  std::set<std::string> tags_;                             // the threadIdx axes of the kernel
   std::unordered_map<std::string, const Var*> enclosing_;  // tag -> enclosing loop variable
-  std::unordered_map<const Var*, VarSet> depends_;  // let variable -> thread variables
-  VarSet thread_vars_;                              // every thread loop variable seen
+  std::unordered_map<const Var*, VarSet> depends_;         // let variable -> thread variables
+  VarSet thread_vars_;                                     // every thread loop variable seen
 };
 
 // Finds the kernels: the outermost loops bound to GPU blocks or threads.

@@ -18,6 +18,9 @@ class Compiler {
  public:
   // Dispatch on the node kind (expr_compile.cc and stmt_compile.cc).
   ExprCodePtr expr(const ir::Expr& e);
+  // A LetStmt that binds device_alloc (host code of a GPU function) as an allocation; null
+  // for any other LetStmt.
+  StmtCodePtr compile_device_allocation(const ir::LetStmt& op);
   StmtCodePtr stmt(const ir::Stmt& s);
 
   // `var` comes into scope; returns its slot, the same one each time the variable is bound.

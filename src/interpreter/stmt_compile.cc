@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "compiler.h"
+#include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/support/error.h"
 
@@ -366,6 +367,35 @@ void check_scalar_condition(const Expr& condition, const char* node) {
 
 }  // namespace
 
+StmtCodePtr Compiler::compile_device_allocation(const LetStmt& op) {
+  const auto* call = op.value.as<Call>();
+  if (call == nullptr || call->op != Builtin::DeviceAlloc) return nullptr;
+  // The body ends with its device_free.
+  // The buffer is the one the accesses name, in the body or in the kernels it launches.
+  Ref<Buffer> buffer;
+  auto find = [&](const Node* node) {
+    const Buffer* b = nullptr;
+    if (node->kind() == NodeKind::BufferLoad)
+      b = static_cast<const BufferLoad*>(node)->buffer.get();
+    if (node->kind() == NodeKind::BufferStore)
+      b = static_cast<const BufferStore*>(node)->buffer.get();
+    if (b != nullptr && b->data.get() == op.var.get() && !buffer.defined()) buffer = Ref<Buffer>(b);
+  };
+  post_order_visit(op.body, find);
+  for (const auto& [name, kernel] : kernels) post_order_visit(kernel->body, find);
+  const auto* seq = op.body.as<SeqStmt>();
+  const auto* last = seq != nullptr && !seq->seq.empty() ? seq->seq.back().as<Evaluate>() : nullptr;
+  const auto* release = last != nullptr ? last->value.as<Call>() : nullptr;
+  user_check(buffer.defined() && release != nullptr && release->op == Builtin::DeviceFree)
+      << "tir.interpret: device_alloc of " << op.var->name
+      << " must bind the data of a buffer that the body uses and then frees with device_free";
+  std::vector<Stmt> inner(seq->seq.begin(), seq->seq.end() - 1);
+  auto allocation = std::make_unique<AllocationCode>(*this, buffer);
+  StmtCodePtr body = stmt(make<SeqStmt>(std::move(inner)));
+  allocation->end_scope(*this);
+  return std::make_unique<AllocateCode>(std::move(allocation), std::move(body), -1);
+}
+
 StmtCodePtr Compiler::stmt(const Stmt& s) {
   if (!s.defined()) return std::make_unique<NoOpCode>();
   // Inside a GPU grid, where a statement keeps its resume point when it contains a barrier.
@@ -373,6 +403,9 @@ StmtCodePtr Compiler::stmt(const Stmt& s) {
   switch (s->kind()) {
     case NodeKind::LetStmt: {
       const auto* op = static_cast<const LetStmt*>(s.get());
+      // Device memory between the kernels of a GPU function (split_host_device): memory of the
+      // interpreter like any allocation.
+      if (StmtCodePtr device = compile_device_allocation(*op)) return device;
       user_check(!op->var->dtype.is_handle())
           << "tir.interpret: let " << op->var->name
           << " binds a handle, which the interpreter does not model";

@@ -18,7 +18,8 @@ namespace kiln::tir {
 // the guarded statement's result, and places no barrier inside it.
 //
 //   for bx in T.thread_binding(4, "blockIdx.x"):        for bx in T.thread_binding(...):
-//     for k in range(8):                                  for t in T.thread_binding(1, "threadIdx.x"):
+//     for k in range(8):                                  for t in T.thread_binding(1,
+//     "threadIdx.x"):
 //       S[0] = S[0] + A[bx * 8 + k]            =>           for k in range(8):
 //     for tx in T.thread_binding(8, "threadIdx.x"):             S[0] = S[0] + A[bx * 8 + k]
 //       B[bx * 8 + tx] = A[bx * 8 + tx] / S[0]          for tx in T.thread_binding(8, ...): ...
