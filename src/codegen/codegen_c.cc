@@ -64,8 +64,118 @@ std::ostream& CodeGenC::line() {
   return *out_;
 }
 
+std::string CodeGenC::half_conversions(const std::string& prefix, const std::string& ushort,
+                                       const std::string& uint, const std::string& bits_of_float,
+                                       const std::string& float_of_bits) {
+  auto fn = [&](const std::string& ret, const std::string& name, const std::string& arg,
+                const std::string& body) {
+    return prefix + " " + ret + " " + name + "(" + arg + ") {\n" + body + "}\n";
+  };
+  // float16: round to nearest even, subnormals, infinities and NaN (kept a NaN).
+  std::string to_half = "  " + uint + " u = " + bits_of_float +
+                        "(f);\n"
+                        "  " +
+                        uint +
+                        " sign = (u >> 16) & 0x8000u;\n"
+                        "  " +
+                        uint +
+                        " a = u & 0x7fffffffu;\n"
+                        "  if (a >= 0x7f800000u) return (" +
+                        ushort +
+                        ")(sign | (a > 0x7f800000u ? 0x7e00u : 0x7c00u));\n"
+                        "  if (a >= 0x477ff000u) return (" +
+                        ushort +
+                        ")(sign | 0x7c00u);\n"
+                        "  if (a < 0x38800000u) {\n"
+                        "    " +
+                        uint +
+                        " shift = 126u - (a >> 23);\n"
+                        "    if (shift > 24u) return (" +
+                        ushort +
+                        ")sign;\n"
+                        "    " +
+                        uint +
+                        " m = (a & 0x7fffffu) | 0x800000u;\n"
+                        "    " +
+                        uint +
+                        " r = m >> shift;\n"
+                        "    " +
+                        uint +
+                        " rest = m & ((1u << shift) - 1u);\n"
+                        "    " +
+                        uint +
+                        " half_way = 1u << (shift - 1u);\n"
+                        "    if (rest > half_way || (rest == half_way && (r & 1u))) r += 1u;\n"
+                        "    return (" +
+                        ushort +
+                        ")(sign | r);\n"
+                        "  }\n"
+                        "  " +
+                        uint +
+                        " r = (a - 0x38000000u) >> 13;\n"
+                        "  " +
+                        uint +
+                        " rest = a & 0x1fffu;\n"
+                        "  if (rest > 0x1000u || (rest == 0x1000u && (r & 1u))) r += 1u;\n"
+                        "  return (" +
+                        ushort + ")(sign | r);\n";
+  std::string from_half = "  " + uint + " sign = ((" + uint +
+                          ")h & 0x8000u) << 16;\n"
+                          "  " +
+                          uint + " e = ((" + uint +
+                          ")h >> 10) & 0x1fu;\n"
+                          "  " +
+                          uint + " m = (" + uint +
+                          ")h & 0x3ffu;\n"
+                          "  if (e == 0x1fu) return " +
+                          float_of_bits +
+                          "(sign | 0x7f800000u | (m << 13));\n"
+                          "  if (e != 0u) return " +
+                          float_of_bits +
+                          "(sign | ((e + 112u) << 23) | (m << 13));\n"
+                          "  if (m == 0u) return " +
+                          float_of_bits +
+                          "(sign);\n"
+                          "  while ((m & 0x400u) == 0u) { m <<= 1; e += 1u; }\n"
+                          "  return " +
+                          float_of_bits + "(sign | ((113u - e) << 23) | ((m & 0x3ffu) << 13));\n";
+  // bfloat16: the upper half of a float, rounded to nearest even (NaN kept a NaN).
+  std::string to_bf16 = "  " + uint + " u = " + bits_of_float +
+                        "(f);\n"
+                        "  if ((u & 0x7fffffffu) > 0x7f800000u) return (" +
+                        ushort +
+                        ")((u >> 16) | 0x40u);\n"
+                        "  u += 0x7fffu + ((u >> 16) & 1u);\n"
+                        "  return (" +
+                        ushort + ")(u >> 16);\n";
+  std::string from_bf16 = "  return " + float_of_bits + "((" + uint + ")b << 16);\n";
+  return fn(ushort, "kiln_float_to_half", "float f", to_half) +
+         fn("float", "kiln_half_to_float", ushort + " h", from_half) +
+         fn(ushort, "kiln_float_to_bf16", "float f", to_bf16) +
+         fn("float", "kiln_bf16_to_float", ushort + " b", from_bf16) + "\n";
+}
+
+std::string CodeGenC::storage_type(DataType dtype) const {
+  if (dtype.is_float16() || dtype.is_bfloat16()) {
+    const_cast<CodeGenC*>(this)->uses_half_ = true;
+    return "unsigned short";
+  }
+  return type_name(dtype);
+}
+
+std::string CodeGenC::rounded(DataType dtype, const std::string& value) {
+  if (dtype.is_float16() || dtype.is_bfloat16()) uses_half_ = true;
+  if (dtype.is_float16()) return "kiln_half_to_float(kiln_float_to_half(" + value + "))";
+  if (dtype.is_bfloat16()) return "kiln_bf16_to_float(kiln_float_to_bf16(" + value + "))";
+  return value;
+}
+
 std::string CodeGenC::type_name(DataType dtype) const {
   if (dtype.is_bool()) return "bool";
+  if (dtype.is_float16() || dtype.is_bfloat16()) {
+    const_cast<CodeGenC*>(this)->uses_half_ = true;
+    return "float";
+  }
   if (dtype.is_float() && !dtype.is_bfloat16() && dtype.bits() == 32) return "float";
   if (dtype.is_float() && !dtype.is_bfloat16() && dtype.bits() == 64) return "double";
   if (dtype.is_int() || dtype.is_uint()) {
@@ -92,7 +202,7 @@ std::string CodeGenC::type_name(DataType dtype) const {
   const_cast<CodeGenC*>(this)->unsupported(
       "the dtype " + dtype.str() +
       " has no type in the GPU code generators (they support bool, int8-64, uint8-64, "
-      "float32 and float64)");
+      "float16, bfloat16, float32 and float64)");
 }
 
 // ---- Expressions ----
@@ -117,13 +227,14 @@ std::string CodeGenC::visit(const IntImm* op) {
 std::string CodeGenC::visit(const FloatImm* op) {
   if (!std::isfinite(op->value)) return special_float(op->value, op->dtype);
   char text[64];
-  bool single = op->dtype.bits() == 32;
+  bool single = op->dtype.bits() <= 32;
+  if (op->dtype.bits() == 16) uses_half_ = true;
   std::snprintf(text, sizeof(text), single ? "%.9g" : "%.17g", op->value);
   std::string s = text;
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   if (single) s += "f";
   if (!single) uses_double_ = true;
-  return "(" + s + ")";
+  return rounded(op->dtype, "(" + s + ")");
 }
 
 std::string CodeGenC::visit(const StringImm* op) {
@@ -137,7 +248,7 @@ std::string CodeGenC::visit(const Var* op) {
 }
 
 std::string CodeGenC::binary(const BinaryNode* op, const char* symbol) {
-  return "(" + dispatch(op->a) + " " + symbol + " " + dispatch(op->b) + ")";
+  return rounded(op->dtype, "(" + dispatch(op->a) + " " + symbol + " " + dispatch(op->b) + ")");
 }
 
 std::string CodeGenC::visit(const Add* op) {
@@ -230,11 +341,14 @@ std::string CodeGenC::visit(const Select* op) {
 std::string CodeGenC::visit(const Cast* op) {
   std::string value = dispatch(op->value);
   if (op->dtype.is_bool()) return "(" + value + " != 0)";
-  return "((" + type_name(op->dtype) + ")" + value + ")";
+  return rounded(op->dtype, "((" + type_name(op->dtype) + ")" + value + ")");
 }
 
 std::string CodeGenC::visit(const Call* op) {
-  return emit_builtin(op);
+  std::string value = emit_builtin(op);
+  bool arithmetic = op->op != Builtin::IfThenElse && op->op != Builtin::Likely &&
+                    op->op != Builtin::Reinterpret && op->op != Builtin::IsNan;
+  return arithmetic ? rounded(op->dtype, value) : value;
 }
 
 std::string CodeGenC::visit(const Ramp* op) {
@@ -259,7 +373,10 @@ std::string CodeGenC::visit(const BufferLoad* op) {
     unsupported("a load of buffer " + op->buffer->name +
                 " that is not a scalar access of a flattened buffer");
   }
-  return name_of(op->buffer->data.get()) + "[" + dispatch(op->indices[0]) + "]";
+  std::string element = name_of(op->buffer->data.get()) + "[" + dispatch(op->indices[0]) + "]";
+  if (op->dtype.is_float16()) return "kiln_half_to_float(" + element + ")";
+  if (op->dtype.is_bfloat16()) return "kiln_bf16_to_float(" + element + ")";
+  return element;
 }
 
 std::string CodeGenC::visit(const Reduce* op) {
@@ -306,7 +423,7 @@ std::string CodeGenC::emit_builtin(const Call* op) {
     case Builtin::Pow:
       return math_call("pow", t, {arg(0), arg(1)});
     case Builtin::Sigmoid: {
-      std::string one = t.bits() == 32 ? "1.0f" : "1.0";
+      std::string one = t.bits() <= 32 ? "1.0f" : "1.0";
       return "(" + one + " / (" + one + " + " + math_call("exp", t, {"(-" + arg(0) + ")"}) + "))";
     }
     case Builtin::IsNan:
@@ -381,8 +498,11 @@ void CodeGenC::emit_stmt(const Stmt& s) {
         unsupported("a store to buffer " + op->buffer->name +
                     " that is not a scalar access of a flattened buffer");
       }
+      std::string value = dispatch(op->value);
+      if (op->buffer->dtype.is_float16()) value = "kiln_float_to_half(" + value + ")";
+      if (op->buffer->dtype.is_bfloat16()) value = "kiln_float_to_bf16(" + value + ")";
       line() << name_of(op->buffer->data.get()) << "[" << dispatch(op->indices[0])
-             << "] = " << dispatch(op->value) << ";\n";
+             << "] = " << value << ";\n";
       return;
     }
     case NodeKind::Allocate:
@@ -480,7 +600,7 @@ void CodeGenC::emit_allocate(const Allocate* op) {
     }
     elements *= *c;
   }
-  std::string decl = type_name(buffer.dtype) + " " + name_of(buffer.data.get()) + "[" +
+  std::string decl = storage_type(buffer.dtype) + " " + name_of(buffer.data.get()) + "[" +
                      std::to_string(std::max<int64_t>(elements, 1)) + "];";
   if (buffer.scope == "shared") {
     // OpenCL requires __local arrays at kernel scope; one per block either way.
@@ -532,10 +652,15 @@ void CodeGenC::add_kernel(const PrimFunc& kernel) {
       auto e = element.find(param.get());
       internal_check(e != element.end())
           << "codegen: kernel parameter " << param->name << " is a handle that no buffer uses";
-      params.push_back(pointer_param(type_name(e->second), stored.count(param.get()) == 0, name));
+      params.push_back(
+          pointer_param(storage_type(e->second), stored.count(param.get()) == 0, name));
     } else {
       // bool travels as int: OpenCL kernels take no bool arguments.
       DataType t = param->dtype.is_bool() ? DataType::int32() : param->dtype;
+      if (t.is_float16() || t.is_bfloat16()) {
+        unsupported("scalar parameter " + param->name + " of dtype " + t.str() +
+                    "; pass 16-bit float scalars as float32");
+      }
       params.push_back(type_name(t) + " " + name);
     }
   }
@@ -558,7 +683,7 @@ void CodeGenC::add_kernel(const PrimFunc& kernel) {
 }
 
 std::string CodeGenC::finish() {
-  return preamble(uses_double_) + body_.str();
+  return preamble(uses_double_) + (uses_half_ ? half_section() : "") + body_.str();
 }
 
 }  // namespace kiln::codegen

@@ -32,6 +32,13 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   // Text before the kernels (helper functions, pragmas); `uses_double` when a kernel uses
   // float64.
   virtual std::string preamble(bool uses_double) const = 0;
+  // half_conversions() with this language's qualifier and bit casts.
+  virtual std::string half_section() const = 0;
+  // The conversions of the 16-bit float storage types (float16, bfloat16) to and from float,
+  // written with `bits_of_float(x)` / `float_of_bits(u)` for reinterpreting a float's bits.
+  static std::string half_conversions(const std::string& prefix, const std::string& ushort,
+                                      const std::string& uint, const std::string& bits_of_float,
+                                      const std::string& float_of_bits);
   // "extern \"C\" __global__ void __launch_bounds__(256)" / "__kernel void".
   virtual std::string kernel_prefix(int64_t threads_per_block) const = 0;
   // The declaration of a pointer parameter to `element` elements.
@@ -43,8 +50,11 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   virtual std::string barrier() const = 0;
   // The qualifier of a shared-memory array ("__shared__" / "__local").
   virtual std::string shared_qualifier() const = 0;
-  // The C type of a scalar dtype.
+  // The C type of a scalar value of `dtype`. float16 and bfloat16 values are floats: they are
+  // storage types, computed in float32 and rounded after each operation (kiln/ir/expr.h).
   virtual std::string type_name(ir::DataType dtype) const;
+  // The C type of an element of a buffer of `dtype`: 16-bit floats are stored as their bits.
+  virtual std::string storage_type(ir::DataType dtype) const;
   // The math function `name` (as C99 spells it for double, e.g. "exp") for `dtype`.
   virtual std::string math_call(const std::string& name, ir::DataType dtype,
                                 const std::vector<std::string>& args) const = 0;
@@ -90,6 +100,8 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   std::string visit(const ir::Reduce* op) override;
 
   std::string binary(const ir::BinaryNode* op, const char* symbol);
+  // `value` (a float) rounded to `dtype` when that is a 16-bit float type; else itself.
+  std::string rounded(ir::DataType dtype, const std::string& value);
   std::string emit_builtin(const ir::Call* op);
 
   // ---- Statements ----
@@ -109,6 +121,7 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   std::string kernel_name_;
   const ir::PrimFunc* kernel_ = nullptr;
   bool uses_double_ = false;
+  bool uses_half_ = false;  // a kernel uses float16 or bfloat16
   std::unordered_map<const ir::Var*, std::string> names_;
   std::unordered_set<std::string> used_names_;
   std::vector<std::string> shared_decls_;  // the current kernel's shared arrays

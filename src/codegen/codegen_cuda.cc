@@ -33,6 +33,10 @@ class CodeGenCUDA : public CodeGenC {
            "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
            "}\n\n";
   }
+  std::string half_section() const override {
+    return half_conversions("__device__ __forceinline__", "unsigned short", "unsigned int",
+                            "__float_as_uint", "__uint_as_float");
+  }
   std::string kernel_prefix(int64_t threads_per_block) const override {
     return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads_per_block) +
            ")";
@@ -47,7 +51,7 @@ class CodeGenCUDA : public CodeGenC {
   std::string math_call(const std::string& name, DataType dtype,
                         const std::vector<std::string>& args) const override {
     std::string fn = name;
-    if (dtype.bits() == 32) fn += "f";
+    if (dtype.bits() <= 32) fn += "f";
     std::string text = fn + "(";
     for (size_t i = 0; i < args.size(); ++i) text += (i > 0 ? ", " : "") + args[i];
     return text + ")";
@@ -68,7 +72,7 @@ class CodeGenCUDA : public CodeGenC {
     return "((" + type_name(to) + ")" + value + ")";
   }
   std::string special_float(double value, DataType dtype) const override {
-    bool single = dtype.bits() == 32;
+    bool single = dtype.bits() <= 32;
     if (std::isnan(value))
       return single ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000ll)";
     std::string inf =

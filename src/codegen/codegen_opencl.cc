@@ -34,6 +34,9 @@ class CodeGenOpenCL : public CodeGenC {
         "}\n\n";
     return text;
   }
+  std::string half_section() const override {
+    return half_conversions("inline", "ushort", "uint", "as_uint", "as_float");
+  }
   std::string kernel_prefix(int64_t threads_per_block) const override { return "__kernel void"; }
   std::string pointer_param(const std::string& element, bool is_const,
                             const std::string& name) const override {
@@ -69,7 +72,7 @@ class CodeGenOpenCL : public CodeGenC {
   }
   std::string int64_suffix() const override { return "l"; }
   std::string special_float(double value, DataType dtype) const override {
-    bool single = dtype.bits() == 32;
+    bool single = dtype.bits() <= 32;
     if (std::isnan(value))
       return single ? "as_float(0x7fc00000)" : "as_double(0x7ff8000000000000l)";
     std::string inf = single ? "as_float(0x7f800000)" : "as_double(0x7ff0000000000000l)";

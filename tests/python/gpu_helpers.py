@@ -8,7 +8,8 @@ import pytest
 import kiln
 from kiln import te, tir
 
-from schedule_helpers import (conv2d, elementwise_chain, layer_norm, matmul, matmul_relu,
+from schedule_helpers import (batch_matmul, conv2d, depthwise_conv2d, elementwise_chain,
+                              layer_norm, matmul, matmul_bf16, matmul_relu, matmul_u8s8s32,
                               random_args, softmax, symbolic_row_sum)
 
 
@@ -135,6 +136,58 @@ def gpu_multi_kernel_chain():
     return func, sch.mod
 
 
+def gpu_batch_matmul():
+    func = batch_matmul(3, 16, 12, 8)
+    sch = tir.Schedule(func)
+    block = sch.get_block("C")
+    z, i, j, _ = sch.get_loops(block)
+    sch.bind(z, "blockIdx.y")
+    fused = sch.fuse(i, j)
+    bx, tx = sch.split(fused, factors=[None, 64])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    return func, sch.mod
+
+
+def gpu_depthwise_conv2d():
+    func = depthwise_conv2d(4, 6, 6, 3)
+    sch = tir.Schedule(func)
+    bind_threads(sch, sch.get_block("dwconv"), 3, threads=48)
+    return func, sch.mod
+
+
+def gpu_matmul_u8s8s32():
+    """uint8 x int8 products summed in int32, one output per thread (no tensor intrinsic)."""
+    func = matmul_u8s8s32(16, 32, 16, packed=False)
+    sch = tir.Schedule(func)
+    bind_threads(sch, sch.get_block("C"), 2, threads=64)
+    return func, sch.mod
+
+
+def gpu_matmul_bf16():
+    """bfloat16 inputs, products summed in float32: 16-bit floats are stored as their bits and
+    converted in the kernel."""
+    func = matmul_bf16(16, 32, 16)
+    sch = tir.Schedule(func)
+    bind_threads(sch, sch.get_block("C"), 2, threads=64)
+    return func, sch.mod
+
+
+def elementwise_fp16(n=200):
+    A = te.placeholder((n,), "float16", name="A")
+    B = te.compute((n,), lambda i: te.exp(A[i]) * A[i] + 0.1, name="B")
+    return te.create_prim_func([A, B])
+
+
+def gpu_elementwise_fp16():
+    """float16 in and out, each operation rounded to float16 as the IR defines (the kernel
+    computes in float32)."""
+    func = elementwise_fp16()
+    sch = tir.Schedule(func)
+    bind_threads(sch, sch.get_block("B"), 1, threads=64)
+    return func, sch.mod
+
+
 def gpu_layer_norm():
     func = layer_norm(8, 12)
     sch = tir.Schedule(func)
@@ -209,6 +262,11 @@ GPU_WORKLOADS = {
     "matmul_relu": gpu_matmul_relu,
     "conv2d": gpu_conv2d,
     "softmax": gpu_softmax,
+    "batch_matmul": gpu_batch_matmul,
+    "depthwise_conv2d": gpu_depthwise_conv2d,
+    "matmul_u8s8s32": gpu_matmul_u8s8s32,
+    "matmul_bf16": gpu_matmul_bf16,
+    "elementwise_fp16": gpu_elementwise_fp16,
     "multi_kernel_chain": gpu_multi_kernel_chain,
     "softmax_cross_thread": gpu_softmax_cross_thread,
     "row_sum_cross_thread": gpu_row_sum_cross_thread,
@@ -221,9 +279,24 @@ GPU_WORKLOADS = {
 SYMBOLIC_ROWS = {"n": 70}
 
 
+def gpu_random_args(func, seed=0):
+    """random_args, with bfloat16 buffers (which NumPy lacks) as ml_dtypes arrays."""
+    if not any(func.buffer_map[p].dtype == "bfloat16" for p in func.params):
+        return random_args(func, seed, sizes=SYMBOLIC_ROWS)
+    import ml_dtypes
+    rng = np.random.default_rng(seed)
+    args = []
+    for param in func.params:
+        buffer = func.buffer_map[param]
+        shape = [dim.value for dim in buffer.shape]
+        dtype = ml_dtypes.bfloat16 if buffer.dtype == "bfloat16" else buffer.dtype
+        args.append(rng.uniform(-1, 1, size=shape).astype(dtype))
+    return args
+
+
 def expected_results(func, seed=0):
     """Random inputs for func and every array after the unscheduled function ran on them."""
-    args = random_args(func, seed, sizes=SYMBOLIC_ROWS)
+    args = gpu_random_args(func, seed)
     expected = [a.copy() for a in args]
     tir.interpret(func, *expected)
     return args, expected
