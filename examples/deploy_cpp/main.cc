@@ -2,13 +2,16 @@
 // allocates NDArrays from the spec of its function "main", runs it, prints the result and checks
 // it against a reference when main is an element-wise add or a matmul (A, B -> C). The module's
 // kernels are reached only through the runtime, which checks every argument first; a failure
-// is reported with the kind its error code names.
+// is reported with the kind its error code names. A module built for a GPU ("cuda", "opencl")
+// takes its tensors in device memory: they are copied there (KilnDeviceAlloc, KilnDeviceCopy)
+// before the call and the output copied back after it.
 //
 //   deploy MODULE.so [sym=value ...]    symbolic extents default to 1024
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +51,29 @@ void set_element(NDArray& array, size_t i, double value) {
     array.data<float>()[i] = static_cast<float>(value);
   }
 }
+
+// Device memory holding a copy of a host array, freed on destruction.
+class DeviceCopy {
+ public:
+  DeviceCopy(const NDArray& host, int32_t device_type) : tensor_(*host.tensor()) {
+    tensor_.device = DLDevice{static_cast<DLDeviceType>(device_type), 0};
+    tensor_.strides = nullptr;
+    tensor_.byte_offset = 0;
+    tensor_.data = nullptr;
+    kiln::runtime::check_call(KilnDeviceAlloc(device_type, 0, host.nbytes(), 64, &tensor_.data));
+    kiln::runtime::check_call(KilnDeviceCopy(host.tensor(), &tensor_));
+  }
+  ~DeviceCopy() { KilnDeviceFree(tensor_.device.device_type, 0, tensor_.data); }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  DLTensor* tensor() { return &tensor_; }
+  void copy_to(NDArray& host) {
+    kiln::runtime::check_call(KilnDeviceCopy(&tensor_, host.tensor()));
+  }
+
+ private:
+  DLTensor tensor_;
+};
 
 // The extents of a tensor parameter, with symbolic ones taken from `sym_values`.
 std::vector<int64_t> concrete_shape(const KilnFuncSpec& spec, const KilnArgSpec& arg,
@@ -153,14 +179,27 @@ int run(int argc, char** argv) {
       set_element(tensors[t], i, static_cast<double>((i * (t + 3)) % 17) * 0.25 - 2.0);
     }
   }
+  // A GPU module's tensors go to device memory (device 0).
+  std::vector<std::unique_ptr<DeviceCopy>> device_tensors;
   for (int32_t i = 0, t = 0; i < spec.num_args; ++i) {
     if (spec.args[i].kind != kKilnArgTensor) continue;
-    values[i].v_handle = tensors[t++].tensor();
+    if (spec.args[i].device_type != kDLCPU) {
+      device_tensors.push_back(std::make_unique<DeviceCopy>(tensors[t], spec.args[i].device_type));
+      values[i].v_handle = device_tensors.back()->tensor();
+    } else {
+      values[i].v_handle = tensors[t].tensor();
+    }
+    ++t;
     codes[i] = kKilnDLTensorHandle;
   }
 
   // Step 3. Run main and print the start of its output (the last tensor).
   main_function.call_packed(values.data(), codes.data(), spec.num_args);
+  if (!device_tensors.empty()) {
+    device_tensors.back()->copy_to(tensors.back());
+    std::printf("ran on device type %d (DLPack), outputs copied back\n",
+                static_cast<int>(spec.args[spec.num_args - 1].device_type));
+  }
   if (tensors.empty()) {
     std::printf("main ran; it has no tensor output to show\n");
     return 0;

@@ -196,3 +196,19 @@ def test_buffers_between_kernels_live_in_device_memory():
     assert rt.get_source("opencl").count("__kernel void") == 3
     host = rt.get_source("ll")
     assert "KilnDeviceAlloc" in host and "KilnDeviceFree" in host
+
+
+def test_deploy_cpp_example_runs_an_exported_opencl_module(tmp_path):
+    """The C++ deployment example loads a GPU module with the minimal runtime, copies its
+    arguments to the OpenCL device, runs it and checks the matmul."""
+    skip_unless(opencl_missing())
+    import subprocess
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    path = tmp_path / "matmul_opencl.so"
+    kiln.build(gpu_tiled_matmul(32, 48, 16)[1], target="opencl").export_library(str(path))
+    result = subprocess.run(["bash", str(repo / "examples/deploy_cpp/run.sh"), str(path)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ran on device type 4" in result.stdout
+    assert "check (matmul): OK" in result.stdout
