@@ -120,6 +120,7 @@ class ArithmeticCounter : public IRVisitor {
       case Builtin::DeviceLaunch:
       case Builtin::DeviceAlloc:
       case Builtin::DeviceFree:
+      case Builtin::WarpShuffleDown:
       case Builtin::PackedArgDeviceId:
       case Builtin::PackedArgData:
       case Builtin::PackedArgShape:

@@ -86,19 +86,36 @@ bool is_identity(const Expr& like, const Expr& init, DataType t) {
   }
 }
 
-std::vector<BufferRegion> full_regions(const std::vector<BufferRegion>& regions) {
+// `regions` with every dimension that depends on one of `reduce_vars` widened to the whole
+// dimension: what the block touches over all of its reduction.
+std::vector<BufferRegion> over_reduction(const std::vector<BufferRegion>& regions,
+                                         const VarSet& reduce_vars) {
   std::vector<BufferRegion> out;
   for (const BufferRegion& r : regions) {
-    BufferRegion full{r.buffer, {}};
-    for (const Expr& extent : r.buffer->shape) {
-      full.region.push_back(Range{make_zero(extent->dtype), extent});
+    BufferRegion widened = r;
+    for (size_t d = 0; d < r.region.size() && d < r.buffer->shape.size(); ++d) {
+      if (uses_any(r.region[d].min, reduce_vars) || uses_any(r.region[d].extent, reduce_vars)) {
+        const Expr& extent = r.buffer->shape[d];
+        widened.region[d] = Range{make_zero(extent->dtype), extent};
+      }
     }
-    out.push_back(full);
+    out.push_back(widened);
   }
   return out;
 }
 
 class CrossThreadReduction : public IRMutator {
+ public:
+  CrossThreadReduction(const PrimFunc& func, int64_t warp_size) : warp_size_(warp_size) {
+    post_order_visit(func.body, [&](const Node* node) {
+      if (node->kind() != NodeKind::For) return;
+      const auto* loop = static_cast<const For*>(node);
+      if (loop->kind != ForKind::kThreadBinding || loop->thread_tag != "threadIdx.x") return;
+      const int64_t* e = as_const_int(loop->extent);
+      x_extents_.insert(e != nullptr ? *e : -1);
+    });
+  }
+
  protected:
   using IRMutator::visit;
 
@@ -264,6 +281,25 @@ class CrossThreadReduction : public IRMutator {
     };
     Expr zero = int32_const(0);
 
+    // The conditions of the block's predicate on loops outside the reduction: they guard the
+    // store of the result.
+    std::vector<Expr> outer_conditions;
+    std::vector<Expr> stack = {realize->predicate};
+    while (!stack.empty()) {
+      Expr c = stack.back();
+      stack.pop_back();
+      if (const auto* both = c.as<And>()) {
+        stack.push_back(both->a);
+        stack.push_back(both->b);
+      } else if (!is_const_int(c, 1) && !uses_any(c, chain_vars)) {
+        outer_conditions.push_back(c);
+      }
+    }
+    bool power_of_two = (num_threads & (num_threads - 1)) == 0;
+    bool shuffle = warp_size_ > 0 && loop->thread_tag == "threadIdx.x" && power_of_two &&
+                   num_threads <= warp_size_ && x_extents_.size() == 1 &&
+                   *x_extents_.begin() == num_threads;
+
     // Step 5. Each thread's part, in its register, then into the shared buffer.
     Expr acc_value = make<BufferLoad>(t, acc, std::vector<Expr>{zero});
     Stmt step =
@@ -277,6 +313,23 @@ class CrossThreadReduction : public IRMutator {
     Expr tx = Expr(loop->loop_var) - loop->min;
     auto first = copy(loop);
     first->annotations.clear();
+    if (shuffle) {
+      // Steps 6-7 with warp shuffles: the parts combine in registers, thread 0 stores.
+      std::vector<Stmt> body = {make<BufferStore>(acc, init_value, std::vector<Expr>{zero}), step};
+      for (int64_t s = num_threads / 2; s >= 1; s /= 2) {
+        Expr theirs =
+            make<Call>(t, Builtin::WarpShuffleDown,
+                       std::vector<Expr>{acc_value, int32_const(s), int32_const(num_threads)});
+        body.push_back(
+            make<BufferStore>(acc, combine(value, acc_value, theirs), std::vector<Expr>{zero}));
+      }
+      Expr cond = eq(tx, make_const(tx->dtype, 0));
+      for (const Expr& c : outer_conditions) cond = logical_and(cond, c);
+      body.push_back(
+          make<IfThenElse>(cond, make<BufferStore>(store->buffer, acc_value, store->indices)));
+      first->body = make<SeqStmt>(std::move(body));
+      return wrap(block, realize, {acc}, first);
+    }
     first->body =
         make<SeqStmt>(std::vector<Stmt>{make<BufferStore>(acc, init_value, std::vector<Expr>{zero}),
                                         step, make<BufferStore>(red, acc_value, slot(tx))});
@@ -305,18 +358,6 @@ class CrossThreadReduction : public IRMutator {
     }
 
     // Step 7. Thread 0 stores the result (where the block's conditions on outer loops hold).
-    std::vector<Expr> outer_conditions;
-    std::vector<Expr> stack = {realize->predicate};
-    while (!stack.empty()) {
-      Expr c = stack.back();
-      stack.pop_back();
-      if (const auto* both = c.as<And>()) {
-        stack.push_back(both->a);
-        stack.push_back(both->b);
-      } else if (!is_const_int(c, 1) && !uses_any(c, chain_vars)) {
-        outer_conditions.push_back(c);
-      }
-    }
     seq.push_back(thread_loop("store", [&](const Expr& i) {
       Expr cond = eq(i, make_const(i->dtype, 0));
       for (const Expr& c : outer_conditions) cond = logical_and(cond, c);
@@ -324,7 +365,14 @@ class CrossThreadReduction : public IRMutator {
       return Stmt(make<IfThenElse>(cond, make<BufferStore>(store->buffer, result, store->indices)));
     }));
 
-    // Step 8. An opaque block that owns the new buffers.
+    shared_buffers_.push_back(red);
+    return wrap(block, realize, {acc}, make<SeqStmt>(std::move(seq)));
+  }
+
+  // Step 8. An opaque block in the reduction block's place, binding its spatial iterators,
+  // that owns the register `buffers` and runs `body`.
+  Stmt wrap(const Block& block, const BlockRealize* realize, std::vector<Ref<Buffer>> buffers,
+            Stmt body) {
     auto wrapper = make<Block>();
     wrapper->name = block.name + "_cross_thread";
     std::vector<Expr> spatial_values;
@@ -333,22 +381,27 @@ class CrossThreadReduction : public IRMutator {
       wrapper->iter_vars.push_back(block.iter_vars[i]);
       spatial_values.push_back(realize->iter_values[i]);
     }
-    wrapper->reads = full_regions(block.reads);
-    wrapper->writes = full_regions(block.writes);
-    wrapper->alloc_buffers = {acc};
-    shared_buffers_.push_back(red);
-    wrapper->body = make<SeqStmt>(std::move(seq));
+    VarSet reduce_vars;
+    for (const IterVar& iv : block.iter_vars) {
+      if (iv.type == IterType::kCommReduce) reduce_vars.insert(iv.var.get());
+    }
+    wrapper->reads = over_reduction(block.reads, reduce_vars);
+    wrapper->writes = over_reduction(block.writes, reduce_vars);
+    wrapper->alloc_buffers = std::move(buffers);
+    wrapper->body = std::move(body);
     return make<BlockRealize>(spatial_values, bool_const(true), wrapper);
   }
 
   std::vector<const For*> thread_loops_;     // the enclosing loops bound to threadIdx
   std::vector<Ref<Buffer>> shared_buffers_;  // made inside the block being visited
+  int64_t warp_size_;                        // 0: no warp shuffles
+  std::unordered_set<int64_t> x_extents_;    // of the loops bound to threadIdx.x (-1: symbolic)
 };
 
 }  // namespace
 
-Ref<PrimFunc> lower_cross_thread_reduction(const Ref<PrimFunc>& func) {
-  return with_body(func, CrossThreadReduction().mutate(func->body));
+Ref<PrimFunc> lower_cross_thread_reduction(const Ref<PrimFunc>& func, int64_t warp_size) {
+  return with_body(func, CrossThreadReduction(*func, warp_size).mutate(func->body));
 }
 
 }  // namespace kiln::tir

@@ -33,7 +33,8 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   // clang-format off
   // GPU: reductions over loops bound to threads combine the threads' parts in shared memory.
   if (gpu) {
-    f = lower_cross_thread_reduction(f); log.step("lower_cross_thread_reduction", f);
+    f = lower_cross_thread_reduction(f, options.gpu_limits.warp_shuffle_width);
+    log.step("lower_cross_thread_reduction", f);
   }
   // Blocks to loops: reductions get explicit init statements, intermediate buffers move to
   // where they are used and shrink to what is used there, then blocks disappear.

@@ -85,6 +85,7 @@ bool is_elementwise(Builtin op) {
     case Builtin::DeviceLaunch:
     case Builtin::DeviceAlloc:
     case Builtin::DeviceFree:
+    case Builtin::WarpShuffleDown:
     case Builtin::PackedArgDeviceId:
     case Builtin::PackedArgData:
     case Builtin::PackedArgShape:

@@ -468,6 +468,8 @@ std::string CodeGenC::emit_builtin(const Call* op) {
     }
     case Builtin::StorageSync:
       unsupported("storage_sync inside an expression");
+    case Builtin::WarpShuffleDown:
+      return warp_shuffle_down(arg(0), arg(1), arg(2));
     default:
       unsupported(std::string("the builtin ") + builtin_name(op->op) +
                   " has no GPU code (it belongs to CPU or host code)");

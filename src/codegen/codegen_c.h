@@ -63,6 +63,11 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
                                   ir::DataType to) const = 0;
   // The suffix of a 64-bit integer literal ("ll" in CUDA C++, "l" in OpenCL C).
   virtual std::string int64_suffix() const { return "ll"; }
+  // The value of the lane `offset` above this one within segments of `width` lanes of a warp.
+  virtual std::string warp_shuffle_down(const std::string& value, const std::string& offset,
+                                        const std::string& width) {
+    unsupported("warp shuffles exist in CUDA only");
+  }
   // A float constant that is infinite or NaN.
   virtual std::string special_float(double value, ir::DataType dtype) const = 0;
 

@@ -47,6 +47,10 @@ class CodeGenCUDA : public CodeGenC {
   }
   std::string thread_index(const std::string& tag) const override { return tag; }
   std::string barrier() const override { return "__syncthreads();"; }
+  std::string warp_shuffle_down(const std::string& value, const std::string& offset,
+                                const std::string& width) override {
+    return "__shfl_down_sync(__activemask(), " + value + ", " + offset + ", " + width + ")";
+  }
   std::string shared_qualifier() const override { return "__shared__"; }
   std::string math_call(const std::string& name, DataType dtype,
                         const std::vector<std::string>& args) const override {

@@ -221,6 +221,9 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
       lower_options.gpu_limits.max_threads_per_block = target_info.gpu.max_threads_per_block;
       lower_options.gpu_limits.max_shared_memory_per_block =
           target_info.gpu.max_shared_memory_per_block;
+      if (target_info.kind == "cuda") {
+        lower_options.gpu_limits.warp_shuffle_width = target_info.gpu.thread_warp_size;
+      }
     }
     result->names_.push_back(name);
     result->lowered_.push_back(

@@ -212,3 +212,19 @@ def test_deploy_cpp_example_runs_an_exported_opencl_module(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ran on device type 4" in result.stdout
     assert "check (matmul): OK" in result.stdout
+
+
+def test_cross_thread_reduction_uses_warp_shuffles_on_cuda():
+    """32 threads along x reduce in registers with warp shuffles on CUDA; OpenCL C has none, so
+    there the threads combine their parts in shared memory."""
+    skip_unless(nvrtc_missing())
+    _, mod = GPU_WORKLOADS["softmax_cross_thread"]()
+    cuda = kiln.build(mod, target="cuda").get_source("cuda")
+    assert cuda.count("__shfl_down_sync(__activemask(), ") == 10  # 5 steps, max and sum
+    assert "row_max_red" not in cuda
+    opencl = kiln.build(mod, target="opencl").get_source("opencl")
+    assert "__local float row_max_red[32];" in opencl
+    # Groups of 8 threads along x (two along y): shuffles within segments of 8 lanes.
+    _, mod = GPU_WORKLOADS["row_sum_cross_thread"]()
+    assert "__shfl_down_sync(__activemask(), B_acc[0], 4, 8)" in kiln.build(
+        mod, target="cuda").get_source("cuda")

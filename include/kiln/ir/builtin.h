@@ -64,6 +64,9 @@ namespace kiln::ir {
   /* that passes between the kernels of a GPU function (its host side allocates it). */           \
   X(DeviceAlloc, "device_alloc", 2, false)                                                        \
   X(DeviceFree, "device_free", 2, false)                                                          \
+  /* warp_shuffle_down(value, offset, width): the value of the lane `offset` above this one */    \
+  /* within its segment of `width` lanes of the warp (CUDA's __shfl_down_sync). */                \
+  X(WarpShuffleDown, "warp_shuffle_down", 3, false)                                               \
   /* Access to the packed arguments of a compiled function (see make_packed_api): the data */     \
   /* pointer of DLTensor argument i (byte_offset applied), extent k of its shape (int64), */      \
   /* and scalar argument i as int64 / float64. Only the packed entry point uses them. */          \

@@ -2,6 +2,8 @@
 // threads becomes per-thread partial results combined through shared memory.
 #pragma once
 
+#include <cstdint>
+
 #include "kiln/ir/function.h"
 
 namespace kiln::tir {
@@ -35,6 +37,12 @@ namespace kiln::tir {
 // every reduce iterator is bound through loops at or inside the thread loop, and no spatial one
 // is. Functions without such loops are returned unchanged. Tested by
 // tests/python/test_gpu_build.py.
-ir::Ref<ir::PrimFunc> lower_cross_thread_reduction(const ir::Ref<ir::PrimFunc>& func);
+// With `warp_size` > 0 (CUDA), a reduction over threadIdx.x of a power-of-two extent up to the
+// warp size, where every loop bound to threadIdx.x has that extent (so that each warp holds
+// whole groups of threads), combines the parts with warp shuffles instead: each thread adds the
+// value of the thread s lanes above (warp_shuffle_down) for s = T/2, ..., 1, in registers, with
+// no shared memory and no barrier; thread 0 stores the result.
+ir::Ref<ir::PrimFunc> lower_cross_thread_reduction(const ir::Ref<ir::PrimFunc>& func,
+                                                   int64_t warp_size = 0);
 
 }  // namespace kiln::tir

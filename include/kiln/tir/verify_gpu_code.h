@@ -13,6 +13,9 @@ namespace kiln::tir {
 struct GpuLimits {
   int64_t max_threads_per_block = 1024;
   int64_t max_shared_memory_per_block = 48 * 1024;
+  // Lanes of a warp whose threads may exchange registers (CUDA: 32); 0 where the language has
+  // no warp shuffles (OpenCL C 1.2).
+  int64_t warp_shuffle_width = 0;
 };
 
 // Checks a kernel made by split_host_device (after insert_barriers) and raises a kValue error,
