@@ -201,6 +201,9 @@ class LocalRunner final : public Runner {
     request.check_correctness = config_.check_correctness;
     request.rtol = config_.rtol;
     request.atol = config_.atol;
+    for (int32_t i = 0; KilnLoadedLibrary(i) != nullptr; ++i) {
+      request.libraries.emplace_back(KilnLoadedLibrary(i));
+    }
     for (const Reference& reference : references_) {
       if (reference.key != task_key_) continue;
       request.reference = reference.results;
