@@ -280,8 +280,7 @@ Raises:
           std::string api = std::string("tir.") + name;
           std::vector<Expr> call_args = {
               make<StringImm>(to_str(func_name, api.c_str(), "func_name"))};
-          user_check(!call_args[0].as<StringImm>()->value.empty())
-              << api << ": func_name is empty";
+          user_check(!call_args[0].as<StringImm>()->value.empty()) << api << ": func_name is empty";
           for (py::handle a : args) call_args.push_back(to_expr(a, api.c_str(), "an argument"));
           return Expr(make<Call>(to_dtype(dtype, api.c_str()), op, std::move(call_args)));
         },
@@ -416,8 +415,7 @@ Raises:
             const char* api = "Buffer.access_ptr";
             std::string mask = to_str(access_mask, api, "access_mask");
             user_check(!mask.empty() && mask.find_first_not_of("rw") == std::string::npos)
-                << api << ": access_mask must be \"r\", \"w\" or \"rw\", found \"" << mask
-                << "\"";
+                << api << ": access_mask must be \"r\", \"w\" or \"rw\", found \"" << mask << "\"";
             user_check(to_str(ptr_type, api, "ptr_type") == "handle")
                 << api << ": only ptr_type=\"handle\" is supported";
             user_check(to_int(content_lanes, api, "content_lanes") == 1)

@@ -628,8 +628,8 @@ Example:
                              to_str(name, api, "name"), to_str(tag, api, "tag"),
                              to_attrs(attrs, api), std::move(buffers));
       },
-      py::arg("shapes"), py::arg("dtypes"), py::arg("inputs"), py::arg("fcompute"),
-      py::arg("name"), py::arg("tag"), py::arg("attrs"), py::arg("out_buffers"));
+      py::arg("shapes"), py::arg("dtypes"), py::arg("inputs"), py::arg("fcompute"), py::arg("name"),
+      py::arg("tag"), py::arg("attrs"), py::arg("out_buffers"));
   m.def(
       "create_prim_func",
       [](py::handle args) {

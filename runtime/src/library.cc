@@ -72,8 +72,7 @@ extern "C" const char* KilnLoadedLibrary(int32_t index) {
   return libraries[index].path.c_str();
 }
 
-extern "C" int32_t KilnFindExternSymbol(const char* symbol, void** address,
-                                        const char** library) {
+extern "C" int32_t KilnFindExternSymbol(const char* symbol, void** address, const char** library) {
   *address = nullptr;
   *library = nullptr;
   if (symbol == nullptr) return 0;

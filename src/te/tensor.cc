@@ -374,7 +374,8 @@ std::vector<Tensor> extern_op(const std::vector<std::vector<Expr>>& shapes,
           << ", which is the data of neither an input nor an output buffer";
     }
     const Buffer* touched = nullptr;
-    if (n->kind() == NodeKind::BufferLoad) touched = static_cast<const BufferLoad*>(n)->buffer.get();
+    if (n->kind() == NodeKind::BufferLoad)
+      touched = static_cast<const BufferLoad*>(n)->buffer.get();
     if (n->kind() == NodeKind::BufferStore) {
       touched = static_cast<const BufferStore*>(n)->buffer.get();
     }

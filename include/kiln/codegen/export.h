@@ -18,8 +18,8 @@ namespace kiln::codegen {
 // backend functions stay undefined, for the loading process (which links libkiln_runtime) to
 // provide. A C function that an extern call names and that a library opened with
 // KilnLoadLibrary defines links that library (a DT_NEEDED entry and its directory as run path),
-// so that loading the module loads the library; functions of libc and libm need none. Raises a kRuntime error with the compiler's output when linking fails, and the
-// errors of codegen_llvm.
+// so that loading the module loads the library; functions of libc and libm need none. Raises a
+// kRuntime error with the compiler's output when linking fails, and the errors of codegen_llvm.
 void export_library(const std::vector<ir::Ref<ir::PrimFunc>>& funcs, const Target& target,
                     const std::string& manifest_json, const std::string& path);
 
