@@ -12,6 +12,7 @@
 #include "autotune/runner_protocol.h"
 #include "kiln/autotune/runner.h"
 #include "kiln/ir/serialize.h"
+#include "kiln/runtime/c_runtime_api.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {

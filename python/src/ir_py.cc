@@ -282,7 +282,10 @@ Raises:
               make<StringImm>(to_str(func_name, api.c_str(), "func_name"))};
           user_check(!call_args[0].as<StringImm>()->value.empty()) << api << ": func_name is empty";
           for (py::handle a : args) call_args.push_back(to_expr(a, api.c_str(), "an argument"));
-          return Expr(make<Call>(to_dtype(dtype, api.c_str()), op, std::move(call_args)));
+          // "void": a C function that returns nothing (called for its effect).
+          bool is_void = py::isinstance<py::str>(dtype) && dtype.cast<std::string>() == "void";
+          DataType result = is_void ? DataType::void_() : to_dtype(dtype, api.c_str());
+          return Expr(make<Call>(result, op, std::move(call_args)));
         },
         py::arg("dtype"), py::arg("func_name"), doc);
   };
@@ -522,7 +525,11 @@ Raises:
       .def(py::init([](py::handle value) {
              return make<Evaluate>(to_expr(value, "tir.Evaluate", "value"));
            }),
-           py::arg("value"))
+           py::arg("value"), R"doc(A statement that evaluates ``value`` for its effect, e.g. a
+tir.call_extern in the statement a te.extern fcompute returns.
+
+Raises:
+    KilnTypeError: value is not an expression.)doc")
       .def_readonly("value", &Evaluate::value, "The evaluated expression.");
   py::class_<BufferRegion>(m, "BufferRegion",
                            "A region of a buffer, one Range per dimension (a block's reads "

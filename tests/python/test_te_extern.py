@@ -78,7 +78,8 @@ def test_create_prim_func_makes_one_opaque_block():
     assert [int(r.extent) for r in block.writes[0].region] == [24, 20]
     assert sch.get_loops(sch.get_block("gemm")) == []
     text = func.script()
-    assert 'call_extern("cblas_sgemm"' in text
+    assert 'T.call_extern("void", "cblas_sgemm", 101, 111, 111, 24, 20, 16' in text
+    assert "A.data, 16, B.data, 20, T.float32(0), gemm.data, 20" in text
     # The stage after it is an ordinary te.compute block reading the extern's result.
     assert [r.buffer.name for r in sch.get(sch.get_block("D")).reads] == ["gemm", "bias"]
 
