@@ -12,6 +12,7 @@
 #include "autotune/runner_protocol.h"
 #include "kiln/autotune/runner.h"
 #include "kiln/ir/serialize.h"
+#include "kiln/runtime/c_runtime_api.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {
@@ -201,6 +202,9 @@ class LocalRunner final : public Runner {
     request.check_correctness = config_.check_correctness;
     request.rtol = config_.rtol;
     request.atol = config_.atol;
+    for (int32_t i = 0; KilnLoadedLibrary(i) != nullptr; ++i) {
+      request.libraries.emplace_back(KilnLoadedLibrary(i));
+    }
     for (const Reference& reference : references_) {
       if (reference.key != task_key_) continue;
       request.reference = reference.results;

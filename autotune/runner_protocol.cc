@@ -166,6 +166,7 @@ Message to_message(const TaskRequest& request) {
   h["atol"] = request.atol;
   h["has_reference"] = request.reference.has_value();
   h["restore_each_call"] = request.restore_each_call;
+  h["libraries"] = request.libraries;
   message.blobs.push_back(request.func_json);
   if (request.reference) message.blobs.push_back(*request.reference);
   return message;
@@ -182,6 +183,7 @@ TaskRequest task_request_of(const Message& message) {
   request.rtol = field<double>(message, "rtol");
   request.atol = field<double>(message, "atol");
   request.restore_each_call = field<bool>(message, "restore_each_call");
+  request.libraries = field<std::vector<std::string>>(message, "libraries");
   bool has_reference = field<bool>(message, "has_reference");
   internal_check(message.blobs.size() == (has_reference ? 2u : 1u))
       << "tune worker protocol: a task message with " << message.blobs.size() << " blobs";

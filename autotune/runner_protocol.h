@@ -73,6 +73,8 @@ struct TaskRequest {
   // whether the function needs its arguments restored before each call.
   std::optional<std::string> reference;
   bool restore_each_call = false;
+  // The libraries the parent opened with KilnLoadLibrary: extern calls may need them.
+  std::vector<std::string> libraries;
 };
 Message to_message(const TaskRequest& request);
 TaskRequest task_request_of(const Message& message);

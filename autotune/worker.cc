@@ -113,6 +113,9 @@ class Worker {
     task->tolerance = Tolerance{request.rtol, request.atol};
     task->flush_cache = request.flush_cache;
     KilnSetNumThreads(request.num_threads);
+    for (const std::string& library : request.libraries) {
+      if (KilnLoadLibrary(library.c_str()) != 0) return task_error_message(KilnGetLastError());
+    }
     // Step 1. Build the untuned function; its spec shapes the arguments.
     std::unique_ptr<driver::BuiltModule> reference;
     KilnFunctionHandle function = nullptr;

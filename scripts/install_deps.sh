@@ -4,11 +4,13 @@
 set -euo pipefail
 
 # OpenCL: the runtime builds against opencl-c-headers and opens libOpenCL.so.1 (ocl-icd-libopencl1)
-# at run time; PoCL (pocl-opencl-icd) runs the OpenCL tests on the CPU.
+# at run time; PoCL (pocl-opencl-icd) runs the OpenCL tests on the CPU. The interpreter calls
+# extern C functions through libffi (libffi-dev); the te.extern tests call OpenBLAS (libopenblas0).
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache clang-format
   llvm-16-dev libsqlite3-dev libxgboost-dev libgtest-dev libdlpack-dev nlohmann-json3-dev
   pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-headers
+  libffi-dev libopenblas0
 )
 
 missing=()

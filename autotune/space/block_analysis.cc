@@ -31,6 +31,18 @@ bool is_iterator_plus_constant(const Expr& index, const Block& block) {
 
 }  // namespace
 
+bool is_extern_block(schedule::Schedule& sch, const std::string& name) {
+  const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+  if (loc == nullptr) return false;
+  bool calls_extern = false;
+  post_order_visit(loc->block->body, [&](const Node* n) {
+    if (n->kind() != NodeKind::Call) return;
+    Builtin op = static_cast<const Call*>(n)->op;
+    calls_extern = calls_extern || op == Builtin::CallExtern || op == Builtin::CallPureExtern;
+  });
+  return calls_extern;
+}
+
 BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name) {
   BlockAnalysis result;
   const schedule::BlockLocation* loc = sch.index("main").find_block(name);

@@ -40,6 +40,9 @@ struct BlockAnalysis {
 // The analysis of the block `name` of function "main" of `sch`.
 BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name);
 
+// Whether the block `name` calls an external C function (te.extern): it is fixed, and no rule
+// or postprocessor changes it (no tiling, no inlining into or out of it, no compute location).
+bool is_extern_block(schedule::Schedule& sch, const std::string& name);
 // Whether the reduction block `name` runs each of its iterations twice or more: the loops around
 // it iterate at least twice as often as its iterators do, as when compute_at put it under a loop
 // of its consumer that its result does not depend on (a row sum under the loop over columns).

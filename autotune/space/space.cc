@@ -2,6 +2,7 @@
 // sampling, replaying and mutating them (the postprocessors finish every candidate).
 #include <algorithm>
 
+#include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/ir/structural.h"
 #include "kiln/runtime/c_runtime_api.h"
@@ -89,7 +90,8 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
   std::vector<std::string> blocks = current[0].index("main").block_names();
   std::reverse(blocks.begin(), blocks.end());
   for (const std::string& name : blocks) {
-    if (name == "root") continue;
+    // An extern block (a call of a C function) is fixed: the rules leave it as it is.
+    if (name == "root" || is_extern_block(current[0], name)) continue;
     for (const std::unique_ptr<ScheduleRule>& rule : s.block_rules) {
       std::vector<Schedule> next;
       for (const Schedule& sch : current) {

@@ -273,6 +273,36 @@ Raises:
       "A conversion of value to dtype (float to int truncates toward zero; a narrower int "
       "wraps). PrimExpr.astype makes one.")
       .def_readonly("value", &Cast::value, "The converted expression.");
+  auto bind_extern_call = [&m](const char* name, Builtin op, const char* doc) {
+    m.def(
+        name,
+        [name, op](py::handle dtype, py::handle func_name, py::args args) {
+          std::string api = std::string("tir.") + name;
+          std::vector<Expr> call_args = {
+              make<StringImm>(to_str(func_name, api.c_str(), "func_name"))};
+          user_check(!call_args[0].as<StringImm>()->value.empty()) << api << ": func_name is empty";
+          for (py::handle a : args) call_args.push_back(to_expr(a, api.c_str(), "an argument"));
+          // "void": a C function that returns nothing (called for its effect).
+          bool is_void = py::isinstance<py::str>(dtype) && dtype.cast<std::string>() == "void";
+          DataType result = is_void ? DataType::void_() : to_dtype(dtype, api.c_str());
+          return Expr(make<Call>(result, op, std::move(call_args)));
+        },
+        py::arg("dtype"), py::arg("func_name"), doc);
+  };
+  bind_extern_call("call_extern", Builtin::CallExtern, R"doc(A call of the C function
+``func_name``, with the result dtype ``dtype`` ("void" for a function returning nothing,
+"int32", "float64", …). Arguments: integer and float expressions (passed as their dtype) and
+buffer pointers (``buf.data`` or ``buf.access_ptr("r")``). Wrap it in tir.Evaluate to use it
+as a statement (te.extern does so for an expression fcompute returns).
+
+The symbol resolves in the process (libc, libm, the program) or in a library opened with
+kiln.runtime.load_library.
+
+Example:
+    tir.call_extern("float64", "hypot", x, y))doc");
+  bind_extern_call("call_pure_extern", Builtin::CallPureExtern, R"doc(As call_extern, for a C
+function without side effects: the call may be moved or removed when its value is unused.)doc");
+
   py::class_<Call, ExprNode, Ref<Call>>(
       m, "Call", "A call of a builtin: a math function (exp, tanh, …) or an IR operation.")
       .def_property_readonly(
@@ -380,7 +410,37 @@ loads and stores name: a parameter of a PrimFunc or an allocation.
 
 Raises:
     KilnIndexError: the number of indices differs from ndim.
-    KilnTypeError: an index is not an integer expression.)doc");
+    KilnTypeError: an index is not an integer expression.)doc")
+      .def(
+          "access_ptr",
+          [](const Buffer& self, py::handle access_mask, py::handle ptr_type,
+             py::handle content_lanes, py::handle offset) {
+            const char* api = "Buffer.access_ptr";
+            std::string mask = to_str(access_mask, api, "access_mask");
+            user_check(!mask.empty() && mask.find_first_not_of("rw") == std::string::npos)
+                << api << ": access_mask must be \"r\", \"w\" or \"rw\", found \"" << mask << "\"";
+            user_check(to_str(ptr_type, api, "ptr_type") == "handle")
+                << api << ": only ptr_type=\"handle\" is supported";
+            user_check(to_int(content_lanes, api, "content_lanes") == 1)
+                << api << ": only content_lanes=1 is supported";
+            const int64_t* elem_offset = as_const_int(self.elem_offset);
+            user_check(to_int(offset, api, "offset") == 0 && elem_offset != nullptr &&
+                       *elem_offset == 0)
+                << api << ": buffer " << self.name
+                << ": only the pointer to element 0 (offset=0, elem_offset 0) is supported; "
+                   "pass an offset to the C function as an argument of its own";
+            return self.data;
+          },
+          py::arg("access_mask"), py::arg("ptr_type") = "handle", py::arg("content_lanes") = 1,
+          py::arg("offset") = 0,
+          R"doc(The pointer to the buffer's first element, to pass to a C function
+(tir.call_extern); the same as ``buffer.data``. access_mask ("r", "w", "rw") documents the
+access. kiln passes the pointer only: the C function receives element 0, and an offset is
+an argument of its own.
+
+Raises:
+    KilnValueError: access_mask is not "r"/"w"/"rw", ptr_type is not "handle", content_lanes
+        is not 1, or offset or the buffer's elem_offset is not 0.)doc");
   m.def(
       "decl_buffer",
       [](py::handle shape, py::handle dtype, py::handle name, py::handle scope) {
@@ -462,6 +522,14 @@ Raises:
       .def_readonly("else_case", &IfThenElse::else_case, "What runs elsewhere, or None.");
   py::class_<Evaluate, StmtNode, Ref<Evaluate>>(m, "Evaluate",
                                                 "Evaluates an expression for its effect (a call).")
+      .def(py::init([](py::handle value) {
+             return make<Evaluate>(to_expr(value, "tir.Evaluate", "value"));
+           }),
+           py::arg("value"), R"doc(A statement that evaluates ``value`` for its effect, e.g. a
+tir.call_extern in the statement a te.extern fcompute returns.
+
+Raises:
+    KilnTypeError: value is not an expression.)doc")
       .def_readonly("value", &Evaluate::value, "The evaluated expression.");
   py::class_<BufferRegion>(m, "BufferRegion",
                            "A region of a buffer, one Range per dimension (a block's reads "

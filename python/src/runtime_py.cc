@@ -448,6 +448,21 @@ Raises:
     KilnRuntimeError: the file is missing, damaged or not a kiln module, or the module cannot
         run here.)doc");
   m.def(
+      "load_library",
+      [](const std::string& path) {
+        int32_t status = KilnLoadLibrary(path.c_str());
+        if (status != 0) raise_last_error(status);
+      },
+      py::arg("path"), R"doc(
+Opens the shared library at ``path`` (a file path, or a name the dynamic loader searches for,
+e.g. "libopenblas.so.0") into the process's global scope (RTLD_GLOBAL), so that the extern
+calls (tir.call_extern) of functions built, loaded or interpreted afterwards resolve its C
+functions. A library exported afterwards is linked against it when it calls one of them, so
+that loading the module elsewhere loads the library too. Loading it twice is harmless.
+
+Raises:
+    KilnValueError: the library cannot be opened (the loader's message says why).)doc");
+  m.def(
       "set_num_threads",
       [](int32_t n) {
         int32_t status = KilnSetNumThreads(n);

@@ -500,6 +500,12 @@ Raises:
                     "The reduce axes of a reduction (empty otherwise).")
       .def_readonly("body", &te::ComputeOp::body,
                     "The expressions of the outputs, one per output (a Reduce for a reduction).");
+  py::class_<te::ExternOp, Operation, std::shared_ptr<te::ExternOp>>(
+      m, "ExternOp",
+      "The operation of tensors computed by a statement, typically an extern call (te.extern).")
+      .def_readonly("inputs", &te::ExternOp::inputs, "The input tensors, in the order given.")
+      .def_readonly("body", &te::ExternOp::body,
+                    "The statement that fcompute returned (a tir.Stmt).");
 
   py::class_<Tensor>(m, "Tensor", R"doc(A tensor of a tensor expression: an input
 (te.placeholder) or the output of te.compute.
@@ -597,6 +603,33 @@ Example:
             to_str(tag, "te.compute", "tag"), to_attrs(attrs, "te.compute"));
       },
       py::arg("axis"), py::arg("body"), py::arg("name"), py::arg("tag"), py::arg("attrs"));
+  m.def(
+      "_extern",
+      [](py::list shapes, py::list dtypes, std::vector<Tensor> inputs, py::function fcompute,
+         py::handle name, py::handle tag, py::handle attrs, py::handle out_buffers) {
+        const char* api = "te.extern";
+        std::vector<std::vector<Expr>> shape_list;
+        for (py::handle shape : shapes) shape_list.push_back(to_shape(shape, api));
+        std::vector<DataType> dtype_list;
+        for (py::handle dtype : dtypes) dtype_list.push_back(to_dtype(dtype, api));
+        std::vector<Ref<Buffer>> buffers;
+        if (!out_buffers.is_none()) {
+          buffers = to_node_list<Buffer>(out_buffers, api, "out_buffers", "a list of tir.Buffer");
+        }
+        te::ExternFunction body = [&](const std::vector<Ref<Buffer>>& ins,
+                                      const std::vector<Ref<Buffer>>& outs) {
+          py::object result = fcompute(py::cast(ins), py::cast(outs));
+          type_check(py::isinstance<StmtNode>(result))
+              << api << ": fcompute must return a statement (or an expression, evaluated for "
+              << "its effect), found an object of type " << python_type_name(result);
+          return result.cast<Stmt>();
+        };
+        return te::extern_op(shape_list, dtype_list, std::move(inputs), body,
+                             to_str(name, api, "name"), to_str(tag, api, "tag"),
+                             to_attrs(attrs, api), std::move(buffers));
+      },
+      py::arg("shapes"), py::arg("dtypes"), py::arg("inputs"), py::arg("fcompute"), py::arg("name"),
+      py::arg("tag"), py::arg("attrs"), py::arg("out_buffers"));
   m.def(
       "create_prim_func",
       [](py::handle args) {

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "kiln/codegen/codegen_llvm.h"
+#include "kiln/ir/functor.h"
 #include "kiln/runtime/c_runtime_api.h"
 #include "kiln/support/error.h"
 #include "llvm_support.h"
@@ -96,6 +97,30 @@ int run_command(const std::vector<std::string>& argv, const std::string& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// The libraries opened with KilnLoadLibrary that define a C function the extern calls of `funcs`
+// name, in order of first call. Functions of the process (libc, libm) need no library.
+std::vector<std::string> extern_libraries(const std::vector<ir::Ref<ir::PrimFunc>>& funcs) {
+  std::vector<std::string> libraries;
+  for (const auto& func : funcs) {
+    ir::post_order_visit(func->body, [&](const ir::Node* n) {
+      if (n->kind() != ir::NodeKind::Call) return;
+      const auto* call = static_cast<const ir::Call*>(n);
+      if (call->op != ir::Builtin::CallExtern && call->op != ir::Builtin::CallPureExtern) return;
+      const auto* name = call->args.empty() ? nullptr : call->args[0].as<ir::StringImm>();
+      if (name == nullptr) return;
+      void* address = nullptr;
+      const char* library = nullptr;
+      KilnFindExternSymbol(name->value.c_str(), &address, &library);
+      if (library == nullptr) return;
+      for (const std::string& known : libraries) {
+        if (known == library) return;
+      }
+      libraries.emplace_back(library);
+    });
+  }
+  return libraries;
+}
+
 }  // namespace
 
 std::string compile_object(const std::vector<ir::Ref<ir::PrimFunc>>& funcs, const Target& target,
@@ -137,6 +162,15 @@ void export_library(const std::vector<ir::Ref<ir::PrimFunc>>& funcs, const Targe
   std::string log_path = dir.file("link.log");
   write_file(object_path, object);
   std::vector<std::string> command = {"cc", "-shared", "-o", path, object_path, "-lm"};
+  // A library that extern calls need becomes a DT_NEEDED entry (with its directory as a run
+  // path), so that the loader opens it with the module wherever the module is loaded.
+  for (const std::string& library : extern_libraries(funcs)) {
+    command.push_back(library);
+    std::string directory = library.substr(0, library.find_last_of('/'));
+    if (library.find('/') != std::string::npos && !directory.empty()) {
+      command.push_back("-Wl,-rpath," + directory);
+    }
+  }
   int status = run_command(command, log_path);
   std::string command_text;
   for (const std::string& part : command) command_text += (command_text.empty() ? "" : " ") + part;

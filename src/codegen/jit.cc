@@ -325,7 +325,8 @@ std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>&
       user_error(ErrorKind::kValue)
           << "compile_jit: could not link " << what << ": "
           << (session_errors.empty() ? lookup_error : session_errors)
-          << " (extern functions come from this process, libm and extra_symbols)";
+          << " (extern functions come from this process, libm, extra_symbols and the "
+             "libraries opened with kiln.runtime.load_library)";
     }
     impl->addresses[symbol] = address->template toPtr<void*>();
   }

@@ -1,7 +1,7 @@
 // Builtin calls (kiln/ir/builtin.h): float math through <cmath> in double, rounded to the dtype;
 // integer bit operations; the lazy if_then_else; likely; reinterpret. Builtins that need code
-// outside the function (extern calls, LLVM intrinsics, addresses, barriers) are refused when
-// the function is compiled, before any memory is touched.
+// outside the function (LLVM intrinsics, addresses, barriers) are refused when
+// the function is compiled, before any memory is touched. Extern calls are in extern_code.cc.
 #include <cmath>
 #include <cstring>
 
@@ -258,9 +258,6 @@ class ReinterpretCode final : public ResultCode {
 
 const char* unsupported_reason(Builtin op) {
   switch (op) {
-    case Builtin::CallExtern:
-    case Builtin::CallPureExtern:
-      return "the interpreter runs no external code";
     case Builtin::CallLLVMPureIntrin:
       return "the interpreter has no LLVM; interpret the function before tensorization";
     case Builtin::AddressOf:
@@ -328,6 +325,9 @@ ExprCodePtr compile_call(Compiler& compiler, const Call& call) {
       return std::make_unique<IfThenElseCode>(t, arg(0), arg(1), arg(2));
     case Builtin::Likely:
       return arg(0);
+    case Builtin::CallExtern:
+    case Builtin::CallPureExtern:
+      return compile_extern_call(compiler, call);
     case Builtin::Reinterpret: {
       ExprCodePtr a = arg(0);
       user_check(a->dtype().bits() * a->lanes() == t.bits() * t.lanes() && !t.is_bool() &&

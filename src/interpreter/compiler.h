@@ -38,6 +38,8 @@ class Compiler {
   void unbind_storage(const ir::Var* data);
   // The storage index of a buffer's data variable; a user error when it is not bound here.
   int storage_of(const ir::Buffer& buffer) const;
+  // The storage index of the data variable `data` in scope here, or -1.
+  int storage_of_data(const ir::Var* data) const;
   int num_storages() const { return static_cast<int>(written_.size()); }
   // Records that the function stores into `storage`, and asks whether it does.
   void mark_written(int storage) { written_[storage] = true; }
@@ -101,6 +103,9 @@ ExprCodePtr make_cast_code(ir::DataType dtype, ExprCodePtr value);
 
 // Builtin calls (call_code.cc).
 ExprCodePtr compile_call(Compiler& compiler, const ir::Call& call);
+
+// Calls of C functions by name, through libffi (extern_code.cc).
+ExprCodePtr compile_extern_call(Compiler& compiler, const ir::Call& call);
 
 // Buffer loads and stores, with their bounds checks (buffer_code.cc).
 ExprCodePtr compile_load(Compiler& compiler, const ir::BufferLoad& load);

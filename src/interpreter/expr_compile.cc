@@ -36,6 +36,11 @@ int Compiler::slot_of(const Var* var, const std::string& context) const {
   return it->second.slot;
 }
 
+int Compiler::storage_of_data(const Var* data) const {
+  auto it = storages_.find(data);
+  return it != storages_.end() && it->second.depth > 0 ? it->second.slot : -1;
+}
+
 bool Compiler::in_scope(const Var* var) const {
   auto it = slots_.find(var);
   return it != slots_.end() && it->second.depth > 0;

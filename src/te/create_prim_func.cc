@@ -145,8 +145,8 @@ class PrimFuncBuilder {
     for (const auto& op : order_) {
       for (const Ref<Buffer>& b : op->outputs) {
         if (param_buffers_.count(b.get())) continue;
-        user_check(dynamic_cast<const ComputeOp*>(op.get()) != nullptr)
-            << "te.create_prim_func: tensor " << b->name << " is an input of compute "
+        user_check(dynamic_cast<const PlaceholderOp*>(op.get()) == nullptr)
+            << "te.create_prim_func: tensor " << b->name << " is an input of "
             << first_consumer_[op.get()]
             << " but is not in the argument list; pass every placeholder the computation reads";
         allocs.push_back(b);
@@ -156,13 +156,15 @@ class PrimFuncBuilder {
     }
     for (const auto& op : order_) {
       if (const auto* compute = dynamic_cast<const ComputeOp*>(op.get())) check_bound(*compute);
+      if (const auto* ext = dynamic_cast<const ExternOp*>(op.get())) check_bound(*ext);
     }
-    // Step 4. One loop nest around one block per compute op.
+    // Step 4. One loop nest around one block per compute op, one opaque block per extern op.
     std::vector<Stmt> nests;
     for (const auto& op : order_) {
       if (const auto* compute = dynamic_cast<const ComputeOp*>(op.get())) {
         nests.push_back(lower(*compute));
       }
+      if (const auto* ext = dynamic_cast<const ExternOp*>(op.get())) nests.push_back(lower(*ext));
     }
     // Step 5. The root block and the function.
     auto root = make<Block>();
@@ -204,7 +206,10 @@ class PrimFuncBuilder {
 
   void visit(const std::shared_ptr<const Operation>& op, const Operation* consumer) {
     if (!visited_.insert(op.get()).second) return;
-    if (consumer != nullptr) first_consumer_[op.get()] = consumer->name;
+    if (consumer != nullptr) {
+      bool is_extern = dynamic_cast<const ExternOp*>(consumer) != nullptr;
+      first_consumer_[op.get()] = (is_extern ? "extern " : "compute ") + consumer->name;
+    }
     for (const Tensor& input : op->input_tensors()) visit(input.op, op.get());
     order_.push_back(op);
   }
@@ -227,6 +232,23 @@ class PrimFuncBuilder {
     for (const IterVar& iv : op.axis) local.insert(iv.var.get());
     for (const IterVar& iv : op.reduce_axis) local.insert(iv.var.get());
     for (const Expr& e : op.body) check_bound(e, "compute " + op.name, local);
+  }
+
+  // The statement of an extern op may use its buffers' data variables besides bound ones.
+  void check_bound(const ExternOp& op) {
+    std::unordered_set<const Var*> local;
+    for (const Tensor& t : op.inputs) local.insert(t.buffer()->data.get());
+    for (const Ref<Buffer>& b : op.outputs) local.insert(b->data.get());
+    std::vector<const Var*> vars;
+    post_order_visit(op.body, [&](const Node* n) {
+      if (n->kind() == NodeKind::Var) vars.push_back(static_cast<const Var*>(n));
+    });
+    for (const Var* v : vars) {
+      user_check(bound_.count(v) || local.count(v))
+          << "te.create_prim_func: variable " << v->name << " used in extern " << op.name
+          << " is not bound: it is neither an argument nor a whole dimension of an argument "
+             "tensor's shape; pass it in the argument list";
+    }
   }
 
   void check_param_shapes() {
@@ -289,6 +311,28 @@ class PrimFuncBuilder {
                        nest);
     }
     return nest;
+  }
+
+  // The opaque block of an extern op: no iterators, the whole of each input read and of each
+  // output written, so that the schedule sees it as one indivisible step.
+  Stmt lower(const ExternOp& op) {
+    auto whole = [](const Ref<Buffer>& b) {
+      BufferRegion region{b, {}};
+      for (const Expr& extent : b->shape) {
+        region.region.push_back(Range{make_zero(extent->dtype), extent});
+      }
+      return region;
+    };
+    auto block = make<Block>();
+    std::unordered_set<const Buffer*> read;
+    for (const Tensor& t : op.inputs) {
+      if (read.insert(t.buffer().get()).second) block->reads.push_back(whole(t.buffer()));
+    }
+    for (const Ref<Buffer>& out : op.outputs) block->writes.push_back(whole(out));
+    block->body = op.body;
+    block->name = unique_block_name(op.name);
+    block->annotations = op.attrs;
+    return make<BlockRealize>(std::vector<Expr>{}, bool_const(true), block);
   }
 
   void lower_reduction(const ComputeOp& op, const Reduce& reduce, const VarMap& to_block,

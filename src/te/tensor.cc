@@ -316,4 +316,83 @@ Tensor compute(std::vector<Expr> shape, const ComputeFunction& fcompute, std::st
   return outputs[0];
 }
 
+std::vector<Tensor> extern_op(const std::vector<std::vector<Expr>>& shapes,
+                              const std::vector<DataType>& dtypes, std::vector<Tensor> inputs,
+                              const ExternFunction& fcompute, std::string name, std::string tag,
+                              Attrs attrs, std::vector<Ref<Buffer>> out_buffers) {
+  // Step 1. The output buffers: given, or declared from the shapes and dtypes.
+  user_check(!shapes.empty() || !out_buffers.empty())
+      << "te.extern: extern " << name << " has no output; give at least one shape";
+  user_check(out_buffers.empty() || shapes.empty() || out_buffers.size() == shapes.size())
+      << "te.extern: extern " << name << " has " << shapes.size() << " output "
+      << plural(shapes.size(), "shape", "shapes") << " but " << out_buffers.size()
+      << " out_buffers";
+  size_t num_outputs = out_buffers.empty() ? shapes.size() : out_buffers.size();
+  user_check(out_buffers.size() == num_outputs || dtypes.size() == num_outputs)
+      << "te.extern: extern " << name << " has " << num_outputs << " "
+      << plural(num_outputs, "output", "outputs") << " but " << dtypes.size() << " "
+      << plural(dtypes.size(), "dtype", "dtypes");
+  auto op = std::make_shared<ExternOp>();
+  for (size_t i = 0; i < num_outputs; ++i) {
+    if (!out_buffers.empty()) {
+      const Ref<Buffer>& b = out_buffers[i];
+      user_check(b.defined()) << "te.extern: out_buffers[" << i << "] of extern " << name
+                              << " is None";
+      op->outputs.push_back(b);
+      continue;
+    }
+    check_shape(shapes[i], "te.extern", name);
+    type_check(!dtypes[i].is_handle() && !dtypes[i].is_void() && dtypes[i].is_scalar())
+        << "te.extern: output " << i << " of extern " << name
+        << " must have a scalar numeric dtype, found " << dtypes[i];
+    std::string buffer_name = num_outputs == 1 ? name : name + "_v" + std::to_string(i);
+    op->outputs.push_back(decl_buffer(shapes[i], dtypes[i], buffer_name));
+  }
+  std::vector<Ref<Buffer>> input_buffers;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    user_check(inputs[i].defined())
+        << "te.extern: input " << i << " of extern " << name << " is an undefined tensor";
+    input_buffers.push_back(inputs[i].buffer());
+  }
+  // Step 2. The statement, and the buffers it may touch: its inputs' and outputs'.
+  Stmt body = fcompute(input_buffers, op->outputs);
+  user_check(body.defined()) << "te.extern: fcompute of extern " << name
+                             << " returned no statement";
+  std::unordered_set<const Var*> data_vars;
+  std::unordered_set<const Buffer*> buffers;
+  for (const auto* list : {&input_buffers, &op->outputs}) {
+    for (const Ref<Buffer>& b : *list) {
+      data_vars.insert(b->data.get());
+      buffers.insert(b.get());
+    }
+  }
+  post_order_visit(body, [&](const Node* n) {
+    if (n->kind() == NodeKind::Var) {
+      const auto* v = static_cast<const Var*>(n);
+      user_check(!v->dtype.is_handle() || data_vars.count(v))
+          << "te.extern: the statement of extern " << name << " uses the pointer " << v->name
+          << ", which is the data of neither an input nor an output buffer";
+    }
+    const Buffer* touched = nullptr;
+    if (n->kind() == NodeKind::BufferLoad)
+      touched = static_cast<const BufferLoad*>(n)->buffer.get();
+    if (n->kind() == NodeKind::BufferStore) {
+      touched = static_cast<const BufferStore*>(n)->buffer.get();
+    }
+    user_check(touched == nullptr || buffers.count(touched))
+        << "te.extern: the statement of extern " << name << " accesses buffer " << touched->name
+        << ", which is neither an input nor an output";
+  });
+  // Step 3. The op.
+  op->inputs = std::move(inputs);
+  op->body = std::move(body);
+  op->name = std::move(name);
+  op->tag = std::move(tag);
+  op->attrs = std::move(attrs);
+  register_outputs(op);
+  std::vector<Tensor> tensors;
+  for (int i = 0; i < op->num_outputs(); ++i) tensors.push_back(Tensor{op, i});
+  return tensors;
+}
+
 }  // namespace kiln::te

@@ -16,8 +16,10 @@ namespace kiln::codegen {
 // `kiln_module_functions` (the function table) and `kiln_module_manifest` (the NUL-terminated
 // `manifest_json`) and nothing else: the functions themselves are internal. The runtime's
 // backend functions stay undefined, for the loading process (which links libkiln_runtime) to
-// provide. Raises a kRuntime error with the compiler's output when linking fails, and the
-// errors of codegen_llvm.
+// provide. A C function that an extern call names and that a library opened with
+// KilnLoadLibrary defines links that library (a DT_NEEDED entry and its directory as run path),
+// so that loading the module loads the library; functions of libc and libm need none. Raises a
+// kRuntime error with the compiler's output when linking fails, and the errors of codegen_llvm.
 void export_library(const std::vector<ir::Ref<ir::PrimFunc>>& funcs, const Target& target,
                     const std::string& manifest_json, const std::string& path);
 

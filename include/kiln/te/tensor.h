@@ -82,6 +82,31 @@ struct ComputeOp : Operation {
   std::vector<Tensor> input_tensors() const override { return inputs; }
 };
 
+// Tensors computed by a statement, typically a call of an external C function (call_extern),
+// that reads its inputs and writes its outputs in full through their buffers. It lowers to one
+// opaque block (no iterators) whose regions are the whole input and output buffers.
+struct ExternOp : Operation {
+  std::vector<Tensor> inputs;
+  ir::Stmt body;
+
+  std::vector<Tensor> input_tensors() const override { return inputs; }
+};
+
+// Builds the statement of an extern op from the buffers of its inputs and of its outputs.
+using ExternFunction = std::function<ir::Stmt(const std::vector<Ref<ir::Buffer>>& inputs,
+                                              const std::vector<Ref<ir::Buffer>>& outputs)>;
+
+// te.extern: one output per entry of `shapes` (of dtype `dtypes[i]`, or the buffer
+// `out_buffers[i]` when given: then its shape and dtype are the output's). `fcompute` receives the
+// inputs' own buffers and the output buffers; the statement it returns may use the data
+// variables of those buffers (the pointers passed to C), their shapes and variables bound by the
+// function's arguments, and no other buffer. A kValue error names what it found otherwise.
+std::vector<Tensor> extern_op(const std::vector<std::vector<Expr>>& shapes,
+                              const std::vector<DataType>& dtypes, std::vector<Tensor> inputs,
+                              const ExternFunction& fcompute, std::string name = "extern",
+                              std::string tag = "", Attrs attrs = {},
+                              std::vector<Ref<ir::Buffer>> out_buffers = {});
+
 // A new input tensor. Constant extents must be positive; symbolic ones (te.var) are allowed.
 Tensor placeholder(std::vector<Expr> shape, DataType dtype = DataType::float32(),
                    std::string name = "placeholder");

@@ -1,5 +1,6 @@
 """kiln's runtime from Python: compiled modules and their functions, devices (the CPU, CUDA and
-OpenCL GPUs), and the size of the thread pool that runs parallel loops."""
+OpenCL GPUs), the size of the thread pool that runs parallel loops, and the external libraries
+that extern calls resolve in (load_library)."""
 from .._kiln import runtime as _rt
 from .module import Module, Function, BenchmarkResult, load_module
 
@@ -58,10 +59,25 @@ def set_num_threads(n):
     _rt.set_num_threads(int(n))
 
 
+def load_library(path):
+    """Opens the shared library ``path`` (e.g. "libopenblas.so.0") into the process's global
+    scope, so that extern calls (tir.call_extern) of functions built, loaded or interpreted
+    afterwards resolve its C functions; an exported module that calls one of them is linked
+    against it (like tvm.runtime.load_library).
+
+    Raises:
+        KilnValueError: the library cannot be opened (the message has the loader's reason).
+
+    Example:
+        kiln.runtime.load_library("libopenblas.so.0")
+    """
+    _rt.load_library(str(path))
+
+
 def get_num_threads():
     """The number of threads that run parallel loops (the caller counts as one)."""
     return _rt.get_num_threads()
 
 
 __all__ = ["Module", "Function", "BenchmarkResult", "load_module", "Device", "device", "cpu",
-           "cuda", "opencl", "set_num_threads", "get_num_threads"]
+           "cuda", "opencl", "set_num_threads", "get_num_threads", "load_library"]

@@ -1,8 +1,8 @@
-"""Tensor expressions: placeholder, compute, reduce_axis and reducers, lowered to TensorIR by
-create_prim_func. The names and argument orders are TVM's (tvm.te)."""
+"""Tensor expressions: placeholder, compute, extern, reduce_axis and reducers, lowered to
+TensorIR by create_prim_func. The names and argument orders are TVM's (tvm.te)."""
 from .._kiln import te as _te
 from . import _iter_var
-from .operation import compute, var, size_var
+from .operation import compute, extern, var, size_var
 from .reduction import sum, prod, max, min, comm_reducer  # noqa: A004 (TVM's names)
 
 _iter_var.install()
@@ -11,6 +11,7 @@ Tensor = _te.Tensor
 Operation = _te.Operation
 PlaceholderOp = _te.PlaceholderOp
 ComputeOp = _te.ComputeOp
+ExternOp = _te.ExternOp
 
 placeholder = _te.placeholder
 reduce_axis = _te.reduce_axis
@@ -32,8 +33,8 @@ power = _te.power
 pow = _te.pow  # noqa: A001
 
 __all__ = [
-    "Tensor", "Operation", "PlaceholderOp", "ComputeOp",
-    "placeholder", "compute", "var", "size_var", "reduce_axis", "create_prim_func",
+    "Tensor", "Operation", "PlaceholderOp", "ComputeOp", "ExternOp",
+    "placeholder", "compute", "extern", "var", "size_var", "reduce_axis", "create_prim_func",
     "sum", "prod", "max", "min", "comm_reducer",
     "if_then_else", "const", "floordiv", "floormod", "truncdiv", "truncmod", "all", "any",
     "max_value", "min_value",

@@ -109,3 +109,78 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
     values = list(body) if isinstance(body, (list, tuple)) else [body]
     outputs = _te._compute_from_body(axes, values, name, tag, attrs)
     return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _is_shape(obj):
+    """Whether obj is one shape (a sequence of dimensions) rather than a list of shapes."""
+    return not (isinstance(obj, (list, tuple)) and len(obj) > 0
+                and all(isinstance(s, (list, tuple)) for s in obj))
+
+
+def extern(shape, inputs, fcompute, name="extern", dtype=None, out_buffers=None, tag="",
+           attrs=None):
+    """Tensors computed by a statement, typically a call of an external C function.
+
+    fcompute receives the buffers of the inputs and of the outputs and returns the statement
+    that reads the ones and writes the others in full, e.g. a tir.call_extern of a BLAS routine
+    with the buffers' pointers (``buf.data`` or ``buf.access_ptr("r")``) and extents. An
+    expression is evaluated for its effect. te.create_prim_func makes it one opaque block (no
+    iterators) that reads every input and writes every output, between the te.compute stages
+    around it; schedules and the tuner leave it as it is.
+
+    Args:
+        shape (tuple, or list of tuples): the shape of the output, or one shape per output.
+        inputs (list of Tensor): the tensors the statement reads.
+        fcompute (callable): ``fcompute(ins, outs)`` with lists of tir.Buffer; returns a
+            tir.Stmt or a PrimExpr (e.g. tir.call_extern(...)).
+        name (str): the operation's name and its block's name.
+        dtype (str or list of str, optional): the outputs' dtype(s); by default that of
+            inputs[0] (float32 without inputs).
+        out_buffers (list of tir.Buffer, optional): buffers to use as the outputs (their
+            shapes and dtypes are the outputs').
+        tag (str): a free-form tag kept on the operation.
+        attrs (dict, optional): attributes kept on the operation (and its block).
+
+    Returns:
+        Tensor, or a list of tensors when there are several outputs.
+
+    Raises:
+        KilnTypeError: fcompute is not callable or returns neither a statement nor an
+            expression; a shape or dtype is malformed.
+        KilnValueError: the statement uses a buffer or pointer that is neither an input nor an
+            output, or the numbers of shapes, dtypes and out_buffers disagree.
+
+    Example:
+        C = te.extern((M, N), [A, B], lambda ins, outs: tir.call_extern(
+            "void", "cblas_sgemm", 101, 111, 111, M, N, K, 1.0, ins[0].data, K,
+            ins[1].data, N, 0.0, outs[0].data, N), name="C")
+    """
+    if not callable(fcompute):
+        raise KilnTypeError(
+            f"te.extern: fcompute of extern {name} must be callable, found an object of type "
+            f"{type(fcompute).__name__}")
+    if out_buffers is not None and not isinstance(out_buffers, (list, tuple)):
+        out_buffers = [out_buffers]
+    if out_buffers is not None and shape is None:
+        shapes = []
+    elif _is_shape(shape):
+        shapes = [list(shape) if isinstance(shape, (list, tuple)) else [shape]]
+    else:
+        shapes = [list(s) for s in shape]
+    inputs = list(inputs)
+    count = len(out_buffers) if out_buffers is not None else len(shapes)
+    if dtype is None:
+        dtypes = [inputs[0].dtype if inputs else "float32"] * count
+    elif isinstance(dtype, (list, tuple)):
+        dtypes = list(dtype)
+    else:
+        dtypes = [dtype] * count
+
+    def body(ins, outs):
+        stmt = fcompute(ins, outs)
+        if isinstance(stmt, _ir.PrimExpr):
+            stmt = _ir.Evaluate(stmt)
+        return stmt
+
+    outputs = _te._extern(shapes, dtypes, inputs, body, name, tag, attrs, out_buffers)
+    return outputs[0] if len(outputs) == 1 else outputs

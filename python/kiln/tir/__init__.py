@@ -24,6 +24,13 @@ LetStmt, AssertStmt, BufferStore, Allocate = _ir.LetStmt, _ir.AssertStmt, _ir.Bu
 For, SeqStmt, IfThenElse, Evaluate = _ir.For, _ir.SeqStmt, _ir.IfThenElse, _ir.Evaluate
 Block, BlockRealize, BufferRegion = _ir.Block, _ir.BlockRealize, _ir.BufferRegion
 
+# Calls of C functions by name (an extern library: kiln.runtime.load_library), and constants
+# of a given dtype for their arguments (as tvm.tir.const).
+call_extern, call_pure_extern = _ir.call_extern, _ir.call_pure_extern
+from .._kiln import te as _te  # noqa: E402
+
+const = _te.const
+
 # Buffers and functions
 Buffer = _ir.Buffer
 decl_buffer = _ir.decl_buffer

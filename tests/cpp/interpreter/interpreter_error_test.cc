@@ -200,13 +200,26 @@ TEST(InterpretError, ScalarArgumentChecks) {
 
 TEST(InterpretError, UnsupportedBuiltinIsRefused) {
   auto A = buffer({1}, i32, "A");
-  auto func = make_func({A}, make<Evaluate>(call(i32, Builtin::CallExtern,
-                                                 {make<StringImm>("puts"), int32_const(0)})));
+  auto func = make_func({A}, make<Evaluate>(call(i32, Builtin::CallLLVMPureIntrin,
+                                                 {make<StringImm>("llvm.ctpop"), int32_const(0)})));
   std::vector<int32_t> a(1);
   std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
   EXPECT_MESSAGE(msg,
-                 "tir.interpret: the builtin call_extern is not supported by the interpreter: "
-                 "the interpreter runs no external code");
+                 "tir.interpret: the builtin call_llvm_pure_intrin is not supported by the "
+                 "interpreter: the interpreter has no LLVM");
+}
+
+TEST(InterpretError, MissingExternSymbolIsRefused) {
+  auto A = buffer({1}, i32, "A");
+  auto func = make_func(
+      {A}, make<Evaluate>(call(i32, Builtin::CallExtern,
+                               {make<StringImm>("kiln_no_such_symbol_xyz"), int32_const(0)})));
+  std::vector<int32_t> a(1);
+  std::string msg = error_of([&] { interpret(*func, {array(a, i32)}); });
+  EXPECT_MESSAGE(msg,
+                 "tir.interpret: call_extern: the C function 'kiln_no_such_symbol_xyz' is not "
+                 "defined in this process nor in a library opened with "
+                 "kiln.runtime.load_library");
 }
 
 TEST(InterpretError, StorageSyncIsRefusedWithoutGpuSemantics) {

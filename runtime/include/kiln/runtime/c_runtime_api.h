@@ -543,6 +543,33 @@ KILN_RUNTIME_API int32_t KilnDeviceLaunch(void* module_device_ctx, int32_t kerne
                                           const int64_t* launch, void* const* arg_values,
                                           const int64_t* arg_sizes, int32_t num_args);
 
+/* ============================================================================================
+ * External libraries: the C functions that extern calls (call_extern) name
+ */
+
+/*!
+ * \brief Opens the shared library at path (a file path, or a bare name that the dynamic loader
+ * searches for, e.g. "libopenblas.so.0") with RTLD_NOW | RTLD_GLOBAL, so that its symbols
+ * resolve the extern calls of code compiled or loaded afterwards in this process, and records it
+ * for export (KilnFindExternSymbol). Loading a library twice is harmless. Fails with
+ * kKilnErrorValue and the loader's message when the library cannot be opened.
+ */
+KILN_RUNTIME_API int32_t KilnLoadLibrary(const char* path);
+
+/*! \brief The full path of the index-th library opened with KilnLoadLibrary (in order), or
+ * NULL when index is out of range. The string stays valid until the process ends. */
+KILN_RUNTIME_API const char* KilnLoadedLibrary(int32_t index);
+
+/*!
+ * \brief Finds the C function `symbol` as compiled code calling it by name would: first in the
+ * libraries opened with KilnLoadLibrary (in order), then in the process (the program, libc,
+ * libm and every library in the global scope). Sets *address (NULL when not found) and
+ * *library: the full path of the KilnLoadLibrary library that defines it, or NULL when it
+ * comes from elsewhere or was not found. Always returns 0.
+ */
+KILN_RUNTIME_API int32_t KilnFindExternSymbol(const char* symbol, void** address,
+                                              const char** library);
+
 /*!
  * \brief Appends the checksum trailer that KilnModuleLoadFromFile verifies (see "The module
  * file") to the shared library at path. kiln's exporter calls it after linking; a host that
