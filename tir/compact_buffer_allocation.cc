@@ -159,10 +159,6 @@ class RegionCollector : public IRVisitor {
   std::unordered_map<const Var*, const Buffer*> data_vars_;
 };
 
-bool uses_any(const Expr& e, const std::unordered_set<const Var*>& vars) {
-  return uses_var(e, [&vars](const Var* v) { return vars.count(v) != 0; });
-}
-
 // The compaction of `buffer` from the sets of its accesses, or null when nothing shrinks.
 // Explicit strides (from storage_align) are kept as they are: they still hold every element of
 // the smaller extents, and the alignment they encode stays.
@@ -236,7 +232,7 @@ class CompactionPlanner : public IRVisitor {
 
   void visit(const For* op) override {
     analyzer_.bind(op->loop_var, Range{op->min, op->extent}, true);
-    bool thread = op->kind == ForKind::kThreadBinding && op->thread_tag.rfind("threadIdx", 0) == 0;
+    bool thread = is_thread_loop(*op);
     if (thread) thread_loops_.push_back(op);
     IRVisitor::visit(op);
     if (thread) thread_loops_.pop_back();

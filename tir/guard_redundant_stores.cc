@@ -21,9 +21,7 @@ namespace {
 using VarSet = std::unordered_set<const Var*>;
 
 bool is_thread_loop(const Node* node) {
-  if (node->kind() != NodeKind::For) return false;
-  const auto* loop = static_cast<const For*>(node);
-  return loop->kind == ForKind::kThreadBinding && loop->thread_tag.rfind("threadIdx", 0) == 0;
+  return node->kind() == NodeKind::For && tir::is_thread_loop(*static_cast<const For*>(node));
 }
 
 // What a statement holds that decides whether it can be guarded.

@@ -21,28 +21,9 @@ namespace {
 
 using VarSet = std::unordered_set<const Var*>;
 
-bool is_thread_loop(const For* loop) {
-  return loop->kind == ForKind::kThreadBinding && loop->thread_tag.rfind("threadIdx", 0) == 0;
-}
-
-bool uses_any(const Expr& e, const VarSet& vars) {
-  bool found = false;
-  post_order_visit(e, [&](const Node* node) {
-    if (node->kind() == NodeKind::Var && vars.count(static_cast<const Var*>(node)) != 0) {
-      found = true;
-    }
-  });
-  return found;
-}
-
+// Whether every variable of `e` is one of `vars`.
 bool uses_only(const Expr& e, const VarSet& vars) {
-  bool only = true;
-  post_order_visit(e, [&](const Node* node) {
-    if (node->kind() == NodeKind::Var && vars.count(static_cast<const Var*>(node)) == 0) {
-      only = false;
-    }
-  });
-  return only;
+  return !uses_var(e, [&vars](const Var* v) { return vars.count(v) == 0; });
 }
 
 bool is_load_of(const Expr& e, const BufferStore& store) {
@@ -121,7 +102,7 @@ class CrossThreadReduction : public IRMutator {
 
   Stmt visit(const For* op) override {
     if (const BlockRealize* realize = reduction_rooted_at(op)) return rewrite(op, realize);
-    bool thread = is_thread_loop(op);
+    bool thread = is_thread_loop(*op);
     if (thread) thread_loops_.push_back(op);
     Stmt result = IRMutator::visit(op);
     if (thread) thread_loops_.pop_back();
@@ -147,7 +128,7 @@ class CrossThreadReduction : public IRMutator {
   static const BlockRealize* reduction_rooted_at(const For* root) {
     VarSet thread_vars;
     post_order_visit(Stmt(root), [&](const Node* node) {
-      if (node->kind() == NodeKind::For && is_thread_loop(static_cast<const For*>(node))) {
+      if (node->kind() == NodeKind::For && is_thread_loop(*static_cast<const For*>(node))) {
         thread_vars.insert(static_cast<const For*>(node)->loop_var.get());
       }
     });
@@ -185,7 +166,7 @@ class CrossThreadReduction : public IRMutator {
     Stmt s = Stmt(root);
     while (const auto* inner = s.as<For>()) {
       chain_vars.insert(inner->loop_var.get());
-      if (is_thread_loop(inner) && loop == nullptr) {
+      if (is_thread_loop(*inner) && loop == nullptr) {
         loop = inner;
       } else if (inner->kind == ForKind::kThreadBinding) {
         const For* bound = loop != nullptr ? loop : inner;

@@ -15,6 +15,7 @@
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
 #include "kiln/tir/index_limits.h"
+#include "tir/pass_util.h"
 
 namespace kiln::tir {
 
@@ -26,49 +27,6 @@ using Json = nlohmann::ordered_json;
 
 Expr packed_call(DataType dtype, Builtin op, std::vector<Expr> args) {
   return call(dtype, op, std::move(args));
-}
-
-// The variables a statement uses but does not define.
-std::vector<const Var*> free_vars(const Stmt& body) {
-  std::unordered_set<const Var*> defined;
-  std::vector<const Var*> used;
-  std::unordered_set<const Var*> seen;
-  post_order_visit(body, [&](const Node* node) {
-    switch (node->kind()) {
-      case NodeKind::Var: {
-        const auto* v = static_cast<const Var*>(node);
-        if (seen.insert(v).second) used.push_back(v);
-        break;
-      }
-      case NodeKind::For:
-        defined.insert(static_cast<const For*>(node)->loop_var.get());
-        break;
-      case NodeKind::LetStmt:
-        defined.insert(static_cast<const LetStmt*>(node)->var.get());
-        break;
-      case NodeKind::Let:
-        defined.insert(static_cast<const Let*>(node)->var.get());
-        break;
-      case NodeKind::Allocate:
-        defined.insert(static_cast<const Allocate*>(node)->buffer->data.get());
-        break;
-      case NodeKind::BufferLoad:
-      case NodeKind::BufferStore: {
-        const Buffer& b = node->kind() == NodeKind::BufferLoad
-                              ? *static_cast<const BufferLoad*>(node)->buffer
-                              : *static_cast<const BufferStore*>(node)->buffer;
-        if (seen.insert(b.data.get()).second) used.push_back(b.data.get());
-        break;
-      }
-      default:
-        break;
-    }
-  });
-  std::vector<const Var*> result;
-  for (const Var* v : used) {
-    if (defined.count(v) == 0) result.push_back(v);
-  }
-  return result;
 }
 
 // The data variables of the buffers `body` may store into: the buffer of every BufferStore, and,

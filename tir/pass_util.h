@@ -1,8 +1,13 @@
 // Small helpers shared by the lowering passes in tir/: installing a new body in a PrimFunc while
-// keeping the very same function when nothing changed.
+// keeping the very same function when nothing changed, the free variables of a statement, and
+// questions about variables and GPU thread loops.
 #pragma once
 
+#include <unordered_set>
+#include <vector>
+
 #include "kiln/ir/function.h"
+#include "kiln/ir/functor.h"
 
 namespace kiln::tir {
 
@@ -12,6 +17,20 @@ inline ir::Ref<ir::PrimFunc> with_body(const ir::Ref<ir::PrimFunc>& func, const 
   auto result = ir::copy(func.get());
   result->body = body;
   return result;
+}
+
+// The variables `body` uses but does not define (loops, lets and allocations define them), in
+// order of first use; a buffer access uses the buffer's data variable.
+std::vector<const ir::Var*> free_vars(const ir::Stmt& body);
+
+// Whether `e` uses one of `vars`.
+inline bool uses_any(const ir::Expr& e, const std::unordered_set<const ir::Var*>& vars) {
+  return ir::uses_var(e, [&vars](const ir::Var* v) { return vars.count(v) != 0; });
+}
+
+// Whether `loop` is bound to a GPU thread index (threadIdx.x/y/z), not a block index.
+inline bool is_thread_loop(const ir::For& loop) {
+  return loop.kind == ir::ForKind::kThreadBinding && loop.thread_tag.rfind("threadIdx", 0) == 0;
 }
 
 }  // namespace kiln::tir

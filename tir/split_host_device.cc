@@ -2,9 +2,9 @@
 // and leaves a device_launch call in its place (see the header for the contract).
 #include "kiln/tir/split_host_device.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -31,62 +31,6 @@ bool is_launch_tag(const std::string& tag) {
   }
   return false;
 }
-
-// The variables a kernel's subtree uses but does not define: handles (buffer data) first, then
-// scalars, each in order of first appearance.
-struct FreeVars {
-  std::vector<Ref<Var>> handles;
-  std::vector<Ref<Var>> scalars;
-};
-
-class FreeVarCollector : public IRVisitor {
- public:
-  FreeVars collect(const Stmt& body) {
-    visit_stmt(body);
-    FreeVars out;
-    for (const Ref<Var>& v : used_) {
-      if (defined_.count(v.get()) != 0) continue;
-      (v->dtype.is_handle() ? out.handles : out.scalars).push_back(v);
-    }
-    return out;
-  }
-
- protected:
-  using IRVisitor::visit;
-  void visit(const Var* op) override { use(op); }
-  void visit(const For* op) override {
-    defined_.insert(op->loop_var.get());
-    IRVisitor::visit(op);
-  }
-  void visit(const LetStmt* op) override {
-    defined_.insert(op->var.get());
-    IRVisitor::visit(op);
-  }
-  void visit(const Let* op) override {
-    defined_.insert(op->var.get());
-    IRVisitor::visit(op);
-  }
-  void visit(const Allocate* op) override {
-    defined_.insert(op->buffer->data.get());
-    IRVisitor::visit(op);
-  }
-  void visit(const BufferLoad* op) override {
-    use(op->buffer->data.get());
-    IRVisitor::visit(op);
-  }
-  void visit(const BufferStore* op) override {
-    use(op->buffer->data.get());
-    IRVisitor::visit(op);
-  }
-
- private:
-  void use(const Var* v) {
-    if (seen_.insert(v).second) used_.push_back(Ref<Var>(v));
-  }
-  std::unordered_set<const Var*> defined_;
-  std::unordered_set<const Var*> seen_;
-  std::vector<Ref<Var>> used_;
-};
 
 class HostSplitter : public IRMutator {
  public:
@@ -162,7 +106,7 @@ class HostSplitter : public IRMutator {
           << " is bound to '" << loop->thread_tag
           << "'; the GPU targets bind blockIdx.x/y/z and threadIdx.x/y/z";
       Expr extent = loop->extent;
-      if (loop->thread_tag.rfind("threadIdx", 0) == 0) {
+      if (is_thread_loop(*loop)) {
         user_check(as_const_int(extent) != nullptr)
             << "split_host_device: loop " << loop->loop_var->name << " of kernel " << symbol
             << " is bound to " << loop->thread_tag << " with the extent " << to_script(extent)
@@ -184,12 +128,14 @@ class HostSplitter : public IRMutator {
     for (char c : name_) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     std::string symbol = base + "_kernel" + std::to_string(kernels_->size());
     std::map<std::string, Expr> extents = launch_extents(kernel, symbol);
-    FreeVars free = FreeVarCollector().collect(kernel);
+    // The parameters: the data of the buffers the kernel uses, then the scalars.
+    std::vector<const Var*> free = free_vars(kernel);
+    std::stable_partition(free.begin(), free.end(),
+                          [](const Var* v) { return v->dtype.is_handle(); });
 
     auto device = make<PrimFunc>();
     device->body = kernel;
-    for (const Ref<Var>& v : free.handles) device->params.push_back(v);
-    for (const Ref<Var>& v : free.scalars) device->params.push_back(v);
+    for (const Var* v : free) device->params.push_back(Ref<Var>(v));
     device->attrs["global_symbol"] = make<StringImm>(symbol);
     device->attrs["kiln.device_kernel"] = bool_const(true);
     for (const auto& [tag, extent] : extents) device->attrs["kiln.launch." + tag] = extent;

@@ -7,22 +7,13 @@
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/structural.h"
+#include "tir/pass_util.h"
 
 namespace kiln::tir {
 
 using namespace ir;
 
 namespace {
-
-bool uses_any(const Expr& e, const std::unordered_set<const Var*>& vars) {
-  bool found = false;
-  post_order_visit(e, [&](const Node* node) {
-    if (node->kind() == NodeKind::Var && vars.count(static_cast<const Var*>(node)) != 0) {
-      found = true;
-    }
-  });
-  return found;
-}
 
 class KernelChecker : public IRVisitor {
  public:
@@ -61,7 +52,7 @@ class KernelChecker : public IRVisitor {
   using IRVisitor::visit;
 
   void visit(const For* op) override {
-    if (op->kind != ForKind::kThreadBinding || op->thread_tag.rfind("threadIdx", 0) != 0) {
+    if (!is_thread_loop(*op)) {
       IRVisitor::visit(op);
       return;
     }

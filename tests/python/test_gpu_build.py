@@ -87,9 +87,9 @@ def test_gpu_target_errors():
     with pytest.raises(kiln.KilnValueError, match="-max_threads_per_block must be a positive "
                                                   "integer, found '0'"):
         kiln.target.Target("cuda -max_threads_per_block=0")
-    with pytest.raises(kiln.KilnValueError, match="unknown option '-mcpu=znver3'.*the valid "
+    with pytest.raises(kiln.KilnValueError, match="unknown option '-opt-level=2'.*the valid "
                                                   "options of 'opencl' are -device="):
-        kiln.target.Target("opencl -mcpu=znver3")
+        kiln.target.Target("opencl -opt-level=2")
 
 
 def test_get_source_formats():
