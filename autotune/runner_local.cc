@@ -1,11 +1,19 @@
-// The local runner: candidates measured one at a time in a worker process, which is replaced
-// whenever a candidate kills it or hangs (see kiln/autotune/runner.h).
+// The local runner: candidates built and checked in worker processes (several share a batch),
+// then timed one at a time, each in the worker that built it; a worker is replaced whenever a
+// candidate kills it or hangs (see kiln/autotune/runner.h).
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <deque>
+#include <exception>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "autotune/runner_process.h"
@@ -50,6 +58,8 @@ void check_config(const RunnerConfig& c) {
         << api << "fault_plan maps candidate indices >= 0 to one of 'crash', 'abort', 'hang', "
         << "'wrong_result' (a test hook), found " << index << ": '" << fault << "'";
   }
+  user_check(c.build_workers >= 0)
+      << api << "build_workers must be >= 0 (0: picked from the cores), found " << c.build_workers;
   user_check(c.num_threads >= 0) << api
                                  << "num_threads must be >= 0 (0: the runtime's default), found "
                                  << c.num_threads;
@@ -69,21 +79,36 @@ std::string seconds_text(double seconds) {
   return out.str();
 }
 
+// The worker processes to keep: RunnerConfig::build_workers, or the cores this process may
+// use, at most 4 (each worker holds its own LLVM).
+size_t worker_count(int configured) {
+  if (configured > 0) return static_cast<size_t>(configured);
+  int cores = 1;
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0) cores = CPU_COUNT(&cpus);
+  return static_cast<size_t>(std::clamp(cores, 1, 4));
+}
+
 class LocalRunner final : public Runner {
  public:
   LocalRunner(const RunnerConfig& config, std::string worker_path)
-      : config_(config), worker_path_(std::move(worker_path)) {}
+      : config_(config),
+        worker_path_(std::move(worker_path)),
+        lanes_(worker_count(config.build_workers)) {}
 
-  // The worker's destructor kills and reaps it.
+  // The workers' destructors kill and reap them.
   ~LocalRunner() override = default;
 
   void set_task(const TuneTask& task) override {
     task_ = task;
     task_key_ = task.target.str() + "\n" + ir::save_json(task.func);
-    worker_has_task_ = false;
-    loaded_.clear();
+    for (Lane& lane : lanes_) {
+      lane.has_task = false;
+      lane.loaded.clear();
+    }
     try {
-      runtime_check(ensure_worker("set_task")) << "set_task: interrupted";
+      runtime_check(ensure_worker("set_task", lanes_[0], interrupt_check()))
+          << "set_task: interrupted";
     } catch (...) {
       task_.reset();
       throw;
@@ -96,13 +121,17 @@ class LocalRunner final : public Runner {
     user_check(repeat >= 0) << "Runner.run: repeat must be >= 0 (0: RunnerConfig.repeat), found "
                             << repeat;
     int repeats = repeat == 0 ? config_.repeat : repeat;
-    // Step 2. One candidate after another; an interruption returns what was measured.
-    std::vector<MeasureResult> results;
-    for (const MeasureInput& given : batch) {
-      MeasureInput input = given;
+    std::vector<MeasureInput> inputs = batch;
+    for (MeasureInput& input : inputs) {
       auto planned = config_.fault_plan.find(measured_++);
       if (input.fault.empty() && planned != config_.fault_plan.end()) input.fault = planned->second;
-      std::optional<MeasureResult> result = measure("Runner.run", input, -1, repeats);
+    }
+    if (lanes_.size() > 1 && inputs.size() > 1) return run_staged(inputs, repeats);
+    // Step 2. One candidate after another; an interruption returns what was measured.
+    std::vector<MeasureResult> results;
+    for (const MeasureInput& input : inputs) {
+      std::optional<MeasureResult> result =
+          measure("Runner.run", lanes_[0], input, -1, repeats, interrupt_check());
       if (!result) break;
       results.push_back(std::move(*result));
     }
@@ -116,11 +145,12 @@ class LocalRunner final : public Runner {
     user_check(rounds >= 1) << "Runner.run_interleaved: rounds must be >= 1, found " << rounds;
     // Step 2. Load each candidate (build, check, warm up); the ones that pass stay in the
     // worker under their index.
+    Lane& lane = lanes_[0];
     std::vector<MeasureResult> results(batch.size());
     std::vector<int> alive;
     for (size_t k = 0; k < batch.size(); ++k) {
-      std::optional<MeasureResult> loaded =
-          measure("Runner.run_interleaved", batch[k], static_cast<int>(k), 0);
+      std::optional<MeasureResult> loaded = measure("Runner.run_interleaved", lane, batch[k],
+                                                    static_cast<int>(k), 0, interrupt_check());
       if (!loaded) return {};
       results[k] = std::move(*loaded);
       if (results[k].status == RecordStatus::kOk) alive.push_back(static_cast<int>(k));
@@ -143,8 +173,7 @@ class LocalRunner final : public Runner {
       }
     }
     // Step 4. Let the worker drop the kept candidates.
-    if (worker_) worker_->send(detail::release_request(), detail::deadline_after(1), nullptr);
-    loaded_.clear();
+    release(lane);
     return results;
   }
 
@@ -160,6 +189,13 @@ class LocalRunner final : public Runner {
     bool restore_each_call = false;
   };
 
+  // One worker process and what it holds.
+  struct Lane {
+    std::unique_ptr<WorkerProcess> worker;
+    bool has_task = false;
+    std::set<int> loaded;  // the candidates the worker keeps (run_interleaved, run_staged)
+  };
+
   void check_batch(const char* api, const std::vector<MeasureInput>& batch) const {
     user_check(task_.has_value()) << api << ": no task was set; call set_task first";
     const std::vector<std::string>& faults = measure_faults();
@@ -172,27 +208,141 @@ class LocalRunner final : public Runner {
     }
   }
 
+  // run() with several workers: every candidate is built and checked first, the workers
+  // sharing the batch (nothing is timed while they build), then each is timed in turn, alone.
+  // An interruption returns the candidates timed until then.
+  std::vector<MeasureResult> run_staged(const std::vector<MeasureInput>& inputs, int repeats) {
+    const char* api = "Runner.run";
+    // Step 1. Stage: lane 0 on this thread (it asks the interrupt check), the others on their
+    // own threads, each taking the next candidate until none is left.
+    size_t n = inputs.size();
+    std::vector<std::optional<MeasureResult>> staged(n);
+    std::vector<std::string> modules(n);  // serialized here: the threads only send them
+    for (size_t k = 0; k < n; ++k) {
+      std::optional<MeasureResult> unusable = serialize(inputs[k], &modules[k]);
+      if (unusable) staged[k] = std::move(unusable);
+    }
+    std::vector<int> owner(n, -1);
+    std::atomic<size_t> next{0};
+    std::atomic<bool> stop{false};
+    std::atomic<size_t> running{lanes_.size() - 1};
+    std::vector<std::exception_ptr> errors(lanes_.size());
+    auto stage = [&](size_t l, const InterruptCheck& check) {
+      try {
+        for (size_t k = next++; k < n && !stop; k = next++) {
+          if (staged[k]) continue;  // it did not serialize
+          std::optional<MeasureResult> result = measure_json(
+              api, lanes_[l], inputs[k].fault, modules[k], static_cast<int>(k), -1, check);
+          if (!result) {
+            stop = true;
+            break;
+          }
+          if (result->status == RecordStatus::kOk) owner[k] = static_cast<int>(l);
+          staged[k] = std::move(result);
+        }
+      } catch (...) {
+        errors[l] = std::current_exception();
+        stop = true;
+      }
+    };
+    InterruptCheck stopped = [&stop] { return stop.load(); };
+    InterruptCheck main_check = [&] {
+      if (!stop && interrupted()) stop = true;
+      return stop.load();
+    };
+    std::vector<std::thread> threads;
+    for (size_t l = 1; l < lanes_.size(); ++l) {
+      threads.emplace_back([&, l] {
+        stage(l, stopped);
+        --running;
+      });
+    }
+    stage(0, main_check);
+    while (running > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      main_check();
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (const std::exception_ptr& error : errors) {
+      if (error) std::rethrow_exception(error);
+    }
+    // Step 2. Time each staged candidate in its worker, in order; one whose worker died since
+    // is measured again from the start.
+    detail::TimingRequest timing{config_.warmup, config_.number, repeats, config_.min_repeat_ms};
+    std::vector<MeasureResult> results;
+    bool stopped_early = stop.load();
+    for (size_t k = 0; k < n && !stopped_early; ++k) {
+      if (!staged[k]) break;  // interrupted while staging
+      if (staged[k]->status != RecordStatus::kOk) {
+        results.push_back(std::move(*staged[k]));
+        continue;
+      }
+      std::optional<MeasureResult> timed;
+      Lane& lane = lanes_[owner[k]];
+      if (lane.loaded.erase(static_cast<int>(k)) != 0) {
+        bool started = false;
+        timed = exchange(lane, detail::time_request(static_cast<int>(k), timing), &started,
+                         interrupt_check());
+        if (!timed) {
+          stopped_early = true;  // interrupted
+          break;
+        }
+        if (started) {
+          timed->build_ms = staged[k]->build_ms;
+        } else {
+          timed.reset();  // the worker died before it began: not this candidate's doing
+        }
+      }
+      if (!timed) {
+        timed = measure_json(api, lanes_[0], inputs[k].fault, modules[k], -1, repeats,
+                             interrupt_check());
+        if (!timed) {
+          stopped_early = true;
+          break;
+        }
+      }
+      results.push_back(std::move(*timed));
+    }
+    // An interruption stops every worker, as it stops the one it caught.
+    for (Lane& lane : lanes_) {
+      if (stopped_early) {
+        drop_worker(lane);
+      } else {
+        release(lane);
+      }
+    }
+    return results;
+  }
+
+  // Lets the worker drop the candidates it keeps.
+  void release(Lane& lane) {
+    if (lane.worker) {
+      lane.worker->send(detail::release_request(), detail::deadline_after(1), nullptr);
+    }
+    lane.loaded.clear();
+  }
+
   // Drops the worker (it died, hung or was interrupted): the next request starts another.
-  void drop_worker() {
-    worker_.reset();
-    worker_has_task_ = false;
-    loaded_.clear();
+  static void drop_worker(Lane& lane) {
+    lane.worker.reset();
+    lane.has_task = false;
+    lane.loaded.clear();
   }
 
   // Makes sure a worker runs and holds the task: false when interrupted. Raises the errors
   // of set_task (see runner.h).
-  bool ensure_worker(const char* api) {
+  bool ensure_worker(const char* api, Lane& lane, const InterruptCheck& check) {
     // Step 1. A live worker.
-    bool fresh = worker_ == nullptr;
+    bool fresh = lane.worker == nullptr;
     if (fresh) {
-      drop_worker();
-      worker_ = WorkerProcess::start(worker_path_, kStartupSeconds, interrupt_check());
-      if (!worker_) return false;
+      drop_worker(lane);
+      lane.worker = WorkerProcess::start(worker_path_, kStartupSeconds, check);
+      if (!lane.worker) return false;
     }
-    if (worker_has_task_) return true;
+    if (lane.has_task) return true;
     // Step 2. The task, with its reference results when an earlier worker computed them. A
     // worker given a task drops the candidates it kept.
-    loaded_.clear();
+    lane.loaded.clear();
     detail::TaskRequest request;
     request.func_json = task_key_.substr(task_key_.find('\n') + 1);
     request.target = task_->target.str();
@@ -205,19 +355,22 @@ class LocalRunner final : public Runner {
     for (int32_t i = 0; KilnLoadedLibrary(i) != nullptr; ++i) {
       request.libraries.emplace_back(KilnLoadedLibrary(i));
     }
-    for (const Reference& reference : references_) {
-      if (reference.key != task_key_) continue;
-      request.reference = reference.results;
-      request.restore_each_call = reference.restore_each_call;
+    {
+      std::lock_guard<std::mutex> lock(references_mutex_);
+      for (const Reference& reference : references_) {
+        if (reference.key != task_key_) continue;
+        request.reference = reference.results;
+        request.restore_each_call = reference.restore_each_call;
+      }
     }
     Clock::time_point deadline = detail::deadline_after(config_.reference_timeout_s);
     Message reply;
-    Outcome outcome = worker_->send(detail::to_message(request), deadline, interrupt_check());
-    if (outcome == Outcome::kDone) outcome = worker_->receive(&reply, deadline, interrupt_check());
+    Outcome outcome = lane.worker->send(detail::to_message(request), deadline, check);
+    if (outcome == Outcome::kDone) outcome = lane.worker->receive(&reply, deadline, check);
     // Step 3. What came of it.
     std::string about = "the reference results of task '" + task_->name + "'";
     if (outcome == Outcome::kTimeout) {
-      drop_worker();
+      drop_worker(lane);
       user_error(ErrorKind::kRuntime)
           << api << ": the tune worker did not compute " << about << " within "
           << "RunnerConfig.reference_timeout_s = " << seconds_text(config_.reference_timeout_s);
@@ -225,18 +378,18 @@ class LocalRunner final : public Runner {
     if (outcome == Outcome::kDied && !fresh) {
       // An idle worker that died (killed from outside, or late after the last candidate):
       // a fresh one takes the task.
-      drop_worker();
-      return ensure_worker(api);
+      drop_worker(lane);
+      return ensure_worker(api, lane, check);
     }
     if (outcome == Outcome::kDied) {
-      std::string death = worker_->death(), output = worker_->output_tail();
-      drop_worker();
+      std::string death = lane.worker->death(), output = lane.worker->output_tail();
+      drop_worker(lane);
       user_error(ErrorKind::kRuntime)
           << api << ": the tune worker " << death << " computing " << about
           << (output.empty() ? "" : "; its output: ") << output;
     }
     if (outcome == Outcome::kInterrupted) {
-      drop_worker();
+      drop_worker(lane);
       return false;
     }
     if (detail::type_of(reply) == "task_error") {
@@ -247,24 +400,26 @@ class LocalRunner final : public Runner {
     }
     detail::TaskReady ready = detail::task_ready_of(reply);
     if (ready.reference) {
+      std::lock_guard<std::mutex> lock(references_mutex_);
       if (references_.size() == kKeptReferences) references_.pop_front();
       references_.push_back({task_key_, std::move(*ready.reference), ready.restore_each_call});
     }
-    worker_has_task_ = true;
+    lane.has_task = true;
     return true;
   }
 
   // Sends a request about one candidate and waits for its result: nothing when interrupted.
   // A worker that dies or passes timeout_s is replaced, and the candidate gets kCrash or
   // kTimeout with where it was. `started` says whether the worker began the request.
-  std::optional<MeasureResult> exchange(const Message& request, bool* started) {
+  std::optional<MeasureResult> exchange(Lane& lane, const Message& request, bool* started,
+                                        const InterruptCheck& check) {
     Clock::time_point deadline = detail::deadline_after(config_.timeout_s);
     std::string phase;
     Message reply;
     MeasureResult failed;
-    Outcome outcome = worker_->send(request, deadline, interrupt_check());
+    Outcome outcome = lane.worker->send(request, deadline, check);
     while (outcome == Outcome::kDone) {
-      outcome = worker_->receive(&reply, deadline, interrupt_check());
+      outcome = lane.worker->receive(&reply, deadline, check);
       if (outcome != Outcome::kDone) break;
       *started = true;
       if (detail::type_of(reply) != "phase") return detail::measure_result_of(reply);
@@ -277,11 +432,11 @@ class LocalRunner final : public Runner {
                      ": the worker was stopped " + phase_text(phase);
     } else if (outcome == Outcome::kDied) {
       failed.status = RecordStatus::kCrash;
-      std::string output = worker_->output_tail();
-      failed.error = "the worker " + worker_->death() + " " + phase_text(phase);
+      std::string output = lane.worker->output_tail();
+      failed.error = "the worker " + lane.worker->death() + " " + phase_text(phase);
       if (!output.empty()) failed.error += "; its output: " + output;
     }
-    drop_worker();
+    drop_worker(lane);
     if (outcome == Outcome::kInterrupted) return std::nullopt;
     return failed;
   }
@@ -290,38 +445,55 @@ class LocalRunner final : public Runner {
   // the worker died or hung before it began the request: that failure belongs to what ran
   // before (a candidate whose code crashed as it was freed, a worker killed from outside), not
   // to this candidate. Nothing when interrupted.
-  std::optional<MeasureResult> exchange_once_started(const char* api, const Message& request) {
+  std::optional<MeasureResult> exchange_once_started(const char* api, Lane& lane,
+                                                     const Message& request,
+                                                     const InterruptCheck& check) {
     std::optional<MeasureResult> result;
     for (int attempt = 0; attempt < 2; ++attempt) {
-      if (!ensure_worker(api)) return std::nullopt;
+      if (!ensure_worker(api, lane, check)) return std::nullopt;
       bool started = false;
-      result = exchange(request, &started);
+      result = exchange(lane, request, &started, check);
       if (!result || started) break;
     }
     return result;
   }
 
-  // Builds, checks and times one candidate (`repeat` 0: a load for run_interleaved, kept under
-  // `slot`): nothing when interrupted.
-  std::optional<MeasureResult> measure(const char* api, const MeasureInput& input, int slot,
-                                       int repeat) {
-    detail::CandidateRequest request;
-    request.slot = slot;
-    request.fault = input.fault;
-    request.warmup = config_.warmup;
-    request.number = config_.number;
-    request.repeat = repeat;
-    request.min_repeat_ms = config_.min_repeat_ms;
+  // The candidate's module as JSON into `json`; a kBuildError result when it cannot be.
+  static std::optional<MeasureResult> serialize(const MeasureInput& input, std::string* json) {
     try {
-      request.module_json = ir::save_json(input.mod);
+      *json = ir::save_json(input.mod);
     } catch (const Error& e) {
       MeasureResult unusable;
       unusable.status = RecordStatus::kBuildError;
       unusable.error = e.what();
       return unusable;
     }
-    std::optional<MeasureResult> result = exchange_once_started(api, detail::to_message(request));
-    if (result && result->status == RecordStatus::kOk && slot >= 0) loaded_.insert(slot);
+    return std::nullopt;
+  }
+
+  // Builds, checks and times one candidate (`repeat` 0: a load for run_interleaved, -1: staged
+  // for run_staged, both kept under `slot`): nothing when interrupted.
+  std::optional<MeasureResult> measure(const char* api, Lane& lane, const MeasureInput& input,
+                                       int slot, int repeat, const InterruptCheck& check) {
+    std::string json;
+    if (std::optional<MeasureResult> unusable = serialize(input, &json)) return unusable;
+    return measure_json(api, lane, input.fault, json, slot, repeat, check);
+  }
+
+  std::optional<MeasureResult> measure_json(const char* api, Lane& lane, const std::string& fault,
+                                            const std::string& module_json, int slot, int repeat,
+                                            const InterruptCheck& check) {
+    detail::CandidateRequest request;
+    request.slot = slot;
+    request.fault = fault;
+    request.warmup = config_.warmup;
+    request.number = config_.number;
+    request.repeat = repeat;
+    request.min_repeat_ms = config_.min_repeat_ms;
+    request.module_json = module_json;
+    std::optional<MeasureResult> result =
+        exchange_once_started(api, lane, detail::to_message(request), check);
+    if (result && result->status == RecordStatus::kOk && slot >= 0) lane.loaded.insert(slot);
     return result;
   }
 
@@ -329,14 +501,15 @@ class LocalRunner final : public Runner {
   // that died took its kept candidates along), with the retry of exchange_once_started.
   std::optional<MeasureResult> time_round(const MeasureInput& input, int k) {
     const char* api = "Runner.run_interleaved";
+    Lane& lane = lanes_[0];
     std::optional<MeasureResult> result;
     for (int attempt = 0; attempt < 2; ++attempt) {
-      if (loaded_.count(k) == 0) {
-        result = measure(api, input, k, 0);
+      if (lane.loaded.count(k) == 0) {
+        result = measure(api, lane, input, k, 0, interrupt_check());
         if (!result || result->status != RecordStatus::kOk) return result;
       }
       bool started = false;
-      result = exchange(detail::time_request(k), &started);
+      result = exchange(lane, detail::time_request(k), &started, interrupt_check());
       if (!result || started) break;
     }
     return result;
@@ -345,10 +518,9 @@ class LocalRunner final : public Runner {
   RunnerConfig config_;
   std::string worker_path_;
   std::optional<TuneTask> task_;
-  std::string task_key_;  // the target string, a newline, the function's JSON
-  std::unique_ptr<WorkerProcess> worker_;
-  bool worker_has_task_ = false;
-  std::set<int> loaded_;  // the candidates the worker keeps (run_interleaved)
+  std::string task_key_;         // the target string, a newline, the function's JSON
+  std::vector<Lane> lanes_;      // lane 0 measures; all of them stage (run_staged)
+  std::mutex references_mutex_;  // the stagers' threads start workers
   std::deque<Reference> references_;
   int64_t measured_ = 0;  // candidates run() measured, for RunnerConfig::fault_plan
 };

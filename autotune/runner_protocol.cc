@@ -225,6 +225,27 @@ Message time_request(int slot) {
   return message;
 }
 
+Message time_request(int slot, const TimingRequest& timing) {
+  Message message = time_request(slot);
+  Json& h = message.header;
+  h["warmup"] = timing.warmup;
+  h["number"] = timing.number;
+  h["repeat"] = timing.repeat;
+  h["min_repeat_ms"] = timing.min_repeat_ms;
+  return message;
+}
+
+std::optional<TimingRequest> timing_of(const Message& message) {
+  expect_type(message, "time");
+  if (!message.header.contains("repeat")) return std::nullopt;
+  TimingRequest timing;
+  timing.warmup = field<int>(message, "warmup");
+  timing.number = field<int>(message, "number");
+  timing.repeat = field<int>(message, "repeat");
+  timing.min_repeat_ms = field<double>(message, "min_repeat_ms");
+  return timing;
+}
+
 Message release_request() {
   return typed("release");
 }

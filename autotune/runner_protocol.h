@@ -10,6 +10,7 @@
 //   candidate {slot, fault, timing} [module]
 //                                   <- phase {phase} ... then result {status, run_secs, ...}
 //   time {slot}                     <- result (one more round of a kept candidate)
+//   time {slot, timing}             <- result (a staged candidate timed; the worker drops it)
 //   release                         (drops the kept candidates; no answer)
 // The worker answers one request at a time and exits at the end of its input.
 #pragma once
@@ -29,7 +30,7 @@ namespace kiln::autotune::detail {
 using Json = nlohmann::json;
 
 // Bumped whenever a message changes; the parent refuses a worker that says another version.
-constexpr int kProtocolVersion = 1;
+constexpr int kProtocolVersion = 2;
 
 struct Message {
   Json header;                     // an object with "type"
@@ -79,8 +80,9 @@ struct TaskRequest {
 Message to_message(const TaskRequest& request);
 TaskRequest task_request_of(const Message& message);
 
-// One candidate: build, check, then `repeat` timed repeats (0 for a load: warm-up only). With
-// slot >= 0 the worker keeps it built under that number for later `time` requests.
+// One candidate: build, check, then `repeat` timed repeats (0 for a load: warm-up only; -1 to
+// stage it: no warm-up, no timing, kept for one timed request). With slot >= 0 the worker keeps
+// it built under that number for later `time` requests.
 struct CandidateRequest {
   int slot = -1;
   std::string module_json;
@@ -91,7 +93,19 @@ struct CandidateRequest {
 Message to_message(const CandidateRequest& request);
 CandidateRequest candidate_request_of(const Message& message);
 
+// The timing of a candidate: the warm-up, the calls per repeat (0: picked from min_repeat_ms)
+// and the repeats.
+struct TimingRequest {
+  int warmup = 0, number = 0, repeat = 0;
+  double min_repeat_ms = 0;
+};
+
+// One more round of the candidate kept in `slot` (run_interleaved).
 Message time_request(int slot);
+// The full timing of the candidate staged in `slot`, which the worker then drops.
+Message time_request(int slot, const TimingRequest& timing);
+// The timing a `time` request carries: nothing for one more round of a kept candidate.
+std::optional<TimingRequest> timing_of(const Message& message);
 Message release_request();
 
 // The worker's first message, with its kProtocolVersion.

@@ -66,7 +66,7 @@ struct Task {
   std::unique_ptr<CacheFlusher> flusher;  // made at the first flush
 };
 
-// A candidate kept built for `time` requests (run_interleaved).
+// A candidate kept built for `time` requests (run_interleaved, or staged by run).
 struct Kept {
   std::unique_ptr<driver::BuiltModule> module;
   KilnFunctionHandle function = nullptr;
@@ -88,7 +88,9 @@ class Worker {
       } else if (type == "candidate") {
         write_message(fd_, to_message(measure_candidate(candidate_request_of(*message))));
       } else if (type == "time") {
-        write_message(fd_, to_message(time_kept(message->header.at("slot").get<int>())));
+        int slot = message->header.at("slot").get<int>();
+        std::optional<TimingRequest> timing = timing_of(*message);
+        write_message(fd_, to_message(timing ? time_staged(slot, *timing) : time_kept(slot)));
       } else if (type == "release") {
         kept_.clear();
       } else {
@@ -237,7 +239,15 @@ class Worker {
       }
     }
 
-    // Step 3. Time (a load for run_interleaved only warms up and picks the number).
+    // Step 3. Time (a load for run_interleaved only warms up and picks the number; a staged
+    // candidate waits for its `time` request).
+    if (request.repeat < 0) {
+      internal_check(request.slot >= 0) << "tune worker: a staged candidate without a slot";
+      Kept& kept = kept_[request.slot];
+      kept.module = std::move(built);
+      kept.function = function;
+      return result;
+    }
     TimingPlan plan;
     plan.warmup = request.warmup;
     plan.number = request.number;
@@ -257,6 +267,27 @@ class Worker {
       kept.number = number;
       kept.settled = false;
     }
+    return result;
+  }
+
+  // The timing of a staged candidate, which is then dropped.
+  MeasureResult time_staged(int slot, const TimingRequest& timing) {
+    auto it = kept_.find(slot);
+    internal_check(it != kept_.end()) << "tune worker: no candidate staged in slot " << slot;
+    // Other candidates ran on the arguments since this one's check: fresh ones, so that the
+    // check after the timed calls sees only what this candidate wrote.
+    task_->args->restore_all();
+    TimingPlan plan;
+    plan.warmup = timing.warmup;
+    plan.number = timing.number;
+    plan.repeat = timing.repeat;
+    plan.min_repeat_ms = timing.min_repeat_ms;
+    plan.flush_cache = task_->flush_cache;
+    plan.restore_each_call = task_->restore_each_call;
+    int number = 0;
+    MeasureResult result;
+    time_and_recheck(it->second.function, plan, &number, &result);
+    kept_.erase(it);
     return result;
   }
 

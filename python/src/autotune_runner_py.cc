@@ -40,6 +40,7 @@ autotune::RunnerConfig to_config(py::handle obj) {
   c.rtol = to_float(obj.attr("rtol"), api, "rtol");
   c.atol = to_float(obj.attr("atol"), api, "atol");
   c.num_threads = as_int("num_threads");
+  c.build_workers = as_int("build_workers");
   c.seed = static_cast<uint64_t>(to_int(obj.attr("seed"), api, "seed", 0, INT64_MAX));
   std::optional<std::string> worker = to_optional_path(obj.attr("worker"), api, "worker");
   c.worker = worker.value_or("");

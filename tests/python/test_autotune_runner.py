@@ -131,15 +131,41 @@ def test_a_wrong_schedule_names_the_element(runner):
     ("hang", "timeout", "the candidate did not finish within 1 s: the worker was stopped while "
                         "running it for the correctness check"),
 ])
-def test_a_fault_is_recorded_and_the_batch_goes_on(fault, status, error):
-    with ms.LocalRunner(repeat=2, min_repeat_ms=1, timeout_s=1) as runner:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_fault_is_recorded_and_the_batch_goes_on(fault, status, error, workers):
+    with ms.LocalRunner(repeat=2, min_repeat_ms=1, timeout_s=1, build_workers=workers) as runner:
         runner.set_task(scale(2.0))
         sch = split_vectorized(scale(2.0))
-        failed, after = runner.run([ms.MeasureInput(sch, fault=fault), sch])
+        failed, after, last = runner.run([ms.MeasureInput(sch, fault=fault), sch, scale(2.0)])
         assert failed.status == status
         assert failed.error.startswith(error), failed.error
         assert failed.run_secs == ()
         assert_ok(after, 2)
+        assert_ok(last, 2)
+
+
+def test_several_workers_build_a_batch_and_each_times_its_own():
+    # Two workers stage the batch side by side; the results come back in the batch's order,
+    # whichever worker built each, and a fault in one worker costs only its candidate.
+    before = child_processes()
+    sch = split_vectorized(scale(2.0))
+    batch = [sch, scale(2.0, bump=True), ms.MeasureInput(sch, "crash"), scale(2.0),
+             ms.MeasureInput(sch, "wrong_result"), sch]
+    with ms.LocalRunner(repeat=2, min_repeat_ms=1, build_workers=2) as runner:
+        runner.set_task(scale(2.0))
+        assert len(child_processes() - before) == 1  # the second starts with the first batch
+        results = runner.run(batch)
+        assert len(child_processes() - before) == 2
+        assert [r.status for r in results] == ["ok", "wrong_result", "crash", "ok",
+                                               "wrong_result", "ok"]
+        for k in (0, 3, 5):
+            assert_ok(results[k], 2)
+        assert "while running it for the correctness check" in results[2].error
+        assert all(r.build_ms > 0 for r in results)
+        assert_ok(runner.run([sch])[0], 2)  # a batch of one: built and timed in one worker
+        interleaved = runner.run_interleaved([sch, scale(2.0)], rounds=3)
+        assert [len(r.run_secs) for r in interleaved] == [3, 3]
+    assert child_processes() - before == set()
 
 
 def test_an_injected_wrong_result_is_caught(runner):
@@ -195,7 +221,7 @@ def test_the_target_key_names_the_cpu_and_the_features(runner):
 
 def test_no_worker_outlives_the_runner():
     before = child_processes()
-    with ms.LocalRunner(repeat=1, min_repeat_ms=1) as runner:
+    with ms.LocalRunner(repeat=1, min_repeat_ms=1, build_workers=1) as runner:
         runner.set_task(scale(2.0))
         assert len(child_processes() - before) == 1
         runner.run([ms.MeasureInput(scale(2.0), "crash"), scale(2.0)])
@@ -205,9 +231,10 @@ def test_no_worker_outlives_the_runner():
         runner.run([scale(2.0)])
 
 
-def test_ctrl_c_stops_the_batch_and_keeps_what_was_measured():
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_stops_the_batch_and_keeps_what_was_measured(workers):
     before = child_processes()
-    with ms.LocalRunner(repeat=1, min_repeat_ms=1, timeout_s=60) as runner:
+    with ms.LocalRunner(repeat=1, min_repeat_ms=1, timeout_s=60, build_workers=workers) as runner:
         runner.set_task(scale(2.0))
         timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
         timer.start()
@@ -220,7 +247,7 @@ def test_ctrl_c_stops_the_batch_and_keeps_what_was_measured():
         assert len(results) <= 1  # never the hanging candidate or the one after it
         for result in results:
             assert_ok(result, 1)
-        assert child_processes() - before == set()  # the worker was stopped and reaped
+        assert child_processes() - before == set()  # the workers were stopped and reaped
         assert_ok(runner.run([scale(2.0)])[0], 1)  # in a new worker
 
 
@@ -228,6 +255,9 @@ def test_bad_configs_are_refused():
     with pytest.raises(KilnValueError,
                        match=r"make_local_runner: RunnerConfig.repeat must be >= 1, found 0"):
         ms.LocalRunner(repeat=0)
+    with pytest.raises(KilnValueError, match=r"RunnerConfig.build_workers must be >= 0 \(0: "
+                       r"picked from the cores\), found -1"):
+        ms.LocalRunner(build_workers=-1)
     with pytest.raises(KilnTypeError, match="unknown RunnerConfig field 'repeats'"):
         ms.LocalRunner(repeats=3)
     with pytest.raises(KilnTypeError, match=r"kiln.autotune.RunnerConfig: timeout_s must be a number \(int or float\), "

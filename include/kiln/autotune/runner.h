@@ -91,7 +91,11 @@ struct RunnerConfig {
   double rtol = 1e-3;             // see "Correctness" above (>= 0)
   double atol = 1e-3;             // see "Correctness" above (>= 0)
   int num_threads = 0;            // kernel threads in the worker; 0: the runtime's default
-  uint64_t seed = 0;              // of the random arguments
+  // Worker processes that build and check a batch of run() side by side before its candidates
+  // are timed one at a time (nothing is timed while they build); 0: the cores this process may
+  // use, at most 4. With 1, each candidate is built, checked and timed before the next.
+  int build_workers = 0;
+  uint64_t seed = 0;  // of the random arguments
   // The worker executable; empty: $KILN_TUNE_WORKER, else kiln_tune_worker in the directory
   // of the binary that holds kiln's code (the Python extension's directory, python/kiln/).
   std::string worker;

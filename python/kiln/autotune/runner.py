@@ -66,6 +66,11 @@ class RunnerConfig:
             that :meth:`LocalRunner.run` measures (from 0, over the runner's life) that fault
             (see :class:`MeasureInput`), so that a search's candidates can crash, hang or
             compute wrong results on purpose.
+        build_workers: worker processes that build and check a batch of
+            :meth:`LocalRunner.run` side by side before its candidates are timed one at a
+            time, each in the worker that built it (nothing is timed while they build); 0 is
+            the cores this process may use, at most 4; 1 builds, checks and times each
+            candidate before the next.
     """
 
     warmup: int = 1
@@ -82,6 +87,7 @@ class RunnerConfig:
     seed: int = 0
     worker: str = ""
     fault_plan: dict = None
+    build_workers: int = 0
 
 
 RunnerConfig.__init__.__doc__ = ("Creates a RunnerConfig from its fields, in the order and with "
