@@ -1,9 +1,12 @@
 // The postprocessor pack_operand: a block that multi_level_tiling annotated with
 // kiln.pack_read = 1 reads its operand from a packed copy, laid out so that the innermost tile
-// it reads along is contiguous ([n // NR, …, n % NR]); the copy is made with vectors.
+// it reads along is contiguous ([n // NR, …, n % NR]); the copy is made with vectors. With
+// kiln.pack_rows = 1 the operand read along the register tile's rows is packed as well
+// ([i // MR, …, k, i % MR]).
 #include "autotune/space/space_parts.h"
 #include "kiln/ir/op.h"
 #include "kiln/schedule/cache_read_write.h"
+#include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/index_map.h"
 #include "kiln/schedule/layout_transformation.h"
@@ -32,8 +35,16 @@ class PackOperand : public Postproc {
       if (loc == nullptr) continue;
       const int64_t* pack = annotation_int(*loc->block, kPackReadAnnotation);
       const int64_t* index = annotation_int(*loc->block, kPackIndexAnnotation);
-      if (pack == nullptr || *pack != 1 || index == nullptr || loc->loops.empty()) continue;
-      pack_read(sch, name, *index);
+      const int64_t* rows = annotation_int(*loc->block, kPackRowsAnnotation);
+      const int64_t* rows_index = annotation_int(*loc->block, kPackRowsIndexAnnotation);
+      const int64_t* rows_dim = annotation_int(*loc->block, kPackRowsDimAnnotation);
+      bool pack_rows_too = rows != nullptr && *rows == 1 && rows_index != nullptr &&
+                           rows_dim != nullptr && loc->loops.size() >= 2;
+      int64_t row_read = pack_rows_too ? *rows_index : -1, row_dim = pack_rows_too ? *rows_dim : -1;
+      if (pack != nullptr && *pack == 1 && index != nullptr && !loc->loops.empty()) {
+        pack_read(sch, name, *index);
+      }
+      if (pack_rows_too) pack_rows(sch, name, row_read, row_dim);
     }
   }
 
@@ -64,6 +75,48 @@ class PackOperand : public Postproc {
                                schedule::IndexMap(dims, finals));
     std::vector<RV> loops = schedule::get_loops(sch, packed);
     schedule::split(sch, loops.back(), {std::monostate{}, nr});
+  }
+
+  // The operand read along the rows of the register tile: its row dimension `dim` is cut by
+  // the tile's rows MR (the extent of the block's second innermost loop) and the rows of one
+  // tile go last ([.., i // MR, .., k, i % MR]): the micro-kernel then reads MR neighbours per
+  // k step, one stream in all, where it read MR rows far apart. The copy writes in order, its
+  // MR rows unrolled (their reads are strided: no vectors).
+  static void pack_rows(schedule::Schedule& sch, const std::string& name, int64_t index,
+                        int64_t dim) {
+    const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+    if (loc == nullptr || loc->loops.size() < 2 ||
+        index >= static_cast<int64_t>(loc->block->reads.size())) {
+      return;
+    }
+    Ref<Buffer> operand = loc->block->reads.at(index).buffer;
+    const int64_t* tile = as_const_int(loc->loops[loc->loops.size() - 2]->extent);
+    if (dim < 0 || dim + 1 >= operand->ndim()) return;
+    const int64_t* extent = as_const_int(operand->shape[dim]);
+    if (tile == nullptr || extent == nullptr || *tile <= 1 || *extent % *tile != 0) return;
+    int64_t mr = *tile;
+    RV block = schedule::get_block(sch, name);
+    RV packed = schedule::cache_read(sch, block, index, "global");
+    std::vector<Ref<Var>> dims;
+    for (int d = 0; d < operand->ndim(); ++d) dims.push_back(make_var("d" + std::to_string(d)));
+    std::vector<Expr> finals;
+    Expr row = dims[dim];
+    for (int d = 0; d < operand->ndim(); ++d) {
+      finals.push_back(d == dim ? floordiv(row, make_const(row->dtype, mr)) : Expr(dims[d]));
+    }
+    finals.push_back(floormod(row, make_const(row->dtype, mr)));
+    schedule::transform_layout(sch, packed,
+                               std::make_pair(schedule::BufferIndexType::kWrite, int64_t{0}),
+                               schedule::IndexMap(dims, finals));
+    std::vector<RV> loops = schedule::get_loops(sch, packed);
+    std::vector<RV> halves = schedule::split(sch, loops[dim], {std::monostate{}, mr});
+    std::vector<RV> order;
+    for (int d = 0; d < static_cast<int>(loops.size()); ++d) {
+      order.push_back(d == dim ? halves[0] : loops[d]);
+    }
+    order.push_back(halves[1]);
+    schedule::reorder(sch, order);
+    schedule::unroll(sch, halves[1]);
   }
 };
 

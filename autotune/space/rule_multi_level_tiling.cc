@@ -145,8 +145,12 @@ class MultiLevelTiling : public ScheduleRule {
     // Step 4. Accumulate the tile of the output in a local buffer written back after S1.
     RV cache = schedule::cache_write(sch, block, 0, "local");
     schedule::reverse_compute_at(sch, cache, spatial.back()[1]);
-    // Step 5. Whether to pack the operand read along the innermost spatial tile.
+    // Step 5. Whether to pack the operand read along the innermost spatial tile, and the one
+    // read along the rows of the register tile.
     if (!context_.config.pack_operands) return true;
+    if (row_loop >= 0 && !tiles.rows.empty()) {
+      annotate_row_packing(sch, block, a, a.loop_iter[row_loop], a.loop_iter[last_spatial]);
+    }
     int innermost_iter = a.loop_iter[last_spatial];
     for (size_t r = 0; r < a.read_last_iter.size(); ++r) {
       bool reused = false;
@@ -161,6 +165,32 @@ class MultiLevelTiling : public ScheduleRule {
       break;
     }
     return true;
+  }
+
+  // Samples whether to pack the operand whose index along one dimension is exactly the row
+  // iterator, that does not use the column iterator, and whose last index is a reduction
+  // iterator (A[i, k] of C[i, j] += A[i, k] * B[k, j]).
+  static void annotate_row_packing(schedule::Schedule& sch, const RV& block, const BlockAnalysis& a,
+                                   int row_iter, int column_iter) {
+    const ir::Block& b = *sch.block(block, "multi_level_tiling").block;
+    for (size_t r = 0; r < b.reads.size(); ++r) {
+      int last = a.read_last_iter[r];
+      if (last < 0 || !a.is_reduce[last] || a.read_uses[r][column_iter]) continue;
+      const std::vector<ir::Range>& region = b.reads[r].region;
+      for (size_t d = 0; d + 1 < region.size(); ++d) {
+        if (region[d].min.get() != b.iter_vars[row_iter].var.get() ||
+            !ir::is_const_int(region[d].extent, 1)) {
+          continue;
+        }
+        RV pack = schedule::sample_categorical(sch, {0, 1}, {0.5, 0.5});
+        schedule::annotate(sch, block, kPackRowsAnnotation, pack);
+        schedule::annotate(sch, block, kPackRowsIndexAnnotation,
+                           ir::make_const(ir::DataType::int32(), static_cast<int64_t>(r)));
+        schedule::annotate(sch, block, kPackRowsDimAnnotation,
+                           ir::make_const(ir::DataType::int32(), static_cast<int64_t>(d)));
+        return;
+      }
+    }
   }
 
   SpaceContext context_;

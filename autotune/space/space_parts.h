@@ -23,11 +23,16 @@ struct SpaceContext {
 
 // Annotations through which rules hand their decisions to postprocessors (values are sampled
 // handles, so that a replay with other decisions annotates the other values).
-constexpr const char* kPackReadAnnotation = "kiln.pack_read";          // block: 0 or 1
-constexpr const char* kPackIndexAnnotation = "kiln.pack_read_index";   // block: read index
-constexpr const char* kParallelMaxAnnotation = "kiln.parallel_max";    // root: max extent
-constexpr const char* kVectorizeMaxAnnotation = "kiln.vectorize_max";  // root: max extent
-constexpr const char* kUnrollMaxAnnotation = "kiln.unroll_max_step";   // root: unroll depth
+constexpr const char* kPackReadAnnotation = "kiln.pack_read";         // block: 0 or 1
+constexpr const char* kPackIndexAnnotation = "kiln.pack_read_index";  // block: read index
+// The operand read along the rows of the register tile (A of a matmul), packed so that the
+// micro-kernel reads its MR rows of one k step side by side ([i // MR, k, i % MR]).
+constexpr const char* kPackRowsAnnotation = "kiln.pack_rows";             // block: 0 or 1
+constexpr const char* kPackRowsIndexAnnotation = "kiln.pack_rows_index";  // block: read index
+constexpr const char* kPackRowsDimAnnotation = "kiln.pack_rows_dim";      // block: its row dim
+constexpr const char* kParallelMaxAnnotation = "kiln.parallel_max";       // root: max extent
+constexpr const char* kVectorizeMaxAnnotation = "kiln.vectorize_max";     // root: max extent
+constexpr const char* kUnrollMaxAnnotation = "kiln.unroll_max_step";      // root: unroll depth
 
 // ---------------------------------------------------------------------------------------------
 // Schedule rules

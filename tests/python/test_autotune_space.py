@@ -95,6 +95,29 @@ def test_random_candidates_compute_the_function(seed):
     np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("sketch", [0, 1])
+def test_both_operands_of_a_matmul_can_be_packed(sketch):
+    # B is packed along the register tile's columns ([j // NR, k, j % NR]) and A along its rows
+    # ([i // MR, k, i % MR]); candidates with either, both or neither compute the matmul.
+    func = matmul(64, 48, 32)
+    space = SpaceGenerator(func, "llvm")
+    seen = set()
+    for seed in range(16):
+        candidate = space.sample(sketch, seed)
+        assert candidate is not None, space.rejections
+        text = candidate.trace.as_python()
+        rows = re.search(r'index_map="lambda d0, d1: \[d0 // (\d+), d1, d0 % (\d+)\]"', text)
+        columns = re.search(r'index_map="lambda d0, d1: \[d1 // (\d+), d0, d1 % (\d+)\]"', text)
+        seen.add((rows is not None, columns is not None))
+        if rows:
+            assert rows.group(1) == rows.group(2) and 64 % int(rows.group(1)) == 0
+        args = random_args(func, seed)
+        expected = reference(func, args)
+        kiln.build(candidate.mod)(*args)
+        np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+    assert {rows for rows, _ in seen} == {True, False}, seen  # a decision, drawn both ways
+
+
 def test_the_register_tile_fits_the_target():
     # The innermost tile of j (NR) is a whole number of vectors, and MR rows of it, one row of
     # the operand and a broadcast fit the vector registers (6 x 16 float32 with AVX2's 16).
