@@ -150,7 +150,7 @@ class LocalRunner final : public Runner {
 
   TargetKey target_key() const override {
     user_check(task_.has_value()) << "Runner.target_key: no task was set; call set_task first";
-    return local_target_key(task_->target);
+    return local_target_key(task_->target, num_threads_);
   }
 
  private:
@@ -246,6 +246,7 @@ class LocalRunner final : public Runner {
           << "': " << reply.header.value("error", std::string());
     }
     detail::TaskReady ready = detail::task_ready_of(reply);
+    num_threads_ = ready.num_threads;
     if (ready.reference) {
       if (references_.size() == kKeptReferences) references_.pop_front();
       references_.push_back({task_key_, std::move(*ready.reference), ready.restore_each_call});
@@ -348,6 +349,7 @@ class LocalRunner final : public Runner {
   std::string task_key_;  // the target string, a newline, the function's JSON
   std::unique_ptr<WorkerProcess> worker_;
   bool worker_has_task_ = false;
+  int num_threads_ = 0;   // the kernel threads in effect in the worker (set_task learns it)
   std::set<int> loaded_;  // the candidates the worker keeps (run_interleaved)
   std::deque<Reference> references_;
   int64_t measured_ = 0;  // candidates run() measured, for RunnerConfig::fault_plan
