@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "autotune/database_impl.h"
 #include "autotune/database_record.h"
@@ -237,43 +238,50 @@ std::vector<Record> Database::records(const RecordQuery& query) {
   return impl_->read_records(selection);
 }
 
-std::vector<Record> Database::best(int64_t workload_id, const TargetKey& target, int64_t k) {
+std::vector<Record> Database::best(int64_t workload_id, const TargetKey& target, int64_t k,
+                                   ThreadMatch threads) {
   const char* api = "kiln.autotune.Database.best";
   impl_->check_open(api);
   detail::check_target_key(api, target);
   user_check(k >= 0) << api << ": k must be >= 0, found " << k;
   std::vector<Record> best;
   if (k == 0) return best;
-  // Step 1. Every readable ok record, pooled by candidate: a candidate measured again (the
-  // tuner's final interleaved rounds) is judged on all its samples, so that one lucky short
-  // measurement does not outrank many.
-  std::map<uint64_t, Record> pooled;
-  impl_->queries->select_best(workload_id, detail::target_columns(target),
-                              impl_->options.ir_format_version, [&](const sql::RecordRow& row) {
-                                std::string problem;
-                                std::optional<Record> record = detail::record_of_row(row, &problem);
-                                if (!record) {
-                                  impl_->warn_unreadable("record", row.id, problem);
-                                  return true;
-                                }
-                                auto it = pooled.find(record->candidate_hash);
-                                if (it == pooled.end()) {
-                                  pooled.emplace(record->candidate_hash, std::move(*record));
-                                } else {
-                                  Record& kept = it->second;
-                                  std::vector<double> samples = kept.run_secs;
-                                  samples.insert(samples.end(), record->run_secs.begin(),
-                                                 record->run_secs.end());
-                                  // The record with more samples speaks for the candidate (the
-                                  // newer on a tie).
-                                  if (record->run_secs.size() >= kept.run_secs.size())
-                                    kept = std::move(*record);
-                                  kept.run_secs = std::move(samples);
-                                }
-                                return true;
-                              });
-  // Step 2. The k fastest by the median of their pooled samples.
-  for (auto& [hash, record] : pooled) {
+  // Step 1. Every readable ok record on the target and device, pooled by thread count and
+  // candidate: a candidate measured again (the tuner's final interleaved rounds) is judged on all
+  // its samples, so that one lucky short measurement does not outrank many; samples of another
+  // thread count are another measurement.
+  std::map<std::pair<int, uint64_t>, Record> pooled;
+  bool has_same_threads = false;
+  impl_->queries->select_best(
+      workload_id, detail::target_columns(target), impl_->options.ir_format_version,
+      [&](const sql::RecordRow& row) {
+        std::string problem;
+        std::optional<Record> record = detail::record_of_row(row, &problem);
+        if (!record) {
+          impl_->warn_unreadable("record", row.id, problem);
+          return true;
+        }
+        has_same_threads |= record->target.num_threads == target.num_threads;
+        auto key = std::make_pair(record->target.num_threads, record->candidate_hash);
+        auto it = pooled.find(key);
+        if (it == pooled.end()) {
+          pooled.emplace(key, std::move(*record));
+        } else {
+          Record& kept = it->second;
+          std::vector<double> samples = kept.run_secs;
+          samples.insert(samples.end(), record->run_secs.begin(), record->run_secs.end());
+          // The record with more samples speaks for the candidate (the newer on a tie).
+          if (record->run_secs.size() >= kept.run_secs.size()) kept = std::move(*record);
+          kept.run_secs = std::move(samples);
+        }
+        return true;
+      });
+  // Step 2. The records of the key's thread count; without any, those of the other counts when
+  // the caller accepts them.
+  if (!has_same_threads && threads == ThreadMatch::kExact) return best;
+  // Step 3. The k fastest by the median of their pooled samples.
+  for (auto& [key, record] : pooled) {
+    if (has_same_threads && key.first != target.num_threads) continue;
     std::vector<double> sorted = record.run_secs;
     std::sort(sorted.begin(), sorted.end());
     size_t n = sorted.size();

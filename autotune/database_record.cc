@@ -133,10 +133,13 @@ void check_target_key(const std::string& api, const TargetKey& target) {
       << api << ": device_model must name the device the record is for (a CPU model name, or a "
       << "GPU name and compute capability), found an empty string for target '" << target.target
       << "'";
+  user_check(target.num_threads >= 0)
+      << api << ": num_threads must be the number of threads the kernel ran on (>= 1), or 0 when "
+      << "it is unknown, found " << target.num_threads << " for target '" << target.target << "'";
 }
 
 sql::TargetColumns target_columns(const TargetKey& target) {
-  return {target.target, target.device_model, target.device_features};
+  return {target.target, target.device_model, target.device_features, target.num_threads};
 }
 
 Record checked_record(const Measurement& measurement, size_t index, size_t count) {
@@ -185,6 +188,7 @@ sql::RecordRow row_of_record(const Record& record) {
   row.ir_format_version = record.ir_format_version;
   if (!record.created.empty()) row.created = record.created;
   row.search_json = record.search_json;
+  row.num_threads = record.target.num_threads;
   return row;
 }
 
@@ -213,8 +217,13 @@ std::optional<Record> record_of_row(const sql::RecordRow& row, std::string* prob
   if (!row.error || !row.kiln_version) return missing("error or kiln_version");
   if (!row.ir_format_version) return missing("ir_format_version");
   if (!row.search_json) return missing("search_json");
+  if (!row.num_threads) return missing("num_threads");
   if (row.target->empty() || row.device_model->empty()) {
     *problem = "its target or device_model is empty";
+    return std::nullopt;
+  }
+  if (*row.num_threads < 0 || *row.num_threads > INT32_MAX) {
+    *problem = "its num_threads " + std::to_string(*row.num_threads) + " is not a thread count";
     return std::nullopt;
   }
   // Step 2. Every encoded column decodes.
@@ -245,7 +254,8 @@ std::optional<Record> record_of_row(const sql::RecordRow& row, std::string* prob
   Record record;
   record.id = row.id.value_or(0);
   record.workload_id = *row.workload_id;
-  record.target = {*row.target, *row.device_model, *row.device_features};
+  record.target = {*row.target, *row.device_model, *row.device_features,
+                   static_cast<int>(*row.num_threads)};
   record.target_kind = *row.target_kind;
   record.trace_json = *row.trace_json;
   record.candidate_hash = *hash;
@@ -319,6 +329,7 @@ Json json_of_record(const Record& record) {
                 {"target_kind", record.target_kind},
                 {"device_model", record.target.device_model},
                 {"device_features", record.target.device_features},
+                {"num_threads", record.target.num_threads},
                 {"trace", trace},
                 {"candidate_hash", hash_text(record.candidate_hash)},
                 {"run_secs", record.run_secs},
@@ -373,8 +384,11 @@ std::optional<Record> record_of_json(const Json& line, std::string* problem) {
   row.kiln_version = text_field(object, "kiln_version");
   row.ir_format_version = int_field(object, "ir_format_version");
   row.created = text_field(object, "created");
-  // A line without search metadata has none.
+  // A line without search metadata has none; one without a thread count (written by a kiln of
+  // schema version 2 or older) has an unknown one.
   row.search_json = json_field(object, "search").value_or("{}");
+  row.num_threads =
+      object.contains("num_threads") ? int_field(object, "num_threads") : std::optional<int64_t>(0);
   std::optional<Record> record = record_of_row(row, problem);
   // The median and spread are derived again rather than trusted from the file.
   if (record) summarize(record->run_secs, &*record);

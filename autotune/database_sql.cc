@@ -19,7 +19,7 @@ namespace kiln::autotune::sql {
 namespace {
 
 constexpr int64_t kApplicationId = 0x6b696c6e;
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 constexpr const char* kCreateSchema = R"sql(
 CREATE TABLE workloads (
@@ -48,12 +48,13 @@ CREATE TABLE records (
   kiln_version TEXT NOT NULL,
   ir_format_version INTEGER NOT NULL,
   created TEXT NOT NULL,
-  search_json TEXT NOT NULL DEFAULT '{}'  -- the search's metadata (generation, predicted score)
+  search_json TEXT NOT NULL DEFAULT '{}', -- the search's metadata (generation, predicted score)
+  num_threads INTEGER NOT NULL DEFAULT 0  -- threads the kernel ran on; 0: unknown
 );
 -- is_measured, measured_hashes, count and merge's duplicate check.
 CREATE INDEX records_by_candidate
-  ON records (workload_id, target, device_model, device_features, candidate_hash);
--- best: the fastest ok records of a workload on a target.
+  ON records (workload_id, target, device_model, device_features, num_threads, candidate_hash);
+-- best: the fastest ok records of a workload on a target (of every thread count).
 CREATE INDEX records_by_median
   ON records (workload_id, target, device_model, device_features, status, median);
 )sql";
@@ -69,6 +70,14 @@ struct Migration {
 const std::vector<Migration> kMigrations = {
     // Version 2: records keep the search's metadata of their candidate.
     {1, "ALTER TABLE records ADD COLUMN search_json TEXT NOT NULL DEFAULT '{}'"},
+    // Version 3: records keep the thread count they were measured with (0: unknown for the
+    // records already there), and the tuner's lookups match it.
+    {2, R"sql(
+ALTER TABLE records ADD COLUMN num_threads INTEGER NOT NULL DEFAULT 0;
+DROP INDEX records_by_candidate;
+CREATE INDEX records_by_candidate
+  ON records (workload_id, target, device_model, device_features, num_threads, candidate_hash);
+)sql"},
 };
 
 std::string quoted_path(const sqlite::Connection& connection) {
@@ -172,7 +181,8 @@ void prepare_schema(sqlite::Connection& connection) {
 // ===== Queries ===================================================================================
 //
 // Each function prepares its statement once (in its slot) and reuses it. Record queries select
-// KILN_RECORD_COLUMNS, read by read_record_row. A target key is always ?2, ?3, ?4.
+// KILN_RECORD_COLUMNS, read by read_record_row. A target key is always ?2, ?3, ?4 and its thread
+// count ?5 (best matches the first three only).
 namespace {
 
 enum Slot {
@@ -196,9 +206,10 @@ enum Slot {
 #define KILN_RECORD_COLUMNS                                                           \
   " id, workload_id, target, target_kind, device_model, device_features, trace_json," \
   " candidate_hash, run_secs_json, median, spread, status, error, kiln_version,"      \
-  " ir_format_version, created, search_json "
+  " ir_format_version, created, search_json, num_threads "
 #define KILN_WORKLOAD_COLUMNS " id, key_version, structural_hash, func_json, created "
-#define KILN_SAME_TARGET " target = ?2 AND device_model = ?3 AND device_features = ?4 "
+#define KILN_SAME_DEVICE " target = ?2 AND device_model = ?3 AND device_features = ?4 "
+#define KILN_SAME_TARGET KILN_SAME_DEVICE "AND num_threads = ?5 "
 #define KILN_NOW " strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
 
 WorkloadRow read_workload_row(const sqlite::Statement& statement) {
@@ -230,6 +241,7 @@ RecordRow read_record_row(const sqlite::Statement& statement) {
   row.ir_format_version = statement.column_int(14);
   row.created = statement.column_text(15);
   row.search_json = statement.column_text(16);
+  row.num_threads = statement.column_int(17);
   return row;
 }
 
@@ -237,6 +249,7 @@ void bind_target(sqlite::Statement& statement, const TargetColumns& target) {
   statement.bind(2, target.target);
   statement.bind(3, target.device_model);
   statement.bind(4, target.device_features);
+  statement.bind(5, target.num_threads);
 }
 
 std::map<int64_t, int64_t> read_version_counts(sqlite::Statement& statement, const char* doing) {
@@ -319,7 +332,7 @@ int64_t Queries::insert_record(const RecordRow& row) {
   sqlite::Statement& statement = prepared(
       kInsertRecord, "INSERT INTO records (" KILN_RECORD_COLUMNS
                      ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
-                     " ?14, coalesce(?15," KILN_NOW "), ?16)");
+                     " ?14, coalesce(?15," KILN_NOW "), ?16, ?17)");
   sqlite::Statement::Use use(statement);
   statement.bind(1, row.workload_id.value());
   statement.bind(2, row.target.value());
@@ -337,6 +350,7 @@ int64_t Queries::insert_record(const RecordRow& row) {
   statement.bind(14, row.ir_format_version.value());
   if (row.created) statement.bind(15, *row.created);
   statement.bind(16, row.search_json.value());
+  statement.bind(17, row.num_threads.value());
   statement.step("adding records to");
   return connection_.last_insert_id();
 }
@@ -349,16 +363,16 @@ void Queries::select_records(const RecordSelection& selection, const RecordVisit
                       "FROM records WHERE (?1 IS NULL OR workload_id = ?1)"
                       " AND (?2 IS NULL OR (" KILN_SAME_TARGET
                       "))"
-                      " AND (?5 IS NULL OR status = ?5) AND (?6 IS NULL OR ir_format_version = ?6)"
-                      " AND (?7 IS NULL OR workload_id IN"
-                      " (SELECT id FROM workloads WHERE key_version = ?7))"
+                      " AND (?6 IS NULL OR status = ?6) AND (?7 IS NULL OR ir_format_version = ?7)"
+                      " AND (?8 IS NULL OR workload_id IN"
+                      " (SELECT id FROM workloads WHERE key_version = ?8))"
                       " ORDER BY id");
   sqlite::Statement::Use use(statement);
   if (selection.workload_id) statement.bind(1, *selection.workload_id);
   if (selection.target) bind_target(statement, *selection.target);
-  if (selection.status) statement.bind(5, *selection.status);
-  if (selection.ir_format_version) statement.bind(6, *selection.ir_format_version);
-  if (selection.key_version) statement.bind(7, *selection.key_version);
+  if (selection.status) statement.bind(6, *selection.status);
+  if (selection.ir_format_version) statement.bind(7, *selection.ir_format_version);
+  if (selection.key_version) statement.bind(8, *selection.key_version);
   while (statement.step("reading the records of")) {
     if (!visit(read_record_row(statement))) break;
   }
@@ -368,13 +382,13 @@ void Queries::select_best(int64_t workload_id, const TargetColumns& target,
                           int64_t ir_format_version, const RecordVisitor& visit) {
   sqlite::Statement& statement =
       prepared(kSelectBest, "SELECT" KILN_RECORD_COLUMNS
-                            "FROM records WHERE workload_id = ?1 AND" KILN_SAME_TARGET
+                            "FROM records WHERE workload_id = ?1 AND" KILN_SAME_DEVICE
                             "AND status = 'ok' AND median IS NOT NULL"
-                            " AND ir_format_version = ?5 ORDER BY median, id");
+                            " AND ir_format_version = ?6 ORDER BY median, id");
   sqlite::Statement::Use use(statement);
   statement.bind(1, workload_id);
   bind_target(statement, target);
-  statement.bind(5, ir_format_version);
+  statement.bind(6, ir_format_version);
   while (statement.step("reading the best records of")) {
     if (!visit(read_record_row(statement))) break;
   }
@@ -384,12 +398,12 @@ bool Queries::select_is_measured(int64_t workload_id, const TargetColumns& targe
                                  int64_t ir_format_version, const std::string& candidate_hash) {
   sqlite::Statement& statement = prepared(
       kSelectIsMeasured, "SELECT 1 FROM records WHERE workload_id = ?1 AND" KILN_SAME_TARGET
-                         "AND candidate_hash = ?5 AND ir_format_version = ?6 LIMIT 1");
+                         "AND candidate_hash = ?6 AND ir_format_version = ?7 LIMIT 1");
   sqlite::Statement::Use use(statement);
   statement.bind(1, workload_id);
   bind_target(statement, target);
-  statement.bind(5, candidate_hash);
-  statement.bind(6, ir_format_version);
+  statement.bind(6, candidate_hash);
+  statement.bind(7, ir_format_version);
   return statement.step("looking up a candidate in");
 }
 
@@ -399,13 +413,13 @@ bool Queries::select_same_measurement(int64_t workload_id, const TargetColumns& 
   sqlite::Statement& statement =
       prepared(kSelectSameMeasurement,
                "SELECT 1 FROM records WHERE workload_id = ?1 AND" KILN_SAME_TARGET
-               "AND candidate_hash = ?5 AND ir_format_version = ?6 AND created = ?7 LIMIT 1");
+               "AND candidate_hash = ?6 AND ir_format_version = ?7 AND created = ?8 LIMIT 1");
   sqlite::Statement::Use use(statement);
   statement.bind(1, workload_id);
   bind_target(statement, target);
-  statement.bind(5, candidate_hash);
-  statement.bind(6, ir_format_version);
-  statement.bind(7, created);
+  statement.bind(6, candidate_hash);
+  statement.bind(7, ir_format_version);
+  statement.bind(8, created);
   return statement.step("looking up a measurement in");
 }
 
@@ -415,11 +429,11 @@ std::vector<std::optional<std::string>> Queries::select_measured_hashes(int64_t 
   sqlite::Statement& statement = prepared(
       kSelectMeasuredHashes,
       "SELECT DISTINCT candidate_hash FROM records WHERE workload_id = ?1 AND" KILN_SAME_TARGET
-      "AND ir_format_version = ?5 ORDER BY candidate_hash");
+      "AND ir_format_version = ?6 ORDER BY candidate_hash");
   sqlite::Statement::Use use(statement);
   statement.bind(1, workload_id);
   bind_target(statement, target);
-  statement.bind(5, ir_format_version);
+  statement.bind(6, ir_format_version);
   std::vector<std::optional<std::string>> hashes;
   while (statement.step("reading the measured candidates of")) {
     hashes.push_back(statement.column_text(0));
@@ -431,11 +445,11 @@ int64_t Queries::count_records(int64_t workload_id, const TargetColumns& target,
                                int64_t ir_format_version) {
   sqlite::Statement& statement = prepared(
       kCountRecords, "SELECT count(*) FROM records WHERE workload_id = ?1 AND" KILN_SAME_TARGET
-                     "AND ir_format_version = ?5");
+                     "AND ir_format_version = ?6");
   sqlite::Statement::Use use(statement);
   statement.bind(1, workload_id);
   bind_target(statement, target);
-  statement.bind(5, ir_format_version);
+  statement.bind(6, ir_format_version);
   statement.step("counting the records of");
   return statement.column_int(0).value_or(0);
 }
@@ -460,6 +474,7 @@ std::map<int64_t, int64_t> Queries::count_records_of_other_versions(int64_t ir_f
 #undef KILN_RECORD_COLUMNS
 #undef KILN_WORKLOAD_COLUMNS
 #undef KILN_SAME_TARGET
+#undef KILN_SAME_DEVICE
 #undef KILN_NOW
 
 }  // namespace kiln::autotune::sql

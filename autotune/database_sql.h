@@ -60,13 +60,15 @@ struct RecordRow {
   std::optional<int64_t> ir_format_version;
   std::optional<std::string> created;  // empty on insert: the database's clock
   std::optional<std::string> search_json;
+  std::optional<int64_t> num_threads;  // 0: unknown
 };
 
-// The three columns every tuning lookup matches.
+// The columns of a target key: the tuner's lookups match all four, best the first three.
 struct TargetColumns {
   std::string target;
   std::string device_model;
   std::string device_features;
+  int64_t num_threads = 0;
 };
 
 // Which records select_records visits; an empty field matches every row.
@@ -100,7 +102,8 @@ class Queries {
   // --- records
   int64_t insert_record(const RecordRow& row);
   void select_records(const RecordSelection& selection, const RecordVisitor& visit);
-  // Ok records of the workload on the target and IR format version, fastest median first.
+  // Ok records of the workload on the target and device (of every thread count) and IR format
+  // version, fastest median first.
   void select_best(int64_t workload_id, const TargetColumns& target, int64_t ir_format_version,
                    const RecordVisitor& visit);
   bool select_is_measured(int64_t workload_id, const TargetColumns& target,

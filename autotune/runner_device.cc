@@ -41,9 +41,10 @@ const std::string& cpu_model_name() {
   return name;
 }
 
-TargetKey local_target_key(const codegen::Target& target) {
+TargetKey local_target_key(const codegen::Target& target, int num_threads) {
   TargetKey key;
   key.target = target.str();
+  key.num_threads = num_threads;
   key.device_model = cpu_model_name();
   for (const std::string& feature : target.isa_features()) {
     key.device_features += (key.device_features.empty() ? "" : ",") + feature;

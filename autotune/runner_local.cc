@@ -179,7 +179,7 @@ class LocalRunner final : public Runner {
 
   TargetKey target_key() const override {
     user_check(task_.has_value()) << "Runner.target_key: no task was set; call set_task first";
-    return local_target_key(task_->target);
+    return local_target_key(task_->target, num_threads_);
   }
 
  private:
@@ -399,6 +399,7 @@ class LocalRunner final : public Runner {
           << "': " << reply.header.value("error", std::string());
     }
     detail::TaskReady ready = detail::task_ready_of(reply);
+    num_threads_ = ready.num_threads;
     if (ready.reference) {
       std::lock_guard<std::mutex> lock(references_mutex_);
       if (references_.size() == kKeptReferences) references_.pop_front();
@@ -521,6 +522,8 @@ class LocalRunner final : public Runner {
   std::string task_key_;         // the target string, a newline, the function's JSON
   std::vector<Lane> lanes_;      // lane 0 measures; all of them stage (run_staged)
   std::mutex references_mutex_;  // the stagers' threads start workers
+  // The kernel threads in effect in the workers (set_task learns it).
+  std::atomic<int> num_threads_{0};
   std::deque<Reference> references_;
   int64_t measured_ = 0;  // candidates run() measured, for RunnerConfig::fault_plan
 };

@@ -291,6 +291,7 @@ Message phase_message(const std::string& phase, double build_ms) {
 Message to_message(const TaskReady& ready) {
   Message message = typed("task_ready");
   message.header["restore_each_call"] = ready.restore_each_call;
+  message.header["num_threads"] = ready.num_threads;
   if (ready.reference) message.blobs.push_back(*ready.reference);
   return message;
 }
@@ -299,6 +300,7 @@ TaskReady task_ready_of(const Message& message) {
   expect_type(message, "task_ready");
   TaskReady ready;
   ready.restore_each_call = field<bool>(message, "restore_each_call");
+  ready.num_threads = field<int>(message, "num_threads");
   internal_check(message.blobs.size() <= 1) << "tune worker protocol: task_ready with 2 blobs";
   if (!message.blobs.empty()) ready.reference = message.blobs[0];
   return ready;

@@ -6,7 +6,8 @@
 // The conversation (parent -> worker, worker -> parent):
 //   on start                        <- hello {protocol}
 //   task {target, seed, ...} [func, reference?]
-//                                   <- task_ready {restore_each_call} [reference?] | task_error
+//                                   <- task_ready {restore_each_call, num_threads} [reference?]
+//                                      | task_error
 //   candidate {slot, fault, timing} [module]
 //                                   <- phase {phase} ... then result {status, run_secs, ...}
 //   time {slot}                     <- result (one more round of a kept candidate)
@@ -30,7 +31,7 @@ namespace kiln::autotune::detail {
 using Json = nlohmann::json;
 
 // Bumped whenever a message changes; the parent refuses a worker that says another version.
-constexpr int kProtocolVersion = 2;
+constexpr int kProtocolVersion = 3;
 
 struct Message {
   Json header;                     // an object with "type"
@@ -118,6 +119,7 @@ Message phase_message(const std::string& phase, double build_ms = -1);
 // The reference is ready; the blob is there when the worker computed it.
 struct TaskReady {
   bool restore_each_call = false;
+  int num_threads = 0;  // the kernel threads in effect in the worker (the default resolved)
   std::optional<std::string> reference;
 };
 Message to_message(const TaskReady& ready);

@@ -411,7 +411,8 @@ class TaskSearch {
   // instructions of their traces, as search_json records).
   void load_best_from_database() {
     if (config_.seeds_from_database <= 0) return;
-    for (const Record& record : db_.best(workload_.id, target_, config_.seeds_from_database)) {
+    for (const Record& record :
+         db_.best(workload_.id, target_, config_.seeds_from_database, ThreadMatch::kExact)) {
       Json search = Json::parse(record.search_json, nullptr, false);
       Json trace = Json::parse(record.trace_json, nullptr, false);
       if (!search.is_object() || !trace.is_object() || !search.contains("decisions_length")) {
@@ -490,7 +491,8 @@ class TaskSearch {
   // The top candidates of this run measured again together, round after round, so that a
   // lucky first measurement does not win: the best is the lowest median of all its samples.
   void successive_halving() {
-    std::vector<Record> top = db_.best(workload_.id, target_, config_.final_top_k);
+    std::vector<Record> top =
+        db_.best(workload_.id, target_, config_.final_top_k, ThreadMatch::kExact);
     if (top.size() < 2) return;
     std::vector<Member> members;
     std::vector<MeasureInput> inputs;
@@ -534,7 +536,7 @@ class TaskSearch {
       records.push_back(std::move(record));
     }
     db_.commit_records(records);
-    std::vector<Record> best = db_.best(workload_.id, target_, 1);
+    std::vector<Record> best = db_.best(workload_.id, target_, 1, ThreadMatch::kExact);
     if (!best.empty() && best[0].median) {
       best_seconds_ = *best[0].median;
       best_trace_json_ = best[0].trace_json;
@@ -628,11 +630,12 @@ std::optional<Workload> find_task_workload(Database& db, const TuneTask& task) {
   return db.find_workload(task.workload_hash, same_function(task));
 }
 
-std::string best_trace(Database& db, const TuneTask& task, const TargetKey& target) {
+std::optional<Record> best_record(Database& db, const TuneTask& task, const TargetKey& target) {
   std::optional<Workload> workload = find_task_workload(db, task);
-  if (!workload) return "";
-  std::vector<Record> best = db.best(workload->id, target, 1);
-  return best.empty() ? "" : best[0].trace_json;
+  if (!workload) return std::nullopt;
+  std::vector<Record> best = db.best(workload->id, target, 1, ThreadMatch::kPreferred);
+  if (best.empty()) return std::nullopt;
+  return best[0];
 }
 
 std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database& db, Runner& runner,

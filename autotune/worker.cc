@@ -150,6 +150,7 @@ class Worker {
       ready.reference = std::move(results);
     }
     task->restore_each_call = ready.restore_each_call;
+    ready.num_threads = KilnGetNumThreads();
     task_ = std::move(task);
     return to_message(ready);
   }

@@ -1,18 +1,19 @@
 """The auto-tuner from the bare tensor expression (no hand schedule): each workload is tuned by
-kiln.autotune.tune_tasks into its own database, built with kiln.build(database=...), checked
+kiln.autotune.tune_tasks into one database, built with kiln.build(database=...), checked
 against NumPy and timed against NumPy (OpenBLAS) and PyTorch CPU in alternating rounds of one
 run, and against the machine's float32 FMA peak (benchmarks/fma_peak.c). The table gives the
 tuning wall time, the trials, and the wall time until the search had 90% of its final speed.
 
 Workloads: GEMM 1024^3 float32 (on one thread and on all threads: each thread count is tuned on
-its own), a ResNet-50 3x3 convolution (56x56, 64 -> 64 channels, NCHW, batch 1), a batched
-matmul of attention shapes, softmax, RMSNorm and LayerNorm over the last dimension, and an
-int8 (u8 x s8 -> s32) matmul.
+its own, its records kept apart by their thread count), a ResNet-50 3x3 convolution (56x56,
+64 -> 64 channels, NCHW, batch 1), a batched matmul of attention shapes, softmax, RMSNorm and
+LayerNorm over the last dimension, and an int8 (u8 x s8 -> s32) matmul.
 
 Run: python3 benchmarks/bench_tune.py [--trials 512] [--small-trials 256] [--only gemm,conv2d]
      [--work-dir bench_tune_work] [--rounds 3] [--repeat 7] [--compare-only]
 PyTorch is optional (`pip install torch`, from PyPI, for the benchmarks only); its
-column reads n/a without it. A work dir that exists resumes the tuning it holds.
+column reads n/a without it. A work dir that exists resumes the tuning it holds: its
+tuning.db has every workload and thread count; NAME_tTHREADS/ has the cost model and log of each.
 """
 import argparse
 import os
@@ -200,12 +201,19 @@ WORKLOADS = {
 }
 
 
+def database_path(work_dir):
+    """The one database of the benchmark: records of every workload and thread count."""
+    return os.path.join(work_dir, "tuning.db")
+
+
 def tune(name, spec, threads, trials, work_dir):
-    """Tunes one workload on `threads` threads; returns (TaskResult, wall seconds)."""
+    """Tunes one workload on `threads` threads (the trials of that thread count already in the
+    database count); returns (TaskResult, wall seconds)."""
     start = time.perf_counter()
     (result,) = ms.tune_tasks([(name, spec["func"])], target="llvm",
                               work_dir=os.path.join(work_dir, f"{name}_t{threads}"),
-                              max_trials_global=trials, num_threads=threads, progress=True)
+                              database=database_path(work_dir), max_trials_global=trials,
+                              num_threads=threads, progress=True)
     return result, time.perf_counter() - start
 
 
@@ -218,8 +226,9 @@ def settle():
 
 def compare(spec, work_dir, name, threads, rounds, repeat):
     """(kiln, NumPy, PyTorch) median seconds, alternating rounds; kiln's result checked."""
+    # kiln.build applies the record measured with the thread count in effect.
     kiln.runtime.set_num_threads(threads)
-    db = ms.Database(os.path.join(work_dir, f"{name}_t{threads}", "tuning.db"))
+    db = ms.Database(database_path(work_dir))
     rt = kiln.build(spec["func"], target="llvm", database=db)
     args = [a.copy() for a in spec["args"]]
     rt(*args)

@@ -5,8 +5,9 @@
         Tunes what NAME() returns in FILE.py (a PrimFunc, an IRModule, or a list of them) with a
         progress bar per task, then prints a table. Ctrl-C stops cleanly: every measured batch
         is in the database, and running the same command again resumes.
-    kiln db list  DB                 the workloads and their record counts
-    kiln db show  DB [--top K]       the best records of every workload, target and device
+    kiln db list  DB                 the workloads, their record counts and thread counts
+    kiln db show  DB [--top K]       the best records of every workload, target, device and
+                                     thread count
     kiln db export DB FILE.jsonl     every workload and record as JSON lines
     kiln db merge DB OTHER           adds the records of another database or export
 """
@@ -45,6 +46,11 @@ def _table(rows, header):
         print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)))
 
 
+def _threads(num_threads):
+    """A record's thread count as the tables show it."""
+    return str(num_threads) if num_threads > 0 else "unknown"
+
+
 def _tune(args):
     from . import autotune as ms
     functions = _load(args.spec)
@@ -76,18 +82,23 @@ def _db(args):
     if args.db_command == "list":
         rows = []
         for w in db.workloads():
-            rows.append([w.id, f"{w.structural_hash:016x}", len(db.records(w)), w.created])
-        _table(rows, ["id", "hash", "records", "created"])
+            records = db.records(w)
+            threads = ", ".join(_threads(n) for n in sorted({r.num_threads for r in records}))
+            rows.append([w.id, f"{w.structural_hash:016x}", len(records), threads or "-",
+                         w.created])
+        _table(rows, ["id", "hash", "records", "threads", "created"])
     elif args.db_command == "show":
         rows = []
         for w in db.workloads():
-            keys = {(r.target, r.device_model, r.device_features) for r in db.records(w)}
-            for target, model, features in sorted(keys):
-                key = ms.TargetKey(target, model, features)
+            # The keys with ok records only, so that best never falls back to another count.
+            keys = {r.target_key for r in db.records(w, status="ok")}
+            for key in sorted(keys, key=lambda k: (k.target, k.device_model, k.device_features,
+                                                   k.num_threads)):
                 for r in db.best(w, key, k=args.top):
-                    rows.append([w.id, target, model, r.candidate_hash,
-                                 f"{r.median * 1e3:.4f}", len(r.run_secs)])
-        _table(rows, ["workload", "target", "device", "candidate", "median ms", "samples"])
+                    rows.append([w.id, key.target, key.device_model, _threads(key.num_threads),
+                                 r.candidate_hash, f"{r.median * 1e3:.4f}", len(r.run_secs)])
+        _table(rows, ["workload", "target", "device", "threads", "candidate", "median ms",
+                      "samples"])
     elif args.db_command == "export":
         count = db.export_jsonl(args.file)
         print(f"kiln db export: {count} records written to {args.file}")

@@ -26,8 +26,10 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None):
             functions, one subdirectory per function.
         database (kiln.autotune.Database or path, optional): a tuning database; each function
             is built with the best schedule the database holds for it on this target and this
-            CPU model (kiln.autotune.compile_tir). A function without a record is built as
-            given, with a TuningRecordMissingWarning.
+            CPU model (kiln.autotune.compile_tir), measured with the thread count it will run
+            on (kiln.runtime.get_num_threads() at build time). Without such a record the best of
+            another thread count is used, with a TuningRecordThreadsWarning; a function without
+            any record is built as given, with a TuningRecordMissingWarning.
 
     Returns:
         kiln.runtime.Module: ``rt["main"](a, b, c)`` or ``rt(a, b, c)``. When the target
@@ -40,6 +42,9 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None):
             function, the loop and the reason; ``rt.warnings`` lists them.
         kiln.error.TuningRecordMissingWarning: a database without a record of a function on
             the target (once per function and target in a process).
+        kiln.error.TuningRecordThreadsWarning: the record applied to a function was measured
+            with another thread count than kiln.runtime.get_num_threads(); the message says
+            which (once per function, target and thread counts in a process).
 
     Raises:
         KilnTypeError: func_or_mod is not a PrimFunc, an IRModule or a Schedule, or target is
@@ -78,6 +83,7 @@ _warned_missing = set()
 def _apply_database(func_or_mod, target, database):
     """func_or_mod with each function replaced by its best stored schedule."""
     from . import autotune, ir, tir
+    from .autotune.tune import _best_schedule
     if isinstance(func_or_mod, tir.Schedule):
         raise KilnValueError("kiln.build: a database applies to unscheduled functions; give the "
                              "PrimFunc or IRModule that was tuned, not a tir.Schedule")
@@ -90,7 +96,8 @@ def _apply_database(func_or_mod, target, database):
     db = database if isinstance(database, autotune.Database) else autotune.Database(database)
     tuned = {}
     for fname, func in functions.items():
-        sch = autotune.compile_tir(db, func, target)
+        sch = _best_schedule(db, func, target, None, "kiln.build", f"function '{fname}'",
+                             stacklevel=3)
         if sch is None:
             key = (ir.structural_hash(func), target)
             if key not in _warned_missing:

@@ -43,3 +43,9 @@ class VectorizeFallbackWarning(KilnWarning):
 class TuningRecordMissingWarning(KilnWarning):
     """kiln.build was given a tuning database that holds no record of a function on this target
     and this CPU model; the function is built as it was given (once per function and target)."""
+
+
+class TuningRecordThreadsWarning(KilnWarning):
+    """A tuning database holds no record of a function measured with the thread count a build (or
+    a lookup) runs with; the best record of another thread count is applied, and the message
+    says which count it was tuned for (once per function, target and thread counts)."""

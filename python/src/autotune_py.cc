@@ -42,6 +42,8 @@ autotune::TargetKey to_target(py::handle obj, const std::string& api) {
   key.target = to_str(obj.attr("target"), api.c_str(), "target.target");
   key.device_model = to_str(obj.attr("device_model"), api.c_str(), "target.device_model");
   key.device_features = to_str(obj.attr("device_features"), api.c_str(), "target.device_features");
+  key.num_threads = static_cast<int>(
+      to_int(obj.attr("num_threads"), api.c_str(), "target.num_threads", INT32_MIN, INT32_MAX));
   return key;
 }
 
@@ -93,6 +95,7 @@ py::dict dict_of(const autotune::Record& r) {
   d["target_kind"] = r.target_kind;
   d["device_model"] = r.target.device_model;
   d["device_features"] = r.target.device_features;
+  d["num_threads"] = r.target.num_threads;
   d["trace"] = r.trace_json;
   d["candidate_hash"] = r.candidate_hash;
   d["run_secs"] = py::tuple(py::cast(r.run_secs));

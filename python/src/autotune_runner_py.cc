@@ -172,9 +172,10 @@ void bind_autotune_runner(py::module_& m) {
           [](RunnerHandle& self) {
             autotune::TargetKey key =
                 live(self, "kiln.autotune.LocalRunner.target_key").target_key();
-            return py::make_tuple(key.target, key.device_model, key.device_features);
+            return py::make_tuple(key.target, key.device_model, key.device_features,
+                                  key.num_threads);
           },
-          "(target, device model, device features) of the measurements.")
+          "(target, device model, device features, thread count) of the measurements.")
       .def(
           "close", [](RunnerHandle& self) { self.runner.reset(); },
           "Stops the worker process; the runner cannot be used afterwards.");

@@ -1,4 +1,4 @@
-// Python binding of the search (kiln._kiln.autotune.tune_tasks, best_trace), wrapped by
+// Python binding of the search (kiln._kiln.autotune.tune_tasks, best_record), wrapped by
 // kiln/autotune/tune.py: tuning runs without the GIL; the progress callback and Ctrl-C are
 // served between batches and while the runner waits.
 #include <pybind11/functional.h>
@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "autotune_runner_py.h"
 #include "bindings.h"
@@ -141,20 +142,26 @@ void bind_autotune_search(py::module_& m) {
       py::arg("log_path"), py::arg("progress"),
       "Tunes functions into a database (see kiln.autotune.tune_tasks); returns result dicts.");
   m.def(
-      "best_trace",
-      [](py::handle database, py::handle func, py::handle target) {
-        const char* api = "kiln.autotune.compile_tir";
+      "best_record",
+      [](py::handle database, py::handle func, py::handle target, py::handle num_threads,
+         const char* api) -> py::object {
         if (!py::isinstance<autotune::Database>(database)) {
           raise_type_error(api, "database", "a kiln.autotune.Database", database);
         }
         autotune::TuneTask task =
             autotune::make_task(to_node<ir::PrimFunc>(func, api, "func", "a PrimFunc"),
                                 to_str(target, api, "target"), "", 1.0, api);
-        return autotune::best_trace(database.cast<autotune::Database&>(), task,
-                                    autotune::local_target_key(task.target));
+        int threads = static_cast<int>(to_int(num_threads, api, "num_threads", 0, INT32_MAX));
+        std::optional<autotune::Record> best =
+            autotune::best_record(database.cast<autotune::Database&>(), task,
+                                  autotune::local_target_key(task.target, threads));
+        if (!best) return py::none();
+        return py::make_tuple(best->trace_json, best->target.num_threads);
       },
-      py::arg("database"), py::arg("func"), py::arg("target"),
-      "The trace (JSON text) of the best record of func on target on this machine, or \"\".");
+      py::arg("database"), py::arg("func"), py::arg("target"), py::arg("num_threads"),
+      py::arg("api"),
+      "(trace JSON text, thread count it was measured with) of the best record of func on "
+      "target on this machine for num_threads threads (else another count), or None.");
   m.def(
       "local_target_key",
       [](py::handle target, const char* api) {

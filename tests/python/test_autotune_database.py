@@ -1,8 +1,10 @@
 """kiln.autotune.Database: the tuning database from Python. Files (creation, migration, refusal
-of newer, foreign and damaged files), batches committed whole, target-aware lookups, dedupe and
-resume counts, export and merge, warnings for rows it cannot use, and several processes on one
-file (two writers at once; a writer killed with SIGKILL). No assertion depends on timing."""
+of newer, foreign and damaged files), batches committed whole, target-aware lookups, thread
+counts (matched by the tuner's lookups, preferred by best), dedupe and resume counts, export and
+merge, warnings for rows it cannot use, and several processes on one file (two writers at once; a
+writer killed with SIGKILL). No assertion depends on timing."""
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -17,6 +19,7 @@ import pytest
 import kiln
 from kiln import autotune as ms
 from kiln import te
+from kiln.error import TuningRecordThreadsWarning
 
 ZEN3 = ms.TargetKey("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver3 -mattr=+avx2,+fma",
                     "AMD EPYC 7B13", "avx2,fma")
@@ -135,6 +138,67 @@ def test_version_1_file_is_migrated(tmp_path):
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == ms.SCHEMA_VERSION
     raw.close()
+
+
+# The schema of version 2 as kiln created it: records without their thread count.
+VERSION_2_SCHEMA = """
+CREATE TABLE workloads (id INTEGER PRIMARY KEY, key_version INTEGER NOT NULL,
+  structural_hash TEXT NOT NULL, func_json TEXT NOT NULL, created TEXT NOT NULL);
+CREATE INDEX workloads_by_key ON workloads (key_version, structural_hash);
+CREATE TABLE records (id INTEGER PRIMARY KEY, workload_id INTEGER NOT NULL REFERENCES workloads (id),
+  target TEXT NOT NULL, target_kind TEXT NOT NULL, device_model TEXT NOT NULL,
+  device_features TEXT NOT NULL, trace_json TEXT NOT NULL, candidate_hash TEXT NOT NULL,
+  run_secs_json TEXT NOT NULL, median REAL, spread REAL, status TEXT NOT NULL, error TEXT NOT NULL,
+  kiln_version TEXT NOT NULL, ir_format_version INTEGER NOT NULL, created TEXT NOT NULL,
+  search_json TEXT NOT NULL DEFAULT '{}');
+CREATE INDEX records_by_candidate
+  ON records (workload_id, target, device_model, device_features, candidate_hash);
+CREATE INDEX records_by_median
+  ON records (workload_id, target, device_model, device_features, status, median);
+PRAGMA application_id = 1802071150;
+PRAGMA user_version = 2;
+"""
+
+
+def make_version_2_file(path):
+    """A tuning database as a kiln of schema version 2 wrote it: two ok records of one workload
+    on ZEN3, of an unknown thread count."""
+    with sqlite3.connect(path) as raw:
+        raw.executescript(VERSION_2_SCHEMA)
+        raw.execute("INSERT INTO workloads VALUES (1, 1, '00000000000000ff', '{\"f\": 1}', "
+                    "'2024-01-02T03:04:05.000Z')")
+        for record_id, candidate, seconds in [(1, "000000000000002a", 0.002),
+                                              (2, "000000000000002b", 0.001)]:
+            raw.execute("INSERT INTO records VALUES (?, 1, ?, 'llvm', ?, ?, '{\"version\":1}', ?, "
+                        "?, ?, 0.0, 'ok', '', 'old', 1, '2024-01-02T03:04:06.000Z', "
+                        "'{\"generation\":1}')",
+                        (record_id, ZEN3.target, ZEN3.device_model, ZEN3.device_features,
+                         candidate, json.dumps([seconds]), seconds))
+    raw.close()
+
+
+def test_version_2_file_is_migrated_and_its_records_stay_usable(tmp_path):
+    path = str(tmp_path / "old.db")
+    make_version_2_file(path)
+    with no_warnings(), ms.Database(path) as db:
+        records = db.records()
+        assert [r.num_threads for r in records] == [0, 0]
+        assert records[0].search == {"generation": 1}
+        assert records[0].target_key == ZEN3  # num_threads 0: unknown
+        assert [r.candidate_hash for r in db.best(1, ZEN3, k=2)] == [0x2b, 0x2a]
+        # A tuning run for 2 threads starts afresh.
+        assert db.count(1, dataclasses.replace(ZEN3, num_threads=2)) == 0
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == ms.SCHEMA_VERSION
+    raw.close()
+    # A lookup for 2 threads applies the fastest record, saying it was tuned for an unknown count.
+    with ms.Database(path) as db:
+        with pytest.warns(TuningRecordThreadsWarning,
+                          match="measured with 2 threads; the best record, tuned for an unknown "
+                          r"number of threads \(a record of schema version 2 or older\), is "
+                          "used; tune with num_threads=2"):
+            (best,) = db.best(1, dataclasses.replace(ZEN3, num_threads=2))
+        assert (best.candidate_hash, best.num_threads) == (0x2b, 0)
 
 
 def test_newer_schema_version_is_refused(db_path):
@@ -377,6 +441,67 @@ def test_dedupe_and_resume_counts(db, workload):
     assert not db.is_measured(workload, ZEN3, 40)
     assert db.count(workload, ZEN3) == 4
     assert len(db) == 4
+
+
+def threads(n, key=ZEN3):
+    """``key`` with ``num_threads=n``."""
+    return dataclasses.replace(key, num_threads=n)
+
+
+def test_records_carry_the_thread_count_of_their_target_key(db, workload):
+    assert ZEN3.num_threads == 0  # unknown, by default
+    db.commit_records([measurement(workload, 1, target=threads(4))])
+    (record,) = db.records()
+    assert record.num_threads == 4
+    assert record.target_key == threads(4)
+    with pytest.raises(kiln.KilnValueError, match="num_threads must be the number of threads the "
+                       "kernel ran on \\(>= 1\\), or 0 when it is unknown, found -1"):
+        db.commit_records([measurement(workload, 2, target=threads(-1))])
+
+
+def test_the_tuners_lookups_match_the_thread_count(db, workload):
+    db.commit_records([measurement(workload, 1, target=threads(1)),
+                       measurement(workload, 2, target=threads(1)),
+                       measurement(workload, 1, target=threads(2))])
+    assert db.count(workload, threads(1)) == 2
+    assert db.count(workload, threads(2)) == 1
+    assert db.count(workload, ZEN3) == 0
+    assert db.measured_hashes(workload, threads(2)) == {1}
+    assert not db.is_measured(workload, threads(2), 2)
+    assert [r.num_threads for r in db.records(workload, threads(2))] == [2]
+
+
+def test_best_prefers_the_thread_count_and_falls_back_with_one_warning(db, workload):
+    db.commit_records([measurement(workload, 1, (4e-3,), target=threads(1)),
+                       measurement(workload, 2, (3e-3,), target=threads(1)),
+                       measurement(workload, 3, (1e-3,), target=threads(2)),
+                       measurement(workload, 4, (1e-4,), target=threads(4, ZEN4))])
+    with no_warnings():
+        assert [r.candidate_hash for r in db.best(workload, threads(1), k=5)] == [2, 1]
+        assert [r.candidate_hash for r in db.best(workload, threads(2), k=5)] == [3]
+    # No record of 4 threads on ZEN3: the fastest of the other counts, never ZEN4's.
+    with pytest.warns(TuningRecordThreadsWarning) as caught:
+        best = db.best(workload, threads(4), k=5)
+    assert [(r.candidate_hash, r.num_threads) for r in best] == [(3, 2), (2, 1), (1, 1)]
+    (warning,) = caught
+    assert str(warning.message) == (
+        f"kiln.autotune.Database.best: {db.path} holds no record of workload {workload.id} on "
+        f"target '{ZEN3.target}' and CPU model '{ZEN3.device_model}' measured with 4 threads; "
+        "the best record, tuned for 2 threads, is used; tune with num_threads=4 to have a record "
+        "for this thread count")
+    with no_warnings():
+        db.best(workload, threads(4))  # warned already
+
+
+def test_best_takes_num_threads_only_with_a_target_string(db, workload):
+    with pytest.raises(kiln.KilnValueError, match="num_threads is given with a TargetKey, which "
+                       "carries its own thread count \\(0\\); leave num_threads out"):
+        db.best(workload, ZEN3, num_threads=2)
+    with pytest.raises(kiln.KilnValueError, match="kiln.autotune.Database.best: num_threads must "
+                       "be the number of threads the function will run on"):
+        db.best(workload, "llvm", num_threads=-1)
+    with pytest.raises(kiln.KilnTypeError, match="num_threads must be an int"):
+        db.best(workload, "llvm", num_threads="2")
 
 
 def test_lookups_name_their_argument_types(db, workload):

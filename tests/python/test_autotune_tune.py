@@ -1,7 +1,8 @@
 """The search end to end: kiln.autotune.tune_tir / tune_tasks / compile_tir, kiln.build with a
 database, the `kiln` command line, and what a tuning run survives (faulty candidates, Ctrl-C,
-kill -9, two processes on one database, records of another CPU). Budgets are small: these
-tests check behaviour; benchmarks/bench_tune.py measures how good the schedules get."""
+kill -9, two processes on one database, records of another CPU or thread count). Budgets are
+small: these tests check behaviour; benchmarks/bench_tune.py measures how good the schedules
+get."""
 import json
 import os
 import signal
@@ -17,7 +18,8 @@ import pytest
 import kiln
 from kiln import autotune as ms
 from kiln import te, tir
-from kiln.error import KilnTypeError, KilnValueError, TuningRecordMissingWarning
+from kiln.error import (KilnTypeError, KilnValueError, TuningRecordMissingWarning,
+                        TuningRecordThreadsWarning)
 
 # Small settings that still run every stage of the search.
 SMALL = dict(num_trials_per_iter=8, population=32, random_per_round=8, children_per_round=16,
@@ -110,6 +112,40 @@ def test_a_second_run_resumes_and_spends_only_what_is_left(tmp_path):
     assert more[0].best_seconds <= first[0].best_seconds * 1.5  # seeded from the stored best
 
 
+def test_each_thread_count_is_tuned_on_its_own_and_build_prefers_its_own(tmp_path):
+    func = matmul(32)
+    one = ms.tune_tasks([("mm", func)], work_dir=tmp_path, max_trials_global=8, num_threads=1,
+                        **SMALL)
+    two = ms.tune_tasks([("mm", func)], work_dir=tmp_path, max_trials_global=8, num_threads=2,
+                        **SMALL)
+    assert one[0].trials_this_run == 8
+    assert two[0].trials_this_run == 8 and two[0].trials == 8  # the 1-thread trials do not count
+    db = ms.Database(tmp_path / "tuning.db")
+    assert {r.num_threads for r in db.records()} == {1, 2}
+    assert db.best(func, "llvm", num_threads=1)[0].num_threads == 1
+    assert db.best(func, "llvm", num_threads=2)[0].num_threads == 2
+    try:
+        kiln.runtime.set_num_threads(1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TuningRecordThreadsWarning)
+            run_matmul(kiln.build(func, database=db), n=32)
+            assert db.best(func, "llvm")[0].num_threads == 1  # the runtime's count by default
+        # No record of 3 threads: the best of 1 or 2 threads is applied, with one warning.
+        kiln.runtime.set_num_threads(3)
+        with pytest.warns(TuningRecordThreadsWarning, match="kiln.build: .* no record of function "
+                          "'main' on target .* measured with 3 threads; the best record, tuned "
+                          "for [12] threads?, is used; tune with num_threads=3"):
+            run_matmul(kiln.build(func, database=db), n=32)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TuningRecordThreadsWarning)
+            run_matmul(kiln.build(func, database=db), n=32)  # warned already
+        with pytest.warns(TuningRecordThreadsWarning, match="compile_tir: .* measured with 4 "
+                          "threads"):
+            assert ms.compile_tir(db, func, num_threads=4) is not None
+    finally:
+        kiln.runtime.set_num_threads(0)  # the default again
+
+
 def test_faulty_candidates_are_recorded_and_the_search_goes_on(tmp_path):
     # Candidates 1, 3, 5 and 6 of the run crash, hang, compute a wrong result and abort.
     runner = ms.LocalRunner(ms.RunnerConfig(
@@ -195,8 +231,17 @@ def test_cli_tunes_a_file_and_shows_the_database(tmp_path):
     assert {line.split()[0] for line in table[2:]} == {"mm", "mm48"}
     listing = cli("db", "list", db)
     assert listing.returncode == 0 and len(listing.stdout.splitlines()) == 4  # header + 2
+    # Both list and show give the thread count the records were measured with.
+    with ms.Database(db) as opened:
+        (threads,) = {str(r.num_threads) for r in opened.records()}
+    header, _, *rows = listing.stdout.splitlines()
+    assert header.split()[:4] == ["id", "hash", "records", "threads"]
+    assert all(row.split()[3] == threads for row in rows)
     shown = cli("db", "show", db, "--top", 1)
     assert shown.returncode == 0 and "median ms" in shown.stdout
+    header, _, *rows = shown.stdout.splitlines()
+    at = header.index("threads")  # the device column has spaces: cut at the column's offset
+    assert len(rows) == 2 and all(row[at:].split()[0] == threads for row in rows)
     exported = cli("db", "export", db, tmp_path / "e.jsonl")
     assert exported.returncode == 0 and (tmp_path / "e.jsonl").stat().st_size > 0
     missing = cli("tune", f"{path}:nothing", "--db", db)

@@ -6,6 +6,9 @@
 //  * A record is found only for its own workload, on the same full target string AND the same
 //    device (CPU model name and features, or GPU name and compute capability): records never
 //    cross targets or machines of different models.
+//  * A record also carries the number of threads its kernel ran on. The tuner's lookups
+//    (is_measured, measured_hashes, count) match it exactly, so that tuning for 1 thread and
+//    then for 2 tunes both; best prefers it and falls back to other thread counts (see best).
 //  * commit_records stores a batch in one transaction: all of it or nothing. A tuning process
 //    killed with SIGKILL loses at most the batch it was committing.
 //  * Two processes may tune into one file: the file is in WAL mode, a writer waits up to the busy
@@ -64,7 +67,8 @@ struct Workload {
   std::string created;    // ISO 8601 UTC, e.g. "2024-05-01T12:00:00.000Z"
 };
 
-// Where a record was measured; every lookup matches all three fields exactly.
+// Where a record was measured. Every lookup matches target, device_model and device_features
+// exactly; num_threads is matched exactly by the tuner's lookups and preferred by best.
 struct TargetKey {
   // The canonical target string, e.g. "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver3
   // -mattr=+avx2,+fma"; its first word is the target kind.
@@ -74,6 +78,15 @@ struct TargetKey {
   std::string device_model;
   // The device's features as the runner reports them, e.g. "avx2,fma" (may be empty).
   std::string device_features;
+  // The threads the kernel ran on (the runtime's count in the measuring process, never "the
+  // default"); 0: unknown, as for the records of a database of schema version 2 or older.
+  int num_threads = 0;
+};
+
+// Which thread counts Database::best considers.
+enum class ThreadMatch {
+  kExact,      // only records measured with the key's num_threads (the tuner's own lookups)
+  kPreferred,  // those, else the records of every other thread count (a build's lookup)
 };
 
 // What the runner measured for one candidate schedule: the input of commit_records.
@@ -101,9 +114,9 @@ struct Record : Measurement {
   std::string created;           // ISO 8601 UTC
 };
 
-// What records() returns: the records of one workload or of all, of one target key or of all,
-// of one status or of all, oldest first. Tuning lookups (best, is_measured, count) always name
-// one workload and one target key; a query without them is for listing.
+// What records() returns: the records of one workload or of all, of one target key (thread count
+// included) or of all, of one status or of all, oldest first. Tuning lookups (best, is_measured,
+// count) always name one workload and one target key; a query without them is for listing.
 struct RecordQuery {
   std::optional<int64_t> workload_id;
   std::optional<TargetKey> target;
@@ -123,7 +136,7 @@ struct OpenOptions {
 struct MergeSummary {
   int64_t workloads_added = 0;
   int64_t records_added = 0;
-  int64_t duplicates = 0;    // records already present (same workload, target, candidate, time)
+  int64_t duplicates = 0;    // already present (same workload, target key, candidate, time)
   int64_t incompatible = 0;  // records of another key or IR format version (with a warning)
   int64_t unreadable = 0;    // rows or lines that could not be read (with a warning)
 };
@@ -166,18 +179,22 @@ class Database {
   std::vector<int64_t> commit_records(const std::vector<Measurement>& batch);
 
   std::vector<Record> records(const RecordQuery& query = {});
-  // The k fastest candidates of `workload_id` on `target` among ok records: one record per
-  // candidate hash (the one with the most samples), whose run_secs pool the samples of all the
-  // candidate's ok records and whose median and spread are those of the pool; by median, ties
-  // by id.
-  std::vector<Record> best(int64_t workload_id, const TargetKey& target, int64_t k);
+  // The k fastest candidates of `workload_id` on `target` among ok records measured with
+  // target.num_threads threads: one record per candidate hash (the one with the most samples),
+  // whose run_secs pool the samples of all the candidate's ok records and whose median and
+  // spread are those of the pool; by median, ties by id. With ThreadMatch::kPreferred and no
+  // such record, the k fastest of the records of every other thread count (unknown included),
+  // pooled per candidate and thread count; each says its count in target.num_threads.
+  std::vector<Record> best(int64_t workload_id, const TargetKey& target, int64_t k,
+                           ThreadMatch threads = ThreadMatch::kPreferred);
   // Whether a candidate with `candidate_hash` was measured (with any status) for the workload on
-  // the target: the tuner never measures a schedule twice.
+  // the target with its thread count: the tuner never measures a schedule twice.
   bool is_measured(int64_t workload_id, const TargetKey& target, uint64_t candidate_hash);
-  // The distinct candidate hashes measured for the workload on the target, ascending.
+  // The distinct candidate hashes measured for the workload on the target with its thread
+  // count, ascending.
   std::vector<uint64_t> measured_hashes(int64_t workload_id, const TargetKey& target);
-  // How many trials were spent on the workload on the target (records of any status): a resumed
-  // run spends only the rest of its budget.
+  // How many trials were spent on the workload on the target with its thread count (records of
+  // any status): a resumed run spends only the rest of its budget.
   int64_t count(int64_t workload_id, const TargetKey& target);
   // The number of records in the file, of every version.
   int64_t size();

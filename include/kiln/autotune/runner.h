@@ -90,7 +90,9 @@ struct RunnerConfig {
   bool check_correctness = true;  // compare each candidate's results with the reference
   double rtol = 1e-3;             // see "Correctness" above (>= 0)
   double atol = 1e-3;             // see "Correctness" above (>= 0)
-  int num_threads = 0;            // kernel threads in the worker; 0: the runtime's default
+  // Kernel threads in the worker; 0: the runtime's default there (KILN_NUM_THREADS, else the
+  // cores the process may use). Records store the count in effect (Runner::target_key).
+  int num_threads = 0;
   // Worker processes that build and check a batch of run() side by side before its candidates
   // are timed one at a time (nothing is timed while they build); 0: the cores this process may
   // use, at most 4. With 1, each candidate is built, checked and timed before the next.
@@ -168,7 +170,8 @@ class Runner {
                                                      int rounds) = 0;
 
   // Where the measurements are made, for the database: the task target's canonical string,
-  // the device model and its features. Raises a kValue error when no task was set.
+  // the device model, its features and the threads the kernels run on (the count in effect in
+  // the worker, never 0). Raises a kValue error when no task was set.
   virtual TargetKey target_key() const = 0;
 
   // Sets what is asked, at least every 100 ms while the runner waits for a worker, whether to
@@ -195,8 +198,9 @@ const std::vector<std::string>& measure_faults();
 // LLVM's name of the host CPU (e.g. "neoverse-n1") when the file does not say.
 const std::string& cpu_model_name();
 
-// The target key of measurements of `target` on this machine: target.str(), cpu_model_name(),
-// and the target's ISA features joined by "," (e.g. "avx,avx2,fma").
-TargetKey local_target_key(const codegen::Target& target);
+// The target key of measurements of `target` on this machine with `num_threads` kernel threads:
+// target.str(), cpu_model_name(), the target's ISA features joined by "," (e.g.
+// "avx,avx2,fma") and `num_threads` (0: unknown).
+TargetKey local_target_key(const codegen::Target& target, int num_threads = 0);
 
 }  // namespace kiln::autotune

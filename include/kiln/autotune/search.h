@@ -4,7 +4,8 @@
 //
 // One round of a task (autotune/search.cc tells it in this order):
 //   generate  new random samples of the sketches join the population (and, on the first
-//             round, the best records of the database, so that a resumed run starts there)
+//             round, the best records of the database of the same thread count, so that a
+//             resumed run starts there)
 //   evolve    parents picked by predicted score are mutated (tile sizes, categorical
 //             choices); children never seen before join; the population keeps the best
 //   pick      the best-scored candidates never measured (by structural hash, in this run or
@@ -38,8 +39,9 @@ class Runner;
 class CostModel;
 
 struct SearchConfig {
-  // Trials of each task in total: candidates already measured in the database for the task's
-  // workload and target count, so rerunning the same command spends only what is left.
+  // Trials of each task in total, counting the candidates already in the database for the
+  // task's workload, target and thread count, so that rerunning the same command spends only
+  // what is left (tuning for another thread count starts afresh).
   int64_t max_trials_per_task = 512;
   // Trials of all tasks together (tune_tasks); 0: the sum of max_trials_per_task.
   int64_t max_trials_global = 0;
@@ -109,7 +111,9 @@ Workload commit_task_workload(Database& db, const TuneTask& task);
 // The workload record of `task` in `db`, or nothing (adds nothing).
 std::optional<Workload> find_task_workload(Database& db, const TuneTask& task);
 
-// The full trace of the best record of the function on the target, or "" when there is none.
-std::string best_trace(Database& db, const TuneTask& task, const TargetKey& target);
+// The best record of the function on the target (the one a build applies): measured with
+// target.num_threads threads when there is one, else the best of another thread count (its
+// target.num_threads says which); nothing when the function has no ok record on the target.
+std::optional<Record> best_record(Database& db, const TuneTask& task, const TargetKey& target);
 
 }  // namespace kiln::autotune

@@ -4,6 +4,9 @@ tuning processes may share.
 
 Records are looked up for one workload on one target key: the full target string AND the device
 it was measured on (model and features), so that a record never crosses targets or machines.
+A record also keeps the number of threads its kernel ran on: the tuner's lookups (``count``,
+``measured_hashes``, ``is_measured``) match it, and :meth:`Database.best` prefers it, falling back
+to another thread count with a :class:`kiln.error.TuningRecordThreadsWarning`.
 Rows written by a kiln of another workload key or IR format version, and rows damaged by hand,
 are skipped with a :class:`DatabaseWarning`; they never stop a query.
 """
@@ -13,7 +16,7 @@ import warnings
 from typing import Optional as _Optional, Tuple as _Tuple, Union as _Union
 
 from .._kiln import autotune as _core
-from ..error import KilnTypeError, KilnValueError
+from ..error import KilnTypeError, KilnValueError, TuningRecordThreadsWarning
 
 WORKLOAD_KEY_VERSION = _core.WORKLOAD_KEY_VERSION
 IR_FORMAT_VERSION = _core.IR_FORMAT_VERSION
@@ -37,7 +40,9 @@ class DatabaseWarning(UserWarning):
 
 @_value_class
 class TargetKey:
-    """Where a record was measured; every lookup matches all three fields exactly.
+    """Where a record was measured. Every lookup matches ``target``, ``device_model`` and
+    ``device_features`` exactly; ``num_threads`` is matched exactly by the tuner's lookups and
+    preferred by :meth:`Database.best`.
 
     Attributes:
         target: the canonical target string, e.g. ``"llvm -mtriple=x86_64-pc-linux-gnu
@@ -45,11 +50,14 @@ class TargetKey:
         device_model: the CPU model name (``"AMD EPYC 7B13"``), or the GPU name and compute
             capability.
         device_features: the device's features as the runner reports them (may be empty).
+        num_threads: the threads the kernel ran on; 0: unknown (the records of a database of
+            schema version 2 or older).
     """
 
     target: str
     device_model: str
     device_features: str = ""
+    num_threads: int = 0
 
 
 @_value_class
@@ -111,7 +119,8 @@ class TuningRecord:
     Attributes:
         id: the record's id in its database file.
         workload_id: the id of its workload.
-        target, device_model, device_features: its target key (see :attr:`target_key`).
+        target, device_model, device_features, num_threads: its target key (see
+            :attr:`target_key`); ``num_threads`` is 0 when the thread count is unknown.
         target_kind: the first word of the target: ``"llvm"``, ``"cuda"`` ...
         trace: the candidate's trace as compact JSON text.
         candidate_hash: structural hash of the scheduled function.
@@ -132,6 +141,7 @@ class TuningRecord:
     target_kind: str
     device_model: str
     device_features: str
+    num_threads: int
     trace: str
     candidate_hash: int
     run_secs: _Tuple[float, ...]
@@ -147,7 +157,7 @@ class TuningRecord:
     @property
     def target_key(self):
         """The :class:`TargetKey` the record was measured on."""
-        return TargetKey(self.target, self.device_model, self.device_features)
+        return TargetKey(self.target, self.device_model, self.device_features, self.num_threads)
 
 
 @_value_class
@@ -157,8 +167,8 @@ class MergeSummary:
     Attributes:
         workloads_added: workloads that were new here.
         records_added: records that were new here.
-        duplicates: records already present (same workload, target key, candidate hash and
-            measurement time).
+        duplicates: records already present (same workload, target key with its thread count,
+            candidate hash and measurement time).
         incompatible: records of another workload key or IR format version, not merged.
         unreadable: rows or lines that could not be read (each with a warning).
     """
@@ -214,6 +224,48 @@ def _record(fields):
     fields = dict(fields)
     fields["search"] = json.loads(fields["search"])
     return TuningRecord(**fields)
+
+
+def _lookup_threads(num_threads, api):
+    """The thread count a lookup prefers: ``num_threads``, or the runtime's for None or 0 (the
+    count a function built now runs on)."""
+    from .. import runtime
+    if num_threads is None or num_threads == 0:
+        return runtime.get_num_threads()
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise _type_error(api, "num_threads", "an int (None or 0: kiln.runtime.get_num_threads())",
+                          num_threads)
+    if num_threads < 0:
+        raise KilnValueError(f"{api}: num_threads must be the number of threads the function will "
+                             f"run on (None or 0: kiln.runtime.get_num_threads()), found "
+                             f"{num_threads}")
+    return num_threads
+
+
+def _threads_text(num_threads):
+    if num_threads == 0:
+        return "an unknown number of threads (a record of schema version 2 or older)"
+    return f"{num_threads} thread" + ("" if num_threads == 1 else "s")
+
+
+# (database path, what, target key, thread count of the record used) already warned about, so
+# that a loop of lookups warns once.
+_warned_threads = set()
+
+
+def _warn_other_threads(api, path, what, key, found, stacklevel, identity=None):
+    """Warns once per ``identity`` (default: ``what``) that the record used for ``what`` on
+    ``key`` was measured with ``found`` threads rather than ``key.num_threads``."""
+    seen = (path, identity if identity is not None else what, key, found)
+    if seen in _warned_threads:
+        return
+    _warned_threads.add(seen)
+    advice = (f"; tune with num_threads={key.num_threads} to have a record for this thread count"
+              if key.num_threads > 0 else "")
+    warnings.warn(f"{api}: {path} holds no record of {what} on target '{key.target}' and CPU model "
+                  f"'{key.device_model}' measured with {_threads_text(key.num_threads)}; the best "
+                  f"record, tuned for {_threads_text(found)}, is used{advice}",
+                  TuningRecordThreadsWarning, stacklevel=stacklevel + 1)
 
 
 class Database:
@@ -338,7 +390,8 @@ class Database:
 
     def records(self, workload=None, target=None, status=None):
         """The :class:`TuningRecord` s of ``workload`` (a Workload or id; every workload when
-        None) on ``target`` (a :class:`TargetKey`; every target when None) with ``status``
+        None) on ``target`` (a :class:`TargetKey`, thread count included; every target when
+        None) with ``status``
         (every status when None), oldest first. A tuning lookup names both a workload and a
         target; listing may leave them out.
 
@@ -351,46 +404,63 @@ class Database:
         key = None if target is None else _target_key(target, api)
         return [_record(r) for r in self._call("records", workload_id, key, status)]
 
-    def best(self, workload, target, k=1):
+    def best(self, workload, target, k=1, num_threads=None):
         """The ``k`` fastest ok :class:`TuningRecord` s of ``workload`` on ``target``, by median
-        run time (ties: the older first).
+        run time (ties: the older first), among the records measured with the thread count
+        looked up. When there are none, the fastest of the other thread counts (unknown
+        included) are returned, with a :class:`kiln.error.TuningRecordThreadsWarning` (once)
+        that names the count they were tuned for; each record's ``num_threads`` says it too.
 
         ``workload`` is a :class:`Workload`, its id, or a PrimFunc (its workload, found by
         structural hash and equality; no records when it was never tuned). ``target`` is a
-        :class:`TargetKey`, or a target string or kiln.target.Target, which means that target
-        on this machine's CPU model (where kiln.build would apply the records)::
+        :class:`TargetKey` (its ``num_threads`` is the count looked up), or a target string or
+        kiln.target.Target, which means that target on this machine's CPU model with
+        ``num_threads`` threads (where kiln.build would apply the records; None or 0:
+        kiln.runtime.get_num_threads())::
 
             db.best(func, "llvm")[0].median   # seconds of the best schedule here
 
         Raises:
             KilnTypeError: an argument of the wrong type.
-            KilnValueError: ``k < 0``, an unknown target.
+            KilnValueError: ``k < 0``, an unknown target, a negative ``num_threads``, or
+                ``num_threads`` given with a TargetKey (which carries its own).
         """
         api = "kiln.autotune.Database.best"
-        workload, target = self._resolve(workload, target, api)
+        workload, target = self._resolve(workload, target, num_threads, api)
         if workload is None:
             return []
-        return [_record(r) for r in self._call("best", _workload_id(workload, api),
-                                                _target_key(target, api), k)]
+        records = [_record(r) for r in self._call("best", _workload_id(workload, api),
+                                                   _target_key(target, api), k)]
+        if records and records[0].num_threads != target.num_threads:
+            _warn_other_threads(api, self.path, f"workload {records[0].workload_id}", target,
+                                records[0].num_threads, stacklevel=2)
+        return records
 
-    def _resolve(self, workload, target, api):
+    def _resolve(self, workload, target, num_threads, api):
         """(workload id or None, TargetKey) for a PrimFunc and a target string as well."""
         from .. import tir
         from ..target import Target
         if isinstance(target, Target):
             target = str(target)
+        if isinstance(target, TargetKey):
+            if num_threads is not None:
+                raise KilnValueError(f"{api}: num_threads is given with a TargetKey, which "
+                                     f"carries its own thread count ({target.num_threads}); "
+                                     "leave num_threads out")
+        else:
+            num_threads = _lookup_threads(num_threads, api)
         if not isinstance(workload, tir.PrimFunc):
             if isinstance(target, str):
-                target = TargetKey(*_core.local_target_key(target, api))
+                target = TargetKey(*_core.local_target_key(target, api), num_threads)
             return workload, target
         self._call("size")  # raises the error of a closed database
         text = target.target if isinstance(target, TargetKey) else target
         found, *key = _core.task_key(self._core, workload, text, api)
-        return found, target if isinstance(target, TargetKey) else TargetKey(*key)
+        return found, target if isinstance(target, TargetKey) else TargetKey(*key, num_threads)
 
     def is_measured(self, workload, target, candidate_hash):
         """Whether a candidate with ``candidate_hash`` was measured (with any status) for
-        ``workload`` on ``target``.
+        ``workload`` on ``target`` with its thread count.
 
         Raises:
             KilnTypeError: an argument of the wrong type.
@@ -400,8 +470,8 @@ class Database:
                           candidate_hash)
 
     def measured_hashes(self, workload, target):
-        """The set of candidate hashes measured for ``workload`` on ``target``: a resumed run
-        skips them.
+        """The set of candidate hashes measured for ``workload`` on ``target`` with its thread
+        count: a resumed run skips them.
 
         Raises:
             KilnTypeError: an argument of the wrong type.
@@ -411,8 +481,8 @@ class Database:
                               _target_key(target, api)))
 
     def count(self, workload, target):
-        """How many trials (records of any status) were spent on ``workload`` on ``target``: a
-        resumed run spends only the rest of its budget.
+        """How many trials (records of any status) were spent on ``workload`` on ``target`` with
+        its thread count: a resumed run spends only the rest of its budget.
 
         Raises:
             KilnTypeError: an argument of the wrong type.

@@ -58,7 +58,8 @@ class RunnerConfig:
         rtol: relative tolerance of the comparison.
         atol: absolute tolerance, scaled by the largest expected magnitude.
         num_threads: kernel threads in the worker; 0 is the runtime's default
-            (``KILN_NUM_THREADS`` or the available cores).
+            (``KILN_NUM_THREADS`` or the available cores). Records store the count in effect
+            (:meth:`LocalRunner.target_key`).
         seed: of the random arguments.
         worker: path of the worker executable; empty uses ``KILN_TUNE_WORKER``, else the
             ``kiln_tune_worker`` next to kiln's extension module.
@@ -271,7 +272,8 @@ class LocalRunner:
 
     def target_key(self):
         """Where the measurements are made, for the tuning database: a :class:`TargetKey` of
-        the task target's canonical string, the CPU model name and the target's ISA features.
+        the task target's canonical string, the CPU model name, the target's ISA features and
+        the threads the kernels run on in the worker (the default resolved: never 0).
 
         Raises:
             KilnValueError: no task was set.

@@ -12,7 +12,9 @@ Example::
 A tuning run keeps its state in ``work_dir``: the database ``tuning.db`` (every measured
 candidate, committed batch by batch), the cost model ``cost_model/`` (the next run starts from
 it) and the log ``tune.log``. Running the same command again resumes: the trials already in the
-database count, so only the rest of the budget is spent.
+database count, so only the rest of the budget is spent. Records keep the thread count they were
+measured with, and only those of the run's own count are resumed: tuning a function for 1 thread
+and then for 2 in one database tunes both, and a build applies the record of its thread count.
 """
 import dataclasses
 import json
@@ -24,7 +26,7 @@ from .._kiln import autotune as _core
 from ..error import KilnTypeError, KilnValueError
 from ..tir import Schedule, Trace
 from .cost_model import CostModel
-from .database import Database
+from .database import Database, TargetKey, _lookup_threads, _warn_other_threads
 from .runner import LocalRunner, RunnerConfig
 
 
@@ -50,7 +52,9 @@ class TuneConfig:
             none); a change above ``drift_threshold`` (a share of its first time) is logged.
         drift_threshold: see drift_check_every.
         seed: of the search's random choices.
-        num_threads: threads the kernels run on (0: the runtime's).
+        num_threads: threads the kernels run on (0: the runtime's); the records store the
+            count in effect, and the trials already in the database count only when they were
+            measured with the same count.
     """
 
     max_trials_global: int = 512
@@ -315,18 +319,24 @@ def tune_tir(mod_or_func, target="llvm", work_dir=None, max_trials_global=512,
     return db
 
 
-def compile_tir(database, mod_or_func, target="llvm"):
+def compile_tir(database, mod_or_func, target="llvm", num_threads=None):
     """The best schedule the database holds for a function on ``target`` (this machine's CPU
     model), replayed on the function: a tir.Schedule, or None when there is no record.
+
+    The record is one measured with ``num_threads`` threads when there is one; otherwise the best
+    record of another thread count (or of an unknown one) is used, with a
+    kiln.error.TuningRecordThreadsWarning (once) that says which count it was tuned for.
 
     Args:
         database (Database or path): the tuning database.
         mod_or_func: a PrimFunc, or an IRModule of one function.
         target (str): the target string.
+        num_threads (int, optional): the threads the function will run on (None or 0:
+            kiln.runtime.get_num_threads()).
 
     Raises:
         KilnValueError: a stored trace that does not replay on the function (it is another
-            function's, or the database is damaged).
+            function's, or the database is damaged), a negative num_threads.
     """
     api = "kiln.autotune.compile_tir"
     pairs = _functions(mod_or_func, api)
@@ -334,9 +344,22 @@ def compile_tir(database, mod_or_func, target="llvm"):
         raise KilnValueError(f"{api}: expected one function, found {len(pairs)}; compile each "
                              "function of the module on its own")
     db = _database(database, None, api)
-    text = _core.best_trace(db._core, pairs[0][1], target)
-    if not text:
+    return _best_schedule(db, pairs[0][1], target, num_threads, api,
+                          f"function '{pairs[0][0] or 'main'}'", stacklevel=2)
+
+
+def _best_schedule(db, func, target, num_threads, api, what, stacklevel):
+    """The best stored schedule of ``func`` (``what`` in the warning) on ``target`` for
+    ``num_threads`` threads, or None; warns once when it was tuned for another thread count."""
+    threads = _lookup_threads(num_threads, api)
+    best = _core.best_record(db._core, func, target, threads, api)
+    if best is None:
         return None
-    sch = Schedule(pairs[0][1])
+    text, tuned_threads = best
+    if tuned_threads != threads:
+        key = TargetKey(*_core.local_target_key(target, api), threads)
+        _warn_other_threads(api, db.path, what, key, tuned_threads, stacklevel=stacklevel + 1,
+                            identity=ir.structural_hash(func))
+    sch = Schedule(func)
     Trace.apply_json_to_schedule(json.loads(text), sch)
     return sch

@@ -11,11 +11,12 @@
 namespace kiln::autotune::testing {
 namespace {
 
-// Fills a database with two workloads and records of two targets and several statuses.
+// Fills a database with two workloads and records of two targets, two thread counts and several
+// statuses.
 void fill(Database& db) {
   int64_t gemm = add_workload(db, 1, R"({"func": "gemm"})").id;
   int64_t conv = add_workload(db, 2, R"({"func": "conv"})").id;
-  TargetKey zen4 = {"llvm -mcpu=znver4", "AMD EPYC 9654", "avx512f"};
+  TargetKey zen4 = {"llvm -mcpu=znver4", "AMD EPYC 9654", "avx512f", 8};
   Measurement crashed = measurement(conv, 12, {});
   crashed.status = RecordStatus::kCrash;
   crashed.error = "SIGILL";
@@ -28,7 +29,8 @@ void fill(Database& db) {
 std::string content(const Record& r) {
   std::ostringstream out;
   out << r.target.target << "|" << r.target.device_model << "|" << r.target.device_features << "|"
-      << r.target_kind << "|" << r.trace_json << "|" << r.candidate_hash << "|";
+      << r.target.num_threads << "|" << r.target_kind << "|" << r.trace_json << "|"
+      << r.candidate_hash << "|";
   for (double t : r.run_secs) out << t << ",";
   out << "|" << r.median.value_or(-1) << "|" << r.spread.value_or(-1) << "|"
       << status_name(r.status) << "|" << r.error << "|" << r.kiln_version << "|"
@@ -57,6 +59,7 @@ TEST_F(DatabaseTest, ExportAndMergeRoundTripEveryField) {
   ASSERT_EQ(lines.size(), 6u);  // header, two workloads, three records
   EXPECT_EQ(lines[0].rfind(R"({"format":"kiln.autotune.tuning_records","format_version":1,)", 0),
             0u);
+  EXPECT_NE(lines[4].find(R"("num_threads":8)"), std::string::npos) << lines[4];
   auto copy = Database::open(path("b.db"));
   MergeSummary summary = copy->merge(path("a.jsonl"));
   EXPECT_EQ(summary.workloads_added, 2);
@@ -184,6 +187,34 @@ TEST_F(DatabaseTest, MergeFromAnOlderDatabaseLeavesItsFileAsItWas) {
   EXPECT_EQ(summary.records_added, 1);
   EXPECT_EQ(target->records()[0].kiln_version, "old");
   EXPECT_EQ(raw_query(path("old.db"), "PRAGMA user_version"), "1");
+}
+
+TEST_F(DatabaseTest, ExportLinesWithoutAThreadCountMergeAsUnknown) {
+  // An export of a kiln of schema version 2 has no num_threads in its records.
+  auto source = Database::open(path("a.db"));
+  fill(*source);
+  source->export_jsonl(path("a.jsonl"));
+  std::vector<std::string> lines = lines_of(path("a.jsonl"));
+  {
+    std::ofstream out(path("a.jsonl"), std::ios::trunc);
+    for (std::string line : lines) {
+      size_t at = line.find(R"("num_threads":)");
+      if (at != std::string::npos) line.erase(at, line.find(',', at) + 1 - at);
+      out << line << "\n";
+    }
+  }
+  auto target = Database::open(path("b.db"));
+  EXPECT_EQ(target->merge(path("a.jsonl")).records_added, 3);
+  for (const Record& r : target->records()) EXPECT_EQ(r.target.num_threads, 0);
+}
+
+TEST_F(DatabaseTest, MergeFromAVersion2DatabaseKeepsItsRecordsWithAnUnknownThreadCount) {
+  make_version_2_database(path("old.db"));
+  auto target = Database::open(path("b.db"));
+  MergeSummary summary = target->merge(path("old.db"));
+  EXPECT_EQ(summary.records_added, 1);
+  EXPECT_EQ(target->records()[0].target.num_threads, 0);
+  EXPECT_EQ(raw_query(path("old.db"), "PRAGMA user_version"), "2");
 }
 
 TEST_F(DatabaseTest, MergeFromANewerDatabaseIsRefusedAndChangesNothing) {

@@ -1,6 +1,7 @@
 // Tests of workloads and records: workload keys confirmed by the stored function, batches
-// committed whole or not at all, target-aware lookups, dedupe and resume counts, and rows of
-// other versions or damaged by hand skipped with a warning.
+// committed whole or not at all, target-aware lookups, thread counts (matched by the tuner's
+// lookups, preferred by best), dedupe and resume counts, and rows of other versions or damaged
+// by hand skipped with a warning.
 #include "database_test_util.h"
 
 namespace kiln::autotune::testing {
@@ -173,6 +174,85 @@ TEST_F(DatabaseTest, LookupsMatchTargetStringAndDevice) {
   EXPECT_EQ(db->best(workload_id, other_model, 10)[0].candidate_hash, 2u);
   EXPECT_EQ(db->records({workload_id, other_features, std::nullopt})[0].candidate_hash, 3u);
   EXPECT_EQ(db->records().size(), 3u);
+}
+
+TEST_F(DatabaseTest, TheTunersLookupsMatchTheThreadCount) {
+  auto db = Database::open(path());
+  int64_t workload_id = add_workload(*db).id;
+  db->commit_records({measurement(workload_id, 1, {1e-3}, zen3(1)),
+                      measurement(workload_id, 2, {2e-3}, zen3(1)),
+                      measurement(workload_id, 1, {3e-3}, zen3(2))});
+  EXPECT_EQ(db->count(workload_id, zen3(1)), 2);
+  EXPECT_EQ(db->count(workload_id, zen3(2)), 1);
+  EXPECT_EQ(db->count(workload_id, zen3(4)), 0);
+  EXPECT_EQ(db->measured_hashes(workload_id, zen3(1)), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(db->measured_hashes(workload_id, zen3(2)), (std::vector<uint64_t>{1}));
+  EXPECT_TRUE(db->is_measured(workload_id, zen3(2), 1));
+  EXPECT_FALSE(db->is_measured(workload_id, zen3(2), 2));
+  std::vector<Record> two = db->records({workload_id, zen3(2), std::nullopt});
+  ASSERT_EQ(two.size(), 1u);
+  EXPECT_EQ(two[0].target.num_threads, 2);
+  EXPECT_EQ(two[0].run_secs, (std::vector<double>{3e-3}));
+}
+
+TEST_F(DatabaseTest, BestPrefersTheThreadCountOfTheKey) {
+  auto db = Database::open(path());
+  int64_t workload_id = add_workload(*db).id;
+  // The 2-thread records are faster, and candidate 1 was measured with both counts: its samples
+  // are not pooled across them.
+  db->commit_records(
+      {measurement(workload_id, 1, {4e-3}, zen3(1)), measurement(workload_id, 2, {3e-3}, zen3(1)),
+       measurement(workload_id, 1, {1e-3}, zen3(2)), measurement(workload_id, 3, {2e-3}, zen3(2))});
+  std::vector<Record> one = db->best(workload_id, zen3(1), 5);
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(one[0].candidate_hash, 2u);
+  EXPECT_EQ(one[1].candidate_hash, 1u);
+  EXPECT_EQ(one[1].run_secs, (std::vector<double>{4e-3}));
+  for (const Record& r : one) EXPECT_EQ(r.target.num_threads, 1);
+  EXPECT_EQ(db->best(workload_id, zen3(1), 5, ThreadMatch::kExact).size(), 2u);
+  EXPECT_TRUE(db->take_warnings().empty());
+}
+
+TEST_F(DatabaseTest, BestFallsBackToTheFastestOfOtherThreadCounts) {
+  auto db = Database::open(path());
+  int64_t workload_id = add_workload(*db).id;
+  TargetKey other_model = zen3(4);
+  other_model.device_model = "AMD EPYC 7R13";
+  Measurement failed = measurement(workload_id, 9, {}, zen3(4));
+  failed.status = RecordStatus::kRunError;
+  db->commit_records({measurement(workload_id, 1, {4e-3}, zen3(1)),
+                      measurement(workload_id, 2, {2e-3}, zen3(2)),
+                      measurement(workload_id, 3, {3e-3}, zen3()),
+                      measurement(workload_id, 4, {1e-4}, other_model), failed});
+  // No ok record of 4 threads: the fastest of the other counts (unknown included), each with
+  // its own count; never the record of another device.
+  std::vector<Record> best = db->best(workload_id, zen3(4), 5);
+  ASSERT_EQ(best.size(), 3u);
+  EXPECT_EQ(best[0].candidate_hash, 2u);
+  EXPECT_EQ(best[0].target.num_threads, 2);
+  EXPECT_EQ(best[1].candidate_hash, 3u);
+  EXPECT_EQ(best[1].target.num_threads, 0);
+  EXPECT_EQ(best[2].target.num_threads, 1);
+  // The tuner's own lookup takes none of them.
+  EXPECT_TRUE(db->best(workload_id, zen3(4), 5, ThreadMatch::kExact).empty());
+  EXPECT_EQ(db->best(workload_id, other_model, 5)[0].candidate_hash, 4u);
+}
+
+TEST_F(DatabaseTest, NegativeThreadCountIsRefused) {
+  auto db = Database::open(path());
+  int64_t workload_id = add_workload(*db).id;
+  EXPECT_EQ(error_of([&] {
+              db->commit_records({measurement(workload_id, 1, {1e-3}, zen3(-1))});
+            }).message,
+            "kiln.autotune.Database.commit_records: measurement 1 of 1 (candidate "
+            "0000000000000001): num_threads must be the number of threads the kernel ran on (>= "
+            "1), or 0 when it is unknown, found -1 for target '" +
+                zen3().target + "'");
+  EXPECT_NE(error_of([&] {
+              db->count(workload_id, zen3(-2));
+            }).message.find("kiln.autotune.Database.count: num_threads must be"),
+            std::string::npos);
+  EXPECT_EQ(db->size(), 0);
 }
 
 TEST_F(DatabaseTest, LookupsArePerWorkload) {

@@ -62,8 +62,10 @@ std::string schema_of(const std::string& path) {
                    "pragma_table_info('workloads')") +
          " | " +
          raw_query(path,
-                   "SELECT group_concat(name || ' ' || tbl_name, ', ') FROM (SELECT name, "
-                   "tbl_name FROM sqlite_master WHERE type = 'index' ORDER BY name)");
+                   "SELECT group_concat(name || ' ' || tbl_name || ' (' || (SELECT "
+                   "group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info(i.name) "
+                   "ORDER BY seqno)) || ')', ', ') FROM (SELECT name, tbl_name FROM sqlite_master "
+                   "WHERE type = 'index' ORDER BY name) AS i");
 }
 
 TEST_F(DatabaseTest, Version1FileIsMigratedKeepingItsRecords) {
@@ -81,12 +83,41 @@ TEST_F(DatabaseTest, Version1FileIsMigratedKeepingItsRecords) {
   EXPECT_TRUE(db->take_warnings().empty());
 }
 
+TEST_F(DatabaseTest, Version2FileIsMigratedWithTheThreadCountOfItsRecordsUnknown) {
+  make_version_2_database(path("old.db"));
+  auto db = Database::open(path("old.db"));
+  EXPECT_EQ(raw_query(path("old.db"), "PRAGMA user_version"), std::to_string(schema_version()));
+  std::vector<Record> records = db->records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].target.num_threads, 0);
+  EXPECT_EQ(records[0].run_secs, (std::vector<double>{1e-3, 3e-3}));
+  EXPECT_EQ(records[0].search_json, R"({"generation":1})");
+  // Its record is still applied to a build of any thread count, as another count's.
+  std::vector<Record> best = db->best(1, zen3(4), 1);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best[0].candidate_hash, 0x2au);
+  EXPECT_EQ(best[0].target.num_threads, 0);
+  // A tuning run for 4 threads measures afresh.
+  EXPECT_EQ(db->count(1, zen3(4)), 0);
+  EXPECT_EQ(db->count(1, zen3()), 1);
+  EXPECT_TRUE(db->take_warnings().empty());
+}
+
 TEST_F(DatabaseTest, MigratedFileHasTheSchemaOfANewOne) {
-  make_version_1_database(path("old.db"));
-  Database::open(path("old.db"));
+  make_version_1_database(path("v1.db"));
+  make_version_2_database(path("v2.db"));
+  Database::open(path("v1.db"));
+  Database::open(path("v2.db"));
   Database::open(path("new.db"));
-  EXPECT_NE(schema_of(path("new.db")).find("search_json TEXT 1 '{}'"), std::string::npos);
-  EXPECT_EQ(schema_of(path("old.db")), schema_of(path("new.db")));
+  std::string schema = schema_of(path("new.db"));
+  EXPECT_NE(schema.find("search_json TEXT 1 '{}', num_threads INTEGER 1 0"), std::string::npos)
+      << schema;
+  EXPECT_NE(schema.find("records_by_candidate records (workload_id target device_model "
+                        "device_features num_threads candidate_hash)"),
+            std::string::npos)
+      << schema;
+  EXPECT_EQ(schema_of(path("v1.db")), schema);
+  EXPECT_EQ(schema_of(path("v2.db")), schema);
 }
 
 TEST_F(DatabaseTest, NewerSchemaVersionIsRefused) {

@@ -42,9 +42,10 @@ inline Workload add_workload(Database& db, uint64_t hash = 0x1234abcd5678ef00,
   return db.commit_workload(hash, func_json, same_text(func_json));
 }
 
-inline TargetKey zen3() {
+// The key of the sample records; num_threads 0: an unknown thread count.
+inline TargetKey zen3(int num_threads = 0) {
   return {"llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver3 -mattr=+avx2,+fma", "AMD EPYC 7B13",
-          "avx2,fma"};
+          "avx2,fma", num_threads};
 }
 
 inline Measurement measurement(int64_t workload_id, uint64_t candidate_hash,
@@ -127,6 +128,53 @@ INSERT INTO records VALUES (1, 1, 'llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver
   '[0.001,0.003]', 0.002, 1.0, 'ok', '', 'old', 1, '2024-01-02T03:04:06.000Z');
 PRAGMA application_id = 1802071150;
 PRAGMA user_version = 1;
+)sql");
+}
+
+// Writes a tuning database of schema version 2 (records without their thread count) with the
+// schema that kiln created (copied from it), one workload (id 1) and one ok record (candidate
+// 0x2a, 1 ms and 3 ms, with search metadata).
+inline void make_version_2_database(const std::string& path) {
+  raw_sql(path, R"sql(
+CREATE TABLE workloads (
+  id INTEGER PRIMARY KEY,
+  key_version INTEGER NOT NULL,
+  structural_hash TEXT NOT NULL,
+  func_json TEXT NOT NULL,
+  created TEXT NOT NULL
+);
+CREATE INDEX workloads_by_key ON workloads (key_version, structural_hash);
+CREATE TABLE records (
+  id INTEGER PRIMARY KEY,
+  workload_id INTEGER NOT NULL REFERENCES workloads (id),
+  target TEXT NOT NULL,
+  target_kind TEXT NOT NULL,
+  device_model TEXT NOT NULL,
+  device_features TEXT NOT NULL,
+  trace_json TEXT NOT NULL,
+  candidate_hash TEXT NOT NULL,
+  run_secs_json TEXT NOT NULL,
+  median REAL,
+  spread REAL,
+  status TEXT NOT NULL,
+  error TEXT NOT NULL,
+  kiln_version TEXT NOT NULL,
+  ir_format_version INTEGER NOT NULL,
+  created TEXT NOT NULL,
+  search_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX records_by_candidate
+  ON records (workload_id, target, device_model, device_features, candidate_hash);
+CREATE INDEX records_by_median
+  ON records (workload_id, target, device_model, device_features, status, median);
+INSERT INTO workloads VALUES (1, 1, '1234abcd5678ef00', '{"func": "gemm"}',
+                              '2024-01-02T03:04:05.000Z');
+INSERT INTO records VALUES (1, 1, 'llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver3 -mattr=+avx2,+fma',
+  'llvm', 'AMD EPYC 7B13', 'avx2,fma', '{"version":1,"instructions":[]}', '000000000000002a',
+  '[0.001,0.003]', 0.002, 1.0, 'ok', '', 'old', 1, '2024-01-02T03:04:06.000Z',
+  '{"generation":1}');
+PRAGMA application_id = 1802071150;
+PRAGMA user_version = 2;
 )sql");
 }
 

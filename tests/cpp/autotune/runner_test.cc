@@ -19,6 +19,7 @@
 #include "kiln/autotune/runner.h"
 #include "kiln/ir/buffer.h"
 #include "kiln/ir/op.h"
+#include "kiln/runtime/c_runtime_api.h"
 #include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/loop_transformation.h"
@@ -366,6 +367,17 @@ TEST(Runner, TargetKeyNamesTheCpuAndTheTargetFeatures) {
   std::string features;
   for (const std::string& f : host.isa_features()) features += (features.empty() ? "" : ",") + f;
   EXPECT_EQ(key.device_features, features);
+}
+
+TEST(Runner, TargetKeyNamesTheThreadsTheWorkerRanWith) {
+  RunnerConfig config = fast_config();
+  config.num_threads = 3;
+  EXPECT_EQ(runner_for(scale(2.0), config)->target_key().num_threads, 3);
+  // The runtime's default is resolved to the count in effect in the worker, never 0.
+  config.num_threads = 0;
+  int threads = runner_for(scale(2.0), config)->target_key().num_threads;
+  EXPECT_GE(threads, 1);
+  EXPECT_EQ(threads, KilnGetNumThreads());
 }
 
 template <class F>
