@@ -104,6 +104,14 @@ void warn_about_other_versions(Database::Impl& impl) {
   }
 }
 
+// Whether a record's search metadata is the tuner's verdict of a final interleaved round.
+bool is_verdict(const std::string& search_json) {
+  detail::Json search = detail::Json::parse(search_json, nullptr, false);
+  if (!search.is_object()) return false;
+  auto it = search.find("winner");
+  return it != search.end() && it->is_boolean() && it->get<bool>();
+}
+
 }  // namespace
 
 Database::Database(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -251,6 +259,7 @@ std::vector<Record> Database::best(int64_t workload_id, const TargetKey& target,
   // its samples, so that one lucky short measurement does not outrank many; samples of another
   // thread count are another measurement.
   std::map<std::pair<int, uint64_t>, Record> pooled;
+  std::map<int, std::pair<int64_t, uint64_t>> winners;  // per thread count: latest id, hash
   bool has_same_threads = false;
   impl_->queries->select_best(
       workload_id, detail::target_columns(target), impl_->options.ir_format_version,
@@ -262,6 +271,10 @@ std::vector<Record> Database::best(int64_t workload_id, const TargetKey& target,
           return true;
         }
         has_same_threads |= record->target.num_threads == target.num_threads;
+        if (is_verdict(record->search_json)) {
+          auto& winner = winners[record->target.num_threads];
+          if (record->id > winner.first) winner = {record->id, record->candidate_hash};
+        }
         auto key = std::make_pair(record->target.num_threads, record->candidate_hash);
         auto it = pooled.find(key);
         if (it == pooled.end()) {
@@ -290,7 +303,12 @@ std::vector<Record> Database::best(int64_t workload_id, const TargetKey& target,
     record.spread = median > 0 ? (sorted.back() - sorted.front()) / median : 0.0;
     best.push_back(std::move(record));
   }
-  std::sort(best.begin(), best.end(), [](const Record& a, const Record& b) {
+  auto won = [&winners](const Record& r) {
+    auto it = winners.find(r.target.num_threads);
+    return it != winners.end() && it->second.second == r.candidate_hash;
+  };
+  std::sort(best.begin(), best.end(), [&won](const Record& a, const Record& b) {
+    if (won(a) != won(b)) return won(a);
     return *a.median < *b.median || (*a.median == *b.median && a.id < b.id);
   });
   if (static_cast<int64_t>(best.size()) > k) best.resize(static_cast<size_t>(k));

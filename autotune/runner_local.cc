@@ -21,6 +21,7 @@
 #include "kiln/autotune/runner.h"
 #include "kiln/ir/serialize.h"
 #include "kiln/runtime/c_runtime_api.h"
+#include "kiln/schedule/tensor_intrin.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {
@@ -354,6 +355,11 @@ class LocalRunner final : public Runner {
     request.atol = config_.atol;
     for (int32_t i = 0; KilnLoadedLibrary(i) != nullptr; ++i) {
       request.libraries.emplace_back(KilnLoadedLibrary(i));
+    }
+    for (const std::string& name : schedule::tensor_intrin_names()) {
+      schedule::TensorIntrin intrin = schedule::get_tensor_intrin(name);
+      request.intrinsics.push_back({name, ir::save_json(intrin.desc), ir::save_json(intrin.impl),
+                                    intrin.required_features});
     }
     {
       std::lock_guard<std::mutex> lock(references_mutex_);

@@ -167,8 +167,17 @@ Message to_message(const TaskRequest& request) {
   h["has_reference"] = request.reference.has_value();
   h["restore_each_call"] = request.restore_each_call;
   h["libraries"] = request.libraries;
+  Json intrinsics = Json::array();
+  for (const TaskRequest::Intrinsic& intrin : request.intrinsics) {
+    intrinsics.push_back({{"name", intrin.name}, {"required_features", intrin.required_features}});
+  }
+  h["intrinsics"] = intrinsics;
   message.blobs.push_back(request.func_json);
   if (request.reference) message.blobs.push_back(*request.reference);
+  for (const TaskRequest::Intrinsic& intrin : request.intrinsics) {
+    message.blobs.push_back(intrin.desc_json);
+    message.blobs.push_back(intrin.impl_json);
+  }
   return message;
 }
 
@@ -185,10 +194,22 @@ TaskRequest task_request_of(const Message& message) {
   request.restore_each_call = field<bool>(message, "restore_each_call");
   request.libraries = field<std::vector<std::string>>(message, "libraries");
   bool has_reference = field<bool>(message, "has_reference");
-  internal_check(message.blobs.size() == (has_reference ? 2u : 1u))
+  Json intrinsics = field<Json>(message, "intrinsics");
+  size_t first_intrinsic = has_reference ? 2 : 1;
+  internal_check(intrinsics.is_array() &&
+                 message.blobs.size() == first_intrinsic + 2 * intrinsics.size())
       << "tune worker protocol: a task message with " << message.blobs.size() << " blobs";
   request.func_json = message.blobs[0];
   if (has_reference) request.reference = message.blobs[1];
+  for (size_t i = 0; i < intrinsics.size(); ++i) {
+    TaskRequest::Intrinsic intrin;
+    intrin.name = intrinsics[i].at("name").get<std::string>();
+    intrin.required_features =
+        intrinsics[i].at("required_features").get<std::vector<std::string>>();
+    intrin.desc_json = message.blobs[first_intrinsic + 2 * i];
+    intrin.impl_json = message.blobs[first_intrinsic + 2 * i + 1];
+    request.intrinsics.push_back(std::move(intrin));
+  }
   return request;
 }
 

@@ -5,7 +5,7 @@
 //
 // The conversation (parent -> worker, worker -> parent):
 //   on start                        <- hello {protocol}
-//   task {target, seed, ...} [func, reference?]
+//   task {target, seed, ...} [func, reference?, (desc, impl) per tensor intrinsic]
 //                                   <- task_ready {restore_each_call, num_threads} [reference?]
 //                                      | task_error
 //   candidate {slot, fault, timing} [module]
@@ -77,6 +77,14 @@ struct TaskRequest {
   bool restore_each_call = false;
   // The libraries the parent opened with KilnLoadLibrary: extern calls may need them.
   std::vector<std::string> libraries;
+  // The tensor intrinsics registered in the parent (ones registered from Python included): a
+  // candidate's build checks the features of those it uses, by name.
+  struct Intrinsic {
+    std::string name;
+    std::string desc_json, impl_json;  // ir::save_json of the PrimFuncs
+    std::vector<std::string> required_features;
+  };
+  std::vector<Intrinsic> intrinsics;
 };
 Message to_message(const TaskRequest& request);
 TaskRequest task_request_of(const Message& message);

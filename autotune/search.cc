@@ -518,8 +518,16 @@ class TaskSearch {
     }
     if (members.size() < 2) return;
     std::vector<MeasureResult> results = runner_.run_interleaved(inputs, config_.final_rounds);
-    // The final records hold many samples: the best is decided by them (the database pools a
-    // candidate's samples).
+    // The verdict: the lowest median of these rounds, which timed the members side by side;
+    // its record says so, and the database ranks its candidate first (samples of other times
+    // compare less well when the machine's speed moved).
+    int winner = -1;
+    for (size_t i = 0; i < members.size() && i < results.size(); ++i) {
+      if (results[i].status != RecordStatus::kOk || results[i].run_secs.empty()) continue;
+      if (winner < 0 || median(results[i].run_secs) < median(results[winner].run_secs)) {
+        winner = static_cast<int>(i);
+      }
+    }
     std::vector<Measurement> records;
     for (size_t i = 0; i < members.size() && i < results.size(); ++i) {
       const MeasureResult& r = results[i];
@@ -532,7 +540,9 @@ class TaskSearch {
       record.error = r.error;
       if (r.status == RecordStatus::kOk) record.run_secs = r.run_secs;
       record.kiln_version = kKilnVersion;
-      record.search_json = Json{{"stage", "final"}, {"sketch", members[i].candidate.sketch}}.dump();
+      Json search = {{"stage", "final"}, {"sketch", members[i].candidate.sketch}};
+      if (static_cast<int>(i) == winner) search["winner"] = true;
+      record.search_json = search.dump();
       records.push_back(std::move(record));
     }
     db_.commit_records(records);

@@ -18,6 +18,7 @@
 #include "kiln/driver/build.h"
 #include "kiln/ir/serialize.h"
 #include "kiln/runtime/ndarray.h"
+#include "kiln/schedule/tensor_intrin.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune::detail {
@@ -115,6 +116,15 @@ class Worker {
     task->tolerance = Tolerance{request.rtol, request.atol};
     task->flush_cache = request.flush_cache;
     KilnSetNumThreads(request.num_threads);
+    try {
+      for (const TaskRequest::Intrinsic& intrin : request.intrinsics) {
+        schedule::register_tensor_intrin(intrin.name, ir::load_prim_func(intrin.desc_json),
+                                         ir::load_prim_func(intrin.impl_json), /*override=*/true,
+                                         intrin.required_features);
+      }
+    } catch (const std::exception& e) {
+      return task_error_message(std::string("its tensor intrinsics do not load: ") + e.what());
+    }
     for (const std::string& library : request.libraries) {
       if (KilnLoadLibrary(library.c_str()) != 0) return task_error_message(KilnGetLastError());
     }

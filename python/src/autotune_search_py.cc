@@ -46,6 +46,16 @@ autotune::SearchConfig to_search_config(const py::dict& d, const char* api) {
       << api << ": drift_threshold must be in [0, 1), found " << c.drift_threshold;
   c.seed = static_cast<uint64_t>(get("seed", 0));
   c.space.num_threads = static_cast<int>(get("num_threads", 0));
+  py::handle intrinsics = d["tensor_intrinsics"];
+  if (!intrinsics.is_none()) {
+    if (!py::isinstance<py::list>(intrinsics) && !py::isinstance<py::tuple>(intrinsics)) {
+      raise_type_error(api, "tensor_intrinsics", "a list of str", intrinsics);
+    }
+    c.space.tensor_intrinsics.clear();
+    for (py::handle name : intrinsics) {
+      c.space.tensor_intrinsics.push_back(to_str(name, api, "tensor_intrinsics[i]"));
+    }
+  }
   return c;
 }
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import kiln
+from kiln import autotune as ms
 from kiln import te, tir
 from kiln.autotune import SpaceGenerator, extract_features
 from kiln.target import Target
@@ -281,3 +282,34 @@ def test_tensorized_candidates_run_with_vpdpbusd_on_this_cpu(layout, seed):
     expected = args[0].astype("int32") @ (args[1].T if layout == "nk" else args[1]).astype("int32")
     rt(*args)
     np.testing.assert_array_equal(args[-1], expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tuning with an intrinsic registered from Python: the runner's workers get it too
+
+def test_the_runner_measures_candidates_of_an_intrinsic_registered_from_python(
+        reference_intrinsic):
+    func = int8_matmul()
+    space = SpaceGenerator(func, HASWELL, tensor_intrinsics=[reference_intrinsic])
+    candidates = [space.sample(2, seed) for seed in range(2)]
+    with ms.LocalRunner(repeat=1, min_repeat_ms=1) as runner:
+        runner.set_task(func, HASWELL)
+        results = runner.run([c.mod for c in candidates])
+    for result in results:
+        assert result.status == "ok", result.error
+
+
+def test_tune_tir_tensorizes_with_the_intrinsics_it_is_given(reference_intrinsic, tmp_path):
+    # epsilon 1: every candidate is a random sample, a third of them from the tensorized
+    # sketch (the cost model would pick what it rates best, maybe none of them).
+    func = int8_matmul()
+    db = ms.tune_tir(func, target=HASWELL, work_dir=tmp_path, max_trials_global=24,
+                     num_trials_per_iter=12, tensor_intrinsics=[reference_intrinsic],
+                     epsilon=1.0, progress=False)
+    records = db.records()
+    tensorized = [r for r in records if reference_intrinsic in str(r.trace)]
+    assert tensorized, [r.search for r in records]
+    assert all(r.status == "ok" for r in tensorized), [r.error for r in tensorized]
+    with pytest.raises(kiln.KilnTypeError, match="tensor_intrinsics must be a list of str"):
+        ms.tune_tir(func, target=HASWELL, work_dir=tmp_path, max_trials_global=1,
+                    tensor_intrinsics=reference_intrinsic, progress=False)

@@ -182,9 +182,13 @@ class Database {
   // The k fastest candidates of `workload_id` on `target` among ok records measured with
   // target.num_threads threads: one record per candidate hash (the one with the most samples),
   // whose run_secs pool the samples of all the candidate's ok records and whose median and
-  // spread are those of the pool; by median, ties by id. With ThreadMatch::kPreferred and no
-  // such record, the k fastest of the records of every other thread count (unknown included),
-  // pooled per candidate and thread count; each says its count in target.num_threads.
+  // spread are those of the pool; by median, ties by id. The candidate of the latest record
+  // whose search_json says {"winner": true} (the tuner's verdict after its final interleaved
+  // rounds, which timed the top candidates side by side) comes first: samples taken at other
+  // times compare less well when the machine's speed moved. With ThreadMatch::kPreferred and
+  // no such record, the k fastest of the records of every other thread count (unknown
+  // included), pooled per candidate and thread count; each says its count in
+  // target.num_threads.
   std::vector<Record> best(int64_t workload_id, const TargetKey& target, int64_t k,
                            ThreadMatch threads = ThreadMatch::kPreferred);
   // Whether a candidate with `candidate_hash` was measured (with any status) for the workload on

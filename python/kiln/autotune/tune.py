@@ -73,6 +73,7 @@ class TuneConfig:
     drift_threshold: float = 0.03
     seed: int = 1
     num_threads: int = 0
+    tensor_intrinsics: list = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -152,6 +152,37 @@ TEST_F(DatabaseTest, BestOrdersOkRecordsByMedian) {
             "kiln.autotune.Database.best: k must be >= 0, found -1");
 }
 
+TEST_F(DatabaseTest, TheLatestFinalVerdictComesFirst) {
+  // Candidate 1 had a quick screen while the machine was fast; 2 and 3 were timed side by side
+  // in a final round while it was slow, 2 winning: 2 comes first, then by median. A later final
+  // round that 3 wins overrules it.
+  auto db = Database::open(path());
+  int64_t workload_id = add_workload(*db).id;
+  db->commit_records({measurement(workload_id, 1, {1e-3}), measurement(workload_id, 2, {2e-3}),
+                      measurement(workload_id, 3, {2.2e-3})});
+  Measurement two = measurement(workload_id, 2, {3e-3, 3e-3, 3e-3});
+  two.search_json = R"({"stage": "final", "winner": true})";
+  Measurement three = measurement(workload_id, 3, {3.5e-3, 3.5e-3, 3.5e-3});
+  three.search_json = R"({"stage": "final"})";
+  db->commit_records({two, three});
+  std::vector<Record> best = db->best(workload_id, zen3(), 3);
+  ASSERT_EQ(best.size(), 3u);
+  EXPECT_EQ(best[0].candidate_hash, 2u);
+  EXPECT_EQ(best[1].candidate_hash, 1u);
+  EXPECT_EQ(best[2].candidate_hash, 3u);
+  three.search_json = R"({"stage": "final", "winner": true})";
+  three.run_secs = {2.5e-3, 2.5e-3, 2.5e-3};
+  two.search_json = R"({"stage": "final"})";
+  two.run_secs = {2.6e-3, 2.6e-3, 2.6e-3};
+  db->commit_records({two, three});
+  EXPECT_EQ(db->best(workload_id, zen3(), 1)[0].candidate_hash, 3u);
+  // Another thread count's verdict does not decide this one's.
+  Measurement other = measurement(workload_id, 1, {9e-3}, zen3(2));
+  other.search_json = R"({"stage": "final", "winner": true})";
+  db->commit_records({other});
+  EXPECT_EQ(db->best(workload_id, zen3(), 1)[0].candidate_hash, 3u);
+}
+
 TEST_F(DatabaseTest, LookupsMatchTargetStringAndDevice) {
   auto db = Database::open(path());
   int64_t workload_id = add_workload(*db).id;

@@ -120,6 +120,20 @@ TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
   EXPECT_DOUBLE_EQ(results[0].best_seconds,
                    *std::min_element(runner.times_.begin(), runner.times_.end()));
   EXPECT_TRUE(best_record(*db_, task, key).has_value());
+  // The final round's verdict: one of its two records is the winner, and it is the best.
+  RecordQuery final_round;
+  std::vector<Record> finals;
+  for (Record& r : db_->records(final_round)) {
+    if (r.search_json.find("\"final\"") != std::string::npos) finals.push_back(r);
+  }
+  ASSERT_EQ(finals.size(), 2u);
+  int winners = 0;
+  for (const Record& r : finals) {
+    if (r.search_json.find("\"winner\":true") == std::string::npos) continue;
+    ++winners;
+    EXPECT_EQ(db_->best(w.id, key, 1)[0].candidate_hash, r.candidate_hash);
+  }
+  EXPECT_EQ(winners, 1);
 }
 
 TEST_F(SearchTest, AResumedRunSpendsOnlyWhatIsLeft) {
