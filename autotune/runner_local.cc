@@ -358,8 +358,8 @@ class LocalRunner final : public Runner {
     }
     for (const std::string& name : schedule::tensor_intrin_names()) {
       schedule::TensorIntrin intrin = schedule::get_tensor_intrin(name);
-      request.intrinsics.push_back({name, ir::save_json(intrin.desc), ir::save_json(intrin.impl),
-                                    intrin.required_features});
+      request.intrinsics.push_back(
+          {name, ir::save_json(intrin.desc), ir::save_json(intrin.impl), intrin.required_features});
     }
     {
       std::lock_guard<std::mutex> lock(references_mutex_);
