@@ -21,12 +21,14 @@ constexpr int64_t kMaxUnrolledNodes = 4096;
 
 constexpr const char* kAutoMaxStep = "pragma_auto_unroll_max_step";
 constexpr const char* kExplicit = "pragma_unroll_explicit";
+constexpr const char* kLlvmUnroll = "pragma_llvm_unroll";
 
 // What the enclosing annotations ask for.
 struct Settings {
   int64_t max_step = kDefaultMaxStep;
-  bool automatic = false;  // serial loops are unrolled too (rule 2)
-  bool copy = true;        // copy bodies, or only mark loops kUnrolled
+  bool automatic = false;   // serial loops are unrolled too (rule 2)
+  bool copy = true;         // copy bodies, or only mark loops kUnrolled
+  bool llvm_unroll = true;  // LLVM may unroll the loops that stay loops
 };
 
 int64_t count_nodes(const Stmt& s) {
@@ -97,6 +99,10 @@ class LoopUnroller : public IRMutator {
                   *extent * count_nodes(body) <= kMaxUnrolledNodes && here.copy;
     if (!copies) {
       if (automatic) loop->kind = ForKind::kUnrolled;
+      if (!here.llvm_unroll && loop->kind == ForKind::kSerial) {
+        loop->annotations[kLlvmUnrollDisableAnnotation] = make_const(DataType::int32(), 1);
+        return loop;
+      }
       if (!annotated && body.same_as(op->body) && loop->kind == op->kind) return op;
       return loop;
     }
@@ -119,6 +125,14 @@ class LoopUnroller : public IRMutator {
                                    << loop->loop_var->name << " must be an integer constant";
       settings_.max_step = *value;
       settings_.automatic = *value > 0;
+      loop->annotations.erase(it);
+      found = true;
+    }
+    if (auto it = loop->annotations.find(kLlvmUnroll); it != loop->annotations.end()) {
+      const int64_t* value = as_const_int(it->second);
+      user_check(value != nullptr) << "unroll_loops: annotation " << kLlvmUnroll << " of loop "
+                                   << loop->loop_var->name << " must be an integer constant";
+      settings_.llvm_unroll = *value != 0;
       loop->annotations.erase(it);
       found = true;
     }

@@ -2,7 +2,8 @@
 // the root block, once the loops are final. Per loop nest at the root: the outer loops that
 // every block under them binds only to spatial iterators are fused, up to the largest parallel
 // extent, and made parallel; each block's innermost loop, when spatial and short enough, is
-// vectorized; the nest's outermost loop is marked for automatic unrolling.
+// vectorized; the nest's outermost loop is marked for automatic unrolling and keeps LLVM from
+// unrolling what stays a loop.
 #include <unordered_set>
 
 #include "autotune/space/space_parts.h"
@@ -97,7 +98,7 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
     for (const std::string& block : nests) {
       if (block.empty()) continue;
       if (parallel_max > 0) parallelize_outer(sch, block, parallel_max);
-      if (unroll > 0) mark_unroll(sch, block, unroll);
+      if (unroll >= 0) mark_unroll(sch, block, unroll);
     }
   }
 
@@ -150,9 +151,14 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
     if (sch.index("main").find_block(name) == nullptr) return;
     RV block = schedule::get_block(sch, name);
     RV outer = schedule::get_loops(sch, block).front();
-    schedule::annotate(sch, outer, "pragma_auto_unroll_max_step",
-                       make_const(DataType::int32(), steps));
-    schedule::annotate(sch, outer, "pragma_unroll_explicit", make_const(DataType::int32(), 1));
+    if (steps > 0) {
+      schedule::annotate(sch, outer, "pragma_auto_unroll_max_step",
+                         make_const(DataType::int32(), steps));
+      schedule::annotate(sch, outer, "pragma_unroll_explicit", make_const(DataType::int32(), 1));
+    }
+    // What is unrolled is this decision's (and the register tile's, which multi_level_tiling
+    // unrolls): LLVM's own unrolling of the nest would cost most of the build for nothing.
+    schedule::annotate(sch, outer, "pragma_llvm_unroll", make_const(DataType::int32(), 0));
   }
 
   int64_t lanes_;

@@ -10,6 +10,7 @@
 #include "kiln/schedule/annotation.h"
 #include "kiln/schedule/cache_read_write.h"
 #include "kiln/schedule/compute_at.h"
+#include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/loop_transformation.h"
 #include "kiln/schedule/sampling.h"
@@ -112,6 +113,7 @@ class MultiLevelTiling : public ScheduleRule {
     if (resident && (tiles.columns.empty() || tiles.rows.empty())) return false;
     int spatial_levels = resident ? 3 : 4;
     std::vector<std::vector<RV>> spatial, reduce;
+    std::vector<RV> row_parts;
     for (size_t l = 0; l < loops.size(); ++l) {
       int position = static_cast<int>(l);
       bool is_reduce = a.is_reduce[a.loop_iter[l]];
@@ -120,6 +122,7 @@ class MultiLevelTiling : public ScheduleRule {
         parts = split_with_inner(sch, loops[l], spatial_levels, tiles.columns);
       } else if (position == row_loop && !tiles.columns.empty() && !tiles.rows.empty()) {
         parts = split_with_inner(sch, loops[l], spatial_levels, tiles.rows);
+        row_parts = parts;
       } else {
         int levels = is_reduce ? 2 : spatial_levels;
         int max_inner =
@@ -142,6 +145,10 @@ class MultiLevelTiling : public ScheduleRule {
     level(reduce, 1);
     level(spatial, resident ? 2 : 3);
     schedule::reorder(sch, order);
+    // The rows of the register tile are unrolled here, not left to LLVM (which the
+    // parallel_vectorize_unroll postprocessor keeps from unrolling): the accumulators are then
+    // at constant offsets of the local tile and stay in registers.
+    if (!row_parts.empty()) schedule::unroll(sch, row_parts.back());
     // Step 4. Accumulate the tile of the output in a local buffer written back after S1.
     RV cache = schedule::cache_write(sch, block, 0, "local");
     schedule::reverse_compute_at(sch, cache, spatial.back()[1]);

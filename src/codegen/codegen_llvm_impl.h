@@ -154,9 +154,11 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   void emit_store(const ir::BufferStore* op);
   void emit_allocate(const ir::Allocate* op);
   void emit_for(const ir::For* op);
-  // A serial loop over [begin, end) binding `var`; `unroll` asks LLVM to unroll it fully.
+  // What a loop asks of LLVM's unroller: nothing, a full unrolling, or none at all.
+  enum class LoopUnroll { kLlvmDecides, kFull, kNever };
+  // A serial loop over [begin, end) binding `var`.
   void emit_serial_loop(const ir::Var* var, llvm::Value* begin, llvm::Value* end,
-                        const ir::Stmt& body, bool unroll);
+                        const ir::Stmt& body, LoopUnroll unroll);
   // The address of element `index` of `buffer` (a vector of addresses for a vector index).
   llvm::Value* element_address(const ir::Buffer& buffer, llvm::Value* index,
                                ir::DataType index_dtype);

@@ -185,7 +185,7 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
   llvm::Value* chunk_end = builder_.CreateBinaryIntrinsic(
       is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin,
       builder_.CreateAdd(chunk_begin, chunk), range_end, nullptr, "chunk_end");
-  emit_serial_loop(op->loop_var.get(), chunk_begin, chunk_end, op->body, false);
+  emit_serial_loop(op->loop_var.get(), chunk_begin, chunk_end, op->body, LoopUnroll::kLlvmDecides);
   builder_.CreateRet(builder_.getInt32(0));
   finish_function();
 

@@ -9,6 +9,7 @@
 #include "kiln/codegen/codegen_llvm.h"
 #include "kiln/ir/op.h"
 #include "kiln/support/error.h"
+#include "kiln/tir/unroll_loops.h"
 
 namespace kiln::codegen {
 
@@ -241,7 +242,7 @@ void CodeGenLLVM::emit_allocate(const Allocate* op) {
 }
 
 void CodeGenLLVM::emit_serial_loop(const Var* var, llvm::Value* begin, llvm::Value* end,
-                                   const Stmt& body, bool unroll) {
+                                   const Stmt& body, LoopUnroll unroll) {
   llvm::BasicBlock* preheader = builder_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(context_, "for_" + var->name, fn_.function);
   auto* loop_body = llvm::BasicBlock::Create(context_, "for_body_" + var->name, fn_.function);
@@ -268,9 +269,10 @@ void CodeGenLLVM::emit_serial_loop(const Var* var, llvm::Value* begin, llvm::Val
   std::vector<llvm::Metadata*> properties = {nullptr};
   properties.push_back(
       llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.mustprogress")}));
-  if (unroll) {
-    properties.push_back(
-        llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.full")}));
+  if (unroll != LoopUnroll::kLlvmDecides) {
+    const char* what =
+        unroll == LoopUnroll::kFull ? "llvm.loop.unroll.full" : "llvm.loop.unroll.disable";
+    properties.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, what)}));
   }
   llvm::MDNode* loop_id = llvm::MDNode::getDistinct(context_, properties);
   loop_id->replaceOperandWith(0, loop_id);
@@ -292,7 +294,13 @@ void CodeGenLLVM::emit_for(const For* op) {
   llvm::Value* begin = cast_value(emit(op->min), op->min->dtype, index);
   llvm::Value* extent = cast_value(emit(op->extent), op->extent->dtype, index);
   llvm::Value* end = builder_.CreateAdd(begin, extent);
-  emit_serial_loop(op->loop_var.get(), begin, end, op->body, op->kind == ForKind::kUnrolled);
+  LoopUnroll unroll = LoopUnroll::kLlvmDecides;
+  if (op->kind == ForKind::kUnrolled) {
+    unroll = LoopUnroll::kFull;
+  } else if (op->annotations.count(tir::kLlvmUnrollDisableAnnotation) != 0) {
+    unroll = LoopUnroll::kNever;
+  }
+  emit_serial_loop(op->loop_var.get(), begin, end, op->body, unroll);
 }
 
 void CodeGenLLVM::emit_stmt(const Stmt& s) {

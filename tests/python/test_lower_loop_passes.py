@@ -4,6 +4,7 @@ kiln.tir.transform. Each checks the IR and the numbers on the reference interpre
 NumPy."""
 import numpy as np
 
+import kiln
 from kiln import te, tir
 from kiln.tir import transform
 
@@ -98,4 +99,21 @@ def test_auto_unroll_annotation():
     lowered = tir.lower(sch.mod["main"])
     assert "for" not in lowered.script()
     a, b = run_elementwise(lowered, 16)
+    np.testing.assert_array_equal(b, a * np.float32(2) + np.float32(1))
+
+
+def test_llvm_unroll_zero_keeps_llvm_from_unrolling_the_loops_left():
+    # pragma_llvm_unroll = 0 (what the tuner puts on every nest it schedules): the loop that
+    # stays a loop carries llvm.loop.unroll.disable into LLVM, and the result is unchanged.
+    sch = tir.Schedule(elementwise(1024))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    outer, _ = sch.split(i, factors=[None, 4])
+    sch.annotate(outer, "pragma_auto_unroll_max_step", 4)
+    sch.annotate(outer, "pragma_llvm_unroll", 0)
+    assert "kiln.llvm_unroll_disable" in tir.lower(sch.mod["main"]).script()
+    rt = kiln.build(sch.mod)
+    assert "llvm.loop.unroll.disable" in rt.get_source("ll")
+    a = np.arange(1024, dtype="float32")
+    b = np.zeros(1024, "float32")
+    rt(a, b)
     np.testing.assert_array_equal(b, a * np.float32(2) + np.float32(1))

@@ -20,7 +20,11 @@ namespace kiln::tir {
 //     (stores and evaluations) its body runs is at most N.
 //  3. "pragma_unroll_explicit" = 0 on a loop (or an enclosing one) keeps the loops chosen by 1
 //     and 2 as loops of kind kUnrolled rather than copying them; 1 (the default) copies them.
-// The two annotations are removed from the loops that carry them. Extent 0 becomes a no-op.
+//  4. "pragma_llvm_unroll" = 0 on a loop (or an enclosing one) gives every serial loop under it
+//     that stays a loop the annotation kLlvmUnrollDisableAnnotation: the code generator tells
+//     LLVM not to unroll it (kiln decided what to unroll; LLVM's own unrolling of a tuned nest
+//     costs most of its build time). 1 (the default) leaves them to LLVM.
+// The three annotations are removed from the loops that carry them. Extent 0 becomes a no-op.
 //
 //   for i in T.unroll(3):           =>    A[0] = B[0]
 //     A[i] = B[i]                          A[1] = B[1]
@@ -29,5 +33,8 @@ namespace kiln::tir {
 // Returns `func` itself when nothing is unrolled. Tested by tests/cpp/tir/unroll_loops_test.cc
 // and tests/python/test_lower_loop_passes.py.
 ir::Ref<ir::PrimFunc> unroll_loops(const ir::Ref<ir::PrimFunc>& func);
+
+// The loop annotation of rule 4, read by the LLVM code generator.
+constexpr const char* kLlvmUnrollDisableAnnotation = "kiln.llvm_unroll_disable";
 
 }  // namespace kiln::tir

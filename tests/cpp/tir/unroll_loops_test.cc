@@ -117,6 +117,29 @@ TEST(UnrollLoops, ExplicitZeroMarksLoopsForTheBackend) {
             "        B[i * 4 + j] = A[i * 4 + j]");
 }
 
+TEST(UnrollLoops, LlvmUnrollZeroMarksTheLoopsThatStayLoops) {
+  // Under pragma_llvm_unroll = 0: the loop copied (j, 4 steps) is gone, the serial loops that
+  // stay (i, too long) carry the mark for the code generator, a kUnrolled one above the limits
+  // (k) stays kUnrolled without it; the annotations themselves are consumed.
+  Ref<Var> i = make_var("i"), j = make_var("j"), k = make_var("k");
+  Ref<Buffer> a = buffer_1d("A", i32(1024)), b = buffer_1d("B", i32(1024));
+  Expr index = i * 4 + j;
+  Stmt inner = loop(j, 4, buffer_store(b, buffer_load(a, {index}), {index}), ForKind::kUnrolled);
+  Stmt outer = with_annotation(loop(i, 200, inner), "pragma_llvm_unroll", 0);
+  Stmt big = loop(k, 100, buffer_store(b, buffer_load(a, {k}), {k}), ForKind::kUnrolled);
+  big = with_annotation(big, "pragma_llvm_unroll", 0);
+  Ref<PrimFunc> result = unroll_loops(make_func({a, b}, seq({outer, big})));
+  std::vector<const For*> loops = loops_of(result->body);
+  ASSERT_EQ(loops.size(), 2u);
+  EXPECT_EQ(loops[0]->loop_var.get(), i.get());
+  EXPECT_EQ(loops[0]->kind, ForKind::kSerial);
+  ASSERT_EQ(loops[0]->annotations.size(), 1u);
+  EXPECT_EQ(loops[0]->annotations.count(kLlvmUnrollDisableAnnotation), 1u);
+  EXPECT_EQ(loops[1]->kind, ForKind::kUnrolled);
+  EXPECT_TRUE(loops[1]->annotations.empty());
+  EXPECT_EQ(count_kind(loops[0]->body, NodeKind::BufferStore), 4);
+}
+
 TEST(UnrollLoops, ExtentZeroBecomesANoOp) {
   Ref<Var> i = make_var("i");
   Ref<Buffer> b = buffer_1d("B", i32(1));
