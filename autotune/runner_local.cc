@@ -493,10 +493,7 @@ class LocalRunner final : public Runner {
     detail::CandidateRequest request;
     request.slot = slot;
     request.fault = fault;
-    request.warmup = config_.warmup;
-    request.number = config_.number;
-    request.repeat = repeat;
-    request.min_repeat_ms = config_.min_repeat_ms;
+    request.timing = {config_.warmup, config_.number, repeat, config_.min_repeat_ms};
     request.module_json = module_json;
     std::optional<MeasureResult> result =
         exchange_once_started(api, lane, detail::to_message(request), check);

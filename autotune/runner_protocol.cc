@@ -213,15 +213,33 @@ TaskRequest task_request_of(const Message& message) {
   return request;
 }
 
+namespace {
+
+// The fields of a TimingRequest, in a candidate or a time request.
+void put_timing(const TimingRequest& timing, Json* header) {
+  (*header)["warmup"] = timing.warmup;
+  (*header)["number"] = timing.number;
+  (*header)["repeat"] = timing.repeat;
+  (*header)["min_repeat_ms"] = timing.min_repeat_ms;
+}
+
+TimingRequest timing_fields(const Message& message) {
+  TimingRequest timing;
+  timing.warmup = field<int>(message, "warmup");
+  timing.number = field<int>(message, "number");
+  timing.repeat = field<int>(message, "repeat");
+  timing.min_repeat_ms = field<double>(message, "min_repeat_ms");
+  return timing;
+}
+
+}  // namespace
+
 Message to_message(const CandidateRequest& request) {
   Message message = typed("candidate");
   Json& h = message.header;
   h["slot"] = request.slot;
   h["fault"] = request.fault;
-  h["warmup"] = request.warmup;
-  h["number"] = request.number;
-  h["repeat"] = request.repeat;
-  h["min_repeat_ms"] = request.min_repeat_ms;
+  put_timing(request.timing, &h);
   message.blobs.push_back(request.module_json);
   return message;
 }
@@ -232,10 +250,7 @@ CandidateRequest candidate_request_of(const Message& message) {
   CandidateRequest request;
   request.slot = field<int>(message, "slot");
   request.fault = field<std::string>(message, "fault");
-  request.warmup = field<int>(message, "warmup");
-  request.number = field<int>(message, "number");
-  request.repeat = field<int>(message, "repeat");
-  request.min_repeat_ms = field<double>(message, "min_repeat_ms");
+  request.timing = timing_fields(message);
   request.module_json = message.blobs[0];
   return request;
 }
@@ -248,23 +263,14 @@ Message time_request(int slot) {
 
 Message time_request(int slot, const TimingRequest& timing) {
   Message message = time_request(slot);
-  Json& h = message.header;
-  h["warmup"] = timing.warmup;
-  h["number"] = timing.number;
-  h["repeat"] = timing.repeat;
-  h["min_repeat_ms"] = timing.min_repeat_ms;
+  put_timing(timing, &message.header);
   return message;
 }
 
 std::optional<TimingRequest> timing_of(const Message& message) {
   expect_type(message, "time");
   if (!message.header.contains("repeat")) return std::nullopt;
-  TimingRequest timing;
-  timing.warmup = field<int>(message, "warmup");
-  timing.number = field<int>(message, "number");
-  timing.repeat = field<int>(message, "repeat");
-  timing.min_repeat_ms = field<double>(message, "min_repeat_ms");
-  return timing;
+  return timing_fields(message);
 }
 
 Message release_request() {

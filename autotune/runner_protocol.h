@@ -89,25 +89,24 @@ struct TaskRequest {
 Message to_message(const TaskRequest& request);
 TaskRequest task_request_of(const Message& message);
 
-// One candidate: build, check, then `repeat` timed repeats (0 for a load: warm-up only; -1 to
-// stage it: no warm-up, no timing, kept for one timed request). With slot >= 0 the worker keeps
-// it built under that number for later `time` requests.
-struct CandidateRequest {
-  int slot = -1;
-  std::string module_json;
-  std::string fault;
-  int warmup = 0, number = 0, repeat = 0;
-  double min_repeat_ms = 0;
-};
-Message to_message(const CandidateRequest& request);
-CandidateRequest candidate_request_of(const Message& message);
-
 // The timing of a candidate: the warm-up, the calls per repeat (0: picked from min_repeat_ms)
 // and the repeats.
 struct TimingRequest {
   int warmup = 0, number = 0, repeat = 0;
   double min_repeat_ms = 0;
 };
+
+// One candidate: build, check, then timing.repeat timed repeats (0 for a load: warm-up only;
+// -1 to stage it: no warm-up, no timing, kept for one timed request). With slot >= 0 the worker
+// keeps it built under that number for later `time` requests.
+struct CandidateRequest {
+  int slot = -1;
+  std::string module_json;
+  std::string fault;
+  TimingRequest timing;
+};
+Message to_message(const CandidateRequest& request);
+CandidateRequest candidate_request_of(const Message& message);
 
 // One more round of the candidate kept in `slot` (run_interleaved).
 Message time_request(int slot);

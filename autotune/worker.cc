@@ -177,6 +177,18 @@ class Worker {
     return h;
   }
 
+  // The plan of a timing request, with the task's cache flush and argument restoring.
+  TimingPlan plan_for(const TimingRequest& timing) const {
+    TimingPlan plan;
+    plan.warmup = timing.warmup;
+    plan.number = timing.number;
+    plan.repeat = timing.repeat;
+    plan.min_repeat_ms = timing.min_repeat_ms;
+    plan.flush_cache = task_->flush_cache;
+    plan.restore_each_call = task_->restore_each_call;
+    return plan;
+  }
+
   // Times with `plan`, then checks the results of the last call. Fills `result`.
   void time_and_recheck(KilnFunctionHandle function, const TimingPlan& plan, int* number,
                         MeasureResult* result) {
@@ -252,20 +264,14 @@ class Worker {
 
     // Step 3. Time (a load for run_interleaved only warms up and picks the number; a staged
     // candidate waits for its `time` request).
-    if (request.repeat < 0) {
+    if (request.timing.repeat < 0) {
       internal_check(request.slot >= 0) << "tune worker: a staged candidate without a slot";
       Kept& kept = kept_[request.slot];
       kept.module = std::move(built);
       kept.function = function;
       return result;
     }
-    TimingPlan plan;
-    plan.warmup = request.warmup;
-    plan.number = request.number;
-    plan.repeat = request.repeat;
-    plan.min_repeat_ms = request.min_repeat_ms;
-    plan.flush_cache = task_->flush_cache;
-    plan.restore_each_call = task_->restore_each_call;
+    TimingPlan plan = plan_for(request.timing);
     int number = 0;
     time_and_recheck(function, plan, &number, &result);
     if (request.slot >= 0 && result.status == RecordStatus::kOk) {
@@ -288,16 +294,9 @@ class Worker {
     // Other candidates ran on the arguments since this one's check: fresh ones, so that the
     // check after the timed calls sees only what this candidate wrote.
     task_->args->restore_all();
-    TimingPlan plan;
-    plan.warmup = timing.warmup;
-    plan.number = timing.number;
-    plan.repeat = timing.repeat;
-    plan.min_repeat_ms = timing.min_repeat_ms;
-    plan.flush_cache = task_->flush_cache;
-    plan.restore_each_call = task_->restore_each_call;
     int number = 0;
     MeasureResult result;
-    time_and_recheck(it->second.function, plan, &number, &result);
+    time_and_recheck(it->second.function, plan_for(timing), &number, &result);
     kept_.erase(it);
     return result;
   }

@@ -49,6 +49,24 @@ class PackOperand : public Postproc {
   }
 
  private:
+  // The copy of read `index` of block `name` (cache_read), laid out by `layout`: the copy's
+  // indices from the operand's d0, d1, ….
+  template <class Layout>
+  static RV packed_copy(schedule::Schedule& sch, const std::string& name, int64_t index, int ndim,
+                        Layout layout) {
+    RV packed = schedule::cache_read(sch, schedule::get_block(sch, name), index, "global");
+    std::vector<Ref<Var>> dims;
+    std::vector<Expr> indices;
+    for (int d = 0; d < ndim; ++d) {
+      dims.push_back(make_var("d" + std::to_string(d)));
+      indices.push_back(dims.back());
+    }
+    schedule::transform_layout(sch, packed,
+                               std::make_pair(schedule::BufferIndexType::kWrite, int64_t{0}),
+                               schedule::IndexMap(dims, layout(indices)));
+    return packed;
+  }
+
   // Step 1. The tile: the extent of the block's innermost loop, which must divide the packed
   // dimension. Step 2. The copy and its layout. Step 3. The copy's innermost tile in vectors.
   static void pack_read(schedule::Schedule& sch, const std::string& name, int64_t index) {
@@ -62,17 +80,13 @@ class PackOperand : public Postproc {
       return;  // nothing to gain, or a layout transform_layout cannot make without padding
     }
     int64_t nr = *tile;
-    RV block = schedule::get_block(sch, name);
-    RV packed = schedule::cache_read(sch, block, index, "global");
-    std::vector<Ref<Var>> dims;
-    for (int d = 0; d < operand->ndim(); ++d) dims.push_back(make_var("d" + std::to_string(d)));
-    Expr last = dims.back();
-    std::vector<Expr> finals = {floordiv(last, make_const(last->dtype, nr))};
-    for (size_t d = 0; d + 1 < dims.size(); ++d) finals.push_back(dims[d]);
-    finals.push_back(floormod(last, make_const(last->dtype, nr)));
-    schedule::transform_layout(sch, packed,
-                               std::make_pair(schedule::BufferIndexType::kWrite, int64_t{0}),
-                               schedule::IndexMap(dims, finals));
+    RV packed = packed_copy(sch, name, index, operand->ndim(), [nr](const std::vector<Expr>& d) {
+      Expr last = d.back();
+      std::vector<Expr> finals = {floordiv(last, make_const(last->dtype, nr))};
+      finals.insert(finals.end(), d.begin(), d.end() - 1);
+      finals.push_back(floormod(last, make_const(last->dtype, nr)));
+      return finals;
+    });
     std::vector<RV> loops = schedule::get_loops(sch, packed);
     schedule::split(sch, loops.back(), {std::monostate{}, nr});
   }
@@ -95,19 +109,14 @@ class PackOperand : public Postproc {
     const int64_t* extent = as_const_int(operand->shape[dim]);
     if (tile == nullptr || extent == nullptr || *tile <= 1 || *extent % *tile != 0) return;
     int64_t mr = *tile;
-    RV block = schedule::get_block(sch, name);
-    RV packed = schedule::cache_read(sch, block, index, "global");
-    std::vector<Ref<Var>> dims;
-    for (int d = 0; d < operand->ndim(); ++d) dims.push_back(make_var("d" + std::to_string(d)));
-    std::vector<Expr> finals;
-    Expr row = dims[dim];
-    for (int d = 0; d < operand->ndim(); ++d) {
-      finals.push_back(d == dim ? floordiv(row, make_const(row->dtype, mr)) : Expr(dims[d]));
-    }
-    finals.push_back(floormod(row, make_const(row->dtype, mr)));
-    schedule::transform_layout(sch, packed,
-                               std::make_pair(schedule::BufferIndexType::kWrite, int64_t{0}),
-                               schedule::IndexMap(dims, finals));
+    RV packed =
+        packed_copy(sch, name, index, operand->ndim(), [mr, dim](const std::vector<Expr>& d) {
+          Expr row = d[dim];
+          std::vector<Expr> finals = d;
+          finals[dim] = floordiv(row, make_const(row->dtype, mr));
+          finals.push_back(floormod(row, make_const(row->dtype, mr)));
+          return finals;
+        });
     std::vector<RV> loops = schedule::get_loops(sch, packed);
     std::vector<RV> halves = schedule::split(sch, loops[dim], {std::monostate{}, mr});
     std::vector<RV> order;
