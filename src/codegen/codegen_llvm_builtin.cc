@@ -347,7 +347,7 @@ llvm::Value* CodeGenLLVM::emit_builtin(const Call* op) {
       user_check(load != nullptr && load->indices.size() == 1 && load->dtype.lanes() == 1)
           << "codegen: address_of expects a scalar load of a flattened buffer, in function "
           << symbol_;
-      return element_address(*load->buffer, emit(load->indices[0]), load->indices[0]->dtype);
+      return element_address(*load->buffer, emit_index(load->indices[0]), load->indices[0]->dtype);
     }
     case Builtin::CallExtern:
     case Builtin::CallPureExtern:

@@ -5,6 +5,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen_llvm_impl.h"
+#include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/support/error.h"
 
@@ -179,10 +180,24 @@ llvm::Value* CodeGenLLVM::float_binary(DataType dtype, llvm::Value* a, llvm::Val
   return narrow_float(op(widen_float(a, dtype), widen_float(b, dtype)), dtype);
 }
 
+llvm::Value* CodeGenLLVM::emit_index(const Expr& index) {
+  // Arithmetic on loaded values or call results is data arithmetic, which wraps: an index
+  // that computes with them (a gather through an index table) keeps plain arithmetic.
+  bool index_only = true;
+  post_order_visit(index, [&](const Node* node) {
+    index_only &= node->kind() != NodeKind::BufferLoad && node->kind() != NodeKind::Call;
+  });
+  bool outer = in_index_;
+  in_index_ = index_only;
+  llvm::Value* value = emit(index);
+  in_index_ = outer;
+  return value;
+}
+
 llvm::Value* CodeGenLLVM::visit(const Add* op) {
   llvm::Value* a = emit(op->a);
   llvm::Value* b = emit(op->b);
-  if (!op->dtype.is_float()) return builder_.CreateAdd(a, b);
+  if (!op->dtype.is_float()) return builder_.CreateAdd(a, b, "", false, signed_index(op->dtype));
   return float_binary(op->dtype, a, b,
                       [&](llvm::Value* x, llvm::Value* y) { return builder_.CreateFAdd(x, y); });
 }
@@ -190,7 +205,7 @@ llvm::Value* CodeGenLLVM::visit(const Add* op) {
 llvm::Value* CodeGenLLVM::visit(const Sub* op) {
   llvm::Value* a = emit(op->a);
   llvm::Value* b = emit(op->b);
-  if (!op->dtype.is_float()) return builder_.CreateSub(a, b);
+  if (!op->dtype.is_float()) return builder_.CreateSub(a, b, "", false, signed_index(op->dtype));
   return float_binary(op->dtype, a, b,
                       [&](llvm::Value* x, llvm::Value* y) { return builder_.CreateFSub(x, y); });
 }
@@ -198,7 +213,7 @@ llvm::Value* CodeGenLLVM::visit(const Sub* op) {
 llvm::Value* CodeGenLLVM::visit(const Mul* op) {
   llvm::Value* a = emit(op->a);
   llvm::Value* b = emit(op->b);
-  if (!op->dtype.is_float()) return builder_.CreateMul(a, b);
+  if (!op->dtype.is_float()) return builder_.CreateMul(a, b, "", false, signed_index(op->dtype));
   return float_binary(op->dtype, a, b,
                       [&](llvm::Value* x, llvm::Value* y) { return builder_.CreateFMul(x, y); });
 }
@@ -378,7 +393,7 @@ llvm::Value* CodeGenLLVM::visit(const Ramp* op) {
     offsets = builder_.CreateMul(strides, offsets);
   }
   internal_check(result->getType() == vector) << "codegen: Ramp of dtype " << op->dtype;
-  return builder_.CreateAdd(result, offsets);
+  return builder_.CreateAdd(result, offsets, "", false, signed_index(op->dtype));
 }
 
 llvm::Value* CodeGenLLVM::visit(const Broadcast* op) {

@@ -103,14 +103,14 @@ llvm::Value* CodeGenLLVM::visit(const BufferLoad* op) {
   const auto* ramp = index.as<Ramp>();
   llvm::Instruction* load;
   if (lanes == 1) {
-    llvm::Value* address = element_address(buffer, emit(index), index->dtype);
+    llvm::Value* address = element_address(buffer, emit_index(index), index->dtype);
     load = builder_.CreateAlignedLoad(element, address, access_alignment(buffer, index));
   } else if (ramp != nullptr && is_const_int(ramp->stride, 1)) {
-    llvm::Value* address = element_address(buffer, emit(ramp->base), ramp->base->dtype);
+    llvm::Value* address = element_address(buffer, emit_index(ramp->base), ramp->base->dtype);
     load = builder_.CreateAlignedLoad(llvm::FixedVectorType::get(element, lanes), address,
                                       access_alignment(buffer, index));
   } else {
-    llvm::Value* addresses = element_address(buffer, emit(index), index->dtype);
+    llvm::Value* addresses = element_address(buffer, emit_index(index), index->dtype);
     load = builder_.CreateMaskedGather(llvm::FixedVectorType::get(element, lanes), addresses,
                                        llvm::Align(buffer.dtype.bytes()));
   }
@@ -129,13 +129,13 @@ void CodeGenLLVM::emit_store(const BufferStore* op) {
   const auto* ramp = index.as<Ramp>();
   llvm::Instruction* store;
   if (lanes == 1) {
-    llvm::Value* address = element_address(buffer, emit(index), index->dtype);
+    llvm::Value* address = element_address(buffer, emit_index(index), index->dtype);
     store = builder_.CreateAlignedStore(value, address, access_alignment(buffer, index));
   } else if (ramp != nullptr && is_const_int(ramp->stride, 1)) {
-    llvm::Value* address = element_address(buffer, emit(ramp->base), ramp->base->dtype);
+    llvm::Value* address = element_address(buffer, emit_index(ramp->base), ramp->base->dtype);
     store = builder_.CreateAlignedStore(value, address, access_alignment(buffer, index));
   } else {
-    llvm::Value* addresses = element_address(buffer, emit(index), index->dtype);
+    llvm::Value* addresses = element_address(buffer, emit_index(index), index->dtype);
     store = builder_.CreateMaskedScatter(value, addresses, llvm::Align(buffer.dtype.bytes()));
   }
   add_alias_info(store, buffer);

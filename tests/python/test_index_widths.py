@@ -131,3 +131,23 @@ def test_tensor_past_2_31_elements_runs():
         assert (b[row] == 4).all(), row
     assert (b[-1] == 8).all()
     del a, b
+
+
+def test_compiled_data_arithmetic_wraps_while_index_arithmetic_is_nsw():
+    # Index arithmetic over loop variables is emitted `nsw` (lowering keeps it inside its type);
+    # arithmetic on loaded values wraps as in NumPy, also where it forms an index.
+    n = 64
+    X = te.placeholder((n,), "int32", name="X")
+    T = te.placeholder((64,), "float32", name="T")
+    Y = te.compute((n,), lambda i: X[i] * 65536 + 2147483647, name="Y")
+    G = te.compute((n,), lambda i: T[te.floormod(X[i] * 65536 + i, 64)], name="G")
+    xs = (np.arange(-32, 32, dtype=np.int32) * np.int32(99991)).astype(np.int32)
+    table = np.arange(64, dtype="float32")
+    ys = np.zeros(n, np.int32)
+    gs = np.zeros(n, np.float32)
+    kiln.build(te.create_prim_func([X, Y]))(xs, ys)
+    kiln.build(te.create_prim_func([X, T, G]))(xs, table, gs)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(ys, xs * np.int32(65536) + np.int32(2147483647))
+        wrapped = xs * np.int32(65536) + np.arange(n, dtype=np.int32)
+    np.testing.assert_array_equal(gs, table[wrapped % 64])
