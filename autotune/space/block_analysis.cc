@@ -140,6 +140,30 @@ bool recomputes_reduction(schedule::Schedule& sch, const std::string& name) {
   return reduction && runs >= 2 * iterations;
 }
 
+bool in_another_reduction_loop(schedule::Schedule& sch, const std::string& name) {
+  const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+  if (loc == nullptr) return false;
+  bool reduction = false;
+  for (const IterVar& iv : loc->block->iter_vars) reduction |= iv.type != IterType::kDataPar;
+  if (!reduction) return false;
+  for (const For* loop : loc->loops) {
+    const Var* var = loop->loop_var.get();
+    bool found = false;
+    post_order_visit(loop->body, [&](const Node* node) {
+      if (found || node->kind() != NodeKind::BlockRealize) return;
+      const auto* realize = static_cast<const BlockRealize*>(node);
+      if (realize->block.get() == loc->block) return;
+      for (size_t k = 0; k < realize->block->iter_vars.size(); ++k) {
+        if (realize->block->iter_vars[k].type == IterType::kDataPar) continue;
+        found =
+            found || uses_var(realize->iter_values[k], [var](const Var* v) { return v == var; });
+      }
+    });
+    if (found) return true;
+  }
+  return false;
+}
+
 std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const schedule::RV& block) {
   std::vector<int64_t> candidates = schedule::compute_location_candidates(sch, block);
   std::string name = sch.block(block, "useful_compute_locations").block->name;
@@ -147,7 +171,9 @@ std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const sch
   for (int64_t candidate : candidates) {
     schedule::Schedule moved = sch.copy();
     schedule::compute_at(moved, block, schedule::sample_compute_location(moved, block, candidate));
-    if (!recomputes_reduction(moved, name)) useful.push_back(candidate);
+    if (!recomputes_reduction(moved, name) && !in_another_reduction_loop(moved, name)) {
+      useful.push_back(candidate);
+    }
   }
   return useful;
 }

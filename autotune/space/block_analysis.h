@@ -51,8 +51,16 @@ bool is_extern_block(schedule::Schedule& sch, const std::string& name);
 // constant.
 bool recomputes_reduction(schedule::Schedule& sch, const std::string& name);
 
+// Whether the reduction block `name` sits under a loop that iterates a reduction of another
+// block, as when compute_at put rfactor's partial result under the loop of the final reduction
+// over those partial results: the partial result is then produced one lane at a time instead
+// of as a vector. False for a spatial block (a shared-memory fetch under a reduction loop is
+// how GPU tiles are loaded).
+bool in_another_reduction_loop(schedule::Schedule& sch, const std::string& name);
+
 // The compute locations of `block` (schedule::compute_location_candidates) but those where it
-// would recompute a reduction (recomputes_reduction).
+// would recompute a reduction (recomputes_reduction) or run inside another reduction's loop
+// (in_another_reduction_loop).
 std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const schedule::RV& block);
 
 }  // namespace kiln::autotune

@@ -1,9 +1,10 @@
 // The postprocessor parallel_vectorize_unroll: applies what the rule of the same name sampled on
 // the root block, once the loops are final. Per loop nest at the root: the outer loops that
 // every block under them binds only to spatial iterators are fused, up to the largest parallel
-// extent, and made parallel; each block's innermost loop, when spatial and short enough, is
-// vectorized; the nest's outermost loop is marked for automatic unrolling and keeps LLVM from
-// unrolling what stays a loop.
+// extent, and made parallel; each block's innermost loop, when spatial, is vectorized (a loop
+// longer than the largest vector is split first); the nest's outermost loop is marked for automatic
+// unrolling and keeps LLVM from unrolling what stays a loop.
+#include <algorithm>
 #include <unordered_set>
 
 #include "autotune/space/space_parts.h"
@@ -111,13 +112,33 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
       const For* inner = loc->loops.back();
       const int64_t* extent = as_const_int(inner->extent);
       if (vectorizes_inside(*loc->block) || inner->kind != ForKind::kSerial || extent == nullptr ||
-          *extent < 2 || *extent > vectorize_max || !legal_vector_extent(*extent, lanes) ||
-          inner->body.get() != loc->realize || !is_spatial_for_all(inner)) {
+          *extent < 2 || inner->body.get() != loc->realize || !is_spatial_for_all(inner)) {
         continue;
       }
+      int64_t width = *extent;
+      if (width > vectorize_max || !legal_vector_extent(width, lanes)) {
+        // A longer loop (an element-wise block the tiling rules leave whole) is split: its
+        // inner part, the widest legal vector that divides it, is vectorized.
+        width = widest_vector(*extent, vectorize_max, lanes);
+        if (width < 2) continue;
+      }
       RV block = schedule::get_block(sch, name);
-      schedule::vectorize(sch, schedule::get_loops(sch, block).back());
+      RV loop = schedule::get_loops(sch, block).back();
+      if (width != *extent) {
+        loop = schedule::split(sch, loop, {schedule::SplitFactor(), schedule::SplitFactor(width)})
+                   .back();
+      }
+      schedule::vectorize(sch, loop);
     }
+  }
+
+  // The largest extent at most `vectorize_max` that divides `extent` and makes a legal vector of
+  // at least `lanes` lanes; 1 when there is none.
+  static int64_t widest_vector(int64_t extent, int64_t vectorize_max, int64_t lanes) {
+    for (int64_t width = vectorize_max; width >= std::max<int64_t>(lanes, 2); --width) {
+      if (extent % width == 0 && legal_vector_extent(width, lanes)) return width;
+    }
+    return 1;
   }
 
   static void parallelize_outer(schedule::Schedule& sch, const std::string& name,

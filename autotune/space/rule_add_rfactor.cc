@@ -2,7 +2,11 @@
 // busy (a sum over a long vector, a dot product, a row reduction with few rows) gets two more
 // sketches in which its reduction loop is split in two and one half becomes a dimension of a
 // partial result (rfactor): the outer half, whose partial sums can run in parallel, or the inner
-// half, whose partial sums are a vector. The block as it is stays a sketch too.
+// half, whose partial sums are a vector. A reduction along the rows of its input that has
+// enough rows for the threads (a row sum, a softmax's maximum and sum, a norm's sum of squares)
+// gets one more sketch: its innermost reduction loop split by a multiple of the vector lanes,
+// the inner half the vector of partial results, so that its loads and its arithmetic are
+// vectors (a reduction loop is never vectorized). The block as it is stays a sketch too.
 #include <algorithm>
 
 #include "autotune/space/block_analysis.h"
@@ -31,9 +35,8 @@ class AddRFactor : public ScheduleRule {
     // Step 1. A reduction as te.create_prim_func makes it (spatial loops, then reduction
     // loops) that lacks spatial parallelism.
     BlockAnalysis a = analyze_block(base, block_name);
-    if (!a.has_init || !a.trivial_bindings || !lacks_parallelism(base, block_name, a)) {
-      return {sch};
-    }
+    if (!a.has_init || !a.trivial_bindings) return {sch};
+    if (!lacks_parallelism(base, block_name, a)) return along_rows(sch, block_name, a);
     std::vector<schedule::Schedule> results = {sch};
     try {
       // Step 2. One reduction loop (the reduction loops fused), split in two.
@@ -64,6 +67,53 @@ class AddRFactor : public ScheduleRule {
   }
 
  private:
+  // The sketch of a reduction along contiguous rows (see the top of the file), with `sch`, or
+  // `sch` alone when the block is not one: its innermost loop is the last one bound to a
+  // reduction iterator that the last index of a read is, its extent a multiple of the lanes
+  // and at least four vectors, and no read leaves out a spatial iterator (a block with reuse is
+  // multi_level_tiling's).
+  std::vector<schedule::Schedule> along_rows(const schedule::Schedule& sch,
+                                             const std::string& block_name,
+                                             const BlockAnalysis& a) const {
+    schedule::Schedule result = sch.copy();
+    const schedule::BlockLocation* loc = result.index("main").find_block(block_name);
+    const codegen::Target& target = context_.task->target;
+    ir::DataType dtype = loc->block->writes.at(0).buffer->dtype;
+    int factor_axis = static_cast<int>(loc->block->writes.at(0).buffer->ndim());
+    if (loc->loops.empty() || target.vector_register_bits <= 0 || !dtype.is_scalar()) return {sch};
+    int64_t lanes = target.vector_lanes(dtype);
+    int inner = a.loop_iter.back();
+    const int64_t* extent = ir::as_const_int(loc->loops.back()->extent);
+    if (inner < 0 || !a.is_reduce[inner] || extent == nullptr || lanes < 2 ||
+        *extent % lanes != 0 || *extent < 4 * lanes) {
+      return {sch};
+    }
+    bool contiguous = false;
+    for (size_t r = 0; r < a.read_uses.size(); ++r) {
+      contiguous = contiguous || a.read_last_iter[r] == inner;
+      for (size_t k = 0; k < a.read_uses[r].size(); ++k) {
+        if (!a.is_reduce[k] && !a.read_uses[r][k]) return {sch};
+      }
+    }
+    if (!contiguous) return {sch};
+    std::vector<int64_t> widths;
+    for (int64_t width = lanes; width <= 8 * lanes && width * 2 <= *extent; width *= 2) {
+      if (*extent % width == 0) widths.push_back(width);
+    }
+    try {
+      RV block = schedule::get_block(result, block_name);
+      RV loop = schedule::get_loops(result, block).back();
+      RV width =
+          schedule::sample_categorical(result, widths, std::vector<double>(widths.size(), 1.0));
+      std::vector<RV> halves =
+          schedule::split(result, loop, {schedule::SplitFactor(), schedule::SplitFactor(width)});
+      schedule::rfactor(result, halves.back(), factor_axis);
+    } catch (const schedule::ScheduleError&) {
+      return {sch};
+    }
+    return {sch, result};
+  }
+
   // Whether the block's spatial iterations number fewer than the threads can share
   // (num_threads x max_jobs_per_thread) and fewer than its reduction steps, and the reduction
   // has more steps than there are threads. Its reduction loops must be its innermost loops.

@@ -52,11 +52,16 @@ class MultiLevelTiling : public ScheduleRule {
   }
 
  private:
+  // An operand of the contraction (a read that uses a reduction iterator) leaves out a spatial
+  // iterator. (A per-row value such as a softmax's maximum, read by its sum, is no operand.)
   static bool has_reuse(const BlockAnalysis& a) {
     for (const std::vector<bool>& uses : a.read_uses) {
+      bool operand = false, reused = false;
       for (size_t k = 0; k < uses.size(); ++k) {
-        if (!a.is_reduce[k] && !uses[k]) return true;
+        operand = operand || (a.is_reduce[k] && uses[k]);
+        reused = reused || (!a.is_reduce[k] && !uses[k]);
       }
+      if (operand && reused) return true;
     }
     return false;
   }

@@ -1,6 +1,7 @@
 // SpaceGenerator: the sketches of a task (the rules applied to every block, outputs first), and
 // sampling, replaying and mutating them (the postprocessors finish every candidate).
 #include <algorithm>
+#include <set>
 
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
@@ -75,6 +76,7 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
   s.root_rule = make_parallel_vectorize_unroll(s.context);
   s.postprocs.push_back(make_refuse_recomputation(s.context));
   s.postprocs.push_back(make_pack_operand(s.context));
+  s.postprocs.push_back(make_partial_result_lanes(s.context));
   s.postprocs.push_back(make_rewrite_reduction_block(s.context));
   s.postprocs.push_back(make_parallel_vectorize_unroll_postproc(s.context));
   s.mutators.push_back(make_mutate_tile_size(s.context));
@@ -86,10 +88,15 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
 
   // The sketches: every rule on every block, outputs first (a consumer's schedule decides
   // what its producers are computed for), then the root rule.
+  // A block a rule creates (the partial result of rfactor) is a producer of the block the rule
+  // was applied to: the rules visit it next, in the sketches that have it (a rule leaves a
+  // sketch without the block as it is).
   std::vector<Schedule> current = {Schedule(s.mod, 0)};
   std::vector<std::string> blocks = current[0].index("main").block_names();
   std::reverse(blocks.begin(), blocks.end());
-  for (const std::string& name : blocks) {
+  std::set<std::string> seen(blocks.begin(), blocks.end());
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const std::string name = blocks[b];
     // An extern block (a call of a C function) is fixed: the rules leave it as it is.
     if (name == "root" || is_extern_block(current[0], name)) continue;
     for (const std::unique_ptr<ScheduleRule>& rule : s.block_rules) {
@@ -100,6 +107,15 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
       }
       current = std::move(next);
     }
+    std::vector<std::string> created;
+    for (Schedule& sch : current) {
+      for (const std::string& other : sch.index("main").block_names()) {
+        if (seen.insert(other).second) created.push_back(other);
+      }
+    }
+    std::reverse(created.begin(), created.end());
+    blocks.insert(blocks.begin() + static_cast<std::ptrdiff_t>(b) + 1, created.begin(),
+                  created.end());
   }
   for (Schedule& sch : current) {
     std::vector<Schedule> results = s.root_rule->apply(sch, "root");

@@ -125,6 +125,10 @@ std::unique_ptr<Postproc> make_refuse_recomputation(const SpaceContext& context)
 // global copy (cache_read) laid out as [n // NR, …, n % NR] (transform_layout), NR the
 // innermost tile, copied with vectors and in parallel.
 std::unique_ptr<Postproc> make_pack_operand(const SpaceContext& context);
+// Moves the loop of a reduction block's lanes (its write's last index, read contiguously) inside
+// the reduction loops among the block's own innermost loops, so that it can be a vector: the
+// partial result of add_rfactor's row sketch after compute_at.
+std::unique_ptr<Postproc> make_partial_result_lanes(const SpaceContext& context);
 // Moves the init of every reduction block out of its reduction loops (decompose_reduction).
 std::unique_ptr<Postproc> make_rewrite_reduction_block(const SpaceContext& context);
 // Applies the root's annotations: fuses and parallelizes the outer spatial loops of each nest,

@@ -343,11 +343,33 @@ def test_a_long_reduction_gets_two_rfactor_sketches(workload):
     assert ("sch.fuse(" in space.sketches[1].as_python()) == (workload == "matrix_sum")
 
 
-@pytest.mark.parametrize("func", [matmul(256, 256, 256), row_sum(4096, 64)],
-                         ids=["matmul", "many_rows"])
-def test_a_reduction_with_enough_parallelism_gets_no_rfactor(func):
-    space = SpaceGenerator(func, "llvm", num_threads=4)
+def test_a_matmul_gets_no_rfactor():
+    space = SpaceGenerator(matmul(256, 256, 256), "llvm", num_threads=4)
     assert sketches_with(space, "rfactor") == []
+
+
+HASWELL = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell"  # 8 float32 lanes, whatever the host
+
+
+@pytest.mark.parametrize("workload", ["row_sum", "softmax", "rms_norm"])
+def test_row_reductions_with_enough_rows_get_vector_partial_results(workload):
+    # Enough rows for the threads: no parallel partial sums, but one sketch whose partial result
+    # is a vector of lanes, computed where it is used and vectorized.
+    func = {"row_sum": row_sum(512, 256), "softmax": softmax(64, 512),
+            "rms_norm": rms_norm(32, 512)}[workload]
+    space = SpaceGenerator(func, HASWELL, num_threads=4)
+    factored = sketches_with(space, "rfactor")
+    assert factored
+    vectorized = 0
+    for sketch in factored:
+        for seed in accepted_seeds(space, sketch, 2):
+            candidate = without_deep_unrolling(space, space.sample(sketch, seed))
+            text = candidate.mod["main"].script()
+            assert "_rf" in text
+            vectorized += "T.vectorized(" in text
+            check_candidate(workload, func, candidate, seed)  # built for the host
+    assert vectorized > 0
+    assert set(space.rejections) <= {RECOMPUTATION, IN_REDUCTION_LOOP}
 
 
 @pytest.mark.parametrize("workload", ["vector_sum", "matrix_sum", "row_sum"])
@@ -374,6 +396,7 @@ def test_the_reductions_of_softmax_and_rmsnorm_get_a_compute_location():
 
 
 RECOMPUTATION = "postproc refuse_recomputation: RecomputedReductionError"
+IN_REDUCTION_LOOP = "postproc refuse_recomputation: ReductionInReductionLoopError"
 
 
 def accepted_seeds(space, sketch, count):
@@ -409,7 +432,7 @@ def test_compute_location_candidates_compute_the_function(workload):
                                 if i["kind"] == "sample_compute_location"))
             check_candidate(workload, func, candidate, seed)
     assert len(locations) >= 2
-    assert set(space.rejections) <= {RECOMPUTATION}
+    assert set(space.rejections) <= {RECOMPUTATION, IN_REDUCTION_LOOP}
 
 
 def test_a_mutated_compute_location_is_another_valid_one():
@@ -435,7 +458,7 @@ def test_a_mutated_compute_location_is_another_valid_one():
         check_candidate("softmax", func, without_deep_unrolling(space, child), seed)
         moved += 1
     assert moved >= 3
-    assert set(space.rejections) <= {RECOMPUTATION}
+    assert set(space.rejections) <= {RECOMPUTATION, IN_REDUCTION_LOOP}
 
 
 def test_a_malformed_decision_is_refused_with_a_counted_reason():

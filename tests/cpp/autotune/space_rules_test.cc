@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 
@@ -169,9 +170,46 @@ TEST(AddRFactor, ARowSumWithFewRowsFactorsAlongTheLastDimension) {
   }
 }
 
-TEST(AddRFactor, AReductionWithEnoughRowsOrAMatmulGetsNone) {
-  TuneTask rows = make_task(sum_rows(4096, 64), "llvm");
-  EXPECT_EQ(count_sketches_with(SpaceGenerator(rows, four_threads()), "rfactor"), 0u);
+// A target of 8 float32 lanes, whatever the host's are.
+const char* const kHaswell = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell";
+
+TEST(AddRFactor, AReductionAlongRowsWithEnoughRowsGetsVectorPartialResults) {
+  TuneTask rows = make_task(sum_rows(4096, 64), kHaswell);
+  SpaceGenerator space(rows, four_threads());
+  ASSERT_EQ(space.sketches().size(), 2u);
+  EXPECT_TRUE(instructions_of(space.sketches()[0], "rfactor").empty());
+  const schedule::Trace& sketch = space.sketches()[1];
+  // The innermost reduction loop split by a sampled multiple of the 8 lanes (at most half the
+  // loop), its inner half the last dimension of the partial result.
+  std::vector<schedule::Instruction> widths = instructions_of(sketch, "sample_categorical");
+  ASSERT_FALSE(widths.empty());
+  EXPECT_EQ(widths[0].attrs.at("candidates"), Json::array({8, 16, 32}));
+  std::vector<schedule::Instruction> rfactor = instructions_of(sketch, "rfactor");
+  ASSERT_EQ(rfactor.size(), 1u);
+  EXPECT_EQ(rfactor[0].attrs.at("factor_axis"), 1);
+  EXPECT_EQ(rfactor[0].inputs.at(0).get<std::string>(),
+            instructions_of(sketch, "split")[0].outputs.at(1).name());
+  // Every candidate accepted computes the rows' sums with vectors; the partial result is never
+  // left under the loop over the partial results (where it would be one lane at a time).
+  int accepted = 0;
+  for (uint64_t seed = 0; seed < 12; ++seed) {
+    std::optional<Candidate> candidate = space.sample(1, seed);
+    if (!candidate.has_value()) continue;
+    ++accepted;
+    std::string text = to_script(candidate->mod);
+    EXPECT_NE(text.find("B_rf"), std::string::npos);
+    EXPECT_NE(text.find("T.vectorized("), std::string::npos);
+  }
+  EXPECT_GE(accepted, 4);
+  for (const auto& [reason, count] : space.rejections()) {
+    EXPECT_EQ(reason, "postproc refuse_recomputation: ReductionInReductionLoopError");
+  }
+  // Fewer than four vectors per row: nothing to gain.
+  TuneTask short_rows = make_task(sum_rows(4096, 16), kHaswell);
+  EXPECT_EQ(count_sketches_with(SpaceGenerator(short_rows, four_threads()), "rfactor"), 0u);
+}
+
+TEST(AddRFactor, AMatmulGetsNone) {
   TuneTask matmul_task = make_task(matmul(256, 256, 256), "llvm");
   SpaceGenerator space(matmul_task, four_threads());
   EXPECT_EQ(space.sketches().size(), 2u);  // SSRSRS and SSRRS
@@ -181,27 +219,33 @@ TEST(AddRFactor, AReductionWithEnoughRowsOrAMatmulGetsNone) {
   EXPECT_EQ(count_sketches_with(SpaceGenerator(short_sum, four_threads()), "rfactor"), 0u);
 }
 
-TEST(AddRFactor, EveryCandidateIsAccepted) {
+TEST(AddRFactor, CandidatesAreAcceptedButWherePartialResultsWouldBeOneLaneAtATime) {
   TuneTask task = make_task(sum_rows(4, 65536), "llvm");
   SpaceGenerator space(task, four_threads());
   for (int sketch = 0; sketch < 3; ++sketch) {
-    for (uint64_t seed = 0; seed < 8; ++seed) {
+    int accepted = 0;
+    for (uint64_t seed = 0; seed < 12; ++seed) {
       std::optional<Candidate> candidate = space.sample(sketch, seed);
-      ASSERT_TRUE(candidate.has_value()) << "sketch " << sketch << " seed " << seed;
+      if (!candidate.has_value()) continue;
+      ++accepted;
       bool factored = to_script(candidate->mod).find("B_rf") != std::string::npos;
       EXPECT_EQ(factored, sketch != 0);
     }
+    EXPECT_GE(accepted, sketch == 0 ? 12 : 4) << "sketch " << sketch;
   }
-  EXPECT_TRUE(space.rejections().empty());
+  for (const auto& [reason, count] : space.rejections()) {
+    EXPECT_EQ(reason, "postproc refuse_recomputation: ReductionInReductionLoopError");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
 // random_compute_location
 
 TEST(RandomComputeLocation, RowReductionsFeedingAnElementwiseOutputAreMoved) {
-  TuneTask task = make_task(centred_rows(64, 1024), "llvm");
+  TuneTask task = make_task(centred_rows(64, 1024), kHaswell);
   SpaceGenerator space(task, four_threads());
-  ASSERT_EQ(space.sketches().size(), 1u);
+  // s and mx each as they are and with vector partial results (add_rfactor).
+  ASSERT_EQ(space.sketches().size(), 4u);
   const schedule::Trace& sketch = space.sketches()[0];
   // The consumer first (s), then its producer (mx), each sampled and then moved.
   ASSERT_EQ(instructions_of(sketch, "sample_compute_location").size(), 2u);
@@ -209,6 +253,21 @@ TEST(RandomComputeLocation, RowReductionsFeedingAnElementwiseOutputAreMoved) {
   std::vector<schedule::Instruction> blocks = instructions_of(sketch, "get_block");
   EXPECT_EQ(blocks[0].attrs.at("name"), "s");
   EXPECT_EQ(blocks[1].attrs.at("name"), "mx");
+  // The partial results rfactor creates are visited by the rules too, right after the block
+  // they feed: each gets a location of its own.
+  std::vector<std::string> located;
+  const schedule::Trace& factored = space.sketches()[3];
+  std::map<std::string, std::string> block_names;
+  for (const schedule::Instruction& inst : factored.instructions()) {
+    if (inst.kind == "get_block") {
+      block_names[inst.outputs.at(0).name()] = inst.attrs.at("name").get<std::string>();
+    }
+    if (inst.kind == "sample_compute_location") {
+      located.push_back(block_names[inst.inputs.at(0).get<std::string>()]);
+    }
+  }
+  EXPECT_NE(std::find(located.begin(), located.end(), "s_rf"), located.end());
+  EXPECT_NE(std::find(located.begin(), located.end(), "mx_rf"), located.end());
 }
 
 TEST(RandomComputeLocation, TiledInlinedAndOutputBlocksAreNotMoved) {
@@ -220,9 +279,14 @@ TEST(RandomComputeLocation, TiledInlinedAndOutputBlocksAreNotMoved) {
   SpaceGenerator inlined_space(inlined, four_threads());
   ASSERT_EQ(count_sketches_with(inlined_space, "compute_inline"), 1u);
   EXPECT_EQ(count_sketches_with(inlined_space, "sample_compute_location"), 0u);
+  // An output is not moved; only the partial results of its rfactor sketches are.
   TuneTask sum_task = make_task(sum_rows(4, 65536), "llvm");
-  EXPECT_EQ(
-      count_sketches_with(SpaceGenerator(sum_task, four_threads()), "sample_compute_location"), 0u);
+  SpaceGenerator sum_space(sum_task, four_threads());
+  ASSERT_EQ(sum_space.sketches().size(), 3u);
+  EXPECT_TRUE(instructions_of(sum_space.sketches()[0], "sample_compute_location").empty());
+  for (size_t k = 1; k < 3; ++k) {
+    EXPECT_EQ(instructions_of(sum_space.sketches()[k], "sample_compute_location").size(), 1u);
+  }
 }
 
 const char* const kRecomputation = "postproc refuse_recomputation: RecomputedReductionError";
