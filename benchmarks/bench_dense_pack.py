@@ -1,9 +1,10 @@
 """topi.nn.dense (weight [N, K]) against topi.nn.dense_pack (weight packed [N / bn, K, bn] by
 pack_dense_weight, bn from the target's register tile), both under topi.default_schedule, at an
-LLM projection (M tokens x K = N = 4096 by default), float32; with --int8, dense_int8 over its
-two weight layouts (NC16n4c for VNNI, and panels) on this CPU as well. The variants run in
-interleaved rounds in one process; the table gives the median of the rounds' medians, so that a
-disturbance of the machine hits every variant alike. The load average is printed with it.
+LLM projection (M tokens x K = N = 4096 by default), float32, dense_pack also built for a
+symbolic M; with --int8, dense_int8 over its two weight layouts (NC16n4c for VNNI, and panels)
+on this CPU as well. The variants run in interleaved rounds in one process; the table gives the
+median of the rounds' medians, so that a disturbance of the machine hits every variant alike.
+The load average is printed with it.
 
 Run: python3 benchmarks/bench_dense_pack.py [--m 32] [--k 4096] [--n 4096] [--threads 1]
      [--rounds 5] [--repeat 5] [--int8]
@@ -30,10 +31,14 @@ def float_variants(m, k, n, rng):
     X = te.placeholder((m, k), "float32", name="x")
     W = te.placeholder((n, k), "float32", name="w")
     P = te.placeholder(packed.shape, "float32", name="w_packed")
+    S = te.placeholder((te.var("m"), k), "float32", name="x")  # a symbolic sequence length
     expected = x @ w.T
+    bn = packed.shape[2]
     return [("dense float32", [X, W, topi.nn.dense(X, W)], [x, w], expected),
-            (f"dense_pack float32 (bn={packed.shape[2]})",
-             [X, P, topi.nn.dense_pack(X, P, units=n)], [x, packed], expected)]
+            (f"dense_pack float32 (bn={bn})",
+             [X, P, topi.nn.dense_pack(X, P, units=n)], [x, packed], expected),
+            (f"dense_pack float32 (bn={bn}), M symbolic",
+             [S, P, topi.nn.dense_pack(S, P, units=n)], [x, packed], expected)]
 
 
 def int8_variants(m, k, n, rng):

@@ -64,6 +64,10 @@ def _dot_products(names, target, api):
                             f"with tir.TensorIntrin.register), found {names!r}")
     found = []
     for name in names:
+        if name not in tir.TensorIntrin.names():
+            raise KilnValueError(f"{api}: tensor_intrinsics names {name!r}, which is not a "
+                                 f"registered tensor intrinsic (registered: "
+                                 f"{', '.join(tir.TensorIntrin.names())})")
         intrin = tir.TensorIntrin.get(name)
         if not all(target.has_feature(f) for f in intrin.required_features):
             continue

@@ -49,8 +49,9 @@ def pack_dense_weight(weight, bn=None, target="llvm"):
     out_dim zero. dense_pack reads it.
 
     Pack a NumPy weight once when the model is loaded. Given a te.Tensor, the packing is a
-    stage (a te.compute); build it as a function of its own and run it once per weight, as
-    default_schedule inlines a packing that sits in the same function as the product.
+    stage (a te.compute); build it as a function of its own and run it once per weight: in the
+    function of the product it would run on every call, and default_schedule inlines it there
+    when it has no padding (the product then reads the unpacked weight).
 
     Args:
         weight (numpy.ndarray or te.Tensor): (out_dim, in_dim), constant dimensions.
