@@ -109,11 +109,14 @@ def attention(c, seq, rng):
 
 
 def ffn(c, seq, rng):
-    """SwiGLU feed-forward input half: silu(x @ Wg.T) * (x @ Wu.T), Wg and Wu stacked."""
+    """SwiGLU feed-forward input half: silu(x @ Wg.T) * (x @ Wu.T), Wg and Wu stacked. kiln
+    reads the weight packed once into column panels (topi.nn.pack_dense_weight, dense_pack),
+    NumPy and PyTorch the (2 * inner, hidden) matrix."""
     hidden, inner = c["hidden"], c["ffn"]
-    x, w = placeholder((seq, hidden), "x"), placeholder((2 * inner, hidden), "w")
     inputs = [rng.standard_normal((seq, hidden), dtype=np.float32),
               rng.standard_normal((2 * inner, hidden), dtype=np.float32) * 0.02]
+    packed = topi.nn.pack_dense_weight(inputs[1])
+    x, w = placeholder((seq, hidden), "x"), placeholder(packed.shape, "w_packed")
 
     def numpy_fn(x, w):
         y = x @ w.T
@@ -123,20 +126,22 @@ def ffn(c, seq, rng):
         y = x @ w.T
         return torch.nn.functional.silu(y[:, :inner]) * y[:, inner:]
 
-    return dict(args=[x, w, topi.nn.swiglu(topi.nn.dense(x, w))], inputs=inputs,
-                numpy=numpy_fn, torch=torch_fn, flops=2 * seq * hidden * 2 * inner)
+    return dict(args=[x, w, topi.nn.swiglu(topi.nn.dense_pack(x, w, units=2 * inner))],
+                inputs=inputs, kiln_inputs=[inputs[0], packed], numpy=numpy_fn,
+                torch=torch_fn, flops=2 * seq * hidden * 2 * inner)
 
 
 WORKLOADS = {"rms_norm": (rms_norm, "RMSNorm"), "rope": (rope, "RoPE (q)"),
-             "attention": (attention, "GQA causal attention"), "ffn": (ffn, "dense + SwiGLU")}
+             "attention": (attention, "GQA causal attention"), "ffn": (ffn, "dense_pack + SwiGLU")}
 
 
 def measure(rt, spec, repeat):
     expected = spec["numpy"](*spec["inputs"])
     out = np.zeros(expected.shape, np.float32)
-    rt(*spec["inputs"], out)
+    inputs = spec.get("kiln_inputs", spec["inputs"])  # a packed weight for kiln
+    rt(*inputs, out)
     np.testing.assert_allclose(out, expected, rtol=2e-3, atol=2e-3)
-    return kiln_seconds(rt, spec["inputs"] + [out], repeat=repeat, number=1)
+    return kiln_seconds(rt, inputs + [out], repeat=repeat, number=1)
 
 
 def rate(spec, seconds):

@@ -1,8 +1,9 @@
 """What the default schedules need to know about a block of a PrimFunc: its spatial and
-reduction iterators and their constant extents, the loads of its body and the iterators each
-depends on, whether it writes an argument of the function, whether its body calls
-transcendental functions (costly to recompute) or guards a load (padding), and whether it is a
-sum of products with reuse (a matrix product or a convolution, register-tiled)."""
+reduction iterators and their constant extents, the loads of its body with the iterators each
+depends on and the packed panels it reads, whether it writes an argument of the function,
+whether its body calls transcendental functions (costly to recompute) or guards a load
+(padding), and whether it is a sum of products with reuse (a matrix product or a convolution,
+register-tiled)."""
 import dataclasses
 
 from .. import tir
@@ -19,6 +20,10 @@ class Load:
 
     buffer: object
     uses: frozenset  # positions in BlockInfo.iter_vars
+    # Iterator position -> c for each index ``floormod(v, c)`` of a single iterator v: the load
+    # reads a packed layout whose innermost c values of v are contiguous (dense_pack's
+    # weight[j // bn, k, j % bn] has {j: bn}).
+    panels: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -90,6 +95,20 @@ def _uses(exprs, iter_vars):
     return frozenset(used)
 
 
+def _panels(indices, iter_vars):
+    found = {}
+
+    def visit(node):
+        if isinstance(node, tir.FloorMod) and isinstance(node.b, tir.IntImm):
+            uses = _uses([node.a], iter_vars)
+            if len(uses) == 1:
+                found[next(iter(uses))] = node.b.value
+
+    for index in indices:
+        _walk(index, visit)
+    return found
+
+
 def _is_call(node, names):
     if not isinstance(node, tir.Call):
         return False
@@ -114,7 +133,8 @@ def analyze_block(sch, block_rv, func):
     def visit(node):
         if isinstance(node, tir.BufferLoad):
             if not any(node.buffer.same_as(w) for w in writes):
-                loads.append(Load(node.buffer, _uses(node.indices, iter_vars)))
+                loads.append(Load(node.buffer, _uses(node.indices, iter_vars),
+                                  _panels(node.indices, iter_vars)))
         elif _is_call(node, EXPENSIVE_CALLS):
             flags["expensive"] = True
         elif _is_call(node, ("if_then_else",)):

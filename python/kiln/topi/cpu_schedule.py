@@ -5,11 +5,15 @@ default_schedule works on the blocks of a PrimFunc, whatever operators built it:
 1. Element-wise producers are inlined into their consumers (compute_inline), except where that
    would recompute a transcendental function (an exp read by two reductions) or put a padding
    guard into a reduction's inner loop.
-2. A sum of products with reuse (matmul, dense, batch_matmul, conv2d, the two products of
-   attention) gets a register tile derived from kiln.target.gemm_blocking: MR rows x NR
-   vectorized columns accumulated in registers (cache_write to "local"), the rows unrolled, the
-   init split off, and element-wise consumers folded into the write-back of the tile
-   (reverse_compute_inline).
+2. A sum of products with reuse (matmul, dense, dense_pack, dense_int8, batch_matmul, conv2d,
+   the two products of attention) gets a register tile derived from kiln.target.gemm_blocking:
+   MR rows x NR vectorized columns accumulated in registers (cache_write to "local", the
+   product computed per tile under the write-back's loops, so that a symbolic number of rows
+   is tiled too), the rows unrolled, the init split off, and element-wise consumers folded
+   into the write-back of the tile (reverse_compute_inline). Where the column loads read packed
+   panels (dense_pack's weight), NR divides the panel width. Where the target has the features
+   of a tensor intrinsic whose dot product the block computes over contiguous data (AVX-512
+   VNNI on dense_int8's NC16n4c weight), the tile's dot products are tensorized with it.
 3. A spatial block that reads row statistics (the max and sum of a softmax, the mean square of
    an RMSNorm) computes them per row under its own outer loop (compute_at), so that a row is
    read while it is in cache.
@@ -20,18 +24,61 @@ default_schedule works on the blocks of a PrimFunc, whatever operators built it:
 A step whose preconditions fail is skipped, so the schedule never fails where the unscheduled
 function builds; a vectorized loop that lowering would run serially is not vectorized.
 """
+import dataclasses
 import json
+import math
 
 from .. import runtime, te, tir
 from ..error import KilnError, KilnTypeError, KilnValueError, ScheduleError
 from ..target import Target, gemm_blocking
 from ._block_info import analyze_block, is_sum_of_products
+from ._util import const_int
 
 # A block with fewer iterations than this runs on one thread: a parallel loop costs a few
 # microseconds to start, the time of some 10^4 simple iterations.
 MIN_PARALLEL_ITERATIONS = 1 << 14
 # Parallel loops are fused until they have this many iterations per thread, for balance.
 PARALLEL_ITERATIONS_PER_THREAD = 4
+# The shipped tensor intrinsics tried on sums of products where the target has their features
+# (the tuner's rule tensorize tries the same ones).
+TENSOR_INTRINSICS = ("x86.avx512.vnni.dot_16x4_u8s8s32", "x86.avx512.bf16.dot_16x2_bf16bf16f32")
+
+
+@dataclasses.dataclass(frozen=True)
+class _DotProduct:
+    """A tensor intrinsic of the form C[lanes] += A[depth] * B[lanes, depth]."""
+
+    name: str
+    lanes: int
+    depth: int
+    dtypes: tuple  # of A, B and C
+
+
+def _dot_products(names, target, api):
+    """The intrinsics among names that have the dot-product form and whose required features
+    the target has (the target is asked, not this machine)."""
+    if names is None:
+        names = TENSOR_INTRINSICS
+    elif not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise KilnTypeError(f"{api}: tensor_intrinsics must be a list of str (names registered "
+                            f"with tir.TensorIntrin.register), found {names!r}")
+    found = []
+    for name in names:
+        if name not in tir.TensorIntrin.names():
+            raise KilnValueError(f"{api}: tensor_intrinsics names {name!r}, which is not a "
+                                 f"registered tensor intrinsic (registered: "
+                                 f"{', '.join(tir.TensorIntrin.names())})")
+        intrin = tir.TensorIntrin.get(name)
+        if not all(target.has_feature(f) for f in intrin.required_features):
+            continue
+        buffers = [intrin.desc.buffer_map[p] for p in intrin.desc.params]
+        shapes = [[const_int(d) for d in buffer.shape] for buffer in buffers]
+        if len(shapes) != 3 or [len(shape) for shape in shapes] != [1, 2, 1] or \
+                shapes[1] != [shapes[2][0], shapes[0][0]]:
+            continue
+        found.append(_DotProduct(name, shapes[2][0], shapes[0][0],
+                                 tuple(buffer.dtype for buffer in buffers)))
+    return found
 
 
 def _as_prim_func(func, api):
@@ -45,9 +92,10 @@ def _as_prim_func(func, api):
                         f"type {type(func).__name__}")
 
 
-def default_schedule(func, target="llvm"):
+def default_schedule(func, target="llvm", tensor_intrinsics=None):
     """A schedule of ``func`` for a CPU that needs no tuning: element-wise stages inlined,
-    matrix products and convolutions register-tiled after kiln.target.gemm_blocking, row
+    matrix products and convolutions register-tiled after kiln.target.gemm_blocking (and
+    tensorized where the target has a fitting intrinsic, such as VNNI for dense_int8), row
     statistics computed per row with their consumer, outer loops parallel and inner loops
     vectorized by the target's vector lanes (see kiln/topi/cpu_schedule.py for the steps).
 
@@ -60,14 +108,19 @@ def default_schedule(func, target="llvm"):
             outputs, then te.var scalars) that te.create_prim_func would take.
         target (str or kiln.target.Target): the CPU target whose vector lanes and registers
             size the schedule; default "llvm", this CPU.
+        tensor_intrinsics (list of str, optional): the tensor intrinsics a sum of products may
+            be tensorized with, those of them whose required features the target has; default
+            the shipped x86 ones (AVX-512 VNNI and BF16 dot products). [] turns tensorization
+            off.
 
     Returns:
         tir.Schedule: the scheduled function is ``sch.mod``; ``sch.trace`` replays it.
 
     Raises:
-        KilnTypeError: func is neither a PrimFunc nor a list of te tensors, or target is not a
-            target string or a Target.
-        KilnValueError: target is not a valid target string.
+        KilnTypeError: func is neither a PrimFunc nor a list of te tensors, target is not a
+            target string or a Target, or tensor_intrinsics is not a list of str.
+        KilnValueError: target is not a valid target string, or no tensor intrinsic has a name
+            of tensor_intrinsics.
 
     Example:
         x = te.placeholder((n, 4096), "float32", name="x")
@@ -85,10 +138,11 @@ def default_schedule(func, target="llvm"):
     if target.kind != "llvm":
         raise KilnValueError(f"{api}: default schedules are for CPU targets (llvm), found "
                              f"{target}")
+    intrinsics = _dot_products(tensor_intrinsics, target, api)
     threads = runtime.get_num_threads()
     no_vector = set()
     while True:
-        scheduler = _Scheduler(func, target, threads, no_vector)
+        scheduler = _Scheduler(func, target, threads, no_vector, intrinsics)
         scheduler.run()
         fallbacks = _vectorize_fallbacks(scheduler.sch)
         failed = {block for block, loops in scheduler.vectorized.items() if loops & fallbacks}
@@ -114,9 +168,10 @@ def _vectorize_fallbacks(sch):
 class _Scheduler:
     """The steps of default_schedule on one tir.Schedule."""
 
-    def __init__(self, func, target, threads, no_vector):
+    def __init__(self, func, target, threads, no_vector, intrinsics=()):
         self.sch = tir.Schedule(func)
         self.target = target
+        self.intrinsics = intrinsics
         self.threads = threads
         self.no_vector = no_vector
         self.vectorized = {}  # block name -> names of the loops vectorized for it
@@ -166,6 +221,14 @@ class _Scheduler:
         self.vectorized.setdefault(name, set()).add(sch.get(inner).loop_var.name)
         return outer
 
+    def vectorize_loop(self, sch, name, loop):
+        """Vectorizes a loop of block name unless lowering ran a vector loop of it serially
+        before (an epilogue folded into a write-back can put a guard into it)."""
+        if name in self.no_vector:
+            return
+        sch.vectorize(loop)
+        self.vectorized.setdefault(name, set()).add(sch.get(loop).loop_var.name)
+
     def parallelize(self, sch, loops, extents, iterations):
         """Fuses the leading loops until each thread has work, and runs them in parallel."""
         if not loops or self.threads < 2:
@@ -175,9 +238,13 @@ class _Scheduler:
         wanted = self.threads * PARALLEL_ITERATIONS_PER_THREAD
         count, fused = 0, 1
         for extent in extents:
-            count += 1
             if extent is None:
+                # Fused, a symbolic loop's index would be divided and taken modulo, which hides
+                # its last partial tile from lowering: it joins only when the threads need it.
+                if count == 0 or fused < self.threads:
+                    count += 1
                 break
+            count += 1
             fused *= extent
             if fused >= wanted:
                 break
@@ -194,8 +261,10 @@ class _Scheduler:
         for name in names:
             if name not in self.blocks():  # folded into a tile's write-back
                 continue
-            if is_sum_of_products(self.sch, self.sch.get_block(name)) and \
-                    self.attempt(self.schedule_product, name):
+            if not is_sum_of_products(self.sch, self.sch.get_block(name)):
+                continue
+            if any(self.attempt(self.schedule_tensorized_product, name, intrin)
+                   for intrin in self.intrinsics) or self.attempt(self.schedule_product, name):
                 self.tiled.add(name)
         for name in reversed(names):
             if name in self.tiled or name in self.placed or name not in self.blocks():
@@ -233,47 +302,45 @@ class _Scheduler:
                 return False
         return True
 
-    def schedule_product(self, sch, name):
-        """Step 2: the register tile of a sum of products."""
-        info = self.info(name, sch)
-        loops = sch.get_loops(name)
+    def product_axes(self, info):
+        """(i, j, panel) of a sum of products: the positions of the iterators of the register
+        tile's rows (None when there is none) and vectorized columns, and the width of the
+        packed panels the column loads read (None when they read no packed layout)."""
         spatial, reduce = info.spatial, info.reduce
-        if len(loops) != len(info.iter_vars) or spatial != list(range(len(spatial))) or \
-                len(spatial) < 2 or not reduce:
+        if spatial != list(range(len(spatial))) or len(spatial) < 2 or not reduce:
             raise KilnValueError("not a product of trivially bound loops")
         j = spatial[-1]
-        columns = info.extents[j]
         vector_loads = [load for load in info.loads if j in load.uses]
-        if columns is None or not vector_loads or len(vector_loads) == len(info.loads):
+        if info.extents[j] is None or not vector_loads or len(vector_loads) == len(info.loads):
             raise KilnValueError("no reuse along the columns")
         rows = [p for p in spatial[:-1] if any(p not in load.uses for load in vector_loads)]
-        i = rows[-1] if rows else None
-        depth = 1
-        for p in reduce:
-            depth = None if depth is None or info.extents[p] is None else depth * info.extents[p]
-        try:
-            mr, nr, panels = gemm_blocking(self.target, info.dtype, n=columns, k=depth,
-                                           threads=self.threads)
-        except KilnError:
-            lanes = self.lanes(info.dtype)
-            if lanes < 2 or columns % lanes:
-                raise
-            mr, nr, panels = 4, lanes, 1
-        if i is None:
-            mr = 1
-        elif info.extents[i] is not None:
-            mr = min(mr, info.extents[i])  # a last partial tile is peeled off by lowering
+        widths = [load.panels[j] for load in vector_loads if j in load.panels]
+        return (rows[-1] if rows else None), j, (math.gcd(*widths) if widths else None)
 
-        # The loop order: other spatial loops, column strips, row tiles, the strips of one
-        # pass, the reduction, then the register tile (rows unrolled, columns vectorized).
-        others = [loops[p] for p in spatial if p not in (i, j)]
-        other_extents = [info.extents[p] for p in spatial if p not in (i, j)]
+    def tile(self, sch, name, info, i, j, mr, nr, panels=1):
+        """The loop nest of a register tile: the product writes a "local" copy of its output
+        (cache_write), whose write-back runs over column strips, row tiles of mr rows, the
+        panels of one pass, then the tile (mr x nr); the product is computed per tile under
+        the write-back's loops (compute_at, which also takes a symbolic number of rows), its
+        reduction loops outside the tile's rows and columns.
+
+        Returns (outer, outer_extents, rows, columns, reduce_loops, write_back_columns,
+        local_name): the loops to run in parallel and their extents (None when symbolic), the
+        product's tile loops (rows None when mr is 1) and reduction loops, the write-back's
+        column loop and the name of the write-back block."""
+        local = sch.cache_write(name, 0, "local")
+        local_name = sch.get(local).name_hint
+        loops = sch.get_loops(local)
+        if len(loops) != len(info.spatial):
+            raise KilnValueError("the write-back's loops are not the product's spatial loops")
+        others = [loops[p] for p in info.spatial if p not in (i, j)]
+        outer_extents = [info.extents[p] for p in info.spatial if p not in (i, j)]
         if panels > 1:
-            jo, jp, ji = sch.split(loops[j], factors=[None, panels, nr])
+            jo, jp, jn = sch.split(loops[j], factors=[None, panels, nr])
         else:
-            (jo, ji), jp = sch.split(loops[j], factors=[None, nr]), None
+            (jo, jn), jp = sch.split(loops[j], factors=[None, nr]), None
         outer = others + [jo]
-        outer_extents = other_extents + [columns // (nr * panels)]
+        outer_extents.append(info.extents[j] // (nr * panels))
         ii = None
         if i is not None and mr > 1:
             io, ii = sch.split(loops[i], factors=[None, mr])
@@ -283,21 +350,96 @@ class _Scheduler:
         elif i is not None:
             outer.append(loops[i])
             outer_extents.append(info.extents[i])
+        sch.reorder(*(outer + [loop for loop in (jp, ii) if loop is not None] + [jn]))
         tile_loop = jp if jp is not None else outer[-1]
-        reduce_loops = [loops[p] for p in reduce]
-        sch.reorder(*(outer + ([jp] if jp is not None else []) + reduce_loops
-                      + ([ii] if ii is not None else []) + [ji]))
-        local = sch.cache_write(name, 0, "local")
-        local_name = sch.get(local).name_hint
-        sch.reverse_compute_at(local, tile_loop)
-        if name not in self.no_vector and nr > 1:
+        depth = len(outer) + (jp is not None)  # the loops down to tile_loop
+        sch.compute_at(name, tile_loop)
+        # The new loops: the tile's rows (unless mr is 1), its columns and the reduction loops
+        # other than those of extent 1.
+        inner = sch.get_loops(name)[depth:]
+        reduce_count = sum(1 for p in info.reduce if info.extents[p] != 1)
+        if len(inner) != (ii is not None) + 1 + reduce_count:
+            raise KilnValueError("unexpected loops under the tile")
+        rows = inner[0] if ii is not None else None
+        columns, reduce_loops = inner[(ii is not None)], inner[(ii is not None) + 1:]
+        sch.reorder(*(reduce_loops + ([rows] if rows is not None else []) + [columns]))
+        return outer, outer_extents, rows, columns, reduce_loops, jn, local_name
+
+    def schedule_product(self, sch, name):
+        """Step 2: the register tile of a sum of products, its columns vectorized. Where the
+        column loads read packed panels (dense_pack's weight), NR divides the panel width, so
+        that a vector of the tile reads contiguous columns of one panel."""
+        info = self.info(name, sch)
+        i, j, panel = self.product_axes(info)
+        columns = info.extents[j]
+        depth = _product([info.extents[p] for p in info.reduce])
+        try:
+            mr, nr, panels = gemm_blocking(self.target, info.dtype, n=columns, k=depth,
+                                           threads=self.threads)
+            if panel is not None and panel % nr:
+                mr, nr, _ = gemm_blocking(self.target, info.dtype, n=panel)
+                panels = 1
+        except KilnError:
+            lanes = self.lanes(info.dtype)
+            if lanes < 2 or columns % lanes or (panel is not None and panel % lanes):
+                raise
+            mr, nr, panels = 4, lanes, 1
+        if i is None:
+            mr = 1
+        elif info.extents[i] is not None:
+            mr = min(mr, info.extents[i])  # a last partial tile is peeled off by lowering
+        outer, outer_extents, rows, cols, reduce_loops, write_back, local_name = self.tile(
+            sch, name, info, i, j, mr, nr, panels)
+        if nr > 1:
             # NR / lanes whole vectors: LLVM splits the wide vector into registers.
-            for loop in (ji, sch.get_loops(local)[-1]):
-                sch.vectorize(loop)
-                self.vectorized.setdefault(name, set()).add(sch.get(loop).loop_var.name)
-        if ii is not None:
-            sch.unroll(ii)
+            self.vectorize_loop(sch, name, cols)
+            self.vectorize_loop(sch, local_name, write_back)
+        if rows is not None:
+            sch.unroll(rows)
         sch.decompose_reduction(name, reduce_loops[0])
+        self.fold_epilogues(sch, local_name)
+        self.parallelize(sch, outer, outer_extents, info.iterations)
+
+    def schedule_tensorized_product(self, sch, name, intrin):
+        """Step 2 with a tensor intrinsic: the register tile of a sum of products whose columns
+        are whole groups of the intrinsic's lanes and whose reduction is whole groups of its
+        depth, the dot product of each group replaced by the intrinsic (tensorize). Tensorize
+        checks that the product computes what the intrinsic describes over contiguous data
+        (the NC16n4c weight of dense_int8 for VNNI); any failure leaves the other steps."""
+        info = self.info(name, sch)
+        if info.dtype != intrin.dtypes[2] or len(info.loads) != 2 or sorted(
+                load.buffer.dtype for load in info.loads) != sorted(intrin.dtypes[:2]):
+            raise KilnValueError("not the intrinsic's dtypes")
+        i, j, _ = self.product_axes(info)
+        if len(info.reduce) != 1:
+            raise KilnValueError("not a single reduction, as the intrinsic's")
+        columns, depth = info.extents[j], info.extents[info.reduce[0]]
+        if columns % intrin.lanes or depth is None or depth % intrin.depth:
+            raise KilnValueError("not whole groups of the intrinsic")
+        try:
+            mr, nr, _ = gemm_blocking(self.target, info.dtype, n=columns)
+        except KilnError:
+            mr, nr = 4, intrin.lanes
+        if nr % intrin.lanes:
+            nr = intrin.lanes
+        if i is None:
+            mr = 1
+        elif info.extents[i] is not None:
+            mr = min(mr, info.extents[i])
+        outer, outer_extents, rows, cols, [ko], write_back, local_name = self.tile(
+            sch, name, info, i, j, mr, nr)
+        jt, ji = sch.split(cols, factors=[None, intrin.lanes])
+        ko, ki = sch.split(ko, factors=[None, intrin.depth])
+        sch.reorder(*([ko] + ([rows] if rows is not None else []) + [jt, ji, ki]))
+        sch.tensorize(ji, intrin.name, target=str(self.target))
+        init = sch.decompose_reduction(name + "_o", ko)  # tensorize's block over the tile
+        # The init's loop over the lanes: one vector store.
+        init_block = sch.get_child_blocks(init)[0]
+        self.vectorize_loop(sch, sch.get(init_block).name_hint, sch.get_loops(init_block)[-1])
+        for loop in (rows, jt):
+            if loop is not None and sch.get(loop).extent.value > 1:
+                sch.unroll(loop)
+        self.vectorize_loop(sch, local_name, write_back)
         self.fold_epilogues(sch, local_name)
         self.parallelize(sch, outer, outer_extents, info.iterations)
 
