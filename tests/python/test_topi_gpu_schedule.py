@@ -178,6 +178,16 @@ def dense():
     return [x, w, topi.nn.dense(x, w)], [xv, wv], xv @ wv.T, 1e-4
 
 
+def dense_one_row_bias_relu():
+    """A matrix-vector product (a decoding step): each output reduced across threads."""
+    x = te.placeholder((1, 256), "float32", name="x")
+    w = te.placeholder((48, 256), "float32", name="w")
+    b = te.placeholder((48,), "float32", name="b")
+    xv, wv, bv = rand(RNG, 1, 256), rand(RNG, 48, 256), rand(RNG, 48)
+    y = topi.nn.relu(topi.nn.dense(x, w, bias=b))
+    return [x, w, b, y], [xv, wv, bv], np.maximum(xv @ wv.T + bv, 0), 1e-5
+
+
 def matmul_bias_relu():
     a = te.placeholder((48, 40), "float32", name="a")
     b = te.placeholder((40, 64), "float32", name="b")
@@ -256,7 +266,7 @@ def softmax_odd_rows():
 CASES = {f.__name__: f for f in (
     elementwise_chain, broadcast, transpose_reshape, concatenate, take, pad, row_sum,
     column_max, mean, argmax, softmax, log_softmax, layer_norm, rms_norm, silu_swiglu, rope,
-    dense, matmul_bias_relu, batch_matmul, conv2d_nchw, conv2d_nhwc, pooling, attention,
+    dense, dense_one_row_bias_relu, matmul_bias_relu, batch_matmul, conv2d_nchw, conv2d_nhwc, pooling, attention,
     quantize_dequantize, matmul_prime_shapes, softmax_odd_rows)}
 
 
@@ -348,10 +358,34 @@ def test_softmax_is_one_kernel_of_cross_thread_reductions():
     assert "__shfl_down_sync" in source
 
 
+def test_a_matrix_vector_product_reduces_each_output_across_threads():
+    sch = scheduled(dense_one_row_bias_relu()[0])
+    script = sch.mod["main"].script()
+    assert thread_extents(script, "blockIdx.x") == [48]  # one output per thread block
+    assert thread_extents(script, "threadIdx.x") == [256]  # over the reduction of 256
+    # The bias and the ReLU are computed by the same kernel.
+    assert kiln.build(sch.mod, target="opencl").get_source("opencl").count("__kernel") == 1
+
+
 def test_reduction_over_an_outer_axis_gives_each_thread_an_output():
     script = scheduled(column_max()[0]).mod["main"].script()
     assert 'scope="local"' in script  # the accumulator of each thread
     assert thread_extents(script, "threadIdx.x") and "range(40)" in script
+
+
+def test_a_reduction_threads_cannot_combine_gets_one_thread_per_row():
+    """The lowering refuses a cross-thread sum that starts from 1 (not the identity of +): the
+    block falls back to one row per thread."""
+    x = te.placeholder((8, 64), "float32", name="x")
+    k = te.reduce_axis((0, 64), name="k")
+    y = te.compute((8,), lambda i: te.sum(x[i, k], axis=k, init=1.0), name="y")
+    sch = scheduled([x, y])
+    script = sch.mod["main"].script()
+    assert 'scope="local"' in script and "range(64)" in script
+    xv = rand(RNG, 8, 64)
+    got = np.zeros(8, "float32")
+    tir.interpret(tir.lower(sch.mod, target="opencl"), xv, got)
+    np.testing.assert_allclose(got, xv.sum(axis=1) + 1, rtol=1e-5)
 
 
 def test_thread_counts_follow_the_target():

@@ -9,17 +9,20 @@ threads, and a product's shared tiles fit target.max_shared_memory_per_block.
    transcendental function is not computed again per use), except that a padding guard goes
    into a product's shared-memory fetch (step 2) rather than into the product itself.
 2. Products (a sum of products with reuse: matmul, dense, batch_matmul, conv2d, the two
-   products of attention) are tiled. The output, with its element-wise consumers (bias,
-   activation) folded into it, is cut into block tiles of up to 64 x 64 (the tile's rows i
-   and columns j: the last spatial axis and the last one that an operand indexed by j does
-   not use), one per thread block along blockIdx.x together with the other spatial axes
-   (batch, heads, a convolution's rows). Up to 16 x 16 threads (threadIdx.y, threadIdx.x)
-   each accumulate a register tile of up to 4 x 4 outputs in "local" scope (cache_write).
-   The longest reduction loop is split into steps; at each step the block's threads copy the
-   operands' tiles into "shared" memory together (cache_read, the copy's loops fused and bound
-   to the same threads: cooperative fetching), the step as long as the tiles fit the target's
-   shared memory. Tile sizes divide the extents where a good divisor exists; otherwise, and
-   for symbolic extents, the last tiles are guarded.
+   products of attention) with at least 4 rows are tiled. Their tile's rows i and columns j are the last spatial
+   axis (j) and the last one that an operand indexed by j does not use (i). Each thread
+   accumulates a register tile of up to 4 x 4 outputs in "local" scope (cache_write), the
+   tile loops unrolled; up to 16 threads along i (threadIdx.y) and the rest of the block's
+   threads along j (threadIdx.x) make a block tile, typically 64 x 64, bound to blockIdx.x
+   together with the other spatial axes (batch, heads, a convolution's rows). Element-wise
+   consumers (bias, activation) are folded into the tile's write-back. The longest reduction
+   loop is split into steps; at each step the block's threads copy the operands' tiles into
+   "shared" memory together (cache_read, the copy's loops fused and bound to the same
+   threads: cooperative fetching), rows padded to an odd stride against bank conflicts, the
+   step as long as the tiles fit the target's shared memory. Tile sizes divide the extents
+   where a good divisor exists. Otherwise, and for symbolic extents, a thread computes one
+   output along that axis and the last tile is guarded; a symbolic reduction is not staged
+   in shared memory (a guarded step would be split by lowering into copies of the loop nest).
 3. Row reductions: a spatial block that reads statistics per row (the max and sum of a
    softmax, the mean and variance of a norm) gets one row per thread block, or several along
    threadIdx.y when rows are short; its columns are split over threadIdx.x, and each statistic
@@ -27,9 +30,11 @@ threads, and a product's shared tiles fit target.max_shared_memory_per_block.
    cross-thread reduction: partial results per thread, combined with warp shuffles or in
    shared memory).
 4. Other reductions: one over the innermost axes of what it reads (sum, max or mean over the
-   last axes, global pooling) is a cross-thread reduction as in step 3; the others (over outer
-   axes, pooling windows, argmax, whose two values threads cannot combine) give each thread one
-   output, accumulated in a register.
+   last axes, global pooling, a matrix-vector product such as dense for one row) is a
+   cross-thread reduction as in step 3 (an element-wise consumer, a mean's division or a
+   bias, reads it as a statistic per row: step 3 computes both in one thread block); the
+   others (over outer axes, pooling windows, argmax, whose two values threads cannot combine)
+   give each thread one output, accumulated in a register.
 5. Every other block (element-wise, broadcast, transforms): its loops fused, split by the
    thread count and bound to blockIdx.x and threadIdx.x.
 
@@ -37,8 +42,9 @@ Nothing is vectorized: the GPU code generators emit a vectorized loop as a plain
 
 The schedule is lowered for the target before it is returned. A block whose schedule the
 lowering refuses (a reduction its threads cannot combine, shared memory over the limit) gets
-the simpler schedule of a later step, down to one thread per output; a block that cannot get
-any (a single value computed by a reduction threads cannot combine) raises KilnValueError.
+the simpler schedule of a later step, down to one thread per output. A block without a
+spatial loop to bind (a 0-d element-wise block, a reduction to a single value) has no GPU
+schedule: KilnValueError names it.
 """
 import re
 
@@ -60,6 +66,10 @@ MAX_THREAD_TILE = 4
 MAX_REDUCTION_STEP = 16
 # A shorter reduction (a pooling window) runs in one thread rather than across threads.
 MIN_CROSS_THREAD_EXTENT = 16
+# A product with fewer rows (a matrix-vector product, a decoding step's) is not tiled: its few
+# block tiles would leave most of the GPU idle. It is a reduction like others (step 4), each
+# output reduced across threads when the operands are read along the reduction.
+MIN_TILE_ROWS = 4
 
 
 def gpu_schedule(func, target):
@@ -437,14 +447,16 @@ class _Scheduler:
 # --- Tile sizes ----------------------------------------------------------------------------
 
 def _is_tiled_product(sch, name):
-    """Whether step 2 applies to the block: a sum of products with reuse in both directions."""
+    """Whether step 2 applies to the block: a sum of products with reuse in both directions
+    and at least MIN_TILE_ROWS rows."""
     if not is_sum_of_products(sch, sch.get_block(name)):
         return False
+    info = block_info(sch, name)
     try:
-        _product_axes(block_info(sch, name))
+        i = _product_axes(info)[0]
     except KilnValueError:
         return False
-    return True
+    return info.extents[i] is None or info.extents[i] >= MIN_TILE_ROWS
 
 
 def _product_axes(info):
