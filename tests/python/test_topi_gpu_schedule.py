@@ -112,9 +112,16 @@ def column_max():
 
 
 def mean():
-    x = te.placeholder((3, 8, 20), "float32", name="x")
-    xv = rand(RNG, 3, 8, 20)
+    """Rows of 4 x 5: several rows per thread block, the last block partly empty."""
+    x = te.placeholder((13, 4, 5), "float32", name="x")
+    xv = rand(RNG, 13, 4, 5)
     return [x, topi.mean(x, axis=(1, 2))], [xv], xv.mean(axis=(1, 2)), 1e-5
+
+
+def sum_all_keepdims():
+    x = te.placeholder((9, 30), "float32", name="x")
+    xv = rand(RNG, 9, 30)
+    return [x, topi.sum(x, keepdims=True)], [xv], xv.sum(keepdims=True), 1e-5
 
 
 def argmax():
@@ -265,7 +272,7 @@ def softmax_odd_rows():
 
 CASES = {f.__name__: f for f in (
     elementwise_chain, broadcast, transpose_reshape, concatenate, take, pad, row_sum,
-    column_max, mean, argmax, softmax, log_softmax, layer_norm, rms_norm, silu_swiglu, rope,
+    column_max, mean, sum_all_keepdims, argmax, softmax, log_softmax, layer_norm, rms_norm, silu_swiglu, rope,
     dense, dense_one_row_bias_relu, matmul_bias_relu, batch_matmul, conv2d_nchw, conv2d_nhwc, pooling, attention,
     quantize_dequantize, matmul_prime_shapes, softmax_odd_rows)}
 
