@@ -272,9 +272,10 @@ def softmax_odd_rows():
 
 CASES = {f.__name__: f for f in (
     elementwise_chain, broadcast, transpose_reshape, concatenate, take, pad, row_sum,
-    column_max, mean, sum_all_keepdims, argmax, softmax, log_softmax, layer_norm, rms_norm, silu_swiglu, rope,
-    dense, dense_one_row_bias_relu, matmul_bias_relu, batch_matmul, conv2d_nchw, conv2d_nhwc, pooling, attention,
-    quantize_dequantize, matmul_prime_shapes, softmax_odd_rows)}
+    column_max, mean, sum_all_keepdims, argmax, softmax, log_softmax, layer_norm, rms_norm,
+    silu_swiglu, rope, dense, dense_one_row_bias_relu, matmul_bias_relu, batch_matmul,
+    conv2d_nchw, conv2d_nhwc, pooling, attention, quantize_dequantize, matmul_prime_shapes,
+    softmax_odd_rows)}
 
 
 def scheduled(tensors, target="opencl"):

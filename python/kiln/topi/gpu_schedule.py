@@ -9,10 +9,10 @@ threads, and a product's shared tiles fit target.max_shared_memory_per_block.
    transcendental function is not computed again per use), except that a padding guard goes
    into a product's shared-memory fetch (step 2) rather than into the product itself.
 2. Products (a sum of products with reuse: matmul, dense, batch_matmul, conv2d, the two
-   products of attention) with at least 4 rows are tiled. Their tile's rows i and columns j are the last spatial
-   axis (j) and the last one that an operand indexed by j does not use (i). Each thread
-   accumulates a register tile of up to 4 x 4 outputs in "local" scope (cache_write), the
-   tile loops unrolled; up to 16 threads along i (threadIdx.y) and the rest of the block's
+   products of attention) with at least 4 rows are tiled. Their tile's columns j are the
+   last spatial axis, its rows i the last one that an operand indexed by j does not use. Each
+   thread accumulates a register tile of up to 4 x 4 outputs in "local" scope (cache_write),
+   the tile loops unrolled; up to 16 threads along i (threadIdx.y) and the rest of the block's
    threads along j (threadIdx.x) make a block tile, typically 64 x 64, bound to blockIdx.x
    together with the other spatial axes (batch, heads, a convolution's rows). Element-wise
    consumers (bias, activation) are folded into the tile's write-back. The longest reduction
@@ -246,21 +246,13 @@ class _Scheduler:
         tx_count, j_tile = _axis_tile(info.extents[j], max(1, self.threads // ty_count))
 
         # The write-back of the register tile, with the element-wise consumers, carries the
-        # loop nest: block tiles, then threads, then each thread's tile.
+        # loop nest; the product goes under each thread, the reduction outside the tile.
         write_back = sch.get(sch.cache_write(name, 0, "local")).name_hint
         folded = fold_epilogues(sch, write_back)
-        loops = sch.get_loops(write_back)
-        if len(loops) != len(info.spatial):
+        if len(sch.get_loops(write_back)) != len(info.spatial):
             raise KilnValueError("the write-back does not loop over the output")
-        bi, ty, ti = sch.split(loops[i], factors=[None, ty_count, i_tile])
-        bj, tx, tj = sch.split(loops[j], factors=[None, tx_count, j_tile])
-        outer = [loops[p] for p in others]
-        sch.reorder(*outer, bi, bj, ty, tx, ti, tj)
-        sch.bind(sch.fuse(*outer, bi, bj), "blockIdx.x")
-        sch.bind(ty, "threadIdx.y")
-        sch.bind(tx, "threadIdx.x")
-
-        # The product under each thread: the reduction outside, the register tile inside.
+        tx = self.bind_output_tiles(sch, write_back, (i, ty_count, i_tile), (j, tx_count, j_tile),
+                                    others)
         sch.compute_at(name, tx, preserve_unit_loops=True)
         inner = sch.get_loops(name)[-len(info.iter_vars):]
         tile_loops = [inner[p] for p in info.spatial]
@@ -280,6 +272,23 @@ class _Scheduler:
         for loop in tile_loops + sch.get_loops(init)[3:] + sch.get_loops(write_back)[3:]:
             sch.unroll(loop)
         return [name, write_back, init] + folded + copies
+
+    @staticmethod
+    def bind_output_tiles(sch, write_back, rows, columns, others):
+        """Splits the rows and the columns of the write-back's loops, each (position, threads,
+        outputs per thread), into block tiles, threads and each thread's tile. The block tiles
+        and the other loops go to blockIdx.x, the threads to threadIdx.y (rows) and
+        threadIdx.x (columns). Returns the threadIdx.x loop."""
+        loops = sch.get_loops(write_back)
+        (i, ty_count, i_tile), (j, tx_count, j_tile) = rows, columns
+        bi, ty, ti = sch.split(loops[i], factors=[None, ty_count, i_tile])
+        bj, tx, tj = sch.split(loops[j], factors=[None, tx_count, j_tile])
+        outer = [loops[p] for p in others]
+        sch.reorder(*outer, bi, bj, ty, tx, ti, tj)
+        sch.bind(sch.fuse(*outer, bi, bj), "blockIdx.x")
+        sch.bind(ty, "threadIdx.y")
+        sch.bind(tx, "threadIdx.x")
+        return tx
 
     def stage_operands(self, sch, name, step_loop, ty_count, tx_count):
         """Copies each operand's tile of one reduction step into shared memory under
