@@ -93,3 +93,33 @@ def test_matmul_and_attention_shapes(tensors):
     with pytest.raises(KilnValueError, match=r"topi.nn.layer_norm: gamma B must have the shape "
                                              r"of the normalized axes"):
         topi.nn.layer_norm(tensors["A"], tensors["B"], None, axis=-1)
+
+
+def test_default_schedule_arguments(tensors):
+    A = tensors["A"]
+    with pytest.raises(KilnTypeError, match="topi.default_schedule: func must be a tir.PrimFunc "
+                                            "or the list of te tensors"):
+        topi.default_schedule("A")
+    with pytest.raises(KilnTypeError, match="topi.default_schedule: target must be a target "
+                                            "string such as \"llvm\" or \"cuda\", or a "
+                                            "kiln.target.Target, found an object of type int"):
+        topi.default_schedule([A, topi.exp(A)], target=80)
+    with pytest.raises(KilnValueError, match="-arch must name a CUDA architecture"):
+        topi.default_schedule([A, topi.exp(A)], target="cuda -arch=sm_3")
+
+
+def test_gpu_default_schedule_of_a_single_value(tensors):
+    """A GPU schedule binds some loop of every block to GPU threads: a block without one, or
+    whose only loops reduce, has none."""
+    A = tensors["A"]
+    with pytest.raises(KilnValueError, match=r"topi.default_schedule: no GPU schedule for block "
+                                             r"'T_argmax' on target cuda .*: it reduces to a "
+                                             r"single value, .* keep the reduced axes "
+                                             r"\(keepdims=True\)"):
+        topi.default_schedule([A, topi.argmax(A)], target="cuda")
+    scalar = te.placeholder((), name="s")
+    with pytest.raises(KilnValueError, match=r"topi.default_schedule: no GPU schedule for block "
+                                             r"'T_exp' on target opencl.*: it has no loop to bind "
+                                             r"to GPU threads"):
+        topi.default_schedule([scalar, topi.exp(scalar)], target="opencl")
+    topi.default_schedule([A, topi.argmax(A, keepdims=True)], target="cuda")

@@ -4,13 +4,15 @@ each other; te.create_prim_func turns them into a PrimFunc.
 
 Families: element-wise and broadcasting arithmetic and comparisons (broadcast.py), unary math
 and casts (math.py), reductions (reduction.py), shape and index transforms (transform.py), and
-the neural-network operators of kiln.topi.nn. default_schedule (cpu_schedule.py) gives any
-function of them a CPU schedule that needs no tuning.
+the neural-network operators of kiln.topi.nn. default_schedule (schedule.py) gives any
+function of them a schedule that needs no tuning, for a CPU ("llvm", cpu_schedule.py) or a GPU
+("cuda", "opencl", gpu_schedule.py).
 
 Example:
     x = te.placeholder((n, 64), "float32", name="x")
     y = topi.nn.softmax(topi.add(x, 1.0), axis=-1)
     func = te.create_prim_func([x, y])
+    rt = kiln.build(topi.default_schedule(func, target="cuda").mod, target="cuda")
 """
 from .broadcast import (add, subtract, multiply, divide, floor_divide, floor_mod, power,
                         maximum, minimum, equal, not_equal, less, less_equal, greater,
@@ -21,7 +23,7 @@ from .reduction import sum, prod, max, min, all, any, mean, argmax, argmin  # no
 from .transform import (reshape, transpose, concatenate, split, take, pad, expand_dims,
                         squeeze, broadcast_to, strided_slice)
 from . import nn
-from .cpu_schedule import default_schedule
+from .schedule import default_schedule
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "floor_divide", "floor_mod", "power", "maximum",

@@ -2,8 +2,8 @@
 reduction iterators and their constant extents, the loads of its body with the iterators each
 depends on and the packed panels it reads, whether it writes an argument of the function,
 whether its body calls transcendental functions (costly to recompute) or guards a load
-(padding), and whether it is a sum of products with reuse (a matrix product or a convolution,
-register-tiled)."""
+(padding), whether it is a sum of products with reuse (a matrix product or a convolution,
+register-tiled), and whether it is a reduction whose partial results GPU threads can combine."""
 import dataclasses
 
 from .. import tir
@@ -24,6 +24,7 @@ class Load:
     # reads a packed layout whose innermost c values of v are contiguous (dense_pack's
     # weight[j // bn, k, j % bn] has {j: bn}).
     panels: dict = dataclasses.field(default_factory=dict)
+    last_uses: frozenset = frozenset()  # those its last (innermost) index uses
 
 
 @dataclasses.dataclass
@@ -133,8 +134,9 @@ def analyze_block(sch, block_rv, func):
     def visit(node):
         if isinstance(node, tir.BufferLoad):
             if not any(node.buffer.same_as(w) for w in writes):
-                loads.append(Load(node.buffer, _uses(node.indices, iter_vars),
-                                  _panels(node.indices, iter_vars)))
+                indices = list(node.indices)
+                loads.append(Load(node.buffer, _uses(indices, iter_vars),
+                                  _panels(indices, iter_vars), _uses(indices[-1:], iter_vars)))
         elif _is_call(node, EXPENSIVE_CALLS):
             flags["expensive"] = True
         elif _is_call(node, ("if_then_else",)):
@@ -184,3 +186,21 @@ def is_sum_of_products(sch, block_rv):
 
     _walk(update, visit)
     return len(loads) >= 2 and None not in loads and isinstance(update, tir.Mul)
+
+
+def is_simple_reduction(sch, block_rv):
+    """Whether the block's update is ``C[idx] = f(C[idx], x)`` with f one of +, *, max and min
+    and one store: a reduction whose partial results threads can combine (argmax's two stores
+    and a causal mask's guarded update are not)."""
+    block = sch.get(block_rv)
+    body = block.body
+    if block.init is None or not isinstance(body, tir.BufferStore):
+        return False
+    value = body.value
+    if not isinstance(value, (tir.Add, tir.Mul, tir.Max, tir.Min)):
+        return False
+
+    def is_self_load(expr):
+        return isinstance(expr, tir.BufferLoad) and expr.buffer.same_as(body.buffer)
+
+    return is_self_load(value.a) or is_self_load(value.b)

@@ -1,6 +1,7 @@
 """Default CPU schedules for the operators of kiln.topi: a reasonable schedule without tuning.
 
-default_schedule works on the blocks of a PrimFunc, whatever operators built it:
+topi.default_schedule runs cpu_schedule for "llvm" targets. It works on the blocks of a PrimFunc,
+whatever operators built it:
 
 1. Element-wise producers are inlined into their consumers (compute_inline), except where that
    would recompute a transcendental function (an exp read by two reductions) or put a padding
@@ -28,10 +29,12 @@ import dataclasses
 import json
 import math
 
-from .. import runtime, te, tir
+from .. import tir
 from ..error import KilnError, KilnTypeError, KilnValueError, ScheduleError
-from ..target import Target, gemm_blocking
-from ._block_info import analyze_block, is_sum_of_products
+from ..target import gemm_blocking
+from ._block_info import is_sum_of_products
+from ._schedule_steps import (block_info, block_names, fold_epilogues, inline_elementwise,
+                              row_statistics)
 from ._util import const_int
 
 # A block with fewer iterations than this runs on one thread: a parallel loop costs a few
@@ -81,65 +84,12 @@ def _dot_products(names, target, api):
     return found
 
 
-def _as_prim_func(func, api):
-    if isinstance(func, tir.PrimFunc):
-        return func
-    if isinstance(func, (list, tuple)) and func and all(
-            isinstance(t, (te.Tensor, tir.Var)) for t in func):
-        return te.create_prim_func(list(func))
-    raise KilnTypeError(f"{api}: func must be a tir.PrimFunc or the list of te tensors (and "
-                        f"te.var scalars) that te.create_prim_func takes, found an object of "
-                        f"type {type(func).__name__}")
-
-
-def default_schedule(func, target="llvm", tensor_intrinsics=None):
-    """A schedule of ``func`` for a CPU that needs no tuning: element-wise stages inlined,
-    matrix products and convolutions register-tiled after kiln.target.gemm_blocking (and
-    tensorized where the target has a fitting intrinsic, such as VNNI for dense_int8), row
-    statistics computed per row with their consumer, outer loops parallel and inner loops
-    vectorized by the target's vector lanes (see kiln/topi/cpu_schedule.py for the steps).
-
-    Works for any function of te.compute blocks, symbolic shapes included: a step that does
-    not apply is skipped, so the schedule builds wherever the unscheduled function builds. The
-    thread count is the runtime's (kiln.runtime.get_num_threads) when this is called.
-
-    Args:
-        func (tir.PrimFunc or list): the function, or the list of te tensors (inputs, then
-            outputs, then te.var scalars) that te.create_prim_func would take.
-        target (str or kiln.target.Target): the CPU target whose vector lanes and registers
-            size the schedule; default "llvm", this CPU.
-        tensor_intrinsics (list of str, optional): the tensor intrinsics a sum of products may
-            be tensorized with, those of them whose required features the target has; default
-            the shipped x86 ones (AVX-512 VNNI and BF16 dot products). [] turns tensorization
-            off.
-
-    Returns:
-        tir.Schedule: the scheduled function is ``sch.mod``; ``sch.trace`` replays it.
-
-    Raises:
-        KilnTypeError: func is neither a PrimFunc nor a list of te tensors, target is not a
-            target string or a Target, or tensor_intrinsics is not a list of str.
-        KilnValueError: target is not a valid target string, or no tensor intrinsic has a name
-            of tensor_intrinsics.
-
-    Example:
-        x = te.placeholder((n, 4096), "float32", name="x")
-        y = topi.nn.softmax(x)
-        sch = topi.default_schedule([x, y])
-        rt = kiln.build(sch.mod, target="llvm")
-    """
-    api = "topi.default_schedule"
-    func = _as_prim_func(func, api)
-    if not isinstance(target, (str, Target)):
-        raise KilnTypeError(f"{api}: target must be a target string such as \"llvm\" or a "
-                            f"kiln.target.Target, found an object of type "
-                            f"{type(target).__name__}")
-    target = Target(target)
-    if target.kind != "llvm":
-        raise KilnValueError(f"{api}: default schedules are for CPU targets (llvm), found "
-                             f"{target}")
-    intrinsics = _dot_products(tensor_intrinsics, target, api)
-    threads = runtime.get_num_threads()
+def cpu_schedule(func, target, threads, tensor_intrinsics=None):
+    """The schedule of the PrimFunc func for the CPU target (a kiln.target.Target of kind
+    "llvm") with threads runtime threads, its sums of products tensorized with those of
+    tensor_intrinsics (None: the shipped x86 ones) whose features the target has;
+    topi.default_schedule documents it."""
+    intrinsics = _dot_products(tensor_intrinsics, target, "topi.default_schedule")
     no_vector = set()
     while True:
         scheduler = _Scheduler(func, target, threads, no_vector, intrinsics)
@@ -181,12 +131,10 @@ class _Scheduler:
     # --- Helpers -------------------------------------------------------------------------
 
     def blocks(self):
-        return [self.sch.get(b).name_hint
-                for b in self.sch.get_child_blocks(self.sch.get_block("root"))]
+        return block_names(self.sch)
 
     def info(self, name, sch=None):
-        sch = sch or self.sch
-        return analyze_block(sch, sch.get_block(name), sch.mod["main"])
+        return block_info(sch or self.sch, name)
 
     def attempt(self, step, *args):
         """Runs step(sch copy, *args); keeps the copy when it succeeds. Returns its result, or
@@ -275,32 +223,10 @@ class _Scheduler:
                 self.attempt(self.schedule_reduction, name)
 
     def inline(self):
-        """Step 1: element-wise producers into their consumers, until nothing changes."""
-        changed = True
-        while changed:
-            changed = False
-            for name in self.blocks():
-                if self.can_inline(name) and self.attempt(
-                        lambda sch, n: sch.compute_inline(n), name):
-                    changed = True
-
-    def can_inline(self, name):
-        info = self.info(name)
-        if info.has_init or info.reduce or info.writes_output:
-            return False
-        consumers = [self.info(self.sch.get(c).name_hint)
-                     for c in self.sch.get_consumers(self.sch.get_block(name))]
-        if not consumers:
-            return False
-        if info.guarded_read and any(c.reduce for c in consumers):
-            return False  # a padding guard in a reduction's inner loop stops vectorization
-        if info.expensive:
-            # Inlined, the expensive part runs once per iteration of the consumer.
-            if len(consumers) > 1 or consumers[0].reduce:
-                return False
-            if info.iterations is None or consumers[0].iterations != info.iterations:
-                return False
-        return True
+        """Step 1: element-wise producers into their consumers, a padding guard not into a
+        reduction (it would stop the reduction's inner loop from vectorizing)."""
+        self.sch = inline_elementwise(self.sch,
+                                      keeps_guard=lambda sch, consumer: bool(consumer.reduce))
 
     def product_axes(self, info):
         """(i, j, panel) of a sum of products: the positions of the iterators of the register
@@ -397,7 +323,7 @@ class _Scheduler:
         if rows is not None:
             sch.unroll(rows)
         sch.decompose_reduction(name, reduce_loops[0])
-        self.fold_epilogues(sch, local_name)
+        self.placed.update(fold_epilogues(sch, local_name))
         self.parallelize(sch, outer, outer_extents, info.iterations)
 
     def schedule_tensorized_product(self, sch, name, intrin):
@@ -440,23 +366,8 @@ class _Scheduler:
             if loop is not None and sch.get(loop).extent.value > 1:
                 sch.unroll(loop)
         self.vectorize_loop(sch, local_name, write_back)
-        self.fold_epilogues(sch, local_name)
+        self.placed.update(fold_epilogues(sch, local_name))
         self.parallelize(sch, outer, outer_extents, info.iterations)
-
-    def fold_epilogues(self, sch, writer):
-        """Element-wise consumers of a tile's write-back become part of it."""
-        while True:
-            consumers = sch.get_consumers(writer)
-            if len(consumers) != 1:
-                return
-            consumer = sch.get(consumers[0]).name_hint
-            trial = sch.copy()
-            try:
-                trial.reverse_compute_inline(consumer)
-            except (ScheduleError, KilnError):
-                return
-            sch.reverse_compute_inline(consumer)
-            self.placed.add(consumer)
 
     def schedule_spatial(self, sch, name):
         """Steps 3 and 4 for a block without reduction."""
@@ -465,7 +376,7 @@ class _Scheduler:
         if len(loops) != len(info.iter_vars):
             raise KilnValueError("loops do not match the iterators")
         extents = list(info.extents)
-        row_depth, statistics = self.row_statistics(sch, name, info)
+        row_depth, statistics = row_statistics(sch, name, info, self.placed | self.tiled)
         if statistics and 0 < row_depth < len(loops):
             row = sch.fuse(*loops[:row_depth]) if row_depth > 1 else loops[0]
             placed = [s for s in statistics if self.place(sch, s, row)]
@@ -487,25 +398,6 @@ class _Scheduler:
             loops = loops[:-1] + [outer]
             extents = extents[:-1] + [extents[-1] // self.lanes(info.dtype)]
         self.parallelize(sch, loops, extents, info.iterations)
-
-    def row_statistics(self, sch, name, info):
-        """(r, names): the reductions (not yet placed) that the block reads at indices of its
-        first r iterators only, latest first."""
-        found, depth = [], 0
-        for producer in sch.get_producers(name):
-            pname = sch.get(producer).name_hint
-            pinfo = self.info(pname, sch)
-            if not pinfo.has_init or pname in self.placed or pname in self.tiled:
-                continue
-            uses = set()
-            for load in info.loads:
-                if any(load.buffer.same_as(w) for w in pinfo.write_buffers):
-                    uses |= load.uses
-            if not uses:
-                continue
-            found.append(pname)
-            depth = max(depth, max(uses) + 1)
-        return depth, found[::-1]
 
     def place(self, sch, producer, loop):
         """compute_at of a row reduction (and of the row reductions it reads, in turn) under
