@@ -92,6 +92,29 @@ BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name) {
   bool all_spatial = true;
   for (bool r : result.is_reduce) all_spatial = all_spatial && !r;
   result.spatial = all_spatial && store != nullptr && block.writes.size() == 1 && !block.init;
+  if (store != nullptr) {
+    post_order_visit(store->value, [&](const Node* node) {
+      if (node->kind() != NodeKind::Call) return;
+      switch (static_cast<const Call*>(node)->op) {
+        case Builtin::Exp:
+        case Builtin::Exp2:
+        case Builtin::Log:
+        case Builtin::Log2:
+        case Builtin::Log1p:
+        case Builtin::Sin:
+        case Builtin::Cos:
+        case Builtin::Tan:
+        case Builtin::Tanh:
+        case Builtin::Sigmoid:
+        case Builtin::Erf:
+        case Builtin::Pow:
+          result.expensive = true;
+          break;
+        default:
+          break;
+      }
+    });
+  }
   if (result.spatial) {
     bool injective = true;
     post_order_visit(store->value, [&](const Node* node) {

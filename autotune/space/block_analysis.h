@@ -33,6 +33,9 @@ struct BlockAnalysis {
   // Its stored value reads a buffer inside an if_then_else (a padding block): inlined, the
   // guarded read keeps its consumer's loop from being vectorized.
   bool guarded_read = false;
+  // Its stored value calls a math function lowered to a polynomial (exp, log, tanh, erf, ...):
+  // inlined into two consumers, it is computed twice.
+  bool expensive = false;
   // Writes a parameter of the function (an output).
   bool writes_output = false;
 };

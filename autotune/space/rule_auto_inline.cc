@@ -2,7 +2,11 @@
 // are used (compute_inline), so that no intermediate buffer is written and read back. A padding
 // block (a read guarded by if_then_else) also keeps a sketch where it stays a stage of its own:
 // inlined, the guard on the read keeps the consumer's innermost loop from being vectorized
-// (a convolution then runs serially), while a padded copy costs one pass over the input.
+// (a convolution then runs serially), while a padded copy costs one pass over the input. So
+// does a block that calls an expensive math function (exp, tanh, ...) and has two or more
+// consumers (the exp of a softmax, read by the sum and by the division): inlined, it is
+// computed once per consumer; kept, random_compute_location can put it by its consumers, in a
+// buffer of one row.
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/schedule/compute_inline.h"
@@ -30,6 +34,12 @@ class AutoInline : public ScheduleRule {
       return {sch};
     }
     if (analysis.guarded_read) return {result, sch};
+    if (analysis.expensive) {
+      schedule::Schedule probe = sch.copy();
+      if (schedule::get_consumers(probe, schedule::get_block(probe, block_name)).size() >= 2) {
+        return {result, sch};
+      }
+    }
     return {result};
   }
 };

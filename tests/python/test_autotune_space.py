@@ -185,6 +185,42 @@ def test_neighbours_move_one_factor():
         assert space.replay(0, trace) is not None
 
 
+def exp_twice(m=32, n=256, math=True):
+    """A softmax whose exp is a stage of its own, read by the row sum and by the division
+    (with math=False, a cheap element-wise stage instead of the exp)."""
+    x = te.placeholder((m, n), "float32", name="x")
+    e = te.compute((m, n), (lambda i, c: te.exp(x[i, c])) if math else
+                   (lambda i, c: x[i, c] * 2.0), name="e")
+    k = te.reduce_axis((0, n), name="k")
+    total = te.compute((m,), lambda i: te.sum(e[i, k], axis=k), name="total")
+    out = te.compute((m, n), lambda i, c: e[i, c] / total[i], name="out")
+    return te.create_prim_func([x, out])
+
+
+def test_an_exp_read_twice_is_inlined_or_kept_where_it_is_used():
+    # Inlined, the exp runs once per consumer; kept, it can be computed per row by them.
+    func = exp_twice()
+    space = SpaceGenerator(func, HASWELL)
+    texts = [sketch.as_python() for sketch in space.sketches]
+    kept = [k for k, text in enumerate(texts) if "sch.compute_inline(" not in text]
+    assert kept and len(kept) < len(texts)
+    x = np.random.default_rng(0).standard_normal((32, 256)).astype("float32")
+    expected = np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)
+    # Its compute location is sampled (inline, root, or a loop of its consumers): some
+    # candidates keep it as a stage.
+    stages = 0
+    for seed in accepted_seeds(space, kept[0], 6):
+        candidate = without_deep_unrolling(space, space.sample(kept[0], seed))
+        stages += 'T.block("e")' in candidate.mod["main"].script()
+        out = np.zeros_like(x)
+        kiln.build(candidate.mod)(x, out)
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-7)
+    assert stages > 0
+    # A cheap stage read twice is inlined in every sketch.
+    cheap = SpaceGenerator(exp_twice(math=False), HASWELL)
+    assert all("sch.compute_inline(" in s.as_python() for s in cheap.sketches)
+
+
 def test_padding_is_inlined_into_the_convolution_or_kept_as_a_stage():
     func = padded_conv()
     space = SpaceGenerator(func, "llvm")
