@@ -2,6 +2,7 @@
 // that loop annotations can change.
 #include "kiln/tir/unroll_loops.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kiln/ir/functor.h"
@@ -37,8 +38,19 @@ int64_t count_nodes(const Stmt& s) {
   return n;
 }
 
-// How many statements (stores and evaluations) `s` runs once its unrolled loops are unrolled,
-// or -1 when it holds another loop: what rule 2 counts as steps.
+// The steps of one statement: one per kLanesPerStep lanes of the value it stores (a vector
+// statement becomes an instruction per register of lanes, and LLVM's build time grows with
+// the instructions of the straight-line code unrolling makes).
+constexpr int64_t kLanesPerStep = 8;
+
+int64_t statement_steps(const Stmt& s) {
+  int lanes = 1;
+  if (const auto* store = s.as<BufferStore>()) lanes = store->value->dtype.lanes();
+  return std::max<int64_t>(1, (lanes + kLanesPerStep - 1) / kLanesPerStep);
+}
+
+// How many steps (statements: stores and evaluations, statement_steps each) `s` runs once its
+// unrolled loops are unrolled, or -1 when it holds another loop: what rule 2 counts.
 int64_t count_steps(const Stmt& s) {
   switch (s->kind()) {
     case NodeKind::For: {
@@ -70,7 +82,7 @@ int64_t count_steps(const Stmt& s) {
     case NodeKind::Allocate:
       return count_steps(s.as<Allocate>()->body);
     default:
-      return 1;
+      return statement_steps(s);
   }
 }
 

@@ -16,8 +16,9 @@ namespace kiln::tir {
 //     does one of symbolic extent.
 //  2. Under a loop annotated "pragma_auto_unroll_max_step" = N > 0 (the loop itself included),
 //     a serial loop with a constant extent is unrolled too when every loop inside it is
-//     unrolled (inner loops are decided first) and its extent times the number of statements
-//     (stores and evaluations) its body runs is at most N.
+//     unrolled (inner loops are decided first) and its extent times the number of steps its
+//     body runs is at most N: a store or evaluation is a step, a vector store one step per 8
+//     lanes (wide vectors unrolled make long straight-line code that LLVM takes long to build).
 //  3. "pragma_unroll_explicit" = 0 on a loop (or an enclosing one) keeps the loops chosen by 1
 //     and 2 as loops of kind kUnrolled rather than copying them; 1 (the default) copies them.
 //  4. "pragma_llvm_unroll" = 0 on a loop (or an enclosing one) gives every serial loop under it

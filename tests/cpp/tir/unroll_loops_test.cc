@@ -103,6 +103,23 @@ TEST(UnrollLoops, AutomaticUnrollingOfSerialLoopsUnderAnAnnotation) {
   EXPECT_EQ(count_kind(partly->body, NodeKind::BufferStore), 4);
 }
 
+TEST(UnrollLoops, AVectorStoreCountsAStepPerEightLanes) {
+  // for i in range(8) [max_step 16]: B[i * 16 : i * 16 + 16] = A[...]: 8 stores of 16 lanes are
+  // 16 steps, unrolled; of 32 lanes (two per iteration's worth) 32 steps, kept a loop.
+  for (int lanes : {16, 32}) {
+    Ref<Var> i = make_var("i");
+    Ref<Buffer> a = buffer_1d("A", i32(8 * lanes)), b = buffer_1d("B", i32(8 * lanes));
+    Expr index = ramp(i * lanes, i32(1), lanes);
+    Stmt body = buffer_store(b, buffer_load(a, {index}), {index});
+    Ref<PrimFunc> func =
+        make_func({a, b}, with_annotation(loop(i, 8, body), "pragma_auto_unroll_max_step", 16));
+    Ref<PrimFunc> result = unroll_loops(func);
+    EXPECT_EQ(count_kind(result->body, NodeKind::For), lanes == 16 ? 0 : 1) << lanes;
+    std::vector<float> in = random_floats(8 * lanes);
+    EXPECT_EQ(run(result, {in, std::vector<float>(8 * lanes)})[1], in) << lanes;
+  }
+}
+
 TEST(UnrollLoops, ExplicitZeroMarksLoopsForTheBackend) {
   Ref<Var> i = make_var("i"), j = make_var("j");
   Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
