@@ -101,6 +101,9 @@ class LocalRunner final : public Runner {
   ~LocalRunner() override = default;
 
   void set_task(const TuneTask& task) override {
+    user_check(!task.target.is_gpu())
+        << "Runner.set_task: the local runner measures CPU targets ('llvm ...') only, found '"
+        << task.target.str() << "'";
     task_ = task;
     task_key_ = task.target.str() + "\n" + ir::save_json(task.func);
     for (Lane& lane : lanes_) {

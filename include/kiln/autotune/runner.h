@@ -198,9 +198,17 @@ const std::vector<std::string>& measure_faults();
 // LLVM's name of the host CPU (e.g. "neoverse-n1") when the file does not say.
 const std::string& cpu_model_name();
 
-// The target key of measurements of `target` on this machine with `num_threads` kernel threads:
-// target.str(), cpu_model_name(), the target's ISA features joined by "," (e.g.
-// "avx,avx2,fma") and `num_threads` (0: unknown).
+// The thread count in the target key of a GPU target: one host thread launches the kernels,
+// and the CPU's thread count plays no part in their speed.
+constexpr int kGpuKeyThreads = 1;
+
+// The target key of measurements of `target` on this machine with `num_threads` kernel threads.
+// A CPU target: target.str(), cpu_model_name(), the target's ISA features joined by "," (e.g.
+// "avx,avx2,fma") and `num_threads` (0: unknown). A GPU target: target.str(), the name of the
+// device it stands for (codegen::find_gpu_device), "sm_XY" (CUDA's compute capability) or
+// "driver=<version>" (the OpenCL driver's, KilnDeviceDriverVersion) as features, and
+// kGpuKeyThreads; without such a device the model and features are empty, a key that no record
+// has (the runner refuses to measure there).
 TargetKey local_target_key(const codegen::Target& target, int num_threads = 0);
 
 }  // namespace kiln::autotune

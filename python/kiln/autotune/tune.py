@@ -356,9 +356,9 @@ def _best_schedule(db, func, target, num_threads, api, what, stacklevel):
     best = _core.best_record(db._core, func, target, threads, api)
     if best is None:
         return None
-    text, tuned_threads = best
+    text, tuned_threads, threads = best
     if tuned_threads != threads:
-        key = TargetKey(*_core.local_target_key(target, api), threads)
+        key = TargetKey(*_core.local_target_key(target, threads, api))
         _warn_other_threads(api, db.path, what, key, tuned_threads, stacklevel=stacklevel + 1,
                             identity=ir.structural_hash(func))
     sch = Schedule(func)

@@ -369,6 +369,30 @@ TEST(Runner, TargetKeyNamesTheCpuAndTheTargetFeatures) {
   EXPECT_EQ(key.device_features, features);
 }
 
+TEST(Runner, GpuTargetKeyNamesTheDeviceAndItsDriverOrArch) {
+  for (const char* text : {"opencl", "cuda"}) {
+    codegen::Target target = codegen::parse_target(text);
+    TargetKey key = local_target_key(target, 8);
+    EXPECT_EQ(key.target, target.str());
+    EXPECT_EQ(key.num_threads, kGpuKeyThreads);  // the CPU's thread count plays no part
+    int32_t id = codegen::find_gpu_device(target);
+    if (id < 0) {
+      EXPECT_EQ(key.device_model, "") << text;  // no device here: a key no record has
+      EXPECT_EQ(key.device_features, "") << text;
+      continue;
+    }
+    char name[256], version[256];
+    ASSERT_EQ(KilnDeviceName(target.device_type(), id, name, sizeof(name)), 0);
+    EXPECT_EQ(key.device_model, name);
+    if (target.kind == "opencl") {
+      ASSERT_EQ(KilnDeviceDriverVersion(target.device_type(), id, version, sizeof(version)), 0);
+      EXPECT_EQ(key.device_features, std::string("driver=") + version);
+    } else {
+      EXPECT_EQ(key.device_features.rfind("sm_", 0), 0u) << key.device_features;
+    }
+  }
+}
+
 TEST(Runner, TargetKeyNamesTheThreadsTheWorkerRanWith) {
   RunnerConfig config = fast_config();
   config.num_threads = 3;
