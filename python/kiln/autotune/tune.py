@@ -186,7 +186,8 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
     Args:
         tasks: a list of PrimFuncs, or of (name, PrimFunc) or (name, PrimFunc, weight) tuples;
             the weight is how often a function runs per run of the whole model.
-        target (str): the target string ("llvm": this machine's CPU).
+        target (str): the target string ("llvm": this machine's CPU; "opencl" or "cuda": the
+            first such device here, on which the candidates are measured).
         work_dir (str or os.PathLike): where tuning.db, the cost model and tune.log live
             (created when missing).
         database (Database or path): the database to tune into (default work_dir/tuning.db).
@@ -204,6 +205,7 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
     Raises:
         KilnValueError: a function with symbolic dimensions, an unknown target, or neither
             work_dir nor database.
+        KilnRuntimeError: a GPU target without its device on this machine.
         KilnTypeError: an argument of the wrong type.
         KeyboardInterrupt: Ctrl-C; every batch measured before it is in the database.
     """

@@ -393,6 +393,24 @@ TEST(Runner, GpuTargetKeyNamesTheDeviceAndItsDriverOrArch) {
   }
 }
 
+TEST(Runner, AGpuTargetWithoutItsDeviceIsRefusedBeforeAWorkerStarts) {
+  codegen::Target cuda = codegen::parse_target("cuda");
+  if (codegen::find_gpu_device(cuda) >= 0) GTEST_SKIP() << "this machine has a CUDA device";
+  std::unique_ptr<Runner> runner = make_local_runner(fast_config());
+  try {
+    runner->set_task(make_task(scale(2.0), "cuda", "scale"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
+    EXPECT_NE(std::string(e.what()).find("Runner.set_task: the target '" + cuda.str() +
+                                         "' needs a CUDA device to measure on"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(child_processes().empty());
+  EXPECT_THROW(runner->target_key(), Error);  // no task was set
+}
+
 TEST(Runner, TargetKeyNamesTheThreadsTheWorkerRanWith) {
   RunnerConfig config = fast_config();
   config.num_threads = 3;
