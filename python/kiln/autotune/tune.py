@@ -324,7 +324,8 @@ def tune_tir(mod_or_func, target="llvm", work_dir=None, max_trials_global=512,
 
 def compile_tir(database, mod_or_func, target="llvm", num_threads=None):
     """The best schedule the database holds for a function on ``target`` (this machine's CPU
-    model), replayed on the function: a tir.Schedule, or None when there is no record.
+    model, or for a GPU target this machine's device of that kind), replayed on the function: a
+    tir.Schedule, or None when there is no record.
 
     The record is one measured with ``num_threads`` threads when there is one; otherwise the best
     record of another thread count (or of an unknown one) is used, with a
