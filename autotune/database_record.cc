@@ -130,9 +130,8 @@ void check_target_key(const std::string& api, const TargetKey& target) {
                          "found '"
                       << target.target << "'";
   user_check(!target.device_model.empty())
-      << api << ": device_model must name the device the record is for (a CPU model name, or a "
-      << "GPU name and compute capability), found an empty string for target '" << target.target
-      << "'";
+      << api << ": device_model must name the device the record is for (a CPU model name or a "
+      << "GPU's name), found an empty string for target '" << target.target << "'";
   user_check(target.num_threads >= 0)
       << api << ": num_threads must be the number of threads the kernel ran on (>= 1), or 0 when "
       << "it is unknown, found " << target.num_threads << " for target '" << target.target << "'";

@@ -1,10 +1,12 @@
 // The identity of the device a runner measures on, as the tuning database keys records: the
-// CPU's model name and the ISA features of the target in effect.
+// CPU's model name and the ISA features of the target in effect, or the GPU's name and its
+// OpenCL driver version or CUDA compute capability.
 #include <fstream>
 #include <string>
 
 #include "kiln/autotune/runner.h"
 #include "kiln/codegen/target.h"
+#include "kiln/runtime/c_runtime_api.h"
 
 namespace kiln::autotune {
 
@@ -44,6 +46,28 @@ const std::string& cpu_model_name() {
 TargetKey local_target_key(const codegen::Target& target, int num_threads) {
   TargetKey key;
   key.target = target.str();
+  if (target.is_gpu()) {
+    key.num_threads = kGpuKeyThreads;
+    int32_t id = codegen::find_gpu_device(target);
+    if (id < 0) return key;  // no device: a key that no record has
+    int32_t type = target.device_type();
+    char text[256] = {0};
+    if (KilnDeviceName(type, id, text, sizeof(text)) != 0) {
+      KilnSetLastError(nullptr);
+      return key;
+    }
+    key.device_model = text;
+    if (type == kDLCUDA) {
+      int64_t capability = 0;
+      if (KilnDeviceAttribute(type, id, kKilnDeviceComputeCapability, &capability) == 0) {
+        key.device_features = "sm_" + std::to_string(capability);
+      }
+    } else if (KilnDeviceDriverVersion(type, id, text, sizeof(text)) == 0) {
+      key.device_features = std::string("driver=") + text;
+    }
+    KilnSetLastError(nullptr);
+    return key;
+  }
   key.num_threads = num_threads;
   key.device_model = cpu_model_name();
   for (const std::string& feature : target.isa_features()) {

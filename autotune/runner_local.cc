@@ -19,6 +19,7 @@
 #include "autotune/runner_process.h"
 #include "autotune/runner_protocol.h"
 #include "kiln/autotune/runner.h"
+#include "kiln/codegen/target.h"
 #include "kiln/ir/serialize.h"
 #include "kiln/runtime/c_runtime_api.h"
 #include "kiln/schedule/tensor_intrin.h"
@@ -101,6 +102,14 @@ class LocalRunner final : public Runner {
   ~LocalRunner() override = default;
 
   void set_task(const TuneTask& task) override {
+    if (task.target.is_gpu()) {
+      // A GPU target is measured on its device here; without one, nothing can be measured.
+      std::string why;
+      runtime_check(codegen::find_gpu_device(task.target, &why) >= 0)
+          << "Runner.set_task: the target '" << task.target.str() << "' needs a "
+          << (task.target.kind == "cuda" ? "CUDA" : "OpenCL")
+          << " device to measure on, and this machine has none that matches: " << why;
+    }
     task_ = task;
     task_key_ = task.target.str() + "\n" + ir::save_json(task.func);
     for (Lane& lane : lanes_) {

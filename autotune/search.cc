@@ -641,6 +641,8 @@ std::optional<Workload> find_task_workload(Database& db, const TuneTask& task) {
 }
 
 std::optional<Record> best_record(Database& db, const TuneTask& task, const TargetKey& target) {
+  // A GPU target's key without a device (none here) matches no record: none may be applied.
+  if (task.target.is_gpu() && target.device_model.empty()) return std::nullopt;
   std::optional<Workload> workload = find_task_workload(db, task);
   if (!workload) return std::nullopt;
   std::vector<Record> best = db.best(workload->id, target, 1, ThreadMatch::kPreferred);

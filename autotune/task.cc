@@ -101,9 +101,6 @@ TuneTask make_task(const Ref<PrimFunc>& func, const std::string& target, const s
   TuneTask task;
   task.func = func;
   task.target = codegen::parse_target(target);
-  user_check(!task.target.is_gpu())
-      << api << ": tuning for the GPU target '" << target
-      << "' is not available; the tuner measures CPU targets ('llvm ...') only";
   task.name = name;
   if (task.name.empty()) {
     auto it = func->attrs.find("global_symbol");

@@ -1,5 +1,8 @@
 // The tune worker's side of the conversation: the task's reference results, then each
-// candidate built, checked against them and timed (see worker.h and runner_protocol.h).
+// candidate built, checked against them and timed (see worker.h and runner_protocol.h). For a
+// GPU target the reference comes from a CPU build of the untuned function (which has no thread
+// bindings, so it cannot run on the GPU), and the candidates run on the target's device, on
+// arguments in its memory, each call synchronized before it counts as done.
 #include "autotune/worker.h"
 
 #include <signal.h>
@@ -15,6 +18,7 @@
 #include "autotune/runner_protocol.h"
 #include "autotune/worker_check.h"
 #include "autotune/worker_timing.h"
+#include "kiln/codegen/target.h"
 #include "kiln/driver/build.h"
 #include "kiln/ir/serialize.h"
 #include "kiln/runtime/ndarray.h"
@@ -33,6 +37,14 @@ double ms_since(Clock::time_point start) {
 
 int call(KilnFunctionHandle function, const TaskArguments& args) {
   return KilnFuncCall(function, args.values(), args.type_codes(), args.count());
+}
+
+// A call that has finished: for arguments on a GPU, its kernels too (their failure included).
+int call_and_wait(KilnFunctionHandle function, const TaskArguments& args) {
+  int status = call(function, args);
+  DLDevice device = args.device();
+  if (status != 0 || device.device_type == kDLCPU) return status;
+  return KilnDeviceSynchronize(device.device_type, device.device_id);
 }
 
 // The function of a candidate module that is measured: "main", or the only one.
@@ -116,6 +128,12 @@ class Worker {
     task->tolerance = Tolerance{request.rtol, request.atol};
     task->flush_cache = request.flush_cache;
     KilnSetNumThreads(request.num_threads);
+    codegen::Target target;
+    try {
+      target = codegen::parse_target(request.target);
+    } catch (const std::exception& e) {
+      return task_error_message(std::string("its target does not parse: ") + e.what());
+    }
     try {
       for (const TaskRequest::Intrinsic& intrin : request.intrinsics) {
         schedule::register_tensor_intrin(intrin.name, ir::load_prim_func(intrin.desc_json),
@@ -128,11 +146,13 @@ class Worker {
     for (const std::string& library : request.libraries) {
       if (KilnLoadLibrary(library.c_str()) != 0) return task_error_message(KilnGetLastError());
     }
-    // Step 1. Build the untuned function; its spec shapes the arguments.
+    // Step 1. Build the untuned function; its spec shapes the arguments. A GPU function as
+    // written binds no loop to threads: its reference is its build for this CPU.
     std::unique_ptr<driver::BuiltModule> reference;
     KilnFunctionHandle function = nullptr;
     try {
-      reference = driver::build(ir::load_prim_func(request.func_json), request.target, "main");
+      reference = driver::build(ir::load_prim_func(request.func_json),
+                                target.is_gpu() ? "llvm" : request.target, "main");
       runtime::check_call(KilnModuleGetFunction(reference->runtime_module(), "main", &function));
       const KilnFuncSpec* spec = nullptr;
       runtime::check_call(KilnFuncGetSpec(function, &spec));
@@ -160,6 +180,23 @@ class Worker {
       ready.reference = std::move(results);
     }
     task->restore_each_call = ready.restore_each_call;
+    // Step 3. For a GPU target, the arguments move to the device the target stands for; its
+    // caches are not the CPU's, which the flush would evict.
+    if (target.is_gpu()) {
+      std::string why;
+      int32_t id = codegen::find_gpu_device(target, &why);
+      if (id < 0) {
+        return task_error_message("there is no device for the target '" + request.target +
+                                  "' here: " + why);
+      }
+      try {
+        task->args->place_on_device(DLDevice{static_cast<DLDeviceType>(target.device_type()), id});
+      } catch (const std::exception& e) {
+        return task_error_message(std::string("its arguments cannot be placed on the device: ") +
+                                  e.what());
+      }
+      task->flush_cache = false;
+    }
     ready.num_threads = KilnGetNumThreads();
     task_ = std::move(task);
     return to_message(ready);
@@ -174,6 +211,12 @@ class Worker {
       if (!task_->flusher) task_->flusher = std::make_unique<CacheFlusher>();
       task_->flusher->flush();
     };
+    DLDevice device = args->device();
+    if (device.device_type != kDLCPU) {
+      h.synchronize = [device] {
+        return KilnDeviceSynchronize(device.device_type, device.device_id);
+      };
+    }
     return h;
   }
 
@@ -200,10 +243,24 @@ class Worker {
       result->error = std::string("the kernel failed while being timed: ") + KilnGetLastError();
       result->run_secs.clear();
       return;
+    } catch (const Error& e) {  // arguments that a device could not copy
+      result->status = RecordStatus::kRunError;
+      result->error = std::string("while timing the kernel: ") + e.what();
+      result->run_secs.clear();
+      return;
     }
     result->number = *number;
     if (task_->check_correctness && plan.repeat > 0) {
-      if (std::optional<std::string> wrong = task_->args->compare(task_->tolerance, true)) {
+      std::optional<std::string> wrong;
+      try {
+        wrong = task_->args->compare(task_->tolerance, true);
+      } catch (const Error& e) {
+        result->status = RecordStatus::kRunError;
+        result->error = std::string("after the timed calls: ") + e.what();
+        result->run_secs.clear();
+        return;
+      }
+      if (wrong) {
         result->status = RecordStatus::kWrongResult;
         result->error = "after the timed calls, " + *wrong;
         result->run_secs.clear();
@@ -239,27 +296,34 @@ class Worker {
       return result;
     }
 
-    // Step 2. Check: fresh arguments, one call, its results against the reference.
+    // Step 2. Check: fresh arguments, one call, its results against the reference. (Copies
+    // to and from a device may fail: the candidate's launch can leave the device unusable.)
     phase("check", result.build_ms);
-    task_->args->restore_all();
-    misbehave_before_call(request.fault);
-    if (int status = call(function, *task_->args); status != 0) {
-      // The runtime checks the arguments before the kernel runs: a candidate of another
-      // signature is refused there, a kernel that fails returns kKilnErrorRuntime.
-      bool refused = status == kKilnErrorType || status == kKilnErrorValue;
-      result.status = RecordStatus::kRunError;
-      result.error = std::string(refused ? "the candidate does not take the task's arguments: "
-                                         : "the kernel failed: ") +
-                     KilnGetLastError();
-      return result;
-    }
-    if (request.fault == "wrong_result") task_->args->perturb_one_written();
-    if (task_->check_correctness) {
-      if (std::optional<std::string> wrong = task_->args->compare(task_->tolerance, false)) {
-        result.status = RecordStatus::kWrongResult;
-        result.error = *wrong;
+    try {
+      task_->args->restore_all();
+      misbehave_before_call(request.fault);
+      if (int status = call_and_wait(function, *task_->args); status != 0) {
+        // The runtime checks the arguments before the kernel runs: a candidate of another
+        // signature is refused there, a kernel that fails returns kKilnErrorRuntime.
+        bool refused = status == kKilnErrorType || status == kKilnErrorValue;
+        result.status = RecordStatus::kRunError;
+        result.error = std::string(refused ? "the candidate does not take the task's arguments: "
+                                           : "the kernel failed: ") +
+                       KilnGetLastError();
         return result;
       }
+      if (request.fault == "wrong_result") task_->args->perturb_one_written();
+      if (task_->check_correctness) {
+        if (std::optional<std::string> wrong = task_->args->compare(task_->tolerance, false)) {
+          result.status = RecordStatus::kWrongResult;
+          result.error = *wrong;
+          return result;
+        }
+      }
+    } catch (const Error& e) {
+      result.status = RecordStatus::kRunError;
+      result.error = std::string("while checking the kernel: ") + e.what();
+      return result;
     }
 
     // Step 3. Time (a load for run_interleaved only warms up and picks the number; a staged
@@ -293,9 +357,16 @@ class Worker {
     internal_check(it != kept_.end()) << "tune worker: no candidate staged in slot " << slot;
     // Other candidates ran on the arguments since this one's check: fresh ones, so that the
     // check after the timed calls sees only what this candidate wrote.
-    task_->args->restore_all();
     int number = 0;
     MeasureResult result;
+    try {
+      task_->args->restore_all();
+    } catch (const Error& e) {
+      result.status = RecordStatus::kRunError;
+      result.error = std::string("before timing the kernel: ") + e.what();
+      kept_.erase(it);
+      return result;
+    }
     time_and_recheck(it->second.function, plan_for(timing), &number, &result);
     kept_.erase(it);
     return result;

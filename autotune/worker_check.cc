@@ -182,8 +182,17 @@ struct TaskArguments::Tensor {
   char* working = nullptr;
   std::vector<char> pristine;
   DLTensor tensor{};
+  size_t value_index = 0;  // in the packed arguments
+  // Its mirror in a GPU's memory (place_on_device); data null while in host memory.
+  DLTensor device_tensor{};
 
-  ~Tensor() { KilnFreeAligned(working); }
+  ~Tensor() {
+    KilnFreeAligned(working);
+    if (device_tensor.data != nullptr) {
+      KilnDeviceFree(device_tensor.device.device_type, device_tensor.device.device_id,
+                     device_tensor.data);
+    }
+  }
 
   // "[3, 17]" (and the lane) for a compact tensor, the element offset for a strided one.
   std::string index_text(size_t i) const {
@@ -293,6 +302,7 @@ TaskArguments::TaskArguments(const KilnFuncSpec& spec, uint64_t seed) {
     t.strides = tensor->strides.empty() ? nullptr : tensor->strides.data();
     t.byte_offset = 0;
     value.v_handle = &t;
+    tensor->value_index = values_.size();
     values_.push_back(value);
     codes_.push_back(kKilnDLTensorHandle);
     tensors_.push_back(std::move(tensor));
@@ -306,17 +316,63 @@ char* TaskArguments::working(size_t index) {
   return tensors_[index]->working;
 }
 
+void TaskArguments::place_on_device(DLDevice device) {
+  internal_check(device_.device_type == kDLCPU) << "tune worker: the arguments are on a device";
+  for (auto& t : tensors_) {
+    user_check(t->strides.empty())
+        << "tune worker: argument " << t->name
+        << " has strides; a GPU function is tuned on compact arguments only";
+  }
+  for (auto& t : tensors_) {
+    void* data = nullptr;
+    if (KilnDeviceAlloc(device.device_type, device.device_id, t->bytes, 0, &data) != 0) {
+      runtime_check(false) << "tune worker: cannot allocate " << t->bytes
+                           << " bytes of device memory for argument " << t->name << ": "
+                           << KilnGetLastError();
+    }
+    t->device_tensor = t->tensor;
+    t->device_tensor.data = data;
+    t->device_tensor.device = device;
+    values_[t->value_index].v_handle = &t->device_tensor;
+  }
+  device_ = device;
+  upload(false);
+}
+
+void TaskArguments::upload(bool written_only) {
+  if (device_.device_type == kDLCPU) return;
+  for (auto& t : tensors_) {
+    if ((written_only && !t->written) || t->bytes == 0) continue;
+    runtime_check(KilnDeviceCopy(&t->tensor, &t->device_tensor) == 0)
+        << "tune worker: copying argument " << t->name
+        << " to the device failed: " << KilnGetLastError();
+  }
+}
+
+void TaskArguments::fetch(bool written_only) {
+  if (device_.device_type == kDLCPU) return;
+  for (auto& t : tensors_) {
+    if ((written_only && !t->written) || t->bytes == 0) continue;
+    runtime_check(KilnDeviceCopy(&t->device_tensor, &t->tensor) == 0)
+        << "tune worker: copying argument " << t->name
+        << " from the device failed: " << KilnGetLastError();
+  }
+}
+
 void TaskArguments::restore_all() {
   for (auto& t : tensors_) std::memcpy(t->working, t->pristine.data(), t->bytes);
+  upload(false);
 }
 
 void TaskArguments::restore_written() {
   for (auto& t : tensors_) {
     if (t->written) std::memcpy(t->working, t->pristine.data(), t->bytes);
   }
+  upload(true);
 }
 
-std::string TaskArguments::snapshot_written() const {
+std::string TaskArguments::snapshot_written() {
+  fetch(true);
   std::string snapshot;
   for (const auto& t : tensors_) {
     if (t->written) snapshot.append(t->working, t->bytes);
@@ -333,7 +389,8 @@ void TaskArguments::set_reference(const std::string& snapshot) {
   has_reference_ = true;
 }
 
-bool TaskArguments::written_equal(const std::string& snapshot) const {
+bool TaskArguments::written_equal(const std::string& snapshot) {
+  fetch(true);
   size_t offset = 0;
   for (const auto& t : tensors_) {
     if (!t->written) continue;
@@ -346,9 +403,9 @@ bool TaskArguments::written_equal(const std::string& snapshot) const {
   return offset == snapshot.size();
 }
 
-std::optional<std::string> TaskArguments::compare(const Tolerance& tolerance,
-                                                  bool written_only) const {
+std::optional<std::string> TaskArguments::compare(const Tolerance& tolerance, bool written_only) {
   internal_check(has_reference_) << "tune worker: compare before the reference was set";
+  fetch(written_only);
   size_t offset = 0;
   for (const auto& t : tensors_) {
     const char* expected = t->written ? reference_.data() + offset : t->pristine.data();
@@ -426,6 +483,7 @@ std::optional<std::string> TaskArguments::compare(const Tolerance& tolerance,
 }
 
 void TaskArguments::perturb_one_written() {
+  fetch(true);
   for (auto& t : tensors_) {
     if (!t->written || t->elements == 0) continue;
     size_t i = t->elements / 2;
@@ -437,6 +495,7 @@ void TaskArguments::perturb_one_written() {
     } else {
       set_int(t->working, t->type, i, int_at(t->working, t->type, i) + 1);
     }
+    upload(true);
     return;
   }
 }

@@ -1,7 +1,8 @@
 // The arguments of a task's function inside the tune worker and the correctness check: random
-// values made once per task from the seed, the working copies that every call receives, the
-// reference results of the untuned function, and the element-wise comparison of a candidate's
-// results with them (the rule is written in kiln/autotune/runner.h, "Correctness").
+// values made once per task from the seed, the working copies that every call receives (in
+// host memory, or mirrored in a GPU's memory for a GPU target), the reference results of the
+// untuned function, and the element-wise comparison of a candidate's results with them (the
+// rule is written in kiln/autotune/runner.h, "Correctness").
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,16 @@ class TaskArguments {
   // The working buffer of the `index`-th tensor parameter (tests write results into it).
   char* working(size_t index);
 
+  // Gives every tensor a buffer of its size on `device` (a GPU) and points the packed
+  // arguments there: from then on the restores copy the pristine values into the device's
+  // buffers, and what reads results (snapshot_written, written_equal, compare,
+  // perturb_one_written) copies them back first. Raises a kValue error for a strided tensor
+  // (device copies are compact) and a kRuntime error with the driver's message when memory
+  // cannot be allocated or copied (so may the restores and the reads afterwards).
+  void place_on_device(DLDevice device);
+  // Where the working buffers live: kDLCPU, or the device of place_on_device.
+  DLDevice device() const { return device_; }
+
   // Copies the pristine values into every working buffer, or into those the function writes.
   void restore_all();
   void restore_written();
@@ -46,15 +57,15 @@ class TaskArguments {
   // The working buffers that the function writes, concatenated: after a call of the untuned
   // function, the reference. set_reference takes such a snapshot back (a kInternal error for
   // one of another size).
-  std::string snapshot_written() const;
+  std::string snapshot_written();
   void set_reference(const std::string& snapshot);
   // Whether the written working buffers hold exactly `snapshot`'s bytes.
-  bool written_equal(const std::string& snapshot) const;
+  bool written_equal(const std::string& snapshot);
 
   // Compares the working buffers with the expected state: the reference for the written
   // arguments, the pristine values for the others (skipped with `written_only`). Returns
   // nothing when they agree, else the message naming the worst element.
-  std::optional<std::string> compare(const Tolerance& tolerance, bool written_only) const;
+  std::optional<std::string> compare(const Tolerance& tolerance, bool written_only);
 
   // Changes one element of the first written argument well past any tolerance: the
   // "wrong_result" test hook.
@@ -62,11 +73,17 @@ class TaskArguments {
 
  private:
   struct Tensor;
+  // Copies the working buffers to the device (restore) or back (fetch): all of them, or those
+  // the function writes. Nothing in host memory.
+  void upload(bool written_only);
+  void fetch(bool written_only);
+
   std::vector<std::unique_ptr<Tensor>> tensors_;  // tensor parameters, in order
   std::vector<KilnValue> values_;
   std::vector<int32_t> codes_;
   std::string reference_;  // the written arguments after the untuned function's call
   bool has_reference_ = false;
+  DLDevice device_{kDLCPU, 0};
 };
 
 }  // namespace kiln::autotune::detail

@@ -32,21 +32,30 @@ double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// Waits for the device's work, if the hooks have a device.
+void synchronize(const TimingHooks& hooks) {
+  if (!hooks.synchronize) return;
+  if (int status = hooks.synchronize(); status != 0) throw CallFailed{status};
+}
+
 // The time of `n` calls in seconds: one span when the arguments need no restoring, else the
-// sum of the calls' own times, each after a restore.
+// sum of the calls' own times, each after a restore. A span ends when the device is done.
 double run_batch(const TimingPlan& plan, const TimingHooks& hooks, int n) {
   if (!plan.restore_each_call) {
     Clock::time_point start = Clock::now();
     for (int i = 0; i < n; ++i) {
       if (int status = hooks.call(); status != 0) throw CallFailed{status};
     }
+    synchronize(hooks);
     return seconds(Clock::now() - start);
   }
   double total = 0;
   for (int i = 0; i < n; ++i) {
     hooks.restore();
+    synchronize(hooks);  // the restore's copies are not timed
     Clock::time_point start = Clock::now();
     int status = hooks.call();
+    if (status == 0) synchronize(hooks);
     Clock::time_point end = Clock::now();
     if (status != 0) throw CallFailed{status};
     total += seconds(end - start);

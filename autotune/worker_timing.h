@@ -1,7 +1,8 @@
 // Timing in the tune worker: warm-up, repeats of `number` calls on a monotonic clock (number
 // picked to fill min_repeat_ms when 0), arguments restored before every call for functions that
-// update them in place, and the cache flush between repeats (see kiln/autotune/runner.h,
-// "Timing" and "Cache flush").
+// update them in place, the cache flush between repeats, and for GPU code the device
+// synchronized at the end of each timed span (see kiln/autotune/runner.h, "Timing" and "Cache
+// flush").
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,11 @@ struct TimingHooks {
   std::function<int()> call;
   std::function<void()> restore;  // used with restore_each_call
   std::function<void()> flush;    // used with flush_cache
+  // Waits until the work the calls issued has finished (a GPU's launches return before their
+  // kernels end); a nonzero return is a failure of that work, as for `call`. Empty for CPU
+  // code. Inside the timed span, after each repeat's calls (and each call with
+  // restore_each_call, whose restore is waited for before the clock starts).
+  std::function<int()> synchronize;
 };
 
 // A call returned `status` (nonzero) during the timing.

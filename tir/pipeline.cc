@@ -63,7 +63,7 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
     f = insert_barriers(f);                                          log.step("insert_barriers", f);
     f = split_host_device(f, options.name, options.device_kernels);  log.step("split_host_device", f);
     for (const Ref<PrimFunc>& kernel : *options.device_kernels) {
-      verify_gpu_code(*kernel, options.gpu_limits);
+      if (options.verify_gpu_kernels) verify_gpu_code(*kernel, options.gpu_limits);
     }
   }
   // The entry point for the code generator (LowerOptions::packed_entry).

@@ -1,6 +1,7 @@
 // verify_gpu_code: the launch limits, memory scopes and barrier placement of one device kernel.
 #include "kiln/tir/verify_gpu_code.h"
 
+#include <sstream>
 #include <unordered_set>
 
 #include "kiln/ir/functor.h"
@@ -24,7 +25,7 @@ class KernelChecker : public IRVisitor {
     name_ = s != nullptr ? s->value : "?";
   }
 
-  void check() {
+  GpuCodeCheck check() {
     // Step 1. Threads per block.
     int64_t threads = 1;
     for (const char* tag : {"threadIdx.x", "threadIdx.y", "threadIdx.z"}) {
@@ -35,17 +36,24 @@ class KernelChecker : public IRVisitor {
                                    << " has a non-constant launch extent";
       threads *= *c;
     }
-    user_check(threads <= limits_.max_threads_per_block)
-        << "verify_gpu_code: kernel " << name_ << ": " << threads
-        << " threads per block (the product of the threadIdx extents) exceed the target's limit "
-        << limits_.max_threads_per_block << " (-max_threads_per_block); bind fewer threads";
+    if (threads > limits_.max_threads_per_block) {
+      fail(GpuCodeViolation::kTooManyThreads)
+          << threads
+          << " threads per block (the product of the threadIdx extents) exceed the target's "
+             "limit "
+          << limits_.max_threads_per_block << " (-max_threads_per_block); bind fewer threads";
+      return result_;
+    }
     // Step 2. Scopes and barriers, walking the body.
     visit_stmt(kernel_.body);
-    user_check(shared_bytes_ <= limits_.max_shared_memory_per_block)
-        << "verify_gpu_code: kernel " << name_ << ": " << shared_bytes_
-        << " bytes of shared memory exceed the target's limit "
-        << limits_.max_shared_memory_per_block
-        << " (-max_shared_memory_per_block); use smaller shared tiles";
+    if (result_.violation == GpuCodeViolation::kNone &&
+        shared_bytes_ > limits_.max_shared_memory_per_block) {
+      fail(GpuCodeViolation::kTooMuchSharedMemory)
+          << shared_bytes_ << " bytes of shared memory exceed the target's limit "
+          << limits_.max_shared_memory_per_block
+          << " (-max_shared_memory_per_block); use smaller shared tiles";
+    }
+    return result_;
   }
 
  protected:
@@ -80,10 +88,12 @@ class KernelChecker : public IRVisitor {
       int64_t elements = 1;
       for (const Expr& extent : buffer.shape) {
         const int64_t* c = as_const_int(extent);
-        user_check(c != nullptr) << "verify_gpu_code: kernel " << name_ << ": shared buffer "
-                                 << buffer.name << " has the non-constant size "
-                                 << to_script(extent)
-                                 << "; shared memory is sized when the kernel is compiled";
+        if (c == nullptr) {
+          fail(GpuCodeViolation::kSymbolicSharedMemory)
+              << "shared buffer " << buffer.name << " has the non-constant size "
+              << to_script(extent) << "; shared memory is sized when the kernel is compiled";
+          return;
+        }
         elements *= *c;
       }
       shared_bytes_ += elements * buffer.dtype.bytes();
@@ -93,12 +103,13 @@ class KernelChecker : public IRVisitor {
 
   void visit(const Call* op) override {
     if (op->op == Builtin::StorageSync) {
-      user_check(divergent_ == 0)
-          << "verify_gpu_code: kernel " << name_
-          << ": a barrier (storage_sync) is in code that not every thread of the block reaches "
-             "(under a condition on a threadIdx variable, or in a threadIdx loop shorter than the "
-             "block); threads that skip it leave the others waiting forever. Make the loops that "
-             "pass values through shared memory span the whole block";
+      if (divergent_ != 0) {
+        fail(GpuCodeViolation::kDivergentBarrier)
+            << "a barrier (storage_sync) is in code that not every thread of the block reaches "
+               "(under a condition on a threadIdx variable, or in a threadIdx loop shorter than "
+               "the block); threads that skip it leave the others waiting forever. Make the "
+               "loops that pass values through shared memory span the whole block";
+      }
     }
     IRVisitor::visit(op);
   }
@@ -109,8 +120,36 @@ class KernelChecker : public IRVisitor {
     return it == kernel_.attrs.end() ? nullptr : &it->second;
   }
 
+  // Records the first violation; the message is streamed into what it returns.
+  class Failure {
+   public:
+    Failure(GpuCodeCheck* result, bool first) : result_(result), first_(first) {}
+    ~Failure() {
+      if (first_) result_->message += out_.str();
+    }
+    template <class T>
+    Failure& operator<<(const T& value) {
+      out_ << value;
+      return *this;
+    }
+
+   private:
+    GpuCodeCheck* result_;
+    bool first_;
+    std::ostringstream out_;
+  };
+  Failure fail(GpuCodeViolation violation) {
+    bool first = result_.violation == GpuCodeViolation::kNone;
+    if (first) {
+      result_.violation = violation;
+      result_.message = "verify_gpu_code: kernel " + name_ + ": ";
+    }
+    return Failure(&result_, first);
+  }
+
   const PrimFunc& kernel_;
   const GpuLimits& limits_;
+  GpuCodeCheck result_;
   std::string name_;
   std::unordered_set<const Var*> thread_vars_;
   int divergent_ = 0;
@@ -119,8 +158,13 @@ class KernelChecker : public IRVisitor {
 
 }  // namespace
 
+GpuCodeCheck check_gpu_code(const PrimFunc& kernel, const GpuLimits& limits) {
+  return KernelChecker(kernel, limits).check();
+}
+
 void verify_gpu_code(const PrimFunc& kernel, const GpuLimits& limits) {
-  KernelChecker(kernel, limits).check();
+  GpuCodeCheck check = check_gpu_code(kernel, limits);
+  user_check(check.violation == GpuCodeViolation::kNone) << check.message;
 }
 
 }  // namespace kiln::tir

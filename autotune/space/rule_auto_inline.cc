@@ -6,7 +6,8 @@
 // does a block that calls an expensive math function (exp, tanh, ...) and has two or more
 // consumers (the exp of a softmax, read by the sum and by the division): inlined, it is
 // computed once per consumer; kept, random_compute_location can put it by its consumers, in a
-// buffer of one row.
+// buffer of one row. (On a GPU, where a kept stage is a kernel of its own and writes its result
+// to global memory, it is always inlined.)
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/schedule/compute_inline.h"
@@ -18,6 +19,7 @@ namespace {
 
 class AutoInline : public ScheduleRule {
  public:
+  explicit AutoInline(const SpaceContext& context) : gpu_(context.task->target.is_gpu()) {}
   const char* name() const override { return "auto_inline"; }
 
   std::vector<schedule::Schedule> apply(const schedule::Schedule& sch,
@@ -34,7 +36,7 @@ class AutoInline : public ScheduleRule {
       return {sch};
     }
     if (analysis.guarded_read) return {result, sch};
-    if (analysis.expensive) {
+    if (analysis.expensive && !gpu_) {
       schedule::Schedule probe = sch.copy();
       if (schedule::get_consumers(probe, schedule::get_block(probe, block_name)).size() >= 2) {
         return {result, sch};
@@ -42,12 +44,15 @@ class AutoInline : public ScheduleRule {
     }
     return {result};
   }
+
+ private:
+  bool gpu_;
 };
 
 }  // namespace
 
-std::unique_ptr<ScheduleRule> make_auto_inline(const SpaceContext&) {
-  return std::make_unique<AutoInline>();
+std::unique_ptr<ScheduleRule> make_auto_inline(const SpaceContext& context) {
+  return std::make_unique<AutoInline>(context);
 }
 
 }  // namespace kiln::autotune

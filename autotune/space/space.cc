@@ -1,5 +1,6 @@
 // SpaceGenerator: the sketches of a task (the rules applied to every block, outputs first), and
-// sampling, replaying and mutating them (the postprocessors finish every candidate).
+// sampling, replaying and mutating them (the postprocessors finish every candidate). The rules
+// and postprocessors are those of the target's kind: CPU or GPU.
 #include <algorithm>
 #include <set>
 
@@ -19,7 +20,7 @@ struct SpaceGenerator::Impl {
   SpaceContext context;
   ir::Ref<ir::IRModule> mod;  // the task's function as "main"
   std::vector<std::unique_ptr<ScheduleRule>> block_rules;
-  std::unique_ptr<ScheduleRule> root_rule;
+  std::unique_ptr<ScheduleRule> root_rule;  // null: none (GPU targets)
   std::vector<std::unique_ptr<Postproc>> postprocs;
   std::vector<std::unique_ptr<Mutator>> mutators;
   std::vector<double> mutator_weights;
@@ -68,17 +69,27 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
   s.context.num_threads = config.num_threads > 0 ? config.num_threads : KilnGetNumThreads();
   s.mod = ir::make<ir::IRModule>();
   s.mod->functions["main"] = task.func;
-  s.block_rules.push_back(make_auto_inline(s.context));
-  s.block_rules.push_back(make_tensorize(s.context));
-  s.block_rules.push_back(make_add_rfactor(s.context));
-  s.block_rules.push_back(make_multi_level_tiling(s.context));
-  s.block_rules.push_back(make_random_compute_location(s.context));
-  s.root_rule = make_parallel_vectorize_unroll(s.context);
-  s.postprocs.push_back(make_refuse_recomputation(s.context));
-  s.postprocs.push_back(make_pack_operand(s.context));
-  s.postprocs.push_back(make_partial_result_lanes(s.context));
-  s.postprocs.push_back(make_rewrite_reduction_block(s.context));
-  s.postprocs.push_back(make_parallel_vectorize_unroll_postproc(s.context));
+  if (task.target.is_gpu()) {
+    // GPU: every block ends up bound to thread blocks and threads, one element per thread or
+    // (reductions of few elements) a block of threads per element; the verifier drops what the
+    // GPU could not run. There is no root rule.
+    s.block_rules.push_back(make_auto_inline(s.context));
+    s.block_rules.push_back(make_cross_thread_reduction(s.context));
+    s.block_rules.push_back(make_auto_bind(s.context));
+    s.postprocs.push_back(make_verify_gpu_code(s.context));
+  } else {
+    s.block_rules.push_back(make_auto_inline(s.context));
+    s.block_rules.push_back(make_tensorize(s.context));
+    s.block_rules.push_back(make_add_rfactor(s.context));
+    s.block_rules.push_back(make_multi_level_tiling(s.context));
+    s.block_rules.push_back(make_random_compute_location(s.context));
+    s.root_rule = make_parallel_vectorize_unroll(s.context);
+    s.postprocs.push_back(make_refuse_recomputation(s.context));
+    s.postprocs.push_back(make_pack_operand(s.context));
+    s.postprocs.push_back(make_partial_result_lanes(s.context));
+    s.postprocs.push_back(make_rewrite_reduction_block(s.context));
+    s.postprocs.push_back(make_parallel_vectorize_unroll_postproc(s.context));
+  }
   s.mutators.push_back(make_mutate_tile_size(s.context));
   s.mutator_weights.push_back(0.85);
   s.mutators.push_back(make_mutate_categorical(s.context));
@@ -118,6 +129,10 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
                   created.end());
   }
   for (Schedule& sch : current) {
+    if (!s.root_rule) {
+      s.sketches.push_back(sch.trace());
+      continue;
+    }
     std::vector<Schedule> results = s.root_rule->apply(sch, "root");
     s.sketches.push_back(results.front().trace());
   }

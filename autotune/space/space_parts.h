@@ -106,6 +106,37 @@ std::unique_ptr<ScheduleRule> make_random_compute_location(const SpaceContext& c
 //   sch.annotate(block_or_loop=b0, ann_val=v1, ann_key="kiln.unroll_max_step")
 std::unique_ptr<ScheduleRule> make_parallel_vectorize_unroll(const SpaceContext& context);
 
+// The GPU rules (targets "cuda" and "opencl"; space.cc picks the rules by the target's kind).
+//
+// Binds a block that no loop binds to a GPU thread yet: its outer spatial loops are fused,
+// split by a thread count drawn from the powers of two the target allows (32 up to
+// min(1024, -max_threads_per_block), none much past the loop's extent) and bound:
+//   l3 = sch.fuse(l1, l2)
+//   v4 = sch.sample_categorical(candidates=[32, 64, 128, 256], probs=[0.25, 0.25, 0.25, 0.25])
+//   l5, l6 = sch.split(loop=l3, factors=[None, v4])
+//   sch.bind(loop=l5, thread_axis="blockIdx.x")
+//   sch.bind(loop=l6, thread_axis="threadIdx.x")
+std::unique_ptr<ScheduleRule> make_auto_bind(const SpaceContext& context);
+
+// Adds, for a reduction whose spatial iterations are fewer than its reduction steps (a row sum
+// of a few long rows; not a scalar result, which has no loop for blockIdx.x), a sketch in which the
+// threads of a block share each output element: the (fused) reduction loop is split into a thread
+// count drawn from the powers of two up to the reduction's extent and the target's limit, bound to
+// threadIdx.x (outer) and the steps of one thread (inner), and the (fused) spatial loop is bound to
+// blockIdx.x; lowering combines the threads' partial results (lower_cross_thread_reduction). The
+// block as it is stays a sketch:
+//   v3 = sch.sample_categorical(candidates=[16, 32, 64, 128], probs=[0.25, 0.25, 0.25, 0.25])
+//   l4, l5 = sch.split(loop=l2, factors=[v3, None])
+//   sch.bind(loop=l4, thread_axis="threadIdx.x")
+//   sch.bind(loop=l1, thread_axis="blockIdx.x")
+std::unique_ptr<ScheduleRule> make_cross_thread_reduction(const SpaceContext& context);
+
+// The thread counts the GPU rules draw from: the powers of two from `smallest` up to `largest`
+// (at most the target's -max_threads_per_block), those past twice `extent` left out (at least
+// one stays).
+std::vector<int64_t> gpu_thread_counts(const codegen::Target& target, int64_t smallest,
+                                       int64_t largest, int64_t extent);
+
 // ---------------------------------------------------------------------------------------------
 // Postprocessors: they finish a sampled schedule; their instructions go into its trace. A
 // ScheduleError (or any kiln error) refuses the candidate with the postprocessor's name.
@@ -129,6 +160,13 @@ std::unique_ptr<Postproc> make_pack_operand(const SpaceContext& context);
 // the reduction loops among the block's own innermost loops, so that it can be a vector: the
 // partial result of add_rfactor's row sketch after compute_at.
 std::unique_ptr<Postproc> make_partial_result_lanes(const SpaceContext& context);
+// GPU targets: refuses a candidate that no GPU of the target could run as scheduled, with the
+// reason as the error class: a block under no loop bound to blockIdx/threadIdx
+// (UnboundBlockError), a schedule that does not lower for the target (GpuLoweringError), a
+// kernel with more threads per block than -max_threads_per_block (GpuTooManyThreadsError), more
+// shared memory than -max_shared_memory_per_block or of a size that is not a constant
+// (GpuSharedMemoryError), or a barrier that some threads skip (GpuDivergentBarrierError).
+std::unique_ptr<Postproc> make_verify_gpu_code(const SpaceContext& context);
 // Moves the init of every reduction block out of its reduction loops (decompose_reduction).
 std::unique_ptr<Postproc> make_rewrite_reduction_block(const SpaceContext& context);
 // Applies the root's annotations: fuses and parallelizes the outer spatial loops of each nest,

@@ -1,58 +1,37 @@
 // kiln_tune_worker: the process that the local runner starts to build, check and time candidate
 // schedules (see autotune/worker.h). It is started by the runner, never by hand:
 //   kiln_tune_worker --fd 3 --parent PID
-#include <sys/resource.h>
+// This executable links no part of kiln: it loads the module kiln_tune_worker_main.so from its
+// own directory with RTLD_LOCAL and runs its main function. kiln's LLVM then stays out of the
+// process's global symbol scope, as it does in Python (which loads the extension the same way),
+// so that a GPU driver loaded later that links another LLVM (PoCL's OpenCL compiler does) binds
+// to its own and not to kiln's, which would crash it.
+#include <dlfcn.h>
+#include <limits.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <exception>
 #include <string>
-#include <thread>
-
-#include "autotune/worker.h"
-
-namespace {
-
-int usage() {
-  std::fprintf(stderr,
-               "kiln_tune_worker: started by kiln's local tuning runner, with the arguments "
-               "--fd N --parent PID\n");
-  return 2;
-}
-
-// Ends this process when its parent has gone (killed with SIGKILL, say): a worker stuck in a
-// hanging kernel never reads the end of its input, so it checks from another thread.
-void watch_parent(pid_t parent) {
-  std::thread([parent] {
-    for (;;) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      if (getppid() != parent) std::_Exit(3);
-    }
-  }).detach();
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
-  int fd = -1;
-  long parent = -1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--fd") == 0) fd = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "--parent") == 0) parent = std::atol(argv[i + 1]);
-  }
-  if (fd < 0 || parent <= 0 || argc != 5) return usage();
-  if (getppid() != static_cast<pid_t>(parent)) return 3;
-  watch_parent(static_cast<pid_t>(parent));
-  // A candidate that crashes is reported by its signal; a core file would only cost time.
-  rlimit no_core{0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);
-  try {
-    return kiln::autotune::detail::run_worker(fd);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kiln_tune_worker: %s\n", e.what());
+  char self[PATH_MAX];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length <= 0) {
+    std::fprintf(stderr, "kiln_tune_worker: cannot find its own path (/proc/self/exe)\n");
     return 2;
   }
+  std::string path(self, static_cast<size_t>(length));
+  path = path.substr(0, path.rfind('/') + 1) + "kiln_tune_worker_main.so";
+  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (module == nullptr) {
+    std::fprintf(stderr, "kiln_tune_worker: cannot load %s: %s\n", path.c_str(), dlerror());
+    return 2;
+  }
+  using Main = int (*)(int, char**);
+  auto run = reinterpret_cast<Main>(dlsym(module, "kiln_tune_worker_main"));
+  if (run == nullptr) {
+    std::fprintf(stderr, "kiln_tune_worker: %s has no kiln_tune_worker_main\n", path.c_str());
+    return 2;
+  }
+  return run(argc, argv);
 }

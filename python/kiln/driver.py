@@ -83,6 +83,8 @@ _warned_missing = set()
 def _apply_database(func_or_mod, target, database):
     """func_or_mod with each function replaced by its best stored schedule."""
     from . import autotune, ir, tir
+    from ._kiln import autotune as _core
+    from .autotune.database import TargetKey, _device_text
     from .autotune.tune import _best_schedule
     if isinstance(func_or_mod, tir.Schedule):
         raise KilnValueError("kiln.build: a database applies to unscheduled functions; give the "
@@ -102,10 +104,10 @@ def _apply_database(func_or_mod, target, database):
             key = (ir.structural_hash(func), target)
             if key not in _warned_missing:
                 _warned_missing.add(key)
+                device = _device_text(TargetKey(*_core.local_target_key(target, 0, "kiln.build")))
                 warnings.warn(f"kiln.build: the database {db.path} holds no record of function "
-                              f"'{fname}' on target '{target}' and CPU model "
-                              f"'{autotune.cpu_model_name()}'; it is built as given",
-                              TuningRecordMissingWarning, stacklevel=3)
+                              f"'{fname}' on target '{target}' and {device}; it is built as "
+                              "given", TuningRecordMissingWarning, stacklevel=3)
             tuned[fname] = func
         else:
             tuned[fname] = next(iter(sch.mod.functions.values()))

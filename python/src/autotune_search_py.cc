@@ -162,42 +162,50 @@ void bind_autotune_search(py::module_& m) {
             autotune::make_task(to_node<ir::PrimFunc>(func, api, "func", "a PrimFunc"),
                                 to_str(target, api, "target"), "", 1.0, api);
         int threads = static_cast<int>(to_int(num_threads, api, "num_threads", 0, INT32_MAX));
+        autotune::TargetKey key = autotune::local_target_key(task.target, threads);
         std::optional<autotune::Record> best =
-            autotune::best_record(database.cast<autotune::Database&>(), task,
-                                  autotune::local_target_key(task.target, threads));
+            autotune::best_record(database.cast<autotune::Database&>(), task, key);
         if (!best) return py::none();
-        return py::make_tuple(best->trace_json, best->target.num_threads);
+        return py::make_tuple(best->trace_json, best->target.num_threads, key.num_threads);
       },
       py::arg("database"), py::arg("func"), py::arg("target"), py::arg("num_threads"),
       py::arg("api"),
-      "(trace JSON text, thread count it was measured with) of the best record of func on "
-      "target on this machine for num_threads threads (else another count), or None.");
+      "(trace JSON text, thread count it was measured with, thread count looked up) of the best "
+      "record of func on target on this machine's device for num_threads threads (else another "
+      "count), or None. The count looked up is 1 for a GPU target.");
   m.def(
       "local_target_key",
-      [](py::handle target, const char* api) {
-        autotune::TargetKey key =
-            autotune::local_target_key(codegen::parse_target(to_str(target, api, "target")));
-        return py::make_tuple(key.target, key.device_model, key.device_features);
+      [](py::handle target, py::handle num_threads, const char* api) {
+        int threads = static_cast<int>(to_int(num_threads, api, "num_threads", 0, INT32_MAX));
+        autotune::TargetKey key = autotune::local_target_key(
+            codegen::parse_target(to_str(target, api, "target")), threads);
+        return py::make_tuple(key.target, key.device_model, key.device_features, key.num_threads);
       },
-      py::arg("target"), py::arg("api"),
-      "(target, device model, device features): where records of target are measured here.");
+      py::arg("target"), py::arg("num_threads"), py::arg("api"),
+      "(target, device model, device features, thread count): where records of target are "
+      "measured here with num_threads threads (a GPU target: its device, 1 thread).");
   m.def(
       "task_key",
-      [](py::handle database, py::handle func, py::handle target, const char* api) {
+      [](py::handle database, py::handle func, py::handle target, py::handle num_threads,
+         const char* api) {
         if (!py::isinstance<autotune::Database>(database)) {
           raise_type_error(api, "database", "a kiln.autotune.Database", database);
         }
         autotune::TuneTask task =
             autotune::make_task(to_node<ir::PrimFunc>(func, api, "workload", "a PrimFunc"),
                                 to_str(target, api, "target"), "", 1.0, api);
-        autotune::TargetKey key = autotune::local_target_key(task.target);
+        int threads = static_cast<int>(to_int(num_threads, api, "num_threads", 0, INT32_MAX));
+        autotune::TargetKey key = autotune::local_target_key(task.target, threads);
         std::optional<autotune::Workload> workload =
             autotune::find_task_workload(database.cast<autotune::Database&>(), task);
         py::object id = workload ? py::object(py::int_(workload->id)) : py::none();
-        return py::make_tuple(id, key.target, key.device_model, key.device_features);
+        return py::make_tuple(id, key.target, key.device_model, key.device_features,
+                              key.num_threads);
       },
-      py::arg("database"), py::arg("func"), py::arg("target"), py::arg("api"),
-      "(workload id or None, target, device model, device features) of func on target here.");
+      py::arg("database"), py::arg("func"), py::arg("target"), py::arg("num_threads"),
+      py::arg("api"),
+      "(workload id or None, target, device model, device features, thread count) of func on "
+      "target here.");
 }
 
 }  // namespace kiln::python

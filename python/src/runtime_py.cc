@@ -287,6 +287,22 @@ The device's name as its driver reports it, e.g. "NVIDIA H100 80GB HBM3" ("cpu" 
 Raises:
     KilnRuntimeError: the driver is missing or the device does not exist.)doc")
       .def_property_readonly(
+          "driver_version",
+          [](const Device& d) {
+            char version[256];
+            int32_t status =
+                KilnDeviceDriverVersion(d.device_type, d.device_id, version, sizeof(version));
+            if (status != 0) raise_last_error(status);
+            return std::string(version);
+          },
+          R"doc(
+The version of the driver that serves the device: OpenCL's driver version (e.g. "5.0+debian"),
+the CUDA driver's as "major.minor" (e.g. "12.4"), "" for the CPU. Tuning records of a GPU are
+keyed by the device's name and this version (OpenCL) or compute capability (CUDA).
+
+Raises:
+    KilnRuntimeError: the driver is missing or the device does not exist.)doc")
+      .def_property_readonly(
           "max_threads_per_block",
           [](const Device& d) { return device_attribute(d, kKilnDeviceMaxThreadsPerBlock); },
           "Threads per block (CUDA) or work-items per work-group (OpenCL), at most; raises "

@@ -226,6 +226,19 @@ class CudaBackend : public DeviceBackend {
     return 0;
   }
 
+  int32_t driver_version(int32_t device_id, std::string* out) override {
+    CudaDevice* device = nullptr;
+    int32_t status = find("KilnDeviceDriverVersion", device_id, false, &device);
+    if (status != 0) return status;
+    int version = 0;  // 1000 * major + 10 * minor
+    CUresult error = driver_->DriverGetVersion(&version);
+    if (error != CUDA_SUCCESS) {
+      return cuda_fail("KilnDeviceDriverVersion: " + label(device_id), "cuDriverGetVersion", error);
+    }
+    *out = std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+    return 0;
+  }
+
   int32_t alloc(int32_t device_id, size_t nbytes, size_t alignment, void** out) override {
     std::string where = "KilnDeviceAlloc: " + label(device_id);
     if (alignment > kAllocationAlignment) {

@@ -38,6 +38,7 @@ LoadedDriver load() {
   std::string& e = loaded.error;
   bool ok = resolve(library, "cuInit", &t.Init, &e) &&
             resolve(library, "cuGetErrorName", &t.GetErrorName, &e) &&
+            resolve(library, "cuDriverGetVersion", &t.DriverGetVersion, &e) &&
             resolve(library, "cuDeviceGetCount", &t.DeviceGetCount, &e) &&
             resolve(library, "cuDeviceGet", &t.DeviceGet, &e) &&
             resolve(library, "cuDeviceGetName", &t.DeviceGetName, &e) &&

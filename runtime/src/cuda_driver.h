@@ -47,6 +47,7 @@ enum CUjitOption : int {
 struct CudaDriver {
   CUresult (*Init)(unsigned int flags);
   CUresult (*GetErrorName)(CUresult error, const char** name);
+  CUresult (*DriverGetVersion)(int* version);
   CUresult (*DeviceGetCount)(int* count);
   CUresult (*DeviceGet)(CUdevice* device, int ordinal);
   CUresult (*DeviceGetName)(char* name, int len, CUdevice device);

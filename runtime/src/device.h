@@ -32,6 +32,8 @@ class DeviceBackend {
   virtual int32_t count(const char* api, int32_t* out) = 0;
   virtual int32_t attribute(int32_t device_id, KilnDeviceAttr attr, int64_t* out) = 0;
   virtual int32_t name(int32_t device_id, std::string* out) = 0;
+  // The driver's version (see KilnDeviceDriverVersion).
+  virtual int32_t driver_version(int32_t device_id, std::string* out) = 0;
   virtual int32_t alloc(int32_t device_id, size_t nbytes, size_t alignment, void** out) = 0;
   virtual int32_t free(int32_t device_id, void* ptr) = 0;
   // Copies between host memory and device memory at a byte offset of a device handle.

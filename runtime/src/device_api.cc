@@ -223,29 +223,48 @@ int32_t KilnDeviceAttribute(int32_t device_type, int32_t device_id, KilnDeviceAt
   });
 }
 
-int32_t KilnDeviceName(int32_t device_type, int32_t device_id, char* buf, size_t len) {
+namespace {
+
+// A string of a device (its name, its driver's version) into buf: `cpu_value` for kDLCPU, else
+// what `get` of the device's back end says.
+int32_t device_string(const char* api, int32_t device_type, int32_t device_id, char* buf,
+                      size_t len, const char* cpu_value,
+                      int32_t (kiln::runtime::DeviceBackend::*get)(int32_t, std::string*)) {
   using namespace kiln::runtime;
   if (buf == nullptr || len == 0) {
-    return fail(kKilnErrorValue, "KilnDeviceName: buf must not be NULL and len must be positive");
+    return fail(kKilnErrorValue,
+                std::string(api) + ": buf must not be NULL and len must be positive");
   }
-  return guarded("KilnDeviceName", [&]() -> int32_t {
+  return guarded(api, [&]() -> int32_t {
     buf[0] = '\0';
-    std::string name;
+    std::string value;
     int32_t status = 0;
     if (is_cpu(device_type)) {
-      status = check_cpu_id("KilnDeviceName", device_id);
-      name = "cpu";
+      status = check_cpu_id(api, device_id);
+      value = cpu_value;
     } else {
       DeviceBackend* backend = nullptr;
-      status = backend_of("KilnDeviceName", device_type, device_id, &backend);
-      if (status == 0) status = backend->name(device_id, &name);
+      status = backend_of(api, device_type, device_id, &backend);
+      if (status == 0) status = (backend->*get)(device_id, &value);
     }
     if (status != 0) return status;
-    size_t n = std::min(len - 1, name.size());
-    std::memcpy(buf, name.data(), n);
+    size_t n = std::min(len - 1, value.size());
+    std::memcpy(buf, value.data(), n);
     buf[n] = '\0';
     return 0;
   });
+}
+
+}  // namespace
+
+int32_t KilnDeviceName(int32_t device_type, int32_t device_id, char* buf, size_t len) {
+  return device_string("KilnDeviceName", device_type, device_id, buf, len, "cpu",
+                       &kiln::runtime::DeviceBackend::name);
+}
+
+int32_t KilnDeviceDriverVersion(int32_t device_type, int32_t device_id, char* buf, size_t len) {
+  return device_string("KilnDeviceDriverVersion", device_type, device_id, buf, len, "",
+                       &kiln::runtime::DeviceBackend::driver_version);
 }
 
 int32_t KilnDeviceAlloc(int32_t device_type, int32_t device_id, size_t nbytes, size_t alignment,

@@ -259,6 +259,17 @@ class OpenCLBackend : public DeviceBackend {
     return status;
   }
 
+  int32_t driver_version(int32_t device_id, std::string* out) override {
+    OpenCLDevice* device = nullptr;
+    int32_t status = find("KilnDeviceDriverVersion", device_id, false, &device);
+    if (status != 0) return status;
+    char buffer[256] = {0};
+    status = info("KilnDeviceDriverVersion: " + label(device_id), device, CL_DRIVER_VERSION,
+                  sizeof(buffer) - 1, buffer);
+    *out = buffer;
+    return status;
+  }
+
   int32_t alloc(int32_t device_id, size_t nbytes, size_t alignment, void** out) override {
     OpenCLDevice* device = nullptr;
     int32_t status = find("KilnDeviceAlloc", device_id, true, &device);

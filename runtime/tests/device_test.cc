@@ -357,7 +357,14 @@ TEST_P(DeviceMemory, AttributesDescribeTheDevice) {
   char name[128];
   ASSERT_EQ(KilnDeviceName(GetParam(), 0, name, sizeof(name)), 0) << KilnGetLastError();
   EXPECT_GT(std::strlen(name), 0u);
-  if (GetParam() == kDLCPU) return;
+  char version[128];
+  ASSERT_EQ(KilnDeviceDriverVersion(GetParam(), 0, version, sizeof(version)), 0)
+      << KilnGetLastError();
+  if (GetParam() == kDLCPU) {
+    EXPECT_STREQ(version, "");
+    return;
+  }
+  EXPECT_GT(std::strlen(version), 0u);
   int64_t value = 0;
   for (KilnDeviceAttr attr : {kKilnDeviceMaxThreadsPerBlock, kKilnDeviceMaxSharedMemoryPerBlock,
                               kKilnDeviceWarpSize, kKilnDeviceMultiprocessorCount}) {
@@ -375,6 +382,9 @@ TEST_P(DeviceMemory, AttributesDescribeTheDevice) {
   ASSERT_EQ(KilnDeviceCount(GetParam(), &count), 0);
   EXPECT_EQ(KilnDeviceName(GetParam(), count, name, sizeof(name)), kKilnErrorRuntime);
   EXPECT_NE(std::string(KilnGetLastError()).find("no device"), std::string::npos);
+  EXPECT_EQ(KilnDeviceDriverVersion(GetParam(), count, version, sizeof(version)),
+            kKilnErrorRuntime);
+  EXPECT_NE(std::string(KilnGetLastError()).find("KilnDeviceDriverVersion"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, DeviceMemory, ::testing::Values(kDLCPU, kDLOpenCL, kDLCUDA),

@@ -231,10 +231,11 @@ int64_t parse_positive(const std::string& key, const std::string& value, const s
 }
 
 // The first device of `device_type` whose name contains `filter`, or -1 when there is none (or
-// no driver: building for a GPU needs none).
-int32_t find_device(int32_t device_type, const std::string& filter) {
+// no driver: building for a GPU needs none); why not in `why` when given.
+int32_t find_device(int32_t device_type, const std::string& filter, std::string* why = nullptr) {
   int32_t count = 0;
   if (KilnDeviceCount(device_type, &count) != 0) {
+    if (why != nullptr) *why = KilnGetLastError();
     KilnSetLastError(nullptr);
     return -1;
   }
@@ -242,6 +243,11 @@ int32_t find_device(int32_t device_type, const std::string& filter) {
     char name[256] = {0};
     if (KilnDeviceName(device_type, id, name, sizeof(name)) != 0) continue;
     if (filter.empty() || std::string(name).find(filter) != std::string::npos) return id;
+  }
+  if (why != nullptr) {
+    *why = count == 0 ? "the driver finds no device"
+                      : "none of the " + std::to_string(count) +
+                            " devices has a name containing '" + filter + "' (-device)";
   }
   return -1;
 }
@@ -303,7 +309,7 @@ Target parse_gpu_target(const std::string& kind, std::istringstream& stream,
   }
   // What was not given comes from the device when this machine has one (the first whose name
   // contains -device), else the defaults above stand.
-  int32_t device_type = cuda ? kDLCUDA : kDLOpenCL;
+  int32_t device_type = target.device_type();
   int32_t id = find_device(device_type, target.device);
   if (id >= 0) {
     auto fill = [&](const char* key, KilnDeviceAttr attr, int64_t* out) {
@@ -430,6 +436,16 @@ Target parse_target(const std::string& text) {
     target.l3_cache_bytes = known(l3);
   }
   return target;
+}
+
+int32_t Target::device_type() const {
+  return kind == "cuda" ? kDLCUDA : kind == "opencl" ? kDLOpenCL : kDLCPU;
+}
+
+int32_t find_gpu_device(const Target& target, std::string* why) {
+  user_check(target.is_gpu()) << "find_gpu_device: expected a GPU target, found '" << target.str()
+                              << "'";
+  return find_device(target.device_type(), target.device, why);
 }
 
 int Target::compute_capability() const {

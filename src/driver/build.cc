@@ -188,6 +188,18 @@ std::string default_function_name(const Ref<PrimFunc>& func) {
   return "main";
 }
 
+tir::LowerOptions lower_options_for(const codegen::Target& target,
+                                    std::vector<Ref<PrimFunc>>* kernels) {
+  tir::LowerOptions options;
+  if (!target.is_gpu()) return options;
+  options.device_kernels = kernels;
+  options.device = target.kind;
+  options.gpu_limits.max_threads_per_block = target.gpu.max_threads_per_block;
+  options.gpu_limits.max_shared_memory_per_block = target.gpu.max_shared_memory_per_block;
+  if (target.kind == "cuda") options.gpu_limits.warp_shuffle_width = target.gpu.thread_warp_size;
+  return options;
+}
+
 std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& target,
                                    const BuildOptions& options) {
   Clock::time_point start = Clock::now();
@@ -211,20 +223,10 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     user_check(func.defined()) << "build: function " << name << " of the module is null";
     // A tensor intrinsic the target cannot select would reach LLVM's instruction selection.
     schedule::check_tensor_intrin_features(*func, name, intrin_target, "build");
-    tir::LowerOptions lower_options;
+    tir::LowerOptions lower_options = lower_options_for(target_info, &kernels);
     lower_options.dump_dir = function_dump_dir(dump_dir, name, mod->functions.size());
     lower_options.packed_entry = true;
     lower_options.name = name;
-    if (target_info.is_gpu()) {
-      lower_options.device_kernels = &kernels;
-      lower_options.device = target_info.kind;
-      lower_options.gpu_limits.max_threads_per_block = target_info.gpu.max_threads_per_block;
-      lower_options.gpu_limits.max_shared_memory_per_block =
-          target_info.gpu.max_shared_memory_per_block;
-      if (target_info.kind == "cuda") {
-        lower_options.gpu_limits.warp_shuffle_width = target_info.gpu.thread_warp_size;
-      }
-    }
     result->names_.push_back(name);
     result->lowered_.push_back(
         tir::lower(with_symbol(func, "kiln_unchecked_" + name), lower_options));

@@ -94,6 +94,7 @@ def test_device_attributes(kind):
     dev = _device(kind)
     assert dev.exist
     assert isinstance(dev.device_name, str) and dev.device_name
+    assert isinstance(dev.driver_version, str) and dev.driver_version
     assert dev.max_threads_per_block >= 1
     assert dev.max_shared_memory_per_block > 0
     assert dev.warp_size >= 1
@@ -133,3 +134,5 @@ def test_cuda_without_driver_names_the_library():
         kiln.cuda(0).max_threads_per_block
     with pytest.raises(kiln.KilnRuntimeError, match="cannot load the driver library libcuda.so.1"):
         kiln.cuda(0).sync()
+    with pytest.raises(kiln.KilnRuntimeError, match="cannot load the driver library libcuda.so.1"):
+        kiln.cuda(0).driver_version

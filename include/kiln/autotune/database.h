@@ -4,8 +4,8 @@
 //
 // Guarantees:
 //  * A record is found only for its own workload, on the same full target string AND the same
-//    device (CPU model name and features, or GPU name and compute capability): records never
-//    cross targets or machines of different models.
+//    device (CPU model name and features; GPU name and CUDA compute capability or OpenCL driver
+//    version): records never cross targets or machines of different models.
 //  * A record also carries the number of threads its kernel ran on. The tuner's lookups
 //    (is_measured, measured_hashes, count) match it exactly, so that tuning for 1 thread and
 //    then for 2 tunes both; best prefers it and falls back to other thread counts (see best).
@@ -73,13 +73,16 @@ struct TargetKey {
   // The canonical target string, e.g. "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver3
   // -mattr=+avx2,+fma"; its first word is the target kind.
   std::string target;
-  // The device's model: the CPU model name ("AMD EPYC 7B13") or the GPU name and compute
-  // capability ("NVIDIA H100 sm_90").
+  // The device's model: the CPU model name ("AMD EPYC 7B13") or the GPU's name as its driver
+  // reports it ("NVIDIA H100 80GB HBM3").
   std::string device_model;
-  // The device's features as the runner reports them, e.g. "avx2,fma" (may be empty).
+  // The device's features as the runner reports them: the CPU's ISA features, e.g. "avx2,fma"
+  // (may be empty); a CUDA GPU's compute capability ("sm_90"); an OpenCL device's driver
+  // version ("driver=5.0+debian").
   std::string device_features;
   // The threads the kernel ran on (the runtime's count in the measuring process, never "the
-  // default"); 0: unknown, as for the records of a database of schema version 2 or older.
+  // default"); 0: unknown, as for the records of a database of schema version 2 or older. 1 for
+  // a GPU target (kGpuKeyThreads in runner.h: one host thread launches the kernels).
   int num_threads = 0;
 };
 

@@ -60,6 +60,16 @@ namespace kiln::autotune {
 // repeated calls measure the same data rather than values that drift (toward inf or
 // subnormals).
 //
+// GPU targets ("cuda", "opencl"). The candidates run on the device the target stands for
+// (codegen::find_gpu_device): the worker keeps a copy of every argument in the device's memory,
+// restores it from the random values before each check (and before each call of a function
+// that updates its arguments), and copies the results back to compare them. A timed span ends
+// when the device has finished (KilnDeviceSynchronize), so asynchronous launches are timed to
+// their end. flush_cache has no effect (it evicts the CPU's caches). The untuned function binds
+// no loop to GPU threads and cannot run on the device: the reference results come from its
+// build for this CPU ("llvm"), which computes the same function (the tolerance below covers
+// the rounding of another order of a reduction, or of fused multiply-adds).
+//
 // Correctness. The untuned function (the task's) is built and run once per task on the random
 // arguments: its results are the reference. Each candidate's first call is compared with it,
 // element by element over every tensor argument, and so are the arguments it writes after its
@@ -149,7 +159,8 @@ class Runner {
   // local runner computes the reference results here (or reuses those of an earlier set_task
   // of the same function, target and seed). Raises a kValue error when the untuned function
   // does not build or run, a kRuntime error when the worker cannot start or dies or passes
-  // reference_timeout_s computing the reference.
+  // reference_timeout_s computing the reference, and for a GPU target without its device
+  // here (codegen::find_gpu_device), naming the target and why.
   virtual void set_task(const TuneTask& task) = 0;
 
   // Builds, checks and times each candidate in order, one at a time (on a small machine
@@ -198,9 +209,17 @@ const std::vector<std::string>& measure_faults();
 // LLVM's name of the host CPU (e.g. "neoverse-n1") when the file does not say.
 const std::string& cpu_model_name();
 
-// The target key of measurements of `target` on this machine with `num_threads` kernel threads:
-// target.str(), cpu_model_name(), the target's ISA features joined by "," (e.g.
-// "avx,avx2,fma") and `num_threads` (0: unknown).
+// The thread count in the target key of a GPU target: one host thread launches the kernels,
+// and the CPU's thread count plays no part in their speed.
+constexpr int kGpuKeyThreads = 1;
+
+// The target key of measurements of `target` on this machine with `num_threads` kernel threads.
+// A CPU target: target.str(), cpu_model_name(), the target's ISA features joined by "," (e.g.
+// "avx,avx2,fma") and `num_threads` (0: unknown). A GPU target: target.str(), the name of the
+// device it stands for (codegen::find_gpu_device), "sm_XY" (CUDA's compute capability) or
+// "driver=<version>" (the OpenCL driver's, KilnDeviceDriverVersion) as features, and
+// kGpuKeyThreads; without such a device the model and features are empty, a key that no record
+// has (the runner refuses to measure there).
 TargetKey local_target_key(const codegen::Target& target, int num_threads = 0);
 
 }  // namespace kiln::autotune

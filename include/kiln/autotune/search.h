@@ -113,7 +113,8 @@ std::optional<Workload> find_task_workload(Database& db, const TuneTask& task);
 
 // The best record of the function on the target (the one a build applies): measured with
 // target.num_threads threads when there is one, else the best of another thread count (its
-// target.num_threads says which); nothing when the function has no ok record on the target.
+// target.num_threads says which); nothing when the function has no ok record on the target, and
+// for a GPU target whose key names no device (local_target_key on a machine without one).
 std::optional<Record> best_record(Database& db, const TuneTask& task, const TargetKey& target);
 
 }  // namespace kiln::autotune

@@ -36,6 +36,8 @@ struct Target {
   bool is_gpu() const { return kind != "llvm"; }
   // For "cuda": the compute capability of `arch` as major * 10 + minor (80 for sm_80); else 0.
   int compute_capability() const;
+  // The DLPack device type the target's code runs on: kDLCUDA, kDLOpenCL, or kDLCPU for "llvm".
+  int32_t device_type() const;
 
   std::string triple;              // e.g. "x86_64-pc-linux-gnu"
   std::string cpu;                 // e.g. "znver4"; the host CPU when none or "native" was given
@@ -104,6 +106,12 @@ struct Target {
 // comes from the device when this machine has one (for "opencl" the first whose name contains
 // -device; for "cuda" device 0, whose compute capability also gives -arch), else the defaults.
 Target parse_target(const std::string& text);
+
+// The device of this machine that a GPU target stands for: the first device of its kind
+// (target.device_type()) whose name contains -device ("" matches any), the one parse_target
+// read the limits from; -1 when there is none or no driver, with the reason in `why` when given.
+// Raises a kValue error for a CPU target.
+int32_t find_gpu_device(const Target& target, std::string* why = nullptr);
 
 // The target of the CPU this process runs on, parse_target("llvm"), parsed once.
 const Target& host_target();

@@ -12,6 +12,7 @@
 #include "kiln/codegen/target.h"
 #include "kiln/ir/function.h"
 #include "kiln/runtime/c_runtime_api.h"
+#include "kiln/tir/pipeline.h"
 
 namespace kiln::driver {
 
@@ -109,5 +110,13 @@ std::unique_ptr<BuiltModule> build(const ir::Ref<ir::IRModule>& mod, const std::
 // Builds one PrimFunc as the function `name` (default_function_name(func) when empty).
 std::unique_ptr<BuiltModule> build(const ir::Ref<ir::PrimFunc>& func, const std::string& target,
                                    const std::string& name = "", const BuildOptions& options = {});
+
+// The lowering options build() uses for the functions of `target` (before its dump directory,
+// name and packed entry point): for a GPU target, the kernels go to `kernels`, their device is
+// the target's kind and verify_gpu_code checks them against the target's limits, with CUDA's
+// warp size for warp shuffles; for a CPU target, the defaults. The tuner lowers its candidates
+// with the same options.
+tir::LowerOptions lower_options_for(const codegen::Target& target,
+                                    std::vector<ir::Ref<ir::PrimFunc>>* kernels);
 
 }  // namespace kiln::driver

@@ -46,6 +46,9 @@ struct LowerOptions {
   // the limits verify_gpu_code checks each kernel against.
   std::string device = "cpu";
   GpuLimits gpu_limits;
+  // For a GPU target: raise verify_gpu_code's error for a kernel it refuses. The tuner turns
+  // it off and asks check_gpu_code itself, to count why it drops a candidate.
+  bool verify_gpu_kernels = true;
 };
 
 // Lowers a scheduled PrimFunc to the flat loop program: no blocks, one-dimensional buffer

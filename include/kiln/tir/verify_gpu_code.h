@@ -18,6 +18,25 @@ struct GpuLimits {
   int64_t warp_shuffle_width = 0;
 };
 
+// What the GPU verifier refuses (see verify_gpu_code), as a kind that callers can count.
+enum class GpuCodeViolation {
+  kNone,
+  kTooManyThreads,        // 1. below
+  kTooMuchSharedMemory,   // 2., the sum over the limit
+  kSymbolicSharedMemory,  // 2., a size that is not a constant
+  kDivergentBarrier,      // 3.
+};
+
+// The first violation of a kernel and verify_gpu_code's message for it ("" for kNone).
+struct GpuCodeCheck {
+  GpuCodeViolation violation = GpuCodeViolation::kNone;
+  std::string message;
+};
+
+// The checks of verify_gpu_code, returned rather than raised (the tuner drops a candidate with
+// the kind of its violation as the reason).
+GpuCodeCheck check_gpu_code(const ir::PrimFunc& kernel, const GpuLimits& limits);
+
 // Checks a kernel made by split_host_device (after insert_barriers) and raises a kValue error,
 // prefixed "verify_gpu_code: kernel <name>: ", for:
 //  1. more threads per block (the product of the threadIdx launch extents) than the limit;

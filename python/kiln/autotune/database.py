@@ -47,11 +47,14 @@ class TargetKey:
     Attributes:
         target: the canonical target string, e.g. ``"llvm -mtriple=x86_64-pc-linux-gnu
             -mcpu=znver3 -mattr=+avx2,+fma"``; its first word is the target kind.
-        device_model: the CPU model name (``"AMD EPYC 7B13"``), or the GPU name and compute
-            capability.
-        device_features: the device's features as the runner reports them (may be empty).
+        device_model: the CPU model name (``"AMD EPYC 7B13"``), or the GPU's name as its driver
+            reports it (``"NVIDIA H100 80GB HBM3"``).
+        device_features: the device's features as the runner reports them: a CPU's ISA
+            features (may be empty), a CUDA GPU's compute capability (``"sm_90"``), an OpenCL
+            device's driver version (``"driver=3.1+debian"``).
         num_threads: the threads the kernel ran on; 0: unknown (the records of a database of
-            schema version 2 or older).
+            schema version 2 or older); 1 for a GPU target (one host thread launches the
+            kernels).
     """
 
     target: str
@@ -248,6 +251,16 @@ def _threads_text(num_threads):
     return f"{num_threads} thread" + ("" if num_threads == 1 else "s")
 
 
+def _device_text(key):
+    """The device of a target key as messages name it: "CPU model 'X'", "device 'Y' (features)"
+    for a GPU target, or "no device of its kind" for a GPU target without one here."""
+    if key.target.split(" ", 1)[0] == "llvm":
+        return f"CPU model '{key.device_model}'"
+    if not key.device_model:
+        return "no device of its kind on this machine"
+    return f"device '{key.device_model}' ({key.device_features})"
+
+
 # (database path, what, target key, thread count of the record used) already warned about, so
 # that a loop of lookups warns once.
 _warned_threads = set()
@@ -262,8 +275,8 @@ def _warn_other_threads(api, path, what, key, found, stacklevel, identity=None):
     _warned_threads.add(seen)
     advice = (f"; tune with num_threads={key.num_threads} to have a record for this thread count"
               if key.num_threads > 0 else "")
-    warnings.warn(f"{api}: {path} holds no record of {what} on target '{key.target}' and CPU model "
-                  f"'{key.device_model}' measured with {_threads_text(key.num_threads)}; the best "
+    warnings.warn(f"{api}: {path} holds no record of {what} on target '{key.target}' and "
+                  f"{_device_text(key)} measured with {_threads_text(key.num_threads)}; the best "
                   f"record, tuned for {_threads_text(found)}, is used{advice}",
                   TuningRecordThreadsWarning, stacklevel=stacklevel + 1)
 
@@ -451,12 +464,12 @@ class Database:
             num_threads = _lookup_threads(num_threads, api)
         if not isinstance(workload, tir.PrimFunc):
             if isinstance(target, str):
-                target = TargetKey(*_core.local_target_key(target, api), num_threads)
+                target = TargetKey(*_core.local_target_key(target, num_threads, api))
             return workload, target
         self._call("size")  # raises the error of a closed database
         text = target.target if isinstance(target, TargetKey) else target
-        found, *key = _core.task_key(self._core, workload, text, api)
-        return found, target if isinstance(target, TargetKey) else TargetKey(*key, num_threads)
+        found, *key = _core.task_key(self._core, workload, text, num_threads or 0, api)
+        return found, target if isinstance(target, TargetKey) else TargetKey(*key)
 
     def is_measured(self, workload, target, candidate_hash):
         """Whether a candidate with ``candidate_hash`` was measured (with any status) for

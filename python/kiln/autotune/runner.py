@@ -225,10 +225,16 @@ class LocalRunner:
             target (str): the target string, e.g. ``"llvm"``.
             name (str): the task's name in messages.
 
+        A GPU target (``"opencl"``, ``"cuda -arch=sm_90"``) is measured on the device it
+        stands for, on arguments in the device's memory, each timed span ending when the device
+        has finished; the reference results come from the untuned function built for this CPU
+        (it binds no loop to GPU threads, so it cannot run on the GPU).
+
         Raises:
             KilnValueError: a symbolic dimension, an unknown target, or an untuned function that
                 does not build or run.
-            KilnRuntimeError: the worker died or passed ``reference_timeout_s``.
+            KilnRuntimeError: the worker died or passed ``reference_timeout_s``, or a GPU target
+                has no device here (the message names the target and why).
         """
         self._core.set_task(func, target, name)
 
@@ -273,7 +279,9 @@ class LocalRunner:
     def target_key(self):
         """Where the measurements are made, for the tuning database: a :class:`TargetKey` of
         the task target's canonical string, the CPU model name, the target's ISA features and
-        the threads the kernels run on in the worker (the default resolved: never 0).
+        the threads the kernels run on in the worker (the default resolved: never 0); for a GPU
+        target, the device's name, its OpenCL driver version (``"driver=..."``) or CUDA compute
+        capability (``"sm_XY"``), and 1 thread.
 
         Raises:
             KilnValueError: no task was set.

@@ -186,7 +186,8 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
     Args:
         tasks: a list of PrimFuncs, or of (name, PrimFunc) or (name, PrimFunc, weight) tuples;
             the weight is how often a function runs per run of the whole model.
-        target (str): the target string ("llvm": this machine's CPU).
+        target (str): the target string ("llvm": this machine's CPU; "opencl" or "cuda": the
+            first such device here, on which the candidates are measured).
         work_dir (str or os.PathLike): where tuning.db, the cost model and tune.log live
             (created when missing).
         database (Database or path): the database to tune into (default work_dir/tuning.db).
@@ -204,6 +205,7 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
     Raises:
         KilnValueError: a function with symbolic dimensions, an unknown target, or neither
             work_dir nor database.
+        KilnRuntimeError: a GPU target without its device on this machine.
         KilnTypeError: an argument of the wrong type.
         KeyboardInterrupt: Ctrl-C; every batch measured before it is in the database.
     """
@@ -322,7 +324,8 @@ def tune_tir(mod_or_func, target="llvm", work_dir=None, max_trials_global=512,
 
 def compile_tir(database, mod_or_func, target="llvm", num_threads=None):
     """The best schedule the database holds for a function on ``target`` (this machine's CPU
-    model), replayed on the function: a tir.Schedule, or None when there is no record.
+    model, or for a GPU target this machine's device of that kind), replayed on the function: a
+    tir.Schedule, or None when there is no record.
 
     The record is one measured with ``num_threads`` threads when there is one; otherwise the best
     record of another thread count (or of an unknown one) is used, with a
@@ -356,9 +359,9 @@ def _best_schedule(db, func, target, num_threads, api, what, stacklevel):
     best = _core.best_record(db._core, func, target, threads, api)
     if best is None:
         return None
-    text, tuned_threads = best
+    text, tuned_threads, threads = best
     if tuned_threads != threads:
-        key = TargetKey(*_core.local_target_key(target, api), threads)
+        key = TargetKey(*_core.local_target_key(target, threads, api))
         _warn_other_threads(api, db.path, what, key, tuned_threads, stacklevel=stacklevel + 1,
                             identity=ir.structural_hash(func))
     sch = Schedule(func)

@@ -369,6 +369,48 @@ TEST(Runner, TargetKeyNamesTheCpuAndTheTargetFeatures) {
   EXPECT_EQ(key.device_features, features);
 }
 
+TEST(Runner, GpuTargetKeyNamesTheDeviceAndItsDriverOrArch) {
+  for (const char* text : {"opencl", "cuda"}) {
+    codegen::Target target = codegen::parse_target(text);
+    TargetKey key = local_target_key(target, 8);
+    EXPECT_EQ(key.target, target.str());
+    EXPECT_EQ(key.num_threads, kGpuKeyThreads);  // the CPU's thread count plays no part
+    int32_t id = codegen::find_gpu_device(target);
+    if (id < 0) {
+      EXPECT_EQ(key.device_model, "") << text;  // no device here: a key no record has
+      EXPECT_EQ(key.device_features, "") << text;
+      continue;
+    }
+    char name[256], version[256];
+    ASSERT_EQ(KilnDeviceName(target.device_type(), id, name, sizeof(name)), 0);
+    EXPECT_EQ(key.device_model, name);
+    if (target.kind == "opencl") {
+      ASSERT_EQ(KilnDeviceDriverVersion(target.device_type(), id, version, sizeof(version)), 0);
+      EXPECT_EQ(key.device_features, std::string("driver=") + version);
+    } else {
+      EXPECT_EQ(key.device_features.rfind("sm_", 0), 0u) << key.device_features;
+    }
+  }
+}
+
+TEST(Runner, AGpuTargetWithoutItsDeviceIsRefusedBeforeAWorkerStarts) {
+  codegen::Target cuda = codegen::parse_target("cuda");
+  if (codegen::find_gpu_device(cuda) >= 0) GTEST_SKIP() << "this machine has a CUDA device";
+  std::unique_ptr<Runner> runner = make_local_runner(fast_config());
+  try {
+    runner->set_task(make_task(scale(2.0), "cuda", "scale"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
+    EXPECT_NE(std::string(e.what()).find("Runner.set_task: the target '" + cuda.str() +
+                                         "' needs a CUDA device to measure on"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(child_processes().empty());
+  EXPECT_THROW(runner->target_key(), Error);  // no task was set
+}
+
 TEST(Runner, TargetKeyNamesTheThreadsTheWorkerRanWith) {
   RunnerConfig config = fast_config();
   config.num_threads = 3;

@@ -12,6 +12,7 @@
 
 #include "autotune/worker_check.h"
 #include "autotune/worker_timing.h"
+#include "kiln/support/error.h"
 
 namespace kiln::autotune::detail {
 namespace {
@@ -19,8 +20,9 @@ namespace {
 // ---- Timing ---------------------------------------------------------------------------------
 
 struct Counts {
-  int calls = 0, restores = 0, flushes = 0;
-  int fail_at = -1;  // the call (counted from 1) that fails
+  int calls = 0, restores = 0, flushes = 0, syncs = 0;
+  int fail_at = -1;       // the call (counted from 1) that fails
+  int fail_sync_at = -1;  // the synchronization (counted from 1) that fails
 };
 
 TimingHooks counting(Counts* counts) {
@@ -28,6 +30,13 @@ TimingHooks counting(Counts* counts) {
   hooks.call = [counts] { return ++counts->calls == counts->fail_at ? 7 : 0; };
   hooks.restore = [counts] { ++counts->restores; };
   hooks.flush = [counts] { ++counts->flushes; };
+  return hooks;
+}
+
+// As counting(), for a device: each synchronization is counted.
+TimingHooks counting_on_device(Counts* counts) {
+  TimingHooks hooks = counting(counts);
+  hooks.synchronize = [counts] { return ++counts->syncs == counts->fail_sync_at ? 9 : 0; };
   return hooks;
 }
 
@@ -58,6 +67,41 @@ TEST(WorkerTiming, InPlaceFunctionsAreRestoredBeforeEveryCall) {
   time_calls(plan, counting(&counts), &number);
   EXPECT_EQ(counts.calls, 9);
   EXPECT_EQ(counts.restores, 9);
+}
+
+TEST(WorkerTiming, ADeviceIsSynchronizedAtTheEndOfEachTimedSpan) {
+  Counts counts;
+  TimingPlan plan;
+  plan.warmup = 2;
+  plan.number = 5;
+  plan.repeat = 3;
+  int number = 0;
+  time_calls(plan, counting_on_device(&counts), &number);
+  EXPECT_EQ(counts.calls, 2 + 5 * 3);
+  EXPECT_EQ(counts.syncs, 2 + 3);  // each warm-up call, then each repeat once
+  // Restored before every call: the restore is waited for untimed, then the call.
+  Counts restored;
+  plan.restore_each_call = true;
+  time_calls(plan, counting_on_device(&restored), &number);
+  EXPECT_EQ(restored.calls, 17);
+  EXPECT_EQ(restored.syncs, 2 * 17);
+}
+
+TEST(WorkerTiming, AFailedSynchronizationStopsTheTiming) {
+  Counts counts;
+  counts.fail_sync_at = 2;
+  TimingPlan plan;
+  plan.warmup = 1;
+  plan.number = 2;
+  plan.repeat = 3;
+  int number = 0;
+  try {
+    time_calls(plan, counting_on_device(&counts), &number);
+    FAIL() << "expected CallFailed";
+  } catch (const CallFailed& failed) {
+    EXPECT_EQ(failed.status, 9);  // a kernel that faulted is reported when it is waited for
+  }
+  EXPECT_EQ(counts.calls, 1 + 2);
 }
 
 TEST(WorkerTiming, AFlushPrecedesEachRepeatOfOneColdCall) {
@@ -251,6 +295,59 @@ TEST(WorkerCheck, PerturbingChangesTheMiddleElementOfTheFirstOutput) {
   EXPECT_EQ(message->rfind("argument B differs from the untuned function's result at index [4]", 0),
             0u)
       << *message;
+}
+
+// The first OpenCL device, or nothing (the test then skips).
+std::optional<DLDevice> opencl_device() {
+  int32_t count = 0;
+  if (KilnDeviceCount(kDLOpenCL, &count) != 0 || count == 0) {
+    KilnSetLastError(nullptr);
+    return std::nullopt;
+  }
+  return DLDevice{kDLOpenCL, 0};
+}
+
+TEST(WorkerCheck, ArgumentsOnADeviceAreRestoredThereAndFetchedToCompare) {
+  std::optional<DLDevice> device = opencl_device();
+  if (!device) GTEST_SKIP() << "no OpenCL device";
+  TwoArgs two(kFloat32, {3});
+  TaskArguments args(two.spec, 1);
+  args.restore_all();
+  std::string pristine = args.snapshot_written();
+  args.set_reference(pristine);  // a function that leaves B as it was
+  args.place_on_device(*device);
+  EXPECT_EQ(args.device().device_type, kDLOpenCL);
+  const auto* b = static_cast<const DLTensor*>(args.values()[1].v_handle);
+  EXPECT_EQ(b->device.device_type, kDLOpenCL);  // the packed arguments point at the device
+  // A value written on the device is fetched for the comparison ...
+  float changed[3] = {5, 5, 5};
+  DLTensor host = *b;
+  host.data = changed;
+  host.device = DLDevice{kDLCPU, 0};
+  ASSERT_EQ(KilnDeviceCopy(&host, const_cast<DLTensor*>(b)), 0) << KilnGetLastError();
+  std::optional<std::string> wrong = args.compare({}, true);
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_NE(wrong->find("found 5"), std::string::npos) << *wrong;
+  // ... and a restore puts the pristine values back there.
+  args.restore_written();
+  EXPECT_EQ(args.compare({}, false), std::nullopt);
+  args.perturb_one_written();
+  EXPECT_NE(args.compare({}, true), std::nullopt);
+}
+
+TEST(WorkerCheck, StridedArgumentsCannotGoToADevice) {
+  std::vector<int64_t> shape = {2, 2}, strides = {4, 1};
+  KilnArgSpec arg = {"A", kKilnArgTensor, kFloat32, 2, shape.data(), strides.data(), kDLCPU, 1, 1};
+  KilnFuncSpec spec = {"main", "kiln_unchecked_main", 1, &arg, 0, nullptr, nullptr, nullptr};
+  TaskArguments args(spec, 1);
+  try {
+    args.place_on_device(DLDevice{kDLOpenCL, 0});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "tune worker: argument A has strides; a GPU function is tuned on compact arguments "
+              "only");
+  }
 }
 
 }  // namespace

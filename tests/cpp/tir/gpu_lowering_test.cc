@@ -119,6 +119,29 @@ TEST(VerifyGpuCode, Limits) {
   EXPECT_EQ(error_of([&] { verify_gpu_code(*kernels[0], limits); }), "");
 }
 
+TEST(VerifyGpuCode, CheckReturnsTheKindOfTheFirstViolation) {
+  std::vector<Ref<PrimFunc>> kernels;
+  split_host_device(insert_barriers(block_reverse(128)), "main", &kernels);
+  GpuLimits limits;
+  limits.max_threads_per_block = 64;
+  limits.max_shared_memory_per_block = 256;
+  GpuCodeCheck check = check_gpu_code(*kernels[0], limits);  // threads come first
+  EXPECT_EQ(check.violation, GpuCodeViolation::kTooManyThreads);
+  EXPECT_EQ(check.message.rfind("verify_gpu_code: kernel main_kernel0: 128 threads per block", 0),
+            0u)
+      << check.message;
+  limits.max_threads_per_block = 1024;
+  check = check_gpu_code(*kernels[0], limits);
+  EXPECT_EQ(check.violation, GpuCodeViolation::kTooMuchSharedMemory);
+  EXPECT_EQ(check.message,
+            "verify_gpu_code: kernel main_kernel0: 512 bytes of shared memory exceed the target's "
+            "limit 256 (-max_shared_memory_per_block); use smaller shared tiles");
+  limits.max_shared_memory_per_block = 512;
+  check = check_gpu_code(*kernels[0], limits);
+  EXPECT_EQ(check.violation, GpuCodeViolation::kNone);
+  EXPECT_EQ(check.message, "");
+}
+
 TEST(VerifyGpuCode, BarrierUnderAThreadConditionIsRefused) {
   Ref<Buffer> a = buffer({64}, "A");
   Ref<Var> tx = make_var("tx");

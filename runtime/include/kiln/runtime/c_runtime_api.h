@@ -473,6 +473,13 @@ KILN_RUNTIME_API int32_t KilnDeviceAttribute(int32_t device_type, int32_t device
 KILN_RUNTIME_API int32_t KilnDeviceName(int32_t device_type, int32_t device_id, char* buf,
                                         size_t len);
 
+/*! \brief The version of the driver that serves the device, NUL-terminated and cut to len - 1
+ * bytes: OpenCL's CL_DRIVER_VERSION of the device ("5.0+debian"), the CUDA driver's version as
+ * major.minor ("12.4", from cuDriverGetVersion); "" for kDLCPU. Together with the name it tells
+ * apart the devices whose measurements may differ (the tuning database keys records by both). */
+KILN_RUNTIME_API int32_t KilnDeviceDriverVersion(int32_t device_type, int32_t device_id, char* buf,
+                                                 size_t len);
+
 /*!
  * \brief Allocates nbytes of device memory; *out receives a CUdeviceptr (kDLCUDA), a cl_mem
  * (kDLOpenCL) or a host pointer (kDLCPU, as KilnAllocAligned). alignment is a power of two or 0

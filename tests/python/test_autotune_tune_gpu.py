@@ -1,0 +1,126 @@
+"""Tuning for a GPU target end to end: kiln.autotune.tune_tir and ``kiln tune`` with
+``--target opencl`` measure candidates on the OpenCL device (PoCL on a CPU here) against the
+untuned function's CPU build, store records under the device, and kiln.build(database=) applies
+the best one; the local runner reports a candidate that does not build or computes a wrong result
+on the device; ``--target cuda`` without a CUDA device fails with a message, not a crash. Tests
+that run kernels skip without an OpenCL device. (PoCL's times only show that timing runs.)"""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import autotune as ms
+from kiln import te, tir
+
+from gpu_helpers import bind_threads, opencl_missing, skip_unless
+
+SMALL = dict(num_trials_per_iter=8, population=32, random_per_round=8, children_per_round=16,
+             final_top_k=2, final_rounds=2, local_search_trials=2, drift_check_every=0,
+             progress=False)
+
+WORKLOAD_FILE = """
+from kiln import te
+
+def row_sum():
+    A = te.placeholder((4, 512), "float32", name="A")
+    k = te.reduce_axis((0, 512), name="k")
+    return te.create_prim_func([A, te.compute((4,), lambda i: te.sum(A[i, k], axis=k),
+                                              name="B")])
+"""
+
+
+def add_then_sine(m=48, n=40):
+    A = te.placeholder((m, n), "float32", name="A")
+    B = te.compute((m, n), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    C = te.compute((m, n), lambda i, j: te.sin(B[i, j]), name="C")
+    return te.create_prim_func([A, C]), lambda a: np.sin(2 * a + 1)
+
+
+def row_sum(m=6, n=1000):
+    A = te.placeholder((m, n), "float32", name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((m,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    return te.create_prim_func([A, B]), lambda a: a.sum(axis=1)
+
+
+def run_on_device(rt, func, expected):
+    shapes = [[int(d) for d in func.buffer_map[p].shape] for p in func.params]
+    a = np.random.default_rng(1).uniform(-1, 1, size=shapes[0]).astype("float32")
+    device = kiln.opencl(0)
+    arrays = [kiln.nd.array(a, device=device),
+              kiln.nd.array(np.zeros(shapes[1], "float32"), device=device)]
+    rt["main"](*arrays)
+    np.testing.assert_allclose(arrays[1].numpy(), expected(a), rtol=1e-4, atol=1e-4)
+
+
+def cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "kiln", *map(str, args)], capture_output=True,
+                          text=True, timeout=300, **kwargs)
+
+
+@pytest.mark.parametrize("workload", [add_then_sine, row_sum], ids=["elementwise", "row_sum"])
+def test_tune_tir_on_opencl_stores_device_records_that_build_applies(tmp_path, workload):
+    skip_unless(opencl_missing())
+    func, expected = workload()
+    db = ms.tune_tir(func, target="opencl", work_dir=tmp_path, max_trials_global=16, **SMALL)
+    records = db.records(db.workloads()[0])
+    ok = [r for r in records if r.status == "ok"]
+    assert ok, [(r.status, r.error) for r in records]
+    device = kiln.opencl(0)
+    for r in records:
+        assert r.target_kind == "opencl" and r.num_threads == 1
+        assert (r.device_model, r.device_features) == (device.device_name,
+                                                        "driver=" + device.driver_version)
+    assert all(r.median > 0 for r in ok)
+    sch = ms.compile_tir(db, func, target="opencl")
+    assert sch is not None and "thread_binding" in str(sch.mod)
+    run_on_device(kiln.build(func, target="opencl", database=db), func, expected)
+
+
+def test_runner_on_the_device_reports_build_errors_and_wrong_results():
+    skip_unless(opencl_missing())
+    func, _ = add_then_sine(16, 8)
+    sch = tir.Schedule(func)
+    sch.compute_inline(sch.get_block("B"))
+    bind_threads(sch, sch.get_block("C"), 2, threads=32)
+    with ms.LocalRunner(repeat=2, min_repeat_ms=1, build_workers=1) as runner:
+        runner.set_task(func, target="opencl")
+        assert runner.target_key().device_model == kiln.opencl(0).device_name
+        ok, unbound, wrong = runner.run([sch.mod, func,
+                                         ms.MeasureInput(sch.mod, fault="wrong_result")])
+    assert ok.status == "ok" and len(ok.run_secs) == 2 and ok.median > 0, ok.error
+    assert unbound.status == "build_error" and "sch.bind" in unbound.error
+    assert wrong.status == "wrong_result"
+    assert "argument C differs from the untuned function's result" in wrong.error
+
+
+def test_kiln_tune_with_target_opencl_tunes_a_file(tmp_path):
+    skip_unless(opencl_missing())
+    path = tmp_path / "ops.py"
+    path.write_text(WORKLOAD_FILE)
+    db = tmp_path / "gpu.db"
+    done = cli("tune", f"{path}:row_sum", "--target", "opencl", "--trials", 8, "--per-iter", 4,
+               "--db", db, "--no-progress")
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.splitlines()[2:]
+    assert len(rows) == 1 and int(rows[0].split()[1]) > 0  # trials
+    shown = cli("db", "show", db, "--top", 1)
+    assert shown.returncode == 0 and kiln.opencl(0).device_name in shown.stdout
+
+
+def test_tuning_for_cuda_without_a_device_says_so(tmp_path):
+    if kiln.cuda(0).exist:
+        pytest.skip("this machine has a CUDA device; the test needs a machine without one")
+    func, _ = row_sum()
+    with pytest.raises(kiln.KilnRuntimeError, match="needs a CUDA device to measure on, and this "
+                                                    "machine has none"):
+        ms.tune_tir(func, target="cuda", work_dir=tmp_path / "py", max_trials_global=4, **SMALL)
+    path = tmp_path / "ops.py"
+    path.write_text(WORKLOAD_FILE)
+    done = cli("tune", f"{path}:row_sum", "--target", "cuda", "--trials", 4,
+               "--db", tmp_path / "cuda.db", "--no-progress")
+    assert done.returncode == 1
+    assert done.stderr.startswith("kiln tune: Runner.set_task: the target 'cuda -arch=")
+    assert "needs a CUDA device" in done.stderr and "Traceback" not in done.stderr
