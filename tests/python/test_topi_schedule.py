@@ -98,9 +98,13 @@ def test_softmax_computes_its_row_statistics_under_the_parallel_row_loop():
     xv = rand(RNG, 256, 1024, scale=4.0)
     script = check_family([x, topi.nn.softmax(x)], [xv], np_softmax(xv), rtol=1e-5)
     assert "T.parallel" in script and "T.vectorized" in script
-    # One loop nest: the max and the sum are computed per row, before the normalization.
-    assert script.count("T.parallel") == 1
-    assert script.index("T.parallel") < script.index('T.block("T_softmax_maxelem")')
+    # The max and the sum accumulate vectors of partial results (rfactor), each row's lanes
+    # reduced under the parallel row loop of the normalization.
+    for stat in ("T_softmax_maxelem", "T_softmax_expsum"):
+        partial = script.split(f'T.block("{stat}_rf")')[0].rsplit("for ", 1)[1]
+        assert "T.vectorized" in partial, partial
+    norm_loop = script.rindex("T.parallel", 0, script.index('T.block("T_softmax_norm")'))
+    assert norm_loop < script.index('T.block("T_softmax_expsum")')
     check_family([x, topi.nn.log_softmax(x)], [xv],
                  np.log(np_softmax(xv.astype("float64"))), rtol=1e-4, atol=1e-4)
 
@@ -119,7 +123,9 @@ def test_norms():
     xv, gv, bv = rand(RNG, 64, 512), rand(RNG, 512), rand(RNG, 512)
     rms = xv / np.sqrt((xv * xv).mean(axis=1, keepdims=True) + 1e-5) * gv
     script = check_family([x, g, topi.nn.rms_norm(x, g, axis=-1)], [xv, gv], rms, rtol=1e-4)
-    assert script.count("T.parallel") == 1 and "T.vectorized" in script
+    # The sum of squares accumulates vectors of partial results (rfactor), in parallel rows.
+    assert 'T.block("T_rms_norm_mean_square_sum_rf")' in script and "T.vectorized" in script
+    assert script.count("T.parallel") == 2
     mean = xv.mean(axis=1, keepdims=True)
     ln = (xv - mean) / np.sqrt(xv.var(axis=1, keepdims=True) + 1e-5) * gv + bv
     check_family([x, g, b, topi.nn.layer_norm(x, g, b, axis=-1)], [xv, gv, bv], ln,

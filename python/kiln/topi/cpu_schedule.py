@@ -21,6 +21,10 @@ whatever operators built it:
 4. Every block runs its outer spatial loops in parallel, fused until there is work for the
    runtime's threads, when it has enough work; its innermost spatial loop is vectorized by the
    target's vector lanes when the extent allows.
+5. (Done first.) A reduction along contiguous rows that is not a product (the max and sum of a softmax, the
+   sum of squares of a norm, a row sum) accumulates vectors: its reduction loop is split by a
+   multiple of the vector lanes and the inner part becomes a vector of partial results
+   (rfactor), reduced to one value per row at the end.
 
 A step whose preconditions fail is skipped, so the schedule never fails where the unscheduled
 function builds; a vectorized loop that lowering would run serially is not vectorized.
@@ -205,6 +209,9 @@ class _Scheduler:
 
     def run(self):
         self.inline()
+        for name in self.blocks():
+            if self.sch.get(self.sch.get_block(name)).init is not None:
+                self.attempt(self.vectorize_reduction, name)
         names = self.blocks()
         for name in names:
             if name not in self.blocks():  # folded into a tile's write-back
@@ -430,6 +437,42 @@ class _Scheduler:
             raise KilnValueError("loops do not match the iterators")
         self.parallelize(sch, loops[:len(spatial)], info.extents[:len(spatial)],
                          info.iterations)
+
+
+    def vectorize_reduction(self, sch, name):
+        """Step 5: the vector partial results of a reduction along contiguous rows, in a nest of
+        their own (rfactor needs the reduction alone under its loops, so this comes before the
+        row statistics are placed); the final reduction of each row's lanes stays the block
+        name, which step 3 places with its consumer."""
+        info = self.info(name, sch)
+        if name in self.no_vector or len(info.reduce) != 1:
+            raise KilnValueError("not a reduction over one loop")
+        r = info.reduce[0]
+        extent, lanes = info.extents[r], self.lanes(info.dtype)
+        if extent is None or lanes < 2 or extent % lanes or extent < 4 * lanes:
+            raise KilnValueError("not a reduction of whole vectors")
+        if not any(r in load.last_uses for load in info.loads):
+            raise KilnValueError("the reduction does not read along rows")
+        if any(p not in load.uses for load in info.loads for p in info.spatial
+               if info.extents[p] != 1):
+            raise KilnValueError("a product with reuse: step 2 tiles it")
+        loops = sch.get_loops(name)
+        if len(loops) != len(info.iter_vars) or info.spatial != list(range(len(info.spatial))):
+            raise KilnValueError("loops do not match the iterators")
+        width = next(w for w in (4 * lanes, 2 * lanes, lanes) if extent % w == 0)
+        _, inner = sch.split(loops[-1], factors=[None, width])
+        partial = sch.rfactor(inner, factor_axis=len(info.write_buffers[0].shape))
+        # The partial results' own nest: its rows in parallel, the reduction outside the lanes.
+        loops = sch.get_loops(partial)
+        partial_name = sch.get(partial).name_hint
+        self.vectorize_loop(sch, partial_name, loops[-1])
+        init = sch.decompose_reduction(partial, loops[-2])
+        init_name = sch.get(init).name_hint
+        self.vectorize_loop(sch, init_name, sch.get_loops(init)[-1])
+        rows = len(info.spatial)
+        self.parallelize(sch, sch.get_loops(partial)[:rows], info.extents[:rows],
+                         info.iterations)
+        self.placed.update({partial_name, init_name})
 
 
 def _product(extents):
