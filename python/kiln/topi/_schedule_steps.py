@@ -108,3 +108,13 @@ def row_statistics(sch, name, info, skip):
         found.append(pname)
         depth = max(depth, max(uses) + 1)
     return depth, found[::-1]
+
+
+def product_of(extents):
+    """The product of extents, None when one of them is None (symbolic)."""
+    total = 1
+    for extent in extents:
+        if extent is None:
+            return None
+        total *= extent
+    return total

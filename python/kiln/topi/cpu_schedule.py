@@ -38,7 +38,7 @@ from ..error import KilnError, KilnTypeError, KilnValueError, ScheduleError
 from ..target import gemm_blocking
 from ._block_info import is_sum_of_products
 from ._schedule_steps import (block_info, block_names, fold_epilogues, inline_elementwise,
-                              row_statistics)
+                              product_of, row_statistics)
 from ._util import const_int
 
 # A block with fewer iterations than this runs on one thread: a parallel loop costs a few
@@ -305,7 +305,7 @@ class _Scheduler:
         info = self.info(name, sch)
         i, j, panel = self.product_axes(info)
         columns = info.extents[j]
-        depth = _product([info.extents[p] for p in info.reduce])
+        depth = product_of([info.extents[p] for p in info.reduce])
         try:
             mr, nr, panels = gemm_blocking(self.target, info.dtype, n=columns, k=depth,
                                            threads=self.threads)
@@ -390,14 +390,14 @@ class _Scheduler:
             if placed:
                 inner = sch.get_loops(name)[-1]
                 self.vectorize_innermost(sch, name, inner, extents[-1], info.dtype)
-                row_extent = _product(extents[:row_depth])
+                row_extent = product_of(extents[:row_depth])
                 iterations = info.iterations
                 if iterations is not None:
                     iterations *= 1 + len(placed)  # the statistics read the row again
                 self.parallelize(sch, [row], [row_extent], iterations)
                 return
             loops = sch.get_loops(name)
-            extents = [_product(extents[:row_depth])] + extents[row_depth:]
+            extents = [product_of(extents[:row_depth])] + extents[row_depth:]
         outer = self.vectorize_innermost(sch, name, loops[-1], extents[-1], info.dtype)
         if outer is None:  # the whole loop is one vector
             loops, extents = loops[:-1], extents[:-1]
@@ -473,13 +473,4 @@ class _Scheduler:
         self.parallelize(sch, sch.get_loops(partial)[:rows], info.extents[:rows],
                          info.iterations)
         self.placed.update({partial_name, init_name})
-
-
-def _product(extents):
-    total = 1
-    for extent in extents:
-        if extent is None:
-            return None
-        total *= extent
-    return total
 

@@ -52,7 +52,7 @@ from .. import tir
 from ..error import KilnError, KilnValueError, ScheduleError
 from ._block_info import is_simple_reduction, is_sum_of_products
 from ._schedule_steps import (block_info, block_names, fold_epilogues, inline_elementwise,
-                              row_statistics)
+                              product_of, row_statistics)
 from ._util import const_int
 
 API = "topi.default_schedule"
@@ -155,7 +155,7 @@ class _Scheduler:
     def bind_flat(self, sch, loops):
         """Fuses loops, splits them by the thread count and binds blockIdx.x and threadIdx.x;
         returns the thread loop."""
-        iterations = _product([const_int(sch.get(loop).extent) for loop in loops])
+        iterations = product_of([const_int(sch.get(loop).extent) for loop in loops])
         fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
         block, thread = sch.split(fused, factors=[None, self.flat_threads(iterations)])
         sch.bind(block, "blockIdx.x")
@@ -304,7 +304,7 @@ class _Scheduler:
             extents = [const_int(sch.get(loop).extent) for loop in loops]
             if not loops or None in extents:
                 raise KilnValueError(f"the shared tile of {copy_name} is not of constant size")
-            elements = _product(extents)
+            elements = product_of(extents)
             if len(sch.get(copy).writes[0].buffer.shape) > 1:
                 # An odd row stride puts the rows that neighbouring threads read in different
                 # banks of shared memory.
@@ -340,7 +340,7 @@ class _Scheduler:
         info = block_info(self.sch, name)
         if not info.spatial:
             return False
-        length = _product([info.extents[p] for p in info.reduce])
+        length = product_of([info.extents[p] for p in info.reduce])
         if length is not None and length < MIN_CROSS_THREAD_EXTENT:
             return False
         reduce = set(info.reduce)
@@ -354,8 +354,8 @@ class _Scheduler:
         info = block_info(sch, name)
         loops = _checked_loops(sch, name, info)
         count = len(info.spatial)
-        threads = self.row_threads(_product([info.extents[p] for p in info.reduce]))
-        self.bind_rows(sch, loops[:count], _product(info.extents[:count]), threads)
+        threads = self.row_threads(product_of([info.extents[p] for p in info.reduce]))
+        self.bind_rows(sch, loops[:count], product_of(info.extents[:count]), threads)
         self.bind_columns(sch, loops[count:], threads)
         return [name]
 
@@ -399,12 +399,12 @@ class _Scheduler:
             raise KilnValueError("the statistics are not per row")
         columns = loops[depth:]
         if columns:
-            length = _product(info.extents[depth:])
+            length = product_of(info.extents[depth:])
         else:  # one value per row (a mean): the threads share the statistic's reduction
             first = block_info(sch, statistics[0])
-            length = _product([first.extents[p] for p in first.reduce])
+            length = product_of([first.extents[p] for p in first.reduce])
         threads = self.row_threads(length)
-        row = self.bind_rows(sch, loops[:depth], _product(info.extents[:depth]), threads)
+        row = self.bind_rows(sch, loops[:depth], product_of(info.extents[:depth]), threads)
         if columns:
             self.bind_columns(sch, columns, threads)
         placed = []
@@ -535,15 +535,6 @@ def _checked_loops(sch, name, info):
     if len(loops) != len(info.iter_vars) or spatial != list(range(len(spatial))):
         raise KilnValueError("its loops are not its spatial iterators, then its reduction's")
     return loops
-
-
-def _product(extents):
-    total = 1
-    for extent in extents:
-        if extent is None:
-            return None
-        total *= extent
-    return total
 
 
 def _power_of_two_at_least(n):
