@@ -486,6 +486,11 @@ void CodeGenC::emit_stmt(const Stmt& s) {
     case NodeKind::LetStmt: {
       const auto* op = s.as<LetStmt>();
       if (op->var->dtype.is_handle()) unsupported("a handle bound by a LetStmt");
+      if (op->var->dtype.lanes() > 1) {
+        emit_vector_let(op);
+        return;
+      }
+      if (op->var->dtype.is_integer()) analyzer_->bind(op->var, op->value, true);
       line() << "const " << type_name(op->var->dtype) << " " << name_of(op->var.get()) << " = "
              << dispatch(op->value) << ";\n";
       emit_stmt(op->body);
@@ -496,6 +501,10 @@ void CodeGenC::emit_stmt(const Stmt& s) {
                   "\") inside a GPU kernel, which cannot report errors");
     case NodeKind::BufferStore: {
       const auto* op = s.as<BufferStore>();
+      if (op->value->dtype.lanes() > 1) {
+        emit_vector_store(op);
+        return;
+      }
       if (op->indices.size() != 1 || !op->value->dtype.is_scalar()) {
         unsupported("a store to buffer " + op->buffer->name +
                     " that is not a scalar access of a flattened buffer");
@@ -548,6 +557,7 @@ void CodeGenC::emit_stmt(const Stmt& s) {
 void CodeGenC::emit_for(const For* op) {
   std::string var = name_of(op->loop_var.get());
   std::string type = type_name(op->loop_var->dtype);
+  analyzer_->bind(op->loop_var, Range{op->min, op->extent}, true);
   if (op->kind == ForKind::kThreadBinding) {
     // Every thread runs the kernel body: the loop is this thread's index, under a guard when
     // the loop is shorter than the launch extent of its tag.
@@ -576,7 +586,9 @@ void CodeGenC::emit_for(const For* op) {
                 " is parallel (a CPU thread pool loop) inside a GPU kernel; bind it to "
                 "threadIdx or blockIdx instead");
   }
-  if (op->kind == ForKind::kUnrolled || op->kind == ForKind::kVectorized) {
+  // A vectorized loop that vectorize_loops left serial still asks for its lanes side by side.
+  if (op->kind == ForKind::kUnrolled || op->kind == ForKind::kVectorized ||
+      op->annotations.count("kiln.vectorize_fallback") != 0) {
     line() << "#pragma unroll\n";
   }
   std::string begin = dispatch(op->min);
@@ -603,7 +615,14 @@ void CodeGenC::emit_allocate(const Allocate* op) {
     elements *= *c;
   }
   std::string decl = storage_type(buffer.dtype) + " " + name_of(buffer.data.get()) + "[" +
-                     std::to_string(std::max<int64_t>(elements, 1)) + "];";
+                     std::to_string(std::max<int64_t>(elements, 1)) + "]";
+  int64_t& alignment = data_alignment_[buffer.data.get()];
+  if (alignment > buffer.dtype.bytes()) {
+    decl = align_array(decl, alignment);
+  } else {
+    alignment = buffer.dtype.bytes();
+  }
+  decl += ";";
   if (buffer.scope == "shared") {
     // OpenCL requires __local arrays at kernel scope; one per block either way.
     shared_decls_.push_back(shared_qualifier() + " " + decl);
@@ -628,20 +647,36 @@ void CodeGenC::add_kernel(const PrimFunc& kernel) {
   used_names_ = {kernel_name_};
   let_values_.clear();
   shared_decls_.clear();
+  analyzer_ = std::make_unique<arith::Analyzer>();
+  data_alignment_.clear();
+  hoisted_loads_.clear();
+  hoisted_vector_names_.clear();
+  vector_lets_.clear();
+  vector_let_names_.clear();
+  vector_temps_ = 0;
 
-  // Step 1. What each pointer parameter points to, and whether the kernel stores through it.
+  // Step 1. What each pointer parameter points to, whether the kernel stores through it, and
+  // how its data is aligned; the alignment of the shared arrays.
   std::unordered_map<const Var*, DataType> element;
   std::unordered_set<const Var*> stored;
+  std::unordered_set<const Var*> pointer_params;
+  for (const Ref<Var>& param : kernel.params) pointer_params.insert(param.get());
   post_order_visit(kernel.body, [&](const Node* node) {
+    const Buffer* b = nullptr;
     if (node->kind() == NodeKind::BufferLoad) {
-      const Buffer& b = *static_cast<const BufferLoad*>(node)->buffer;
-      element.emplace(b.data.get(), b.dtype);
+      b = static_cast<const BufferLoad*>(node)->buffer.get();
     } else if (node->kind() == NodeKind::BufferStore) {
-      const Buffer& b = *static_cast<const BufferStore*>(node)->buffer;
-      element.emplace(b.data.get(), b.dtype);
-      stored.insert(b.data.get());
+      b = static_cast<const BufferStore*>(node)->buffer.get();
+      stored.insert(b->data.get());
+    }
+    if (b == nullptr) return;
+    element.emplace(b->data.get(), b->dtype);
+    if (pointer_params.count(b->data.get()) != 0) {
+      auto [it, fresh] = data_alignment_.emplace(b->data.get(), parameter_alignment(*b));
+      if (!fresh) it->second = std::min(it->second, parameter_alignment(*b));
     }
   });
+  plan_array_alignment(kernel.body);
 
   // Step 2. The body, into its own stream (shared arrays are declared first).
   std::ostringstream body;

@@ -1,9 +1,12 @@
 // CUDA C: the hooks of the C-like base (codegen_c.h) where CUDA differs from OpenCL.
 #include "kiln/codegen/codegen_gpu.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "codegen_c.h"
+#include "kiln/ir/buffer.h"
 
 namespace kiln::codegen {
 
@@ -83,13 +86,62 @@ class CodeGenCUDA : public CodeGenC {
         single ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000ll)";
     return value > 0 ? inf : "(-" + inf + ")";
   }
+
+  // Vectors: CUDA's built-in vector types of 2 and 4 lanes up to 16 bytes (CUDA 13 deprecates
+  // the 32-byte double4 and longlong4). Arithmetic stays lane by lane: CUDA C has no operators
+  // on vector types without headers, and GPUs compute float lanes one instruction each anyway;
+  // what the vector types buy is one 8- or 16-byte memory access instead of several.
+  std::string vector_type(const std::string& element, int lanes) const override {
+    static const std::map<std::string, std::string> names = {{"float", "float"},
+                                                             {"double", "double"},
+                                                             {"int", "int"},
+                                                             {"unsigned int", "uint"},
+                                                             {"short", "short"},
+                                                             {"unsigned short", "ushort"},
+                                                             {"signed char", "char"},
+                                                             {"unsigned char", "uchar"},
+                                                             {"long long", "longlong"},
+                                                             {"unsigned long long", "ulonglong"}};
+    auto it = names.find(element);
+    if (it == names.end() || (lanes != 2 && lanes != 4)) return "";
+    int bytes = element == "double" || element.find("long long") != std::string::npos ? 8 : 0;
+    if (bytes == 8 && lanes == 4) return "";
+    return it->second + std::to_string(lanes);
+  }
+  int64_t parameter_alignment(const Buffer& buffer) const override {
+    return std::max<int64_t>(buffer.alignment(), kCudaTensorAlignment);
+  }
+  std::string vector_load(const std::string& type, int lanes, const std::string& address,
+                          const std::string& scope, bool aligned) const override {
+    return "*(const " + type + "*)" + address;
+  }
+  std::string vector_store(const std::string& type, int lanes, const std::string& address,
+                           const std::string& scope, bool aligned,
+                           const std::string& value) const override {
+    return "*(" + type + "*)" + address + " = " + value + ";";
+  }
+  std::string make_vector(const std::string& type,
+                          const std::vector<std::string>& lanes) const override {
+    std::string text = "make_" + type + "(";
+    for (size_t i = 0; i < lanes.size(); ++i) text += (i > 0 ? ", " : "") + lanes[i];
+    return text + ")";
+  }
+  std::string vector_component(const std::string& vector, int lane) const override {
+    static const char* names[4] = {".x", ".y", ".z", ".w"};
+    return vector + names[lane];
+  }
+  std::string align_array(const std::string& declaration, int64_t bytes) const override {
+    return "__align__(" + std::to_string(bytes) + ") " + declaration;
+  }
 };
 
 }  // namespace
 
-std::string codegen_cuda(const std::vector<Ref<PrimFunc>>& kernels) {
+std::string codegen_cuda(const std::vector<Ref<PrimFunc>>& kernels, const Target& target,
+                         std::vector<std::string>* notes) {
   CodeGenCUDA codegen;
   for (const Ref<PrimFunc>& kernel : kernels) codegen.add_kernel(*kernel);
+  if (notes != nullptr) *notes = codegen.notes();
   return codegen.finish();
 }
 

@@ -1,5 +1,6 @@
 // OpenCL C: the hooks of the C-like base (codegen_c.h) where OpenCL differs from CUDA.
 #include <cmath>
+#include <map>
 
 #include "codegen_c.h"
 #include "kiln/codegen/codegen_gpu.h"
@@ -71,6 +72,176 @@ class CodeGenOpenCL : public CodeGenC {
     return "as_" + type_name(to) + "(" + value + ")";
   }
   std::string int64_suffix() const override { return "l"; }
+
+  // Vectors: OpenCL C's vector types of 2, 4, 8 and 16 lanes; vloadn/vstoren where the address
+  // is aligned to the element only, a pointer cast where it is proven aligned to the vector.
+  std::string vector_type(const std::string& element, int lanes) const override {
+    static const std::map<std::string, std::string> names = {
+        {"float", "float"}, {"double", "double"},         {"int", "int"},
+        {"uint", "uint"},   {"short", "short"},           {"ushort", "ushort"},
+        {"char", "char"},   {"uchar", "uchar"},           {"long", "long"},
+        {"ulong", "ulong"}, {"unsigned short", "ushort"}, {"signed char", "char"}};
+    auto it = names.find(element);
+    if (it == names.end() || (lanes != 2 && lanes != 4 && lanes != 8 && lanes != 16)) return "";
+    return it->second + std::to_string(lanes);
+  }
+  bool has_unaligned_vector_access() const override { return true; }
+  static std::string address_space(const std::string& scope) {
+    return scope == "shared" ? "__local" : "__global";
+  }
+  std::string vector_load(const std::string& type, int lanes, const std::string& address,
+                          const std::string& scope, bool aligned) const override {
+    if (!aligned) return "vload" + std::to_string(lanes) + "(0, " + address + ")";
+    return "*(const " + address_space(scope) + " " + type + "*)" + address;
+  }
+  std::string vector_store(const std::string& type, int lanes, const std::string& address,
+                           const std::string& scope, bool aligned,
+                           const std::string& value) const override {
+    if (!aligned) return "vstore" + std::to_string(lanes) + "(" + value + ", 0, " + address + ");";
+    return "*(" + address_space(scope) + " " + type + "*)" + address + " = " + value + ";";
+  }
+  std::string make_vector(const std::string& type,
+                          const std::vector<std::string>& lanes) const override {
+    std::string text = "((" + type + ")(";
+    for (size_t i = 0; i < lanes.size(); ++i) text += (i > 0 ? ", " : "") + lanes[i];
+    return text + "))";
+  }
+  std::string vector_component(const std::string& vector, int lane) const override {
+    static const char* digits = "0123456789abcdef";
+    return vector + ".s" + digits[lane];
+  }
+  std::string align_array(const std::string& declaration, int64_t bytes) const override {
+    return declaration + " __attribute__((aligned(" + std::to_string(bytes) + ")))";
+  }
+
+  // OpenCL C computes on vector types with its operators and overloaded math functions: a vector
+  // expression of 32- and 64-bit numbers is written as one. 16-bit floats (rounded after each
+  // operation by scalar helpers), bool vectors other than a select's comparison, floor division
+  // of integers and anything else are left to lane_of.
+  struct NotVector {};
+  std::string vector_expression(const Expr& e) override {
+    try {
+      return vector_text(e);
+    } catch (const NotVector&) {
+      return "";
+    }
+  }
+
+  std::string vector_text(const Expr& e) {
+    DataType t = e->dtype;
+    if (t.lanes() == 1) return dispatch(e);
+    DataType element = t.with_lanes(1);
+    if (t.is_bool() || t.is_float16() || t.is_bfloat16()) throw NotVector{};
+    std::string type = vector_type(type_name(element), t.lanes());
+    if (type.empty()) throw NotVector{};
+    auto operands = [&](const char* symbol) {
+      const auto* op = static_cast<const BinaryNode*>(e.get());
+      return "(" + vector_text(op->a) + " " + symbol + " " + vector_text(op->b) + ")";
+    };
+    auto call = [&](const std::string& fn) {
+      const auto* op = static_cast<const BinaryNode*>(e.get());
+      return fn + "(" + vector_text(op->a) + ", " + vector_text(op->b) + ")";
+    };
+    switch (e->kind()) {
+      case NodeKind::Broadcast:
+        return "((" + type + ")(" + dispatch(e.as<Broadcast>()->value) + "))";
+      case NodeKind::Ramp:
+      case NodeKind::BufferLoad: {
+        auto hoisted = hoisted_vector_names_.find(e.get());
+        if (hoisted != hoisted_vector_names_.end()) return hoisted->second;
+        std::vector<std::string> lanes;
+        for (int l = 0; l < t.lanes(); ++l) lanes.push_back(dispatch(lane_of(e, l)));
+        return make_vector(type, lanes);
+      }
+      case NodeKind::Var: {
+        auto named = vector_let_names_.find(e.as<Var>());
+        if (named != vector_let_names_.end()) return named->second;
+        std::vector<std::string> lanes;
+        for (int l = 0; l < t.lanes(); ++l) lanes.push_back(dispatch(lane_of(e, l)));
+        return make_vector(type, lanes);
+      }
+      case NodeKind::Add:
+        return operands("+");
+      case NodeKind::Sub:
+        return operands("-");
+      case NodeKind::Mul:
+        return operands("*");
+      case NodeKind::Div:
+        return operands("/");
+      case NodeKind::Mod:
+        return t.is_float() ? call("fmod") : operands("%");
+      case NodeKind::Min:
+        return call(t.is_float() ? "fmin" : "min");
+      case NodeKind::Max:
+        return call(t.is_float() ? "fmax" : "max");
+      case NodeKind::Cast: {
+        const Expr& value = e.as<Cast>()->value;
+        if (value->dtype.is_bool() || value->dtype.is_float16() || value->dtype.is_bfloat16()) {
+          throw NotVector{};
+        }
+        return "convert_" + type + "(" + vector_text(value) + ")";
+      }
+      case NodeKind::Select: {
+        // select(f, t, c) takes lane i of t where c's lane i has its top bit set, as a vector
+        // comparison sets it; c's lanes must be as wide as t's.
+        const auto* op = e.as<Select>();
+        const char* symbol = comparison_symbol(op->condition->kind());
+        const auto* cmp = static_cast<const BinaryNode*>(op->condition.get());
+        if (symbol == nullptr || cmp->a->dtype.bits() != t.bits() || cmp->a->dtype.is_float16() ||
+            cmp->a->dtype.is_bfloat16() || cmp->a->dtype.is_bool()) {
+          throw NotVector{};
+        }
+        std::string condition =
+            "(" + vector_text(cmp->a) + " " + symbol + " " + vector_text(cmp->b) + ")";
+        return "select(" + vector_text(op->false_value) + ", " + vector_text(op->true_value) +
+               ", " + condition + ")";
+      }
+      case NodeKind::Call:
+        return vector_call(e.as<Call>(), t);
+      default:
+        throw NotVector{};
+    }
+  }
+
+  static const char* comparison_symbol(NodeKind kind) {
+    switch (kind) {
+      case NodeKind::EQ:
+        return "==";
+      case NodeKind::NE:
+        return "!=";
+      case NodeKind::LT:
+        return "<";
+      case NodeKind::LE:
+        return "<=";
+      case NodeKind::GT:
+        return ">";
+      case NodeKind::GE:
+        return ">=";
+      default:
+        return nullptr;
+    }
+  }
+
+  // The math builtins of float vectors: OpenCL overloads them for floatn and doublen.
+  std::string vector_call(const Call* op, DataType t) {
+    static const std::map<Builtin, const char*> functions = {
+        {Builtin::Exp, "exp"},     {Builtin::Exp2, "exp2"},   {Builtin::Log, "log"},
+        {Builtin::Log2, "log2"},   {Builtin::Log1p, "log1p"}, {Builtin::Sqrt, "sqrt"},
+        {Builtin::Rsqrt, "rsqrt"}, {Builtin::Sin, "sin"},     {Builtin::Cos, "cos"},
+        {Builtin::Tan, "tan"},     {Builtin::Tanh, "tanh"},   {Builtin::Erf, "erf"},
+        {Builtin::Floor, "floor"}, {Builtin::Ceil, "ceil"},   {Builtin::Round, "rint"},
+        {Builtin::Trunc, "trunc"}, {Builtin::Pow, "pow"},     {Builtin::Abs, "fabs"}};
+    if (!t.is_float()) throw NotVector{};
+    std::vector<std::string> args;
+    for (const Expr& arg : op->args) args.push_back(vector_text(arg));
+    if (op->op == Builtin::Sigmoid && args.size() == 1) {
+      std::string one = t.bits() == 32 ? "1.0f" : "1.0";
+      return "(" + one + " / (" + one + " + " + math_call("exp", t, {"(-" + args[0] + ")"}) + "))";
+    }
+    auto it = functions.find(op->op);
+    if (it == functions.end()) throw NotVector{};
+    return math_call(it->second, t, args);
+  }
   std::string special_float(double value, DataType dtype) const override {
     bool single = dtype.bits() <= 32;
     if (std::isnan(value))
@@ -82,10 +253,17 @@ class CodeGenOpenCL : public CodeGenC {
 
 }  // namespace
 
-std::string codegen_opencl(const std::vector<Ref<PrimFunc>>& kernels) {
+std::string codegen_opencl(const std::vector<Ref<PrimFunc>>& kernels, const Target& target,
+                           std::vector<std::string>* notes) {
   CodeGenOpenCL codegen;
   for (const Ref<PrimFunc>& kernel : kernels) codegen.add_kernel(*kernel);
+  if (notes != nullptr) *notes = codegen.notes();
   return codegen.finish();
+}
+
+std::vector<int> gpu_vector_lanes(const Target& target) {
+  if (target.kind == "opencl") return {2, 4, 8, 16};
+  return {2, 4};
 }
 
 }  // namespace kiln::codegen

@@ -103,12 +103,13 @@ std::string base64(const std::string& bytes) {
 }
 
 // The device code of a GPU build: the source of `kernels` (into `sources`) and the manifest's
-// "device_blobs" entries.
+// "device_blobs" entries; what the code generator notes goes to `warnings`.
 Json device_blobs(const codegen::Target& target, const std::vector<Ref<PrimFunc>>& kernels,
-                  std::map<std::string, std::string>* sources) {
+                  std::map<std::string, std::string>* sources, std::vector<std::string>* warnings) {
   Json blobs = Json::array();
+  std::vector<std::string> notes;
   if (target.kind == "cuda") {
-    std::string source = codegen::codegen_cuda(kernels);
+    std::string source = codegen::codegen_cuda(kernels, target, &notes);
     (*sources)["cuda"] = source;
     codegen::CudaBinary binary = codegen::compile_cuda(source, target.arch);
     (*sources)["ptx"] = binary.ptx;
@@ -119,10 +120,11 @@ Json device_blobs(const codegen::Target& target, const std::vector<Ref<PrimFunc>
     blobs.push_back(
         {{"kind", "cuda"}, {"format", "ptx"}, {"arch", target.arch}, {"text", binary.ptx}});
   } else {
-    std::string source = codegen::codegen_opencl(kernels);
+    std::string source = codegen::codegen_opencl(kernels, target, &notes);
     (*sources)["opencl"] = source;
     blobs.push_back({{"kind", "opencl"}, {"format", "cl"}, {"text", source}});
   }
+  warnings->insert(warnings->end(), notes.begin(), notes.end());
   return blobs;
 }
 
@@ -146,6 +148,16 @@ std::string reason_not_runnable(const codegen::Target& target) {
 }
 
 }  // namespace
+
+void set_gpu_lower_options(const codegen::Target& target, std::vector<Ref<PrimFunc>>* kernels,
+                           tir::LowerOptions* options) {
+  options->device_kernels = kernels;
+  options->device = target.kind;
+  options->gpu_limits.max_threads_per_block = target.gpu.max_threads_per_block;
+  options->gpu_limits.max_shared_memory_per_block = target.gpu.max_shared_memory_per_block;
+  if (target.kind == "cuda") options->gpu_limits.warp_shuffle_width = target.gpu.thread_warp_size;
+  options->gpu_limits.vector_lanes = codegen::gpu_vector_lanes(target);
+}
 
 BuiltModule::~BuiltModule() {
   // The runtime module calls into the JIT code, so it goes first.
@@ -215,16 +227,7 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     lower_options.dump_dir = function_dump_dir(dump_dir, name, mod->functions.size());
     lower_options.packed_entry = true;
     lower_options.name = name;
-    if (target_info.is_gpu()) {
-      lower_options.device_kernels = &kernels;
-      lower_options.device = target_info.kind;
-      lower_options.gpu_limits.max_threads_per_block = target_info.gpu.max_threads_per_block;
-      lower_options.gpu_limits.max_shared_memory_per_block =
-          target_info.gpu.max_shared_memory_per_block;
-      if (target_info.kind == "cuda") {
-        lower_options.gpu_limits.warp_shuffle_width = target_info.gpu.thread_warp_size;
-      }
-    }
+    if (target_info.is_gpu()) set_gpu_lower_options(target_info, &kernels, &lower_options);
     result->names_.push_back(name);
     result->lowered_.push_back(
         tir::lower(with_symbol(func, "kiln_unchecked_" + name), lower_options));
@@ -246,10 +249,16 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     functions.push_back(function_spec(result->lowered_[i], result->names_[i]));
   }
   manifest["functions"] = functions;
+  for (size_t i = 0; i < result->lowered_.size(); ++i) {
+    for (std::string& w : vectorize_warnings(result->lowered_[i], result->names_[i])) {
+      result->warnings_.push_back(std::move(w));
+    }
+  }
   manifest["device_blobs"] = Json::array();
   if (target_info.is_gpu()) {
     Clock::time_point device_start = Clock::now();
-    manifest["device_blobs"] = device_blobs(target_info, kernels, &result->device_sources_);
+    manifest["device_blobs"] =
+        device_blobs(target_info, kernels, &result->device_sources_, &result->warnings_);
     Json device_kernels = Json::array();
     for (const Ref<PrimFunc>& kernel : kernels) {
       device_kernels.push_back({{"name", kernel->attrs.at("global_symbol").as<StringImm>()->value},
@@ -257,11 +266,6 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     }
     manifest["device_kernels"] = device_kernels;
     result->timings_.device_ms = ms_since(device_start);
-  }
-  for (size_t i = 0; i < result->lowered_.size(); ++i) {
-    for (std::string& w : vectorize_warnings(result->lowered_[i], result->names_[i])) {
-      result->warnings_.push_back(std::move(w));
-    }
   }
   manifest["warnings"] = result->warnings_;
   result->manifest_ = manifest.dump();
