@@ -64,82 +64,15 @@ std::ostream& CodeGenC::line() {
   return *out_;
 }
 
-std::string CodeGenC::half_conversions(const std::string& prefix, const std::string& ushort,
-                                       const std::string& uint, const std::string& bits_of_float,
-                                       const std::string& float_of_bits) {
+std::string CodeGenC::bfloat16_in_software(const std::string& prefix, const std::string& ushort,
+                                           const std::string& uint,
+                                           const std::string& bits_of_float,
+                                           const std::string& float_of_bits) {
   auto fn = [&](const std::string& ret, const std::string& name, const std::string& arg,
                 const std::string& body) {
     return prefix + " " + ret + " " + name + "(" + arg + ") {\n" + body + "}\n";
   };
-  // float16: round to nearest even, subnormals, infinities and NaN (kept a NaN).
-  std::string to_half = "  " + uint + " u = " + bits_of_float +
-                        "(f);\n"
-                        "  " +
-                        uint +
-                        " sign = (u >> 16) & 0x8000u;\n"
-                        "  " +
-                        uint +
-                        " a = u & 0x7fffffffu;\n"
-                        "  if (a >= 0x7f800000u) return (" +
-                        ushort +
-                        ")(sign | (a > 0x7f800000u ? 0x7e00u : 0x7c00u));\n"
-                        "  if (a >= 0x477ff000u) return (" +
-                        ushort +
-                        ")(sign | 0x7c00u);\n"
-                        "  if (a < 0x38800000u) {\n"
-                        "    " +
-                        uint +
-                        " shift = 126u - (a >> 23);\n"
-                        "    if (shift > 24u) return (" +
-                        ushort +
-                        ")sign;\n"
-                        "    " +
-                        uint +
-                        " m = (a & 0x7fffffu) | 0x800000u;\n"
-                        "    " +
-                        uint +
-                        " r = m >> shift;\n"
-                        "    " +
-                        uint +
-                        " rest = m & ((1u << shift) - 1u);\n"
-                        "    " +
-                        uint +
-                        " half_way = 1u << (shift - 1u);\n"
-                        "    if (rest > half_way || (rest == half_way && (r & 1u))) r += 1u;\n"
-                        "    return (" +
-                        ushort +
-                        ")(sign | r);\n"
-                        "  }\n"
-                        "  " +
-                        uint +
-                        " r = (a - 0x38000000u) >> 13;\n"
-                        "  " +
-                        uint +
-                        " rest = a & 0x1fffu;\n"
-                        "  if (rest > 0x1000u || (rest == 0x1000u && (r & 1u))) r += 1u;\n"
-                        "  return (" +
-                        ushort + ")(sign | r);\n";
-  std::string from_half = "  " + uint + " sign = ((" + uint +
-                          ")h & 0x8000u) << 16;\n"
-                          "  " +
-                          uint + " e = ((" + uint +
-                          ")h >> 10) & 0x1fu;\n"
-                          "  " +
-                          uint + " m = (" + uint +
-                          ")h & 0x3ffu;\n"
-                          "  if (e == 0x1fu) return " +
-                          float_of_bits +
-                          "(sign | 0x7f800000u | (m << 13));\n"
-                          "  if (e != 0u) return " +
-                          float_of_bits +
-                          "(sign | ((e + 112u) << 23) | (m << 13));\n"
-                          "  if (m == 0u) return " +
-                          float_of_bits +
-                          "(sign);\n"
-                          "  while ((m & 0x400u) == 0u) { m <<= 1; e += 1u; }\n"
-                          "  return " +
-                          float_of_bits + "(sign | ((113u - e) << 23) | ((m & 0x3ffu) << 13));\n";
-  // bfloat16: the upper half of a float, rounded to nearest even (NaN kept a NaN).
+  // The upper half of a float, rounded to nearest even (NaN kept a NaN).
   std::string to_bf16 = "  " + uint + " u = " + bits_of_float +
                         "(f);\n"
                         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (" +
@@ -149,10 +82,8 @@ std::string CodeGenC::half_conversions(const std::string& prefix, const std::str
                         "  return (" +
                         ushort + ")(u >> 16);\n";
   std::string from_bf16 = "  return " + float_of_bits + "((" + uint + ")b << 16);\n";
-  return fn(ushort, "kiln_float_to_half", "float f", to_half) +
-         fn("float", "kiln_half_to_float", ushort + " h", from_half) +
-         fn(ushort, "kiln_float_to_bf16", "float f", to_bf16) +
-         fn("float", "kiln_bf16_to_float", ushort + " b", from_bf16) + "\n";
+  return fn(ushort, "kiln_float_to_bf16", "float f", to_bf16) +
+         fn("float", "kiln_bf16_to_float", ushort + " b", from_bf16);
 }
 
 std::string CodeGenC::storage_type(DataType dtype) const {

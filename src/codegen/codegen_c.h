@@ -45,13 +45,14 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   // Text before the kernels (helper functions, pragmas); `uses_double` when a kernel uses
   // float64.
   virtual std::string preamble(bool uses_double) const = 0;
-  // half_conversions() with this language's qualifier and bit casts.
+  // The functions kiln_float_to_half, kiln_half_to_float, kiln_float_to_bf16 and
+  // kiln_bf16_to_float (float <-> the bits of a float16 / bfloat16, rounding to nearest even).
   virtual std::string half_section() const = 0;
-  // The conversions of the 16-bit float storage types (float16, bfloat16) to and from float,
-  // written with `bits_of_float(x)` / `float_of_bits(u)` for reinterpreting a float's bits.
-  static std::string half_conversions(const std::string& prefix, const std::string& ushort,
-                                      const std::string& uint, const std::string& bits_of_float,
-                                      const std::string& float_of_bits);
+  // Those of bfloat16 in software, written with `bits_of_float(x)` / `float_of_bits(u)` for
+  // reinterpreting a float's bits (for languages and architectures without an instruction).
+  static std::string bfloat16_in_software(const std::string& prefix, const std::string& ushort,
+                                          const std::string& uint, const std::string& bits_of_float,
+                                          const std::string& float_of_bits);
   // "extern \"C\" __global__ void __launch_bounds__(256)" / "__kernel void".
   virtual std::string kernel_prefix(int64_t threads_per_block) const = 0;
   // The declaration of a pointer parameter to `element` elements.

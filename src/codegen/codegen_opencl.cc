@@ -35,8 +35,19 @@ class CodeGenOpenCL : public CodeGenC {
         "}\n\n";
     return text;
   }
+  // float16 through vstore_half_rte / vload_half, which every OpenCL device has (cl_khr_fp16,
+  // which PoCL on a CPU lacks, is not needed: values are computed in float); bfloat16 in
+  // software.
   std::string half_section() const override {
-    return half_conversions("inline", "ushort", "uint", "as_uint", "as_float");
+    return "inline ushort kiln_float_to_half(float f) {\n"
+           "  ushort h;\n"
+           "  vstore_half_rte(f, 0, (__private half*)&h);\n"
+           "  return h;\n"
+           "}\n"
+           "inline float kiln_half_to_float(ushort h) {\n"
+           "  return vload_half(0, (const __private half*)&h);\n"
+           "}\n" +
+           bfloat16_in_software("inline", "ushort", "uint", "as_uint", "as_float") + "\n";
   }
   std::string kernel_prefix(int64_t threads_per_block) const override { return "__kernel void"; }
   std::string pointer_param(const std::string& element, bool is_const,

@@ -256,12 +256,13 @@ def gpu_tiled_matmul(m=32, n=32, k=32, tile=8):
     return func, sch.mod
 
 
-def gpu_vector_tiled_matmul(m=32, n=32, k=16):
+def gpu_vector_tiled_matmul(m=32, n=32, k=16, func=None):
     """A GEMM with vector memory accesses: each thread block computes a 16 x 16 tile of C with
     4 x 4 threads, each thread a 4 x 4 register tile (C_local) written back four elements at a
     time; the A and B tiles of one k step are copied into shared memory four elements at a
-    time by the block's threads (float4 loads of global and stores of shared memory)."""
-    func = matmul(m, n, k)
+    time by the block's threads (float4 loads of global and stores of shared memory).
+    `func` replaces the float32 matmul by another (m, k) x (k, n) product."""
+    func = func or matmul(m, n, k)
     sch = tir.Schedule(func)
     block = sch.get_block("C")
     i, j, r = sch.get_loops(block)
@@ -298,6 +299,22 @@ def gpu_vector_elementwise_fp16():
     sch.bind(tx, "threadIdx.x")
     sch.vectorize(vec)
     return func, sch.mod
+
+
+def matmul_fp16(m=32, n=32, k=16):
+    """C (float32) = A @ B of float16 A (m, k) and B (k, n), the products summed in float32."""
+    A = te.placeholder((m, k), "float16", name="A")
+    B = te.placeholder((k, n), "float16", name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(
+        A[i, r].astype("float32") * B[r, j].astype("float32"), axis=r), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def gpu_matmul_fp16():
+    """The vector GEMM schedule on float16 inputs accumulated in float32: the shared tiles hold
+    float16 (copied as 8-byte vectors of four), each product is computed in float32."""
+    return gpu_vector_tiled_matmul(func=matmul_fp16())
 
 
 def shifted_scale(n=128):
@@ -340,6 +357,7 @@ GPU_WORKLOADS = {
     "vector_tiled_matmul": gpu_vector_tiled_matmul,
     "vector_elementwise_fp16": gpu_vector_elementwise_fp16,
     "vector_misaligned": gpu_vector_misaligned,
+    "matmul_fp16": gpu_matmul_fp16,
 }
 
 SYMBOLIC_ROWS = {"n": 70}

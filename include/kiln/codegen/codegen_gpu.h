@@ -13,7 +13,8 @@ namespace kiln::codegen {
 // CUDA C for `kernels`, made for `target` ("cuda"): one `extern "C" __global__` function per
 // kernel, named by its global_symbol, with __launch_bounds__ from its threadIdx launch extents.
 // Needs no CUDA header. Types: bool, integers of 8 to 64 bits, float32, float64, and float16 /
-// bfloat16 stored as their bits and computed in float32. Vector code (vectorize_loops with 2 or
+// bfloat16 stored as their bits and computed in float32, converted by the cvt instructions
+// (inline PTX; bfloat16 in software before sm_80). Vector code (vectorize_loops with 2 or
 // 4 lanes) is computed lane by lane, and its loads and stores of global and shared memory are
 // one access of a vector type (float4, int2, ushort4, ...) where the index is a ramp of stride 1
 // proven aligned to the vector's size: global data is kCudaTensorAlignment-aligned
@@ -29,7 +30,8 @@ std::string codegen_cuda(const std::vector<ir::Ref<ir::PrimFunc>>& kernels, cons
 // Vector code (2, 4, 8 or 16 lanes) is computed lane by lane; its loads and stores of global
 // and shared memory with a ramp of stride 1 are vloadn/vstoren, or a pointer cast to the vector
 // type where the address is proven aligned (global data is assumed aligned to its element only).
-// Types, notes and errors as codegen_cuda.
+// float16 is converted with the core vload_half / vstore_half_rte, bfloat16 in software. Types,
+// notes and errors as codegen_cuda.
 std::string codegen_opencl(const std::vector<ir::Ref<ir::PrimFunc>>& kernels, const Target& target,
                            std::vector<std::string>* notes = nullptr);
 
