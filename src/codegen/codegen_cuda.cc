@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "codegen_c.h"
 #include "kiln/ir/buffer.h"
@@ -16,10 +17,12 @@ namespace {
 
 class CodeGenCUDA : public CodeGenC {
  public:
-  explicit CodeGenCUDA(const Target& target) : compute_capability_(target.compute_capability()) {}
+  explicit CodeGenCUDA(const Target& target)
+      : compute_capability_(target.compute_capability()), fast_math_(target.fast_math) {}
 
  protected:
   int compute_capability_;  // 80 for sm_80
+  bool fast_math_;          // -fast-math: float32 math functions are the fast intrinsics
 
   std::string preamble(bool uses_double) const override {
     // NVRTC compiles without the CUDA headers: nothing here includes any.
@@ -93,7 +96,11 @@ class CodeGenCUDA : public CodeGenC {
   std::string shared_qualifier() const override { return "__shared__"; }
   std::string math_call(const std::string& name, DataType dtype,
                         const std::vector<std::string>& args) const override {
+    // The intrinsics of CUDA's fast math (float only), which --use_fast_math also selects.
+    static const std::set<std::string> intrinsics = {"exp", "log", "log2", "log10",
+                                                     "sin", "cos", "tan",  "pow"};
     std::string fn = name;
+    if (fast_math_ && dtype.bits() <= 32 && intrinsics.count(name) != 0) fn = "__" + name;
     if (dtype.bits() <= 32) fn += "f";
     std::string text = fn + "(";
     for (size_t i = 0; i < args.size(); ++i) text += (i > 0 ? ", " : "") + args[i];

@@ -111,7 +111,7 @@ Json device_blobs(const codegen::Target& target, const std::vector<Ref<PrimFunc>
   if (target.kind == "cuda") {
     std::string source = codegen::codegen_cuda(kernels, target, &notes);
     (*sources)["cuda"] = source;
-    codegen::CudaBinary binary = codegen::compile_cuda(source, target.arch);
+    codegen::CudaBinary binary = codegen::compile_cuda(source, target.arch, target.fast_math);
     (*sources)["ptx"] = binary.ptx;
     blobs.push_back({{"kind", "cuda"},
                      {"format", "cubin"},
@@ -122,7 +122,10 @@ Json device_blobs(const codegen::Target& target, const std::vector<Ref<PrimFunc>
   } else {
     std::string source = codegen::codegen_opencl(kernels, target, &notes);
     (*sources)["opencl"] = source;
-    blobs.push_back({{"kind", "opencl"}, {"format", "cl"}, {"text", source}});
+    Json blob = {{"kind", "opencl"}, {"format", "cl"}, {"text", source}};
+    std::string options = codegen::opencl_build_options(target);
+    if (!options.empty()) blob["build_options"] = options;
+    blobs.push_back(blob);
   }
   warnings->insert(warnings->end(), notes.begin(), notes.end());
   return blobs;

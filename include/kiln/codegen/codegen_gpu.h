@@ -50,10 +50,14 @@ struct CudaBinary {
 bool nvrtc_available(std::string* why = nullptr);
 
 // Compiles `source` with NVRTC for `arch` ("sm_80", "sm_90", …): PTX for the virtual
-// architecture compute_XY and a cubin for sm_XY. NVRTC is opened with dlopen on first use (no
-// link dependency): libnvrtc.so from the library path, $CUDA_HOME/lib64 or /usr/local/cuda/lib64.
-// Raises a kRuntime error naming the library when NVRTC is missing, and a kValue error with
-// NVRTC's log when the source does not compile.
-CudaBinary compile_cuda(const std::string& source, const std::string& arch);
+// architecture compute_XY and a cubin for sm_XY, with --use_fast_math when `fast_math`. NVRTC is
+// opened with dlopen on first use (no link dependency): libnvrtc.so from the library path,
+// $CUDA_HOME/lib64 or /usr/local/cuda/lib64. Raises a kRuntime error naming the library when
+// NVRTC is missing, and a kValue error with NVRTC's log when the source does not compile.
+CudaBinary compile_cuda(const std::string& source, const std::string& arch, bool fast_math = false);
+
+// The options that build a module's OpenCL C for `target`: "-cl-fast-relaxed-math" with
+// -fast-math, else "" (the manifest's OpenCL blob carries them as "build_options").
+std::string opencl_build_options(const Target& target);
 
 }  // namespace kiln::codegen
