@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
@@ -217,9 +219,13 @@ class PackedApiBuilder {
     arg["shape"] = shape;
     arg["strides"] = strides;
     arg["device"] = device_;
-    // A GPU tensor's data is a device handle (an OpenCL cl_mem is no address at all): its
-    // alignment is the driver's business.
-    arg["alignment"] = device_ == "cpu" ? buffer.alignment() : 1;
+    // A CUDA tensor's data is a device address, aligned as kiln's CUDA kernels assume; an
+    // OpenCL tensor's is a cl_mem handle, no address at all (OpenCL kernels assume only the
+    // element's alignment of a buffer's data).
+    int alignment = 1;
+    if (device_ == "cpu") alignment = buffer.alignment();
+    if (device_ == "cuda") alignment = std::max(buffer.alignment(), kCudaTensorAlignment);
+    arg["alignment"] = alignment;
     arg["written"] = written_.count(buffer.data.get()) > 0;
     args_[i] = arg;
   }

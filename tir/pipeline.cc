@@ -45,11 +45,13 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   // Memory becomes one-dimensional.
   f = flatten_buffers(f);           log.step("flatten_buffers", f);
   f = simplify(f);                  log.step("simplify", f);
-  // Loops: bound checks leave the steady state, vector loops become vector code (on CPUs; GPU
-  // code generators emit them as unrolled loops), small unrolled loops become copies of their
-  // bodies.
+  // Loops: bound checks leave the steady state, vector loops become vector code (on GPUs only
+  // of the lane counts the language has vector types for), small unrolled loops become copies
+  // of their bodies.
   f = loop_partition(f);            log.step("loop_partition", f);
-  if (!gpu) {
+  if (gpu) {
+    f = vectorize_loops(f, options.gpu_limits.vector_lanes); log.step("vectorize_loops", f);
+  } else {
     f = vectorize_loops(f);         log.step("vectorize_loops", f);
   }
   f = unroll_loops(f);              log.step("unroll_loops", f);

@@ -468,6 +468,7 @@ class Vectorizer : public IRMutator {
 
 class LoopVectorizer : public IRMutator {
  public:
+  explicit LoopVectorizer(const std::vector<int>& lanes) : lanes_(lanes) {}
   using IRMutator::mutate;
 
  protected:
@@ -498,6 +499,12 @@ class LoopVectorizer : public IRMutator {
       return substitute(loop->body,
                         {{loop->loop_var.get(), cast(loop->loop_var->dtype, loop->min)}});
     }
+    if (!lanes_.empty() && std::find(lanes_.begin(), lanes_.end(), *extent) == lanes_.end()) {
+      std::string counts;
+      for (int n : lanes_) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+      fail("its extent ", *extent, " is not a lane count of the target's vector types (", counts,
+           "); split the loop so that the vectorized part has one of them");
+    }
     return Vectorizer(loop, static_cast<int>(*extent), &ana_).run(loop->body);
   }
 
@@ -509,6 +516,7 @@ class LoopVectorizer : public IRMutator {
     return serial;
   }
 
+  std::vector<int> lanes_;  // the lane counts allowed; empty for any
   arith::Analyzer ana_;
   nlohmann::ordered_json fallbacks_ = nlohmann::ordered_json::array();
 };
@@ -516,7 +524,11 @@ class LoopVectorizer : public IRMutator {
 }  // namespace
 
 Ref<PrimFunc> vectorize_loops(const Ref<PrimFunc>& func) {
-  LoopVectorizer vectorizer;
+  return vectorize_loops(func, {});
+}
+
+Ref<PrimFunc> vectorize_loops(const Ref<PrimFunc>& func, const std::vector<int>& lanes) {
+  LoopVectorizer vectorizer(lanes);
   Ref<PrimFunc> result = with_body(func, vectorizer.mutate(func->body));
   if (vectorizer.fallbacks().empty()) return result;
   // The function keeps the list, since later passes may unroll or drop the serial loops that

@@ -38,8 +38,10 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None):
 
     Warns:
         kiln.error.VectorizeFallbackWarning: once for each vectorized loop that lowering had to
-            leave serial (e.g. a tail whose bound check varies across lanes), naming the
-            function, the loop and the reason; ``rt.warnings`` lists them.
+            leave serial (e.g. a tail whose bound check varies across lanes, or on a GPU an
+            extent that is no lane count of the language's vector types), and on a GPU once for
+            each vector load or store made lane by lane (e.g. not provably aligned), naming the
+            function or kernel, the loop or buffer and the reason; ``rt.warnings`` lists them.
         kiln.error.TuningRecordMissingWarning: a database without a record of a function on
             the target (once per function and target in a process).
         kiln.error.TuningRecordThreadsWarning: the record applied to a function was measured

@@ -74,6 +74,13 @@ class Target:
         return self._handle.device
 
     @property
+    def fast_math(self):
+        """For GPU targets: whether float32 math functions may be the fast approximations
+        (-fast-math: CUDA's __expf and --use_fast_math, OpenCL's native_exp and
+        -cl-fast-relaxed-math); False for IEEE results, the default, and for "llvm"."""
+        return self._handle.fast_math
+
+    @property
     def max_threads_per_block(self):
         """For GPU targets: the most threads one block may have; None for "llvm"."""
         return self._handle.max_threads_per_block if self.kind != "llvm" else None

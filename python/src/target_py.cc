@@ -29,6 +29,7 @@ void bind_target(py::module_& parent) {
       .def_readonly("kind", &Target::kind)
       .def_readonly("arch", &Target::arch)
       .def_readonly("device", &Target::device)
+      .def_readonly("fast_math", &Target::fast_math)
       .def_property_readonly("max_threads_per_block",
                              [](const Target& t) { return t.gpu.max_threads_per_block; })
       .def_property_readonly("max_shared_memory_per_block",

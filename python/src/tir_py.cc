@@ -6,6 +6,7 @@
 #include "bindings.h"
 #include "convert.h"
 #include "kiln/codegen/target.h"
+#include "kiln/driver/build.h"
 #include "kiln/support/error.h"
 #include "kiln/tir/compact_buffer_allocation.h"
 #include "kiln/tir/flatten_buffers.h"
@@ -42,10 +43,7 @@ tir::LowerOptions lower_options(py::handle dump_ir, py::handle verify) {
 Ref<IRModule> lower_for_gpu(const FuncOrModule& input, const codegen::Target& target,
                             tir::LowerOptions options) {
   std::vector<Ref<PrimFunc>> kernels;
-  options.device_kernels = &kernels;
-  options.device = target.kind;
-  options.gpu_limits.max_threads_per_block = target.gpu.max_threads_per_block;
-  options.gpu_limits.max_shared_memory_per_block = target.gpu.max_shared_memory_per_block;
+  driver::set_gpu_lower_options(target, &kernels, &options);
   Ref<IRModule> result;
   if (input.func) {
     result = make<IRModule>();

@@ -325,6 +325,9 @@ class ManifestReader {
       if (const JsonValue* arch = entry.find("arch")) {
         if (!read_string(*arch, where + ".arch", &blob.arch)) return false;
       }
+      if (const JsonValue* options = entry.find("build_options")) {
+        if (!read_string(*options, where + ".build_options", &blob.build_options)) return false;
+      }
       bool text = (blob.kind == "opencl" && blob.format == "cl") ||
                   (blob.kind == "cuda" && blob.format == "ptx");
       bool binary = blob.kind == "cuda" && blob.format == "cubin";

@@ -34,10 +34,11 @@ struct FunctionSpec {
 // One blob of device code ("device_blobs"). `kind` and `format` are kept as written, so that
 // check_manifest_runnable can name one this runtime does not load.
 struct DeviceBlob {
-  std::string kind;    // "opencl", "cuda"
-  std::string format;  // "cl" (OpenCL C), "cubin", "ptx"
-  std::string arch;    // "sm_80"; "" when not given
-  std::string data;    // the source text or the decoded binary
+  std::string kind;           // "opencl", "cuda"
+  std::string format;         // "cl" (OpenCL C), "cubin", "ptx"
+  std::string arch;           // "sm_80"; "" when not given
+  std::string data;           // the source text or the decoded binary
+  std::string build_options;  // "opencl": the options of clBuildProgram ("" when not given)
 };
 
 // One kernel of the device code ("device_kernels").

@@ -71,10 +71,13 @@ class OpenCLProgram : public DeviceProgram {
     program_ = driver_->CreateProgramWithSource(device_->context, 1, &source, &length, &status);
     if (status != CL_SUCCESS)
       return cl_fail(kKilnErrorRuntime, where, "clCreateProgramWithSource", status);
-    status = driver_->BuildProgram(program_, 1, &device_->device, "", nullptr, nullptr);
+    status = driver_->BuildProgram(program_, 1, &device_->device, blob->build_options.c_str(),
+                                   nullptr, nullptr);
     if (status != CL_SUCCESS) {
-      return fail(kKilnErrorRuntime, where + ": the OpenCL program does not build (" +
-                                         opencl_error_name(status) + "); build log:\n" +
+      std::string options =
+          blob->build_options.empty() ? "" : " with options \"" + blob->build_options + "\"";
+      return fail(kKilnErrorRuntime, where + ": the OpenCL program does not build" + options +
+                                         " (" + opencl_error_name(status) + "); build log:\n" +
                                          build_log());
     }
     for (const DeviceKernel& spec : manifest.device_kernels) {

@@ -246,6 +246,10 @@ TEST(DeviceModule, MalformedBlobsAreNamed) {
   EXPECT_EQ(create_error(R"({"kind": "cuda", "format": "cubin", "arch": "sm_80", "base64": "A*"})",
                          kKilnErrorValue),
             "KilnModuleCreate: manifest: device_blobs[0].base64: invalid base64");
+  EXPECT_EQ(create_error(R"({"kind": "opencl", "format": "cl", "text": "", "build_options": 1})",
+                         kKilnErrorValue),
+            "KilnModuleCreate: manifest: device_blobs[0].build_options: expected a string, found "
+            "a number");
 }
 
 TEST(DeviceModule, LaunchWithoutAContextIsRefused) {

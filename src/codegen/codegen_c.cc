@@ -64,82 +64,15 @@ std::ostream& CodeGenC::line() {
   return *out_;
 }
 
-std::string CodeGenC::half_conversions(const std::string& prefix, const std::string& ushort,
-                                       const std::string& uint, const std::string& bits_of_float,
-                                       const std::string& float_of_bits) {
+std::string CodeGenC::bfloat16_in_software(const std::string& prefix, const std::string& ushort,
+                                           const std::string& uint,
+                                           const std::string& bits_of_float,
+                                           const std::string& float_of_bits) {
   auto fn = [&](const std::string& ret, const std::string& name, const std::string& arg,
                 const std::string& body) {
     return prefix + " " + ret + " " + name + "(" + arg + ") {\n" + body + "}\n";
   };
-  // float16: round to nearest even, subnormals, infinities and NaN (kept a NaN).
-  std::string to_half = "  " + uint + " u = " + bits_of_float +
-                        "(f);\n"
-                        "  " +
-                        uint +
-                        " sign = (u >> 16) & 0x8000u;\n"
-                        "  " +
-                        uint +
-                        " a = u & 0x7fffffffu;\n"
-                        "  if (a >= 0x7f800000u) return (" +
-                        ushort +
-                        ")(sign | (a > 0x7f800000u ? 0x7e00u : 0x7c00u));\n"
-                        "  if (a >= 0x477ff000u) return (" +
-                        ushort +
-                        ")(sign | 0x7c00u);\n"
-                        "  if (a < 0x38800000u) {\n"
-                        "    " +
-                        uint +
-                        " shift = 126u - (a >> 23);\n"
-                        "    if (shift > 24u) return (" +
-                        ushort +
-                        ")sign;\n"
-                        "    " +
-                        uint +
-                        " m = (a & 0x7fffffu) | 0x800000u;\n"
-                        "    " +
-                        uint +
-                        " r = m >> shift;\n"
-                        "    " +
-                        uint +
-                        " rest = m & ((1u << shift) - 1u);\n"
-                        "    " +
-                        uint +
-                        " half_way = 1u << (shift - 1u);\n"
-                        "    if (rest > half_way || (rest == half_way && (r & 1u))) r += 1u;\n"
-                        "    return (" +
-                        ushort +
-                        ")(sign | r);\n"
-                        "  }\n"
-                        "  " +
-                        uint +
-                        " r = (a - 0x38000000u) >> 13;\n"
-                        "  " +
-                        uint +
-                        " rest = a & 0x1fffu;\n"
-                        "  if (rest > 0x1000u || (rest == 0x1000u && (r & 1u))) r += 1u;\n"
-                        "  return (" +
-                        ushort + ")(sign | r);\n";
-  std::string from_half = "  " + uint + " sign = ((" + uint +
-                          ")h & 0x8000u) << 16;\n"
-                          "  " +
-                          uint + " e = ((" + uint +
-                          ")h >> 10) & 0x1fu;\n"
-                          "  " +
-                          uint + " m = (" + uint +
-                          ")h & 0x3ffu;\n"
-                          "  if (e == 0x1fu) return " +
-                          float_of_bits +
-                          "(sign | 0x7f800000u | (m << 13));\n"
-                          "  if (e != 0u) return " +
-                          float_of_bits +
-                          "(sign | ((e + 112u) << 23) | (m << 13));\n"
-                          "  if (m == 0u) return " +
-                          float_of_bits +
-                          "(sign);\n"
-                          "  while ((m & 0x400u) == 0u) { m <<= 1; e += 1u; }\n"
-                          "  return " +
-                          float_of_bits + "(sign | ((113u - e) << 23) | ((m & 0x3ffu) << 13));\n";
-  // bfloat16: the upper half of a float, rounded to nearest even (NaN kept a NaN).
+  // The upper half of a float, rounded to nearest even (NaN kept a NaN).
   std::string to_bf16 = "  " + uint + " u = " + bits_of_float +
                         "(f);\n"
                         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (" +
@@ -149,10 +82,8 @@ std::string CodeGenC::half_conversions(const std::string& prefix, const std::str
                         "  return (" +
                         ushort + ")(u >> 16);\n";
   std::string from_bf16 = "  return " + float_of_bits + "((" + uint + ")b << 16);\n";
-  return fn(ushort, "kiln_float_to_half", "float f", to_half) +
-         fn("float", "kiln_half_to_float", ushort + " h", from_half) +
-         fn(ushort, "kiln_float_to_bf16", "float f", to_bf16) +
-         fn("float", "kiln_bf16_to_float", ushort + " b", from_bf16) + "\n";
+  return fn(ushort, "kiln_float_to_bf16", "float f", to_bf16) +
+         fn("float", "kiln_bf16_to_float", ushort + " b", from_bf16);
 }
 
 std::string CodeGenC::storage_type(DataType dtype) const {
@@ -486,6 +417,11 @@ void CodeGenC::emit_stmt(const Stmt& s) {
     case NodeKind::LetStmt: {
       const auto* op = s.as<LetStmt>();
       if (op->var->dtype.is_handle()) unsupported("a handle bound by a LetStmt");
+      if (op->var->dtype.lanes() > 1) {
+        emit_vector_let(op);
+        return;
+      }
+      if (op->var->dtype.is_integer()) analyzer_->bind(op->var, op->value, true);
       line() << "const " << type_name(op->var->dtype) << " " << name_of(op->var.get()) << " = "
              << dispatch(op->value) << ";\n";
       emit_stmt(op->body);
@@ -496,6 +432,10 @@ void CodeGenC::emit_stmt(const Stmt& s) {
                   "\") inside a GPU kernel, which cannot report errors");
     case NodeKind::BufferStore: {
       const auto* op = s.as<BufferStore>();
+      if (op->value->dtype.lanes() > 1) {
+        emit_vector_store(op);
+        return;
+      }
       if (op->indices.size() != 1 || !op->value->dtype.is_scalar()) {
         unsupported("a store to buffer " + op->buffer->name +
                     " that is not a scalar access of a flattened buffer");
@@ -548,6 +488,7 @@ void CodeGenC::emit_stmt(const Stmt& s) {
 void CodeGenC::emit_for(const For* op) {
   std::string var = name_of(op->loop_var.get());
   std::string type = type_name(op->loop_var->dtype);
+  analyzer_->bind(op->loop_var, Range{op->min, op->extent}, true);
   if (op->kind == ForKind::kThreadBinding) {
     // Every thread runs the kernel body: the loop is this thread's index, under a guard when
     // the loop is shorter than the launch extent of its tag.
@@ -576,7 +517,9 @@ void CodeGenC::emit_for(const For* op) {
                 " is parallel (a CPU thread pool loop) inside a GPU kernel; bind it to "
                 "threadIdx or blockIdx instead");
   }
-  if (op->kind == ForKind::kUnrolled || op->kind == ForKind::kVectorized) {
+  // A vectorized loop that vectorize_loops left serial still asks for its lanes side by side.
+  if (op->kind == ForKind::kUnrolled || op->kind == ForKind::kVectorized ||
+      op->annotations.count("kiln.vectorize_fallback") != 0) {
     line() << "#pragma unroll\n";
   }
   std::string begin = dispatch(op->min);
@@ -603,7 +546,14 @@ void CodeGenC::emit_allocate(const Allocate* op) {
     elements *= *c;
   }
   std::string decl = storage_type(buffer.dtype) + " " + name_of(buffer.data.get()) + "[" +
-                     std::to_string(std::max<int64_t>(elements, 1)) + "];";
+                     std::to_string(std::max<int64_t>(elements, 1)) + "]";
+  int64_t& alignment = data_alignment_[buffer.data.get()];
+  if (alignment > buffer.dtype.bytes()) {
+    decl = align_array(decl, alignment);
+  } else {
+    alignment = buffer.dtype.bytes();
+  }
+  decl += ";";
   if (buffer.scope == "shared") {
     // OpenCL requires __local arrays at kernel scope; one per block either way.
     shared_decls_.push_back(shared_qualifier() + " " + decl);
@@ -628,20 +578,36 @@ void CodeGenC::add_kernel(const PrimFunc& kernel) {
   used_names_ = {kernel_name_};
   let_values_.clear();
   shared_decls_.clear();
+  analyzer_ = std::make_unique<arith::Analyzer>();
+  data_alignment_.clear();
+  hoisted_loads_.clear();
+  hoisted_vector_names_.clear();
+  vector_lets_.clear();
+  vector_let_names_.clear();
+  vector_temps_ = 0;
 
-  // Step 1. What each pointer parameter points to, and whether the kernel stores through it.
+  // Step 1. What each pointer parameter points to, whether the kernel stores through it, and
+  // how its data is aligned; the alignment of the shared arrays.
   std::unordered_map<const Var*, DataType> element;
   std::unordered_set<const Var*> stored;
+  std::unordered_set<const Var*> pointer_params;
+  for (const Ref<Var>& param : kernel.params) pointer_params.insert(param.get());
   post_order_visit(kernel.body, [&](const Node* node) {
+    const Buffer* b = nullptr;
     if (node->kind() == NodeKind::BufferLoad) {
-      const Buffer& b = *static_cast<const BufferLoad*>(node)->buffer;
-      element.emplace(b.data.get(), b.dtype);
+      b = static_cast<const BufferLoad*>(node)->buffer.get();
     } else if (node->kind() == NodeKind::BufferStore) {
-      const Buffer& b = *static_cast<const BufferStore*>(node)->buffer;
-      element.emplace(b.data.get(), b.dtype);
-      stored.insert(b.data.get());
+      b = static_cast<const BufferStore*>(node)->buffer.get();
+      stored.insert(b->data.get());
+    }
+    if (b == nullptr) return;
+    element.emplace(b->data.get(), b->dtype);
+    if (pointer_params.count(b->data.get()) != 0) {
+      auto [it, fresh] = data_alignment_.emplace(b->data.get(), parameter_alignment(*b));
+      if (!fresh) it->second = std::min(it->second, parameter_alignment(*b));
     }
   });
+  plan_array_alignment(kernel.body);
 
   // Step 2. The body, into its own stream (shared arrays are declared first).
   std::ostringstream body;

@@ -3,17 +3,30 @@
 // codegen_cuda.cc and codegen_opencl.cc.
 //
 // The input contract: a kernel made by split_host_device from a lowered function (flat 1-D
-// buffers, no blocks); vectorized loops stay loops (the GPU pipeline does not vectorize);
-// "shared" allocations have constant sizes (verify_gpu_code). Outside the contract, a kValue
-// error names the kernel and the node.
+// buffers, no blocks); vector expressions (vectorize_loops, with the lane counts of the
+// language) only in stores, lets and their values; "shared" allocations have constant sizes
+// (verify_gpu_code). Outside the contract, a kValue error names the kernel and the node.
+//
+// Vectors (codegen_c_vector.cc). Arithmetic is written lane by lane: lane l of a vector
+// expression is the scalar expression lane_of(e, l), printed by the scalar rules, so 16-bit
+// rounding, floor division, selects and math functions need nothing new. Memory is accessed with
+// the language's vector types where that is correct: a load or store whose index is a ramp of
+// stride 1, in "global" or "shared" memory, of a lane count and element type that have a vector
+// type, at an address proven aligned to the vector's size (from the buffer's alignment and the
+// modular set of the ramp's base), or, where the language has unaligned vector accesses
+// (OpenCL's vloadn/vstoren), at any address. Any other access is done lane by lane, and when it
+// is in global or shared memory the reason is noted (the build reports it as a warning).
 #pragma once
 
+#include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "kiln/arith/analyzer.h"
 #include "kiln/ir/function.h"
 #include "kiln/ir/functor.h"
 
@@ -32,13 +45,14 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   // Text before the kernels (helper functions, pragmas); `uses_double` when a kernel uses
   // float64.
   virtual std::string preamble(bool uses_double) const = 0;
-  // half_conversions() with this language's qualifier and bit casts.
+  // The functions kiln_float_to_half, kiln_half_to_float, kiln_float_to_bf16 and
+  // kiln_bf16_to_float (float <-> the bits of a float16 / bfloat16, rounding to nearest even).
   virtual std::string half_section() const = 0;
-  // The conversions of the 16-bit float storage types (float16, bfloat16) to and from float,
-  // written with `bits_of_float(x)` / `float_of_bits(u)` for reinterpreting a float's bits.
-  static std::string half_conversions(const std::string& prefix, const std::string& ushort,
-                                      const std::string& uint, const std::string& bits_of_float,
-                                      const std::string& float_of_bits);
+  // Those of bfloat16 in software, written with `bits_of_float(x)` / `float_of_bits(u)` for
+  // reinterpreting a float's bits (for languages and architectures without an instruction).
+  static std::string bfloat16_in_software(const std::string& prefix, const std::string& ushort,
+                                          const std::string& uint, const std::string& bits_of_float,
+                                          const std::string& float_of_bits);
   // "extern \"C\" __global__ void __launch_bounds__(256)" / "__kernel void".
   virtual std::string kernel_prefix(int64_t threads_per_block) const = 0;
   // The declaration of a pointer parameter to `element` elements.
@@ -70,6 +84,34 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   }
   // A float constant that is infinite or NaN.
   virtual std::string special_float(double value, ir::DataType dtype) const = 0;
+
+  // ---- Hooks of vector code (see "Vectors" above) ----
+  // The vector type of `lanes` elements of the C type `element` (a storage type), or "" when
+  // the language has none.
+  virtual std::string vector_type(const std::string& element, int lanes) const = 0;
+  // The bytes the data of `buffer`, a pointer parameter of a kernel, is known to be aligned to.
+  virtual int64_t parameter_alignment(const ir::Buffer& buffer) const { return buffer.alignment(); }
+  // Whether vector loads and stores may be at addresses aligned to the element only.
+  virtual bool has_unaligned_vector_access() const { return false; }
+  // The load of a `type` vector of `lanes` elements at `address` (a pointer to the first
+  // element, in memory of `scope`); `aligned` when the address is a multiple of its size.
+  virtual std::string vector_load(const std::string& type, int lanes, const std::string& address,
+                                  const std::string& scope, bool aligned) const = 0;
+  // The statement that stores `value` (of `type`) at `address`, as vector_load.
+  virtual std::string vector_store(const std::string& type, int lanes, const std::string& address,
+                                   const std::string& scope, bool aligned,
+                                   const std::string& value) const = 0;
+  // A `type` vector value of the components `lanes`.
+  virtual std::string make_vector(const std::string& type,
+                                  const std::vector<std::string>& lanes) const = 0;
+  // Component `lane` of the vector variable `vector`.
+  virtual std::string vector_component(const std::string& vector, int lane) const = 0;
+  // The array declaration `declaration` ("float A[64]") aligned to `bytes`.
+  virtual std::string align_array(const std::string& declaration, int64_t bytes) const = 0;
+  // The text of the vector expression `e` written with the language's vector operators, or ""
+  // where the language has none for some part of it (then `e` is computed lane by lane). It may
+  // read the variables of hoisted_vector_names_ and vector_let_names_.
+  virtual std::string vector_expression(const ir::Expr& e) { return ""; }
 
   // ---- Expressions (codegen_c.cc) ----
   using ir::ExprFunctor<std::string>::visit;
@@ -109,6 +151,29 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   std::string rounded(ir::DataType dtype, const std::string& value);
   std::string emit_builtin(const ir::Call* op);
 
+  // ---- Vectors (codegen_c_vector.cc) ----
+  // How one vector access of a buffer is done.
+  struct VectorAccess {
+    bool whole = false;    // one access of the vector type; else lane by lane
+    bool aligned = false;  // whole: the address is a multiple of the vector's size
+    std::string type;      // whole: the vector type
+    ir::Expr base;         // whole: the index of the first element
+    std::string why;       // lane by lane in global or shared memory: the reason
+  };
+  VectorAccess plan_vector_access(const ir::Buffer& buffer, const ir::Expr& index);
+  // Lane `lane` of `e` as a scalar expression (e itself when it is scalar).
+  ir::Expr lane_of(const ir::Expr& e, int lane);
+  // Declares each vector load of `e` that plan_vector_access does whole as a vector variable,
+  // which lane_of then reads component by component. Loads under an if_then_else arm stay
+  // where they are (the arm may be out of bounds when not taken).
+  void hoist_vector_loads(const ir::Expr& e);
+  void emit_vector_store(const ir::BufferStore* op);
+  void emit_vector_let(const ir::LetStmt* op);
+  // The pointer text to element `index` of buffer `buffer`.
+  std::string element_address(const ir::Buffer& buffer, const ir::Expr& index);
+  // The alignment that add_kernel gives each shared array with whole vector accesses.
+  void plan_array_alignment(const ir::Stmt& body);
+
   // ---- Statements ----
   void emit_stmt(const ir::Stmt& s);
   void emit_for(const ir::For* op);
@@ -132,6 +197,27 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   std::vector<std::string> shared_decls_;  // the current kernel's shared arrays
   // Let-bound variables of expressions: substituted by their value's text.
   std::unordered_map<const ir::Var*, std::string> let_values_;
+  // Index facts of the kernel (loop ranges, let values) for the alignment of vector accesses.
+  std::unique_ptr<arith::Analyzer> analyzer_;
+  // The bytes each buffer's data (a parameter or an array) is aligned to.
+  std::unordered_map<const ir::Var*, int64_t> data_alignment_;
+  // Vector loads declared by hoist_vector_loads (in the current statement): their components.
+  std::unordered_map<const ir::Node*, std::vector<ir::Ref<ir::Var>>> hoisted_loads_;
+  // ... and the names of those vector variables, unless they hold 16-bit floats' bits.
+  std::unordered_map<const ir::Node*, std::string> hoisted_vector_names_;
+  // The scalar variables of each lane of a vector let.
+  std::unordered_map<const ir::Var*, std::vector<ir::Ref<ir::Var>>> vector_lets_;
+  // The vector variable of a vector let computed with vector operators (vector_expression).
+  std::unordered_map<const ir::Var*, std::string> vector_let_names_;
+  int vector_temps_ = 0;  // vector variables declared so far in the kernel
+  // Why accesses were done lane by lane, one sentence each (see notes()).
+  std::set<std::string> notes_set_;
+  std::vector<std::string> notes_;
+
+ public:
+  // What the generated code does other than the schedule asked: one sentence per vector access
+  // done lane by lane in global or shared memory, naming the kernel, the buffer and the reason.
+  const std::vector<std::string>& notes() const { return notes_; }
 };
 
 }  // namespace kiln::codegen

@@ -85,14 +85,15 @@ const NvrtcTable& nvrtc() {
 
 // One compilation of `source` for `gpu_arch` ("compute_80" gives PTX, "sm_80" a cubin too).
 std::string compile_once(const NvrtcTable& api, const std::string& source,
-                         const std::string& gpu_arch, bool cubin) {
+                         const std::string& gpu_arch, bool cubin, bool fast_math) {
   nvrtcProgram program = nullptr;
   nvrtcResult status =
       api.CreateProgram(&program, source.c_str(), "kiln_kernels.cu", 0, nullptr, nullptr);
   internal_check(status == 0) << "NVRTC: nvrtcCreateProgram failed: " << api.GetErrorString(status);
   std::string arch_option = "--gpu-architecture=" + gpu_arch;
-  const char* options[] = {arch_option.c_str(), "--std=c++17", "-default-device"};
-  status = api.CompileProgram(program, 3, options);
+  const char* options[] = {arch_option.c_str(), "--std=c++17", "-default-device",
+                           "--use_fast_math"};
+  status = api.CompileProgram(program, fast_math ? 4 : 3, options);
   std::string log;
   size_t log_size = 0;
   if (api.GetProgramLogSize(program, &log_size) == 0 && log_size > 1) {
@@ -130,15 +131,15 @@ bool nvrtc_available(std::string* why) {
   return api.error.empty();
 }
 
-CudaBinary compile_cuda(const std::string& source, const std::string& arch) {
+CudaBinary compile_cuda(const std::string& source, const std::string& arch, bool fast_math) {
   const NvrtcTable& api = nvrtc();
   if (!api.error.empty()) user_error(ErrorKind::kRuntime) << api.error;
   user_check(arch.rfind("sm_", 0) == 0 && arch.size() > 3)
       << "compile_cuda: expected an architecture such as sm_80, found '" << arch << "'";
   CudaBinary binary;
   binary.arch = arch;
-  binary.ptx = compile_once(api, source, "compute_" + arch.substr(3), false);
-  binary.cubin = compile_once(api, source, arch, true);
+  binary.ptx = compile_once(api, source, "compute_" + arch.substr(3), false, fast_math);
+  binary.cubin = compile_once(api, source, arch, true, fast_math);
   return binary;
 }
 

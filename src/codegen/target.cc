@@ -218,7 +218,8 @@ std::optional<int64_t> known(int64_t bytes) {
 }
 
 constexpr const char* kGpuLimitOptions =
-    "-max_threads_per_block=<n>, -max_shared_memory_per_block=<bytes>, -thread_warp_size=<n>";
+    "-max_threads_per_block=<n>, -max_shared_memory_per_block=<bytes>, -thread_warp_size=<n>, "
+    "-fast-math";
 
 int64_t parse_positive(const std::string& key, const std::string& value, const std::string& text) {
   bool digits =
@@ -277,6 +278,10 @@ Target parse_gpu_target(const std::string& kind, std::istringstream& stream,
   std::string option;
   std::set<std::string> given;
   while (stream >> option) {
+    if (option == "-fast-math") {
+      target.fast_math = true;
+      continue;
+    }
     size_t eq = option.find('=');
     std::string key = option.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : option.substr(eq + 1);
@@ -461,6 +466,7 @@ std::string Target::str() const {
     out += " -max_threads_per_block=" + std::to_string(gpu.max_threads_per_block);
     out += " -max_shared_memory_per_block=" + std::to_string(gpu.max_shared_memory_per_block);
     out += " -thread_warp_size=" + std::to_string(gpu.thread_warp_size);
+    if (fast_math) out += " -fast-math";
     return out;
   }
   std::string out = "llvm -mtriple=" + triple + " -mcpu=" + cpu;

@@ -103,14 +103,15 @@ std::string base64(const std::string& bytes) {
 }
 
 // The device code of a GPU build: the source of `kernels` (into `sources`) and the manifest's
-// "device_blobs" entries.
+// "device_blobs" entries; what the code generator notes goes to `warnings`.
 Json device_blobs(const codegen::Target& target, const std::vector<Ref<PrimFunc>>& kernels,
-                  std::map<std::string, std::string>* sources) {
+                  std::map<std::string, std::string>* sources, std::vector<std::string>* warnings) {
   Json blobs = Json::array();
+  std::vector<std::string> notes;
   if (target.kind == "cuda") {
-    std::string source = codegen::codegen_cuda(kernels);
+    std::string source = codegen::codegen_cuda(kernels, target, &notes);
     (*sources)["cuda"] = source;
-    codegen::CudaBinary binary = codegen::compile_cuda(source, target.arch);
+    codegen::CudaBinary binary = codegen::compile_cuda(source, target.arch, target.fast_math);
     (*sources)["ptx"] = binary.ptx;
     blobs.push_back({{"kind", "cuda"},
                      {"format", "cubin"},
@@ -119,10 +120,14 @@ Json device_blobs(const codegen::Target& target, const std::vector<Ref<PrimFunc>
     blobs.push_back(
         {{"kind", "cuda"}, {"format", "ptx"}, {"arch", target.arch}, {"text", binary.ptx}});
   } else {
-    std::string source = codegen::codegen_opencl(kernels);
+    std::string source = codegen::codegen_opencl(kernels, target, &notes);
     (*sources)["opencl"] = source;
-    blobs.push_back({{"kind", "opencl"}, {"format", "cl"}, {"text", source}});
+    Json blob = {{"kind", "opencl"}, {"format", "cl"}, {"text", source}};
+    std::string options = codegen::opencl_build_options(target);
+    if (!options.empty()) blob["build_options"] = options;
+    blobs.push_back(blob);
   }
+  warnings->insert(warnings->end(), notes.begin(), notes.end());
   return blobs;
 }
 
@@ -146,6 +151,16 @@ std::string reason_not_runnable(const codegen::Target& target) {
 }
 
 }  // namespace
+
+void set_gpu_lower_options(const codegen::Target& target, std::vector<Ref<PrimFunc>>* kernels,
+                           tir::LowerOptions* options) {
+  options->device_kernels = kernels;
+  options->device = target.kind;
+  options->gpu_limits.max_threads_per_block = target.gpu.max_threads_per_block;
+  options->gpu_limits.max_shared_memory_per_block = target.gpu.max_shared_memory_per_block;
+  if (target.kind == "cuda") options->gpu_limits.warp_shuffle_width = target.gpu.thread_warp_size;
+  options->gpu_limits.vector_lanes = codegen::gpu_vector_lanes(target);
+}
 
 BuiltModule::~BuiltModule() {
   // The runtime module calls into the JIT code, so it goes first.
@@ -191,12 +206,7 @@ std::string default_function_name(const Ref<PrimFunc>& func) {
 tir::LowerOptions lower_options_for(const codegen::Target& target,
                                     std::vector<Ref<PrimFunc>>* kernels) {
   tir::LowerOptions options;
-  if (!target.is_gpu()) return options;
-  options.device_kernels = kernels;
-  options.device = target.kind;
-  options.gpu_limits.max_threads_per_block = target.gpu.max_threads_per_block;
-  options.gpu_limits.max_shared_memory_per_block = target.gpu.max_shared_memory_per_block;
-  if (target.kind == "cuda") options.gpu_limits.warp_shuffle_width = target.gpu.thread_warp_size;
+  if (target.is_gpu()) set_gpu_lower_options(target, kernels, &options);
   return options;
 }
 
@@ -248,10 +258,16 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     functions.push_back(function_spec(result->lowered_[i], result->names_[i]));
   }
   manifest["functions"] = functions;
+  for (size_t i = 0; i < result->lowered_.size(); ++i) {
+    for (std::string& w : vectorize_warnings(result->lowered_[i], result->names_[i])) {
+      result->warnings_.push_back(std::move(w));
+    }
+  }
   manifest["device_blobs"] = Json::array();
   if (target_info.is_gpu()) {
     Clock::time_point device_start = Clock::now();
-    manifest["device_blobs"] = device_blobs(target_info, kernels, &result->device_sources_);
+    manifest["device_blobs"] =
+        device_blobs(target_info, kernels, &result->device_sources_, &result->warnings_);
     Json device_kernels = Json::array();
     for (const Ref<PrimFunc>& kernel : kernels) {
       device_kernels.push_back({{"name", kernel->attrs.at("global_symbol").as<StringImm>()->value},
@@ -259,11 +275,6 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     }
     manifest["device_kernels"] = device_kernels;
     result->timings_.device_ms = ms_since(device_start);
-  }
-  for (size_t i = 0; i < result->lowered_.size(); ++i) {
-    for (std::string& w : vectorize_warnings(result->lowered_[i], result->names_[i])) {
-      result->warnings_.push_back(std::move(w));
-    }
   }
   manifest["warnings"] = result->warnings_;
   result->manifest_ = manifest.dump();

@@ -1,5 +1,5 @@
-"""GPU schedules for the workloads of the test corpus (schedule_helpers), and the three checks
-each one gets: the reference interpreter against the unscheduled function, NVRTC compiling the
+"""GPU schedules for the workloads of the test corpus (schedule_helpers), vectorized ones
+among them, and the three checks each one gets: the reference interpreter against the unscheduled function, NVRTC compiling the
 CUDA C for sm_80 and sm_90, and OpenCL C run on an OpenCL device (PoCL on a CPU) against the
 interpreter."""
 import numpy as np
@@ -256,6 +256,86 @@ def gpu_tiled_matmul(m=32, n=32, k=32, tile=8):
     return func, sch.mod
 
 
+def gpu_vector_tiled_matmul(m=32, n=32, k=16, func=None):
+    """A GEMM with vector memory accesses: each thread block computes a 16 x 16 tile of C with
+    4 x 4 threads, each thread a 4 x 4 register tile (C_local) written back four elements at a
+    time; the A and B tiles of one k step are copied into shared memory four elements at a
+    time by the block's threads (float4 loads of global and stores of shared memory).
+    `func` replaces the float32 matmul by another (m, k) x (k, n) product."""
+    func = func or matmul(m, n, k)
+    sch = tir.Schedule(func)
+    block = sch.get_block("C")
+    i, j, r = sch.get_loops(block)
+    bi, ti, ii = sch.split(i, factors=[None, 4, 4])
+    bj, tj, jj = sch.split(j, factors=[None, 4, 4])
+    ko, ki = sch.split(r, factors=[None, 8])
+    sch.reorder(bi, bj, ti, tj, ko, ki, ii, jj)
+    sch.bind(bi, "blockIdx.y")
+    sch.bind(bj, "blockIdx.x")
+    sch.bind(ti, "threadIdx.y")
+    sch.bind(tj, "threadIdx.x")
+    local = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(local, tj)
+    sch.vectorize(sch.get_loops(local)[-1])
+    for index in (0, 1):
+        shared = sch.cache_read(block, index, "shared")
+        sch.compute_at(shared, ko)
+        fused = sch.fuse(*sch.get_loops(shared)[5:])
+        _, ty, tx, vec = sch.split(fused, factors=[None, 4, 4, 4])
+        sch.bind(ty, "threadIdx.y")
+        sch.bind(tx, "threadIdx.x")
+        sch.vectorize(vec)
+    return func, sch.mod
+
+
+def gpu_vector_elementwise_fp16():
+    """float16 in and out, four elements per thread: 8-byte vector accesses of the 16-bit
+    storage, each lane computed in float32 and rounded to float16."""
+    func = elementwise_fp16(256)
+    sch = tir.Schedule(func)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    bx, tx, vec = sch.split(i, factors=[None, 32, 4])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    sch.vectorize(vec)
+    return func, sch.mod
+
+
+def matmul_fp16(m=32, n=32, k=16):
+    """C (float32) = A @ B of float16 A (m, k) and B (k, n), the products summed in float32."""
+    A = te.placeholder((m, k), "float16", name="A")
+    B = te.placeholder((k, n), "float16", name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(
+        A[i, r].astype("float32") * B[r, j].astype("float32"), axis=r), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def gpu_matmul_fp16():
+    """The vector GEMM schedule on float16 inputs accumulated in float32: the shared tiles hold
+    float16 (copied as 8-byte vectors of four), each product is computed in float32."""
+    return gpu_vector_tiled_matmul(func=matmul_fp16())
+
+
+def shifted_scale(n=128):
+    A = te.placeholder((n + 1,), "float32", name="A")
+    B = te.compute((n,), lambda i: A[i + 1] * 2.0 - 1.0, name="B")
+    return te.create_prim_func([A, B])
+
+
+def gpu_vector_misaligned():
+    """Two lanes per thread reading A one element past B: the stores of B are aligned, the
+    loads of A are not (CUDA loads them lane by lane, OpenCL with vload2)."""
+    func = shifted_scale()
+    sch = tir.Schedule(func)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    bx, tx, vec = sch.split(i, factors=[None, 32, 2])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    sch.vectorize(vec)
+    return func, sch.mod
+
+
 GPU_WORKLOADS = {
     "elementwise_chain": gpu_elementwise_chain,
     "matmul": gpu_matmul,
@@ -274,6 +354,10 @@ GPU_WORKLOADS = {
     "symbolic_row_sum": gpu_symbolic_row_sum,
     "block_reverse": gpu_block_reverse,
     "tiled_matmul": gpu_tiled_matmul,
+    "vector_tiled_matmul": gpu_vector_tiled_matmul,
+    "vector_elementwise_fp16": gpu_vector_elementwise_fp16,
+    "vector_misaligned": gpu_vector_misaligned,
+    "matmul_fp16": gpu_matmul_fp16,
 }
 
 SYMBOLIC_ROWS = {"n": 70}

@@ -3,7 +3,9 @@ and threadIdx (random thread counts), optionally an input staged in shared memor
 or reduction loop and fetched cooperatively by the block's threads, optionally a reduce loop
 split over threadIdx.x (a cross-thread reduction), random compute_inline of element-wise
 producers, and producers either computed inside their consumer's kernel (in local or shared
-memory) or given their own kernel. Every schedule must compute what the unscheduled function
+memory) or given their own kernel; some inner loops (a thread's serial part, the shared copy's
+innermost part, the local write-back) are vectorized, with 2, 3 or 4 lanes (3 stays a loop).
+Every schedule must compute what the unscheduled function
 computes on the reference interpreter, and then on OpenCL (PoCL on the CPU); some also compile
 with NVRTC.
 
@@ -68,11 +70,24 @@ class GpuFuzzer:
     shared memory inside a kernel is spread over every thread axis of the kernel; without it,
     the threads of an axis it does not bind leave it to one of them (guard_redundant_stores)."""
 
-    def __init__(self, rng, sch, cover_thread_axes=True):
+    def __init__(self, rng, sch, cover_thread_axes=True, vector_rng=None):
         self.rng = rng
         self.sch = sch
         self.cover_thread_axes = cover_thread_axes
         self.threads = {}  # thread tag -> extent of the kernel being scheduled
+        # Vectorization draws from its own generator, so that the other choices of a seed stay
+        # what they were without it; None vectorizes nothing.
+        self.vector_rng = vector_rng
+
+    def maybe_vectorize(self, loop, chance=0.7):
+        if self.vector_rng is not None and self.vector_rng.random() < chance:
+            self.sch.vectorize(loop)
+
+    def vector_lanes(self):
+        """2, 3 or 4 lanes for a shared copy's innermost part, or 1 for none."""
+        if self.vector_rng is None or self.vector_rng.random() < 0.3:
+            return 1
+        return self.vector_rng.choice([2, 3, 4])
 
     def count(self):
         """A random thread count; rarely over the OpenCL target's limit of 256 per block."""
@@ -86,7 +101,8 @@ class GpuFuzzer:
         fused = sch.fuse(*spatial) if len(spatial) > 1 else spatial[0]
         tx = self.count()
         if rng.random() < 0.3:
-            bx, txl, _ = sch.split(fused, factors=[None, tx, rng.choice([2, 3])])
+            bx, txl, inner = sch.split(fused, factors=[None, tx, rng.choice([2, 3])])
+            self.maybe_vectorize(inner)
         else:
             bx, txl = sch.split(fused, factors=[None, tx])
         sch.bind(bx, "blockIdx.x")
@@ -117,12 +133,15 @@ class GpuFuzzer:
         sch.bind(tyl, "threadIdx.y")
         sch.bind(txl, "threadIdx.x")
         self.threads = {"threadIdx.y": ty, "threadIdx.x": tx}
+        if sj > 1:
+            self.maybe_vectorize(ji)
         if rng.random() < 0.5:
             where = reduce_outer[0] if reduce_outer and rng.random() < 0.7 else bj
             self.stage_in_shared(block, where)
         if rng.random() < 0.3:
             local = sch.cache_write(block, 0, "local")
             sch.reverse_compute_at(local, txl)
+            self.maybe_vectorize(sch.get_loops(local)[-1])
         return bj, txl
 
     def stage_in_shared(self, block, loop):
@@ -133,11 +152,17 @@ class GpuFuzzer:
         shared = sch.cache_read(block, rng.randrange(num_inputs), "shared")
         sch.compute_at(shared, loop)
         copy = sch.get_loops(shared)[len(self.ancestors(loop)):]
+        if not copy:  # one element: every thread of the block copies it (under guards)
+            return
         fused = sch.fuse(*copy) if len(copy) > 1 else copy[0]
         tags = sorted(self.threads, reverse=True)  # threadIdx.y before threadIdx.x
-        parts = sch.split(fused, factors=[None] + [self.threads[t] for t in tags])
+        lanes = self.vector_lanes()
+        factors = [None] + [self.threads[t] for t in tags] + ([lanes] if lanes > 1 else [])
+        parts = sch.split(fused, factors=factors)
         for tag, part in zip(tags, parts[1:]):
             sch.bind(part, tag)
+        if lanes > 1:
+            sch.vectorize(parts[-1])
 
     def ancestors(self, loop):
         """`loop` and the loops enclosing it, outermost first."""
@@ -228,10 +253,10 @@ class GpuFuzzer:
         self.threads = saved
 
 
-def random_gpu_schedule(rng, func, cover_thread_axes=True):
+def random_gpu_schedule(rng, func, cover_thread_axes=True, vector_rng=None):
     """Applies a random GPU schedule to func; raises Skip for a schedule kiln refuses."""
     sch = tir.Schedule(func, seed=rng.randrange(1 << 30))
-    fuzzer = GpuFuzzer(rng, sch, cover_thread_axes)
+    fuzzer = GpuFuzzer(rng, sch, cover_thread_axes, vector_rng)
     try:
         names = block_names(func)
         for name in names[:-1]:
@@ -254,13 +279,14 @@ def build(mod, target):
         raise Skip(f"KilnValueError: {str(error).splitlines()[0][:60]}") from error
 
 
-def run_schedule(seed, references, stats, nvrtc, cover_thread_axes=True):
+def run_schedule(seed, references, stats, nvrtc, cover_thread_axes=True, vectorize=True):
     rng = random.Random(seed)
+    vector_rng = random.Random(seed + 1) if vectorize else None
     name = rng.choice(sorted(WORKLOADS))
     func, expected = references[name]
     sch = None
     try:
-        sch = random_gpu_schedule(rng, func, cover_thread_axes)
+        sch = random_gpu_schedule(rng, func, cover_thread_axes, vector_rng)
         actual = random_args(func, 0)
         tir.interpret(sch.mod["main"], *actual)
         for e, a in zip(expected, actual):
@@ -272,6 +298,8 @@ def run_schedule(seed, references, stats, nvrtc, cover_thread_axes=True):
         for e, a in zip(expected, arrays):
             np.testing.assert_allclose(a.numpy(), e, rtol=1e-4, atol=1e-5)
         stats["opencl"] += 1
+        if "sch.vectorize" in sch.trace.as_python():
+            stats["vectorized"] += 1
         if nvrtc and seed % 5 == 0:
             rt = build(sch.mod, "cuda -arch=sm_80")
             assert ".entry main_kernel0" in rt.get_source("ptx")
@@ -298,7 +326,7 @@ def test_random_gpu_schedules():
     skip_unless(opencl_missing())
     nvrtc = not nvrtc_missing()
     references = reference_results()
-    stats = {"interpreter": 0, "opencl": 0, "nvrtc": 0}
+    stats = {"interpreter": 0, "opencl": 0, "nvrtc": 0, "vectorized": 0}
     rng = random.Random(SEED)
     for index in range(SCHEDULES):
         seed = rng.randrange(1 << 40)
@@ -309,6 +337,7 @@ def test_random_gpu_schedules():
                         f"{traceback.format_exc()}")
     print(f"\n{SCHEDULES} schedules: {stats}")
     assert stats["opencl"] > SCHEDULES // 3  # the fuzzer must mostly produce valid schedules
+    assert stats["vectorized"] > SCHEDULES // 10
 
 
 def test_unbound_thread_axis_reduction_in_shared():
@@ -317,7 +346,8 @@ def test_unbound_thread_axis_reduction_in_shared():
     until guard_redundant_stores gave it to one."""
     skip_unless(opencl_missing())
     stats = {"interpreter": 0, "opencl": 0, "nvrtc": 0}
-    run_schedule(728801816859, reference_results(), stats, nvrtc=False, cover_thread_axes=False)
+    run_schedule(728801816859, reference_results(), stats, nvrtc=False, cover_thread_axes=False,
+                 vectorize=False)
 
 
 def test_unbound_thread_axis_reduction_minimal():

@@ -32,6 +32,10 @@ struct Target {
   // first device of the first platform.
   std::string device;
   GpuLimits gpu;  // for "cuda" and "opencl"
+  // For GPU targets: "-fast-math" lets float32 math functions be the fast approximations
+  // (CUDA's __expf, __logf, __sinf, ... and NVRTC's --use_fast_math; OpenCL's native_exp, ...
+  // and -cl-fast-relaxed-math). Off by default: IEEE results as kiln/ir/expr.h defines them.
+  bool fast_math = false;
   // Whether the target is a GPU ("cuda" or "opencl").
   bool is_gpu() const { return kind != "llvm"; }
   // For "cuda": the compute capability of `arch` as major * 10 + minor (80 for sm_80); else 0.
@@ -52,7 +56,7 @@ struct Target {
 
   // Canonical form: "llvm -mtriple=… -mcpu=… [-mattr=…] [-opt-level=N] [-fp-contract=off]";
   // for GPUs "cuda -arch=sm_80 -max_threads_per_block=1024 -max_shared_memory_per_block=49152
-  // -thread_warp_size=32" and "opencl [-device=…] -max_threads_per_block=… …".
+  // -thread_warp_size=32 [-fast-math]" and "opencl [-device=…] -max_threads_per_block=… …".
   // For the host target
   // -mattr also lists the ISA features in which this CPU differs from the named CPU's default
   // (e.g. a virtual machine that hides AVX-512), so equal strings mean equal code.
@@ -102,9 +106,10 @@ struct Target {
 // newer) and the limits -max_threads_per_block, -max_shared_memory_per_block, -thread_warp_size
 // (defaults: those every GPU of the architecture has, 1024 threads, 48 KiB, 32); for "opencl":
 // -device=<name substring> and the same limits (defaults: 256 threads, 32 KiB, warp 1, which
-// common OpenCL GPUs offer). A positive integer is expected for each limit. What is not given
-// comes from the device when this machine has one (for "opencl" the first whose name contains
-// -device; for "cuda" device 0, whose compute capability also gives -arch), else the defaults.
+// common OpenCL GPUs offer); for both, the flag -fast-math. A positive integer is expected for each
+// limit. What is not given comes from the device when this machine has one (for "opencl" the first
+// whose name contains -device; for "cuda" device 0, whose compute capability also gives -arch),
+// else the defaults.
 Target parse_target(const std::string& text);
 
 // The device of this machine that a GPU target stands for: the first device of its kind

@@ -16,6 +16,12 @@
 
 namespace kiln::driver {
 
+// Sets what lowering needs to know of a GPU target in `options`: the kernels go to `kernels`,
+// the device kind, the limits verify_gpu_code checks, warp shuffles (CUDA) and the lane counts
+// of the language's vector types. build() and tir.lower(target=...) both use it.
+void set_gpu_lower_options(const codegen::Target& target,
+                           std::vector<ir::Ref<ir::PrimFunc>>* kernels, tir::LowerOptions* options);
+
 // Options of build().
 struct BuildOptions {
   // When not empty, the IR after each lowering pass is written there (see tir::LowerOptions;
@@ -50,8 +56,9 @@ class BuiltModule {
   const BuildTimings& timings() const { return timings_; }
   // What the build could not do as the schedule asked, one sentence per item naming the
   // function, the loop and the reason, e.g. "function main: loop i_1 is not vectorized (it runs
-  // serially): ...". The manifest carries them as "warnings"; the Python front end raises each
-  // as a kiln.error.VectorizeFallbackWarning.
+  // serially): ...", then what the GPU code generators noted ("kernel main_kernel0: the vector
+  // load of A (4 lanes) is done lane by lane: ..."). The manifest carries them as "warnings";
+  // the Python front end raises each as a kiln.error.VectorizeFallbackWarning.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
   // Whether the code runs in this process: false when the target is for another architecture
@@ -112,10 +119,8 @@ std::unique_ptr<BuiltModule> build(const ir::Ref<ir::PrimFunc>& func, const std:
                                    const std::string& name = "", const BuildOptions& options = {});
 
 // The lowering options build() uses for the functions of `target` (before its dump directory,
-// name and packed entry point): for a GPU target, the kernels go to `kernels`, their device is
-// the target's kind and verify_gpu_code checks them against the target's limits, with CUDA's
-// warp size for warp shuffles; for a CPU target, the defaults. The tuner lowers its candidates
-// with the same options.
+// name and packed entry point): for a GPU target, set_gpu_lower_options's; for a CPU target, the
+// defaults. The tuner lowers its candidates with the same options.
 tir::LowerOptions lower_options_for(const codegen::Target& target,
                                     std::vector<ir::Ref<ir::PrimFunc>>* kernels);
 

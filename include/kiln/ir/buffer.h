@@ -9,6 +9,11 @@
 
 namespace kiln::ir {
 
+// The bytes the data of every tensor passed to a CUDA function is aligned to: the runtime's
+// device allocations are (256 bytes), and the argument checks refuse a tensor that is not. The
+// CUDA code generator relies on it for float4 and other 16-byte vector accesses.
+constexpr int kCudaTensorAlignment = 16;
+
 // A new buffer with a fresh data variable, compact strides and zero offset.
 Ref<Buffer> decl_buffer(std::vector<Expr> shape, DataType dtype, std::string name,
                         std::string scope = "global");

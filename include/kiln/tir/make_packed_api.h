@@ -54,7 +54,8 @@ namespace kiln::tir {
 // Returns `func` itself when it already is a packed entry point ("kiln.packed" is set). Tested by
 // tests/cpp/tir/make_packed_api_test.cc and tests/python/test_lower_packed_entry.py.
 // `device` is the device of the tensor arguments in the spec: "cpu", or "cuda" / "opencl" for the
-// host side of a GPU function (split_host_device).
+// host side of a GPU function (split_host_device). A CUDA tensor's alignment in the spec is at
+// least kCudaTensorAlignment (kiln/ir/buffer.h); an OpenCL tensor's is 1 (its data is a cl_mem).
 ir::Ref<ir::PrimFunc> make_packed_api(const ir::Ref<ir::PrimFunc>& func, const std::string& name,
                                       const std::string& device = "cpu");
 

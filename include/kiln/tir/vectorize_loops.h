@@ -2,6 +2,8 @@
 // Broadcast, vector loads and stores), or into serial loops that say why they could not be.
 #pragma once
 
+#include <vector>
+
 #include "kiln/ir/function.h"
 
 namespace kiln::tir {
@@ -38,5 +40,12 @@ namespace kiln::tir {
 // Returns `func` itself when it has no vectorized loop. Tested by
 // tests/cpp/tir/vectorize_loops_test.cc and tests/python/test_lower_loop_passes.py.
 ir::Ref<ir::PrimFunc> vectorize_loops(const ir::Ref<ir::PrimFunc>& func);
+
+// The same for a code generator whose vectors have only the lane counts in `lanes` (a GPU
+// language's vector types: CUDA's float2/float4, OpenCL's 2, 4, 8 and 16): a vectorized loop of
+// another extent stays serial, its reason naming the lane counts. An empty list allows any.
+// Tested by tests/cpp/tir/vectorize_loops_test.cc.
+ir::Ref<ir::PrimFunc> vectorize_loops(const ir::Ref<ir::PrimFunc>& func,
+                                      const std::vector<int>& lanes);
 
 }  // namespace kiln::tir

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kiln/ir/function.h"
 
@@ -16,6 +17,9 @@ struct GpuLimits {
   // Lanes of a warp whose threads may exchange registers (CUDA: 32); 0 where the language has
   // no warp shuffles (OpenCL C 1.2).
   int64_t warp_shuffle_width = 0;
+  // The lane counts of the language's vector types (CUDA: 2 and 4; OpenCL: 2, 4, 8 and 16): a
+  // vectorized loop of another extent stays a loop (vectorize_loops).
+  std::vector<int> vector_lanes = {2, 4};
 };
 
 // What the GPU verifier refuses (see verify_gpu_code), as a kind that callers can count.

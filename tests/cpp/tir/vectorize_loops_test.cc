@@ -152,6 +152,24 @@ TEST(VectorizeLoopsFallback, SymbolicExtent) {
   EXPECT_EQ(run(result, {in, std::vector<float>(5)})[1], in);
 }
 
+TEST(VectorizeLoopsFallback, ExtentThatIsNoLaneCountOfTheTarget) {
+  // A GPU language's vectors have 2 or 4 lanes (CUDA): a loop of 3 stays serial, one of 4 not.
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(4)), b = buffer_1d("B", i32(4));
+  for (int64_t extent : {3, 4}) {
+    Stmt body = vectorized(i, extent, buffer_store(b, buffer_load(a, {i}), {i}));
+    Ref<PrimFunc> result = vectorize_loops(make_func({a, b}, body), {2, 4});
+    if (extent == 3) {
+      EXPECT_EQ(fallback_reason(result),
+                "its extent 3 is not a lane count of the target's vector types (2, 4); split the "
+                "loop so that the vectorized part has one of them");
+    } else {
+      EXPECT_EQ(fallback_reason(result), "");
+      EXPECT_EQ(to_script(result->body), "B[T.Ramp(0, 1, 4)] = A[T.Ramp(0, 1, 4)]");
+    }
+  }
+}
+
 TEST(VectorizeLoopsFallback, ReductionIntoOneLocation) {
   // C[0] = C[0] + A[i]
   Ref<Var> i = make_var("i");

@@ -299,7 +299,8 @@ typedef struct {
  *                       the tensor (false: it only reads it).
  *   "device_blobs"  array, optional; the device code (OpenCL, CUDA) that host functions launch
  *                   (see "Device code and kernel launches"), one object per blob:
- *                     {"kind": "opencl", "format": "cl", "text": <OpenCL C source>}
+ *                     {"kind": "opencl", "format": "cl", "text": <OpenCL C source>,
+ *                      "build_options": "-cl-fast-relaxed-math"}   (build_options optional)
  *                     {"kind": "cuda", "format": "cubin", "arch": "sm_80", "base64": <cubin>}
  *                     {"kind": "cuda", "format": "ptx", "arch": "sm_80", "text": <PTX>}
  *                   At most one OpenCL blob; any number of CUDA blobs (a cubin per arch and PTX).
