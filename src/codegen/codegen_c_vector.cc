@@ -27,31 +27,11 @@ std::string describe(const arith::ModularSet& m) {
   return std::to_string(m.coeff) + " * k + " + std::to_string(m.base);
 }
 
-// The binary node kinds, with X(kind) for each.
-#define KILN_BINARY_KINDS(X) \
-  X(Add)                     \
-  X(Sub)                     \
-  X(Mul)                     \
-  X(Div)                     \
-  X(Mod)                     \
-  X(FloorDiv)                \
-  X(FloorMod)                \
-  X(Min)                     \
-  X(Max)                     \
-  X(EQ)                      \
-  X(NE)                      \
-  X(LT)                      \
-  X(LE)                      \
-  X(GT)                      \
-  X(GE)                      \
-  X(And)                     \
-  X(Or)
-
 // The operands of a node that has expression children, in order.
 std::vector<Expr> children(const Expr& e) {
   switch (e->kind()) {
 #define KILN_BINARY_CHILDREN(T) case NodeKind::T:
-    KILN_BINARY_KINDS(KILN_BINARY_CHILDREN) {
+    KILN_BINARY_NODE_LIST(KILN_BINARY_CHILDREN) {
       const auto* op = static_cast<const BinaryNode*>(e.get());
       return {op->a, op->b};
     }
@@ -128,7 +108,7 @@ Expr CodeGenC::lane_of(const Expr& e, int lane) {
     const auto* op = static_cast<const BinaryNode*>(e.get());      \
     return make<T>(t, lane_of(op->a, lane), lane_of(op->b, lane)); \
   }
-    KILN_BINARY_KINDS(KILN_LANE_OF_BINARY)
+    KILN_BINARY_NODE_LIST(KILN_LANE_OF_BINARY)
 #undef KILN_LANE_OF_BINARY
     case NodeKind::Ramp: {
       const auto* op = e.as<Ramp>();

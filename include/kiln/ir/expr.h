@@ -94,23 +94,26 @@ struct BinaryNode : ExprNode {
     KILN_NODE_KIND(Name)                                                                           \
     Name(DataType dtype, Expr a, Expr b) : BinaryNode(kKind, dtype, std::move(a), std::move(b)) {} \
   };
-KILN_DECLARE_BINARY(Add)
-KILN_DECLARE_BINARY(Sub)
-KILN_DECLARE_BINARY(Mul)
-KILN_DECLARE_BINARY(Div)
-KILN_DECLARE_BINARY(Mod)
-KILN_DECLARE_BINARY(FloorDiv)
-KILN_DECLARE_BINARY(FloorMod)
-KILN_DECLARE_BINARY(Min)
-KILN_DECLARE_BINARY(Max)
-KILN_DECLARE_BINARY(EQ)
-KILN_DECLARE_BINARY(NE)
-KILN_DECLARE_BINARY(LT)
-KILN_DECLARE_BINARY(LE)
-KILN_DECLARE_BINARY(GT)
-KILN_DECLARE_BINARY(GE)
-KILN_DECLARE_BINARY(And)
-KILN_DECLARE_BINARY(Or)
+// The binary node kinds, X(Name) for each: arithmetic, comparisons, logical.
+#define KILN_BINARY_NODE_LIST(X) \
+  X(Add)                         \
+  X(Sub)                         \
+  X(Mul)                         \
+  X(Div)                         \
+  X(Mod)                         \
+  X(FloorDiv)                    \
+  X(FloorMod)                    \
+  X(Min)                         \
+  X(Max)                         \
+  X(EQ)                          \
+  X(NE)                          \
+  X(LT)                          \
+  X(LE)                          \
+  X(GT)                          \
+  X(GE)                          \
+  X(And)                         \
+  X(Or)
+KILN_BINARY_NODE_LIST(KILN_DECLARE_BINARY)
 #undef KILN_DECLARE_BINARY
 
 struct Not : ExprNode {
