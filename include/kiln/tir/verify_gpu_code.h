@@ -14,6 +14,10 @@ namespace kiln::tir {
 struct GpuLimits {
   int64_t max_threads_per_block = 1024;
   int64_t max_shared_memory_per_block = 48 * 1024;
+  // The most bytes of "shared" memory (arrays sized when the kernel is compiled) where that is
+  // less than the above: CUDA's 48 KiB, beyond which only dynamic shared memory ("shared.dyn")
+  // goes; 0 for no such limit.
+  int64_t max_static_shared_memory_per_block = 0;
   // Lanes of a warp whose threads may exchange registers (CUDA: 32); 0 where the language has
   // no warp shuffles (OpenCL C 1.2).
   int64_t warp_shuffle_width = 0;
@@ -25,8 +29,9 @@ struct GpuLimits {
 // Checks a kernel made by split_host_device (after insert_barriers) and raises a kValue error,
 // prefixed "verify_gpu_code: kernel <name>: ", for:
 //  1. more threads per block (the product of the threadIdx launch extents) than the limit;
-//  2. more "shared" memory (the sum of its allocations) than the limit, or a shared allocation
-//     whose size is not a constant;
+//  2. more shared memory (the sum of its "shared" and "shared.dyn" allocations) than the limit,
+//     more "shared" memory than the static limit, or a shared allocation whose size is not a
+//     constant;
 //  3. a barrier (storage_sync) in code that not every thread of the block reaches: under a
 //     condition on a threadIdx variable, or in a threadIdx loop shorter than the launch extent.
 // Tested by tests/cpp/tir/gpu_lowering_test.cc and tests/python/test_gpu_build.py.
