@@ -7,6 +7,7 @@
 
 #include "kiln/arith/int_set.h"
 #include "kiln/arith/iter_map.h"
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
@@ -269,7 +270,7 @@ std::vector<Range> relaxed_region(const BlockLocation& block, const BufferRegion
     const For* loop = block.loops[k];
     bool thread_bound = loop->kind == ForKind::kThreadBinding;
     bool shared_by_threads =
-        thread_bound && gpu_scope == "shared" && loop->thread_tag.rfind("threadIdx", 0) == 0;
+        thread_bound && is_shared_scope(gpu_scope) && loop->thread_tag.rfind("threadIdx", 0) == 0;
     if (k >= depth || shared_by_threads) {
       relaxed[loop->loop_var.get()] = Range{loop->min, loop->extent};
     }

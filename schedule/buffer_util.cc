@@ -1,6 +1,7 @@
 // Helpers of the buffer primitives (see buffer_util.h).
 #include "buffer_util.h"
 
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 
 namespace kiln::schedule {
@@ -27,15 +28,16 @@ class BufferReplacer : public IRMutator {
 }  // namespace
 
 bool is_valid_storage_scope(const std::string& scope) {
-  return scope == "global" || scope == "shared" || scope == "local";
+  return scope == "global" || is_shared_scope(scope) || scope == "local";
 }
 
 void check_storage_scope(const std::string& scope, const char* primitive, const Ref<PrimFunc>& func,
                          const Node* mark) {
   if (!is_valid_storage_scope(scope)) {
-    schedule_error("InvalidStorageScopeError", primitive,
-                   "storage scope '" + scope + "' is not one of 'global', 'shared', 'local'", func,
-                   mark);
+    schedule_error(
+        "InvalidStorageScopeError", primitive,
+        "storage scope '" + scope + "' is not one of 'global', 'shared', 'shared.dyn', 'local'",
+        func, mark);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "kiln/arith/analyzer.h"
 #include "kiln/arith/int_set.h"
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/storage_align.h"
@@ -32,13 +33,14 @@ struct Compaction {
 // iterators and let variables inside the block relaxed to their sets.
 class RegionCollector : public IRVisitor {
  public:
-  // `scope`'s buffers of `scope_filter` ("" for all); `thread_loops` are loops around the scope
-  // relaxed too (the threadIdx loops around a "shared" buffer: all of a block's threads share it).
-  RegionCollector(const Block* scope, Analyzer* analyzer, const std::string& scope_filter = "",
+  // `scope`'s buffers, only those in shared memory when `shared_only`; `thread_loops` are loops
+  // around the scope relaxed too (the threadIdx loops around a "shared" buffer: all of a block's
+  // threads share it).
+  RegionCollector(const Block* scope, Analyzer* analyzer, bool shared_only = false,
                   const std::vector<const For*>& thread_loops = {})
       : analyzer_(analyzer) {
     for (const Ref<Buffer>& b : scope->alloc_buffers) {
-      if (!scope_filter.empty() && b->scope != scope_filter) continue;
+      if (shared_only && !is_shared_scope(b->scope)) continue;
       sets[b.get()];
       data_vars_[b->data.get()] = b.get();
     }
@@ -246,11 +248,12 @@ class CompactionPlanner : public IRVisitor {
       // A "shared" buffer inside threadIdx loops serves every thread of the block.
       std::unique_ptr<RegionCollector> shared;
       if (!thread_loops_.empty()) {
-        shared = std::make_unique<RegionCollector>(op, &analyzer_, "shared", thread_loops_);
+        shared = std::make_unique<RegionCollector>(op, &analyzer_, true, thread_loops_);
         shared->run(op);
       }
       for (const Ref<Buffer>& b : op->alloc_buffers) {
-        const RegionCollector& c = shared != nullptr && b->scope == "shared" ? *shared : collector;
+        const RegionCollector& c =
+            shared != nullptr && is_shared_scope(b->scope) ? *shared : collector;
         if (c.opaque.count(b.get()) != 0) continue;
         const auto& access_sets = c.sets.at(b.get());
         if (access_sets.empty()) continue;

@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "tir/pass_util.h"
@@ -27,10 +28,10 @@ SharedAccess shared_access(const Stmt& s) {
   post_order_visit(s, [&](const Node* node) {
     if (node->kind() == NodeKind::BufferLoad) {
       const Buffer& b = *static_cast<const BufferLoad*>(node)->buffer;
-      if (b.scope == "shared") out.reads.insert(b.data.get());
+      if (is_shared_scope(b.scope)) out.reads.insert(b.data.get());
     } else if (node->kind() == NodeKind::BufferStore) {
       const Buffer& b = *static_cast<const BufferStore*>(node)->buffer;
-      if (b.scope == "shared") out.writes.insert(b.data.get());
+      if (is_shared_scope(b.scope)) out.writes.insert(b.data.get());
     }
   });
   return out;

@@ -15,6 +15,7 @@
 #include "kiln/tir/lower_intrinsics.h"
 #include "kiln/tir/lower_opaque_block.h"
 #include "kiln/tir/make_packed_api.h"
+#include "kiln/tir/merge_dynamic_shared_memory.h"
 #include "kiln/tir/plan_buffer_allocation.h"
 #include "kiln/tir/simplify.h"
 #include "kiln/tir/split_host_device.h"
@@ -58,11 +59,13 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   f = simplify(f);                  log.step("simplify", f);
   // Allocations: hoisted out of loops, storage shared between buffers that do not overlap.
   f = storage_rewrite(f);           log.step("storage_rewrite", f);
-  // GPU: barriers where threads pass values through shared memory, then the kernels leave the
-  // function, which keeps the launches, and each kernel is checked against the device limits.
+  // GPU: barriers where threads pass values through shared memory, the dynamic shared buffers
+  // of a kernel laid out in one block, then the kernels leave the function, which keeps the
+  // launches, and each kernel is checked against the device limits.
   if (gpu) {
     f = guard_redundant_stores(f);                                   log.step("guard_redundant_stores", f);
     f = insert_barriers(f);                                          log.step("insert_barriers", f);
+    f = merge_dynamic_shared_memory(f);                              log.step("merge_dynamic_shared_memory", f);
     f = split_host_device(f, options.name, options.device_kernels);  log.step("split_host_device", f);
     for (const Ref<PrimFunc>& kernel : *options.device_kernels) {
       if (options.verify_gpu_kernels) verify_gpu_code(*kernel, options.gpu_limits);

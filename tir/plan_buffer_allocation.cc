@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "tir/pass_util.h"
@@ -44,7 +45,7 @@ bool uses(const Expr& e, const Var* var) {
 // sizes it for every thread of the block); global memory is outside every thread loop.
 bool thread_loop_may_hold(const For* loop, const std::string& scope) {
   if (loop->kind != ForKind::kThreadBinding) return true;
-  return scope == "local" || scope == "shared";
+  return scope == "local" || is_shared_scope(scope);
 }
 
 // Step 1. Walk the function, recording for each allocated buffer its owner, the common prefix

@@ -94,6 +94,27 @@ class HostSplitter : public IRMutator {
                          make<SeqStmt>(std::vector<Stmt>{body, make<Evaluate>(release)}));
   }
 
+  // The bytes of the kernel's "shared.dyn" allocations (merge_dynamic_shared_memory made them
+  // one), which the launch gives it.
+  int64_t dynamic_shared_bytes(const Stmt& kernel, const std::string& symbol) {
+    int64_t bytes = 0;
+    post_order_visit(kernel, [&](const Node* node) {
+      if (node->kind() != NodeKind::Allocate) return;
+      const Buffer& buffer = *static_cast<const Allocate*>(node)->buffer;
+      if (buffer.scope != "shared.dyn") return;
+      int64_t elements = 1;
+      for (const Expr& extent : buffer.shape) {
+        const int64_t* c = as_const_int(extent);
+        user_check(c != nullptr) << "split_host_device: kernel " << symbol << ": buffer "
+                                 << buffer.name << " (scope \"shared.dyn\") has the non-constant "
+                                 << "size " << to_script(extent);
+        elements *= *c;
+      }
+      bytes += elements * buffer.dtype.bytes();
+    });
+    return bytes;
+  }
+
   // The largest extent of the loops bound to each tag in `kernel`.
   std::map<std::string, Expr> launch_extents(const Stmt& kernel, const std::string& symbol) {
     std::map<std::string, Expr> extents;
@@ -147,7 +168,7 @@ class HostSplitter : public IRMutator {
       args.push_back(it == extents.end() ? make_const(DataType::int64(), int64_t{1})
                                          : cast(DataType::int64(), it->second));
     }
-    args.push_back(make_const(DataType::int64(), int64_t{0}));  // dynamic shared memory bytes
+    args.push_back(make_const(DataType::int64(), dynamic_shared_bytes(kernel, symbol)));
     for (const Ref<Var>& v : device->params) args.push_back(v);
     return make<Evaluate>(make<Call>(DataType::int32(), Builtin::DeviceLaunch, std::move(args)));
   }

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
@@ -53,6 +54,15 @@ class KernelChecker : public IRVisitor {
           << limits_.max_shared_memory_per_block
           << " (-max_shared_memory_per_block); use smaller shared tiles";
     }
+    int64_t static_limit = limits_.max_static_shared_memory_per_block;
+    if (result_.violation == GpuCodeViolation::kNone && static_limit != 0 &&
+        static_bytes_ > static_limit) {
+      fail(GpuCodeViolation::kTooMuchStaticSharedMemory)
+          << static_bytes_ << " bytes of \"shared\" memory exceed the " << static_limit
+          << " bytes that shared arrays sized when the kernel is compiled may have; put the "
+             "larger buffers in \"shared.dyn\" (dynamic shared memory, up to "
+             "-max_shared_memory_per_block) or use smaller shared tiles";
+    }
     return result_;
   }
 
@@ -84,7 +94,7 @@ class KernelChecker : public IRVisitor {
 
   void visit(const Allocate* op) override {
     const Buffer& buffer = *op->buffer;
-    if (buffer.scope == "shared") {
+    if (is_shared_scope(buffer.scope)) {
       int64_t elements = 1;
       for (const Expr& extent : buffer.shape) {
         const int64_t* c = as_const_int(extent);
@@ -97,6 +107,7 @@ class KernelChecker : public IRVisitor {
         elements *= *c;
       }
       shared_bytes_ += elements * buffer.dtype.bytes();
+      if (buffer.scope == "shared") static_bytes_ += elements * buffer.dtype.bytes();
     }
     IRVisitor::visit(op);
   }
@@ -154,6 +165,7 @@ class KernelChecker : public IRVisitor {
   std::unordered_set<const Var*> thread_vars_;
   int divergent_ = 0;
   int64_t shared_bytes_ = 0;
+  int64_t static_bytes_ = 0;  // of "shared" buffers
 };
 
 }  // namespace

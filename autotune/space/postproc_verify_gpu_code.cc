@@ -48,6 +48,7 @@ std::string error_class(tir::GpuCodeViolation violation) {
     case tir::GpuCodeViolation::kTooManyThreads:
       return "GpuTooManyThreadsError";
     case tir::GpuCodeViolation::kTooMuchSharedMemory:
+    case tir::GpuCodeViolation::kTooMuchStaticSharedMemory:
     case tir::GpuCodeViolation::kSymbolicSharedMemory:
       return "GpuSharedMemoryError";
     case tir::GpuCodeViolation::kDivergentBarrier:

@@ -982,7 +982,7 @@ the first of them. compute_at then moves it under a tile (packing a GEMM's opera
 Args:
     block (BlockRV or str): a block that reads the buffer, or its name.
     read_buffer_index (int): the position of the buffer in the block's reads.
-    storage_scope (str): "global", "shared" or "local".
+    storage_scope (str): "global", "shared", "shared.dyn" (dynamic shared memory) or "local".
     consumer_blocks (list of BlockRV or str, optional): only these readers read the copy (and
         decide its region and place); the others keep reading the original. Default: all.
 
@@ -1025,7 +1025,7 @@ accumulator).
 Args:
     block (BlockRV or str): the writer, or its name.
     write_buffer_index (int): the position of the buffer in the block's writes.
-    storage_scope (str): "global", "shared" or "local".
+    storage_scope (str): "global", "shared", "shared.dyn" (dynamic shared memory) or "local".
 
 Returns:
     BlockRV: the copy block.
@@ -1056,7 +1056,7 @@ Example:
 Args:
     block (BlockRV or str): the writer, or its name.
     buffer_index (int): the position of the buffer in the block's writes.
-    storage_scope (str): "global", "shared" or "local".
+    storage_scope (str): "global", "shared", "shared.dyn" (dynamic shared memory) or "local".
 
 Raises:
     BufferIndexOutOfRangeError: the block writes fewer buffers.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/structural.h"
@@ -304,7 +305,7 @@ std::string CodeGenC::visit(const BufferLoad* op) {
     unsupported("a load of buffer " + op->buffer->name +
                 " that is not a scalar access of a flattened buffer");
   }
-  std::string element = name_of(op->buffer->data.get()) + "[" + dispatch(op->indices[0]) + "]";
+  std::string element = data_of(*op->buffer) + "[" + dispatch(op->indices[0]) + "]";
   if (op->dtype.is_float16()) return "kiln_half_to_float(" + element + ")";
   if (op->dtype.is_bfloat16()) return "kiln_bf16_to_float(" + element + ")";
   return element;
@@ -387,7 +388,7 @@ std::string CodeGenC::emit_builtin(const Call* op) {
       if (load == nullptr || load->indices.size() != 1) {
         unsupported("address_of expects a scalar load of a flattened buffer");
       }
-      return "(&" + name_of(load->buffer->data.get()) + "[" + dispatch(load->indices[0]) + "])";
+      return "(&" + data_of(*load->buffer) + "[" + dispatch(load->indices[0]) + "])";
     }
     case Builtin::CallExtern:
     case Builtin::CallPureExtern: {
@@ -440,11 +441,18 @@ void CodeGenC::emit_stmt(const Stmt& s) {
         unsupported("a store to buffer " + op->buffer->name +
                     " that is not a scalar access of a flattened buffer");
       }
-      std::string value = dispatch(op->value);
-      if (op->buffer->dtype.is_float16()) value = "kiln_float_to_half(" + value + ")";
-      if (op->buffer->dtype.is_bfloat16()) value = "kiln_float_to_bf16(" + value + ")";
-      line() << name_of(op->buffer->data.get()) << "[" << dispatch(op->indices[0])
-             << "] = " << value << ";\n";
+      std::string value;
+      const auto* copied = op->value.as<BufferLoad>();
+      if ((op->buffer->dtype.is_float16() || op->buffer->dtype.is_bfloat16()) &&
+          copied != nullptr && copied->dtype == op->buffer->dtype && copied->indices.size() == 1) {
+        // A copy of a 16-bit float moves its bits.
+        value = data_of(*copied->buffer) + "[" + dispatch(copied->indices[0]) + "]";
+      } else {
+        value = dispatch(op->value);
+        if (op->buffer->dtype.is_float16()) value = "kiln_float_to_half(" + value + ")";
+        if (op->buffer->dtype.is_bfloat16()) value = "kiln_float_to_bf16(" + value + ")";
+      }
+      line() << data_of(*op->buffer) << "[" << dispatch(op->indices[0]) << "] = " << value << ";\n";
       return;
     }
     case NodeKind::Allocate:
@@ -533,8 +541,27 @@ void CodeGenC::emit_for(const For* op) {
   line() << "}\n";
 }
 
+std::string CodeGenC::data_of(const Buffer& buffer) {
+  std::string name = name_of(buffer.data.get());
+  auto declared = array_element_.find(buffer.data.get());
+  std::string element = storage_type(buffer.dtype);
+  if (declared == array_element_.end() || declared->second == element) return name;
+  return "((" + pointer_type(element, buffer.scope) + ")" + name + ")";
+}
+
 void CodeGenC::emit_allocate(const Allocate* op) {
   const Buffer& buffer = *op->buffer;
+  array_element_[buffer.data.get()] = storage_type(buffer.dtype);
+  if (buffer.scope == "shared.dyn") {
+    // One block per kernel (merge_dynamic_shared_memory), sized by the launch; its buffers are
+    // views of other dtypes into it (data_of).
+    internal_check(dynamic_shared_.empty())
+        << "codegen: kernel " << kernel_name_ << " has several \"shared.dyn\" allocations";
+    dynamic_shared_ = name_of(buffer.data.get());
+    data_alignment_[buffer.data.get()] = kDynamicSharedAlignment;
+    emit_stmt(op->body);
+    return;
+  }
   int64_t elements = 1;
   for (const Expr& extent : buffer.shape) {
     const int64_t* c = as_const_int(extent);
@@ -585,6 +612,8 @@ void CodeGenC::add_kernel(const PrimFunc& kernel) {
   vector_lets_.clear();
   vector_let_names_.clear();
   vector_temps_ = 0;
+  array_element_.clear();
+  dynamic_shared_.clear();
 
   // Step 1. What each pointer parameter points to, whether the kernel stores through it, and
   // how its data is aligned; the alignment of the shared arrays.
@@ -633,6 +662,10 @@ void CodeGenC::add_kernel(const PrimFunc& kernel) {
     }
   }
   emit_stmt(kernel.body);
+  if (!dynamic_shared_.empty()) {
+    shared_decls_.push_back(
+        declare_dynamic_shared(dynamic_shared_, kDynamicSharedAlignment, &params));
+  }
 
   int64_t threads = 1;
   for (const char* tag : launch_tags) {

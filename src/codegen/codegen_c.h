@@ -5,7 +5,9 @@
 // The input contract: a kernel made by split_host_device from a lowered function (flat 1-D
 // buffers, no blocks); vector expressions (vectorize_loops, with the lane counts of the
 // language) only in stores, lets and their values; "shared" allocations have constant sizes
-// (verify_gpu_code). Outside the contract, a kValue error names the kernel and the node.
+// (verify_gpu_code); at most one "shared.dyn" allocation per kernel, of bytes, which buffers of
+// other dtypes view (merge_dynamic_shared_memory). Outside the contract, a kValue error names the
+// kernel and the node.
 //
 // Vectors (codegen_c_vector.cc). Arithmetic is written lane by lane: lane l of a vector
 // expression is the scalar expression lane_of(e, l), printed by the scalar rules, so 16-bit
@@ -106,6 +108,15 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
                                   const std::vector<std::string>& lanes) const = 0;
   // Component `lane` of the vector variable `vector`.
   virtual std::string vector_component(const std::string& vector, int lane) const = 0;
+  // The declaration, at kernel scope, of `name`, the block of dynamic shared memory (bytes,
+  // aligned to `alignment`): CUDA's `extern __shared__` array; in OpenCL a `__local` kernel
+  // parameter that the runtime appends after the others, added to `params`.
+  virtual std::string declare_dynamic_shared(const std::string& name, int64_t alignment,
+                                             std::vector<std::string>* params) = 0;
+  // The pointer type to `element` in memory of `scope` ("float*", "__local float*").
+  virtual std::string pointer_type(const std::string& element, const std::string& scope) const {
+    return element + "*";
+  }
   // The array declaration `declaration` ("float A[64]") aligned to `bytes`.
   virtual std::string align_array(const std::string& declaration, int64_t bytes) const = 0;
   // The text of the vector expression `e` written with the language's vector operators, or ""
@@ -169,6 +180,9 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   void hoist_vector_loads(const ir::Expr& e);
   void emit_vector_store(const ir::BufferStore* op);
   void emit_vector_let(const ir::LetStmt* op);
+  // The array of `buffer`'s elements: its data variable, cast to a pointer to its element type
+  // when the array was declared of another (a view into the dynamic shared block).
+  std::string data_of(const ir::Buffer& buffer);
   // The pointer text to element `index` of buffer `buffer`.
   std::string element_address(const ir::Buffer& buffer, const ir::Expr& index);
   // The alignment that add_kernel gives each shared array with whole vector accesses.
@@ -199,6 +213,10 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   std::unordered_map<const ir::Var*, std::string> let_values_;
   // Index facts of the kernel (loop ranges, let values) for the alignment of vector accesses.
   std::unique_ptr<arith::Analyzer> analyzer_;
+  // The C element type each array allocated in the kernel was declared with.
+  std::unordered_map<const ir::Var*, std::string> array_element_;
+  // The name of the kernel's block of dynamic shared memory ("" when it has none).
+  std::string dynamic_shared_;
   // The bytes each buffer's data (a parameter or an array) is aligned to.
   std::unordered_map<const ir::Var*, int64_t> data_alignment_;
   // Vector loads declared by hoist_vector_loads (in the current statement): their components.

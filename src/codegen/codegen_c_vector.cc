@@ -62,7 +62,7 @@ std::vector<Expr> children(const Expr& e) {
 }  // namespace
 
 std::string CodeGenC::element_address(const Buffer& buffer, const Expr& index) {
-  return "(" + name_of(buffer.data.get()) + " + " + dispatch(index) + ")";
+  return "(" + data_of(buffer) + " + " + dispatch(index) + ")";
 }
 
 CodeGenC::VectorAccess CodeGenC::plan_vector_access(const Buffer& buffer, const Expr& index) {
@@ -235,7 +235,7 @@ void CodeGenC::hoist_vector_loads(const Expr& e) {
     components.push_back(var);
   }
   hoisted_loads_[load] = std::move(components);
-  if (!t.is_float16() && !t.is_bfloat16()) hoisted_vector_names_[load] = name;
+  hoisted_vector_names_[load] = name;
 }
 
 void CodeGenC::emit_vector_store(const BufferStore* op) {
@@ -258,8 +258,27 @@ void CodeGenC::emit_vector_store(const BufferStore* op) {
       return;
     }
   }
+  // A copy stores the loaded vector whole, and 16-bit floats move as bits, without converting
+  // them to float and back.
+  const auto* copied = op->value.as<BufferLoad>();
+  bool copy = copied != nullptr && copied->dtype.with_lanes(1) == buffer.dtype;
+  bool copy_bits = copy && (buffer.dtype.is_float16() || buffer.dtype.is_bfloat16());
+  auto hoisted = copy ? hoisted_vector_names_.find(copied) : hoisted_vector_names_.end();
+  if (access.whole && hoisted != hoisted_vector_names_.end()) {
+    line() << vector_store(access.type, lanes, element_address(buffer, access.base), buffer.scope,
+                           access.aligned, hoisted->second)
+           << "\n";
+    return;
+  }
   std::vector<std::string> values;
   for (int l = 0; l < lanes; ++l) {
+    if (copy_bits) {
+      values.push_back(hoisted != hoisted_vector_names_.end()
+                           ? vector_component(hoisted->second, l)
+                           : data_of(*copied->buffer) + "[" +
+                                 dispatch(lane_of(copied->indices[0], l)) + "]");
+      continue;
+    }
     std::string value = dispatch(lane_of(op->value, l));
     if (buffer.dtype.is_float16()) value = "kiln_float_to_half(" + value + ")";
     if (buffer.dtype.is_bfloat16()) value = "kiln_float_to_bf16(" + value + ")";
@@ -278,7 +297,7 @@ void CodeGenC::emit_vector_store(const BufferStore* op) {
     // Each lane writes an address no other lane reads (vectorize_loops checks it), so the
     // stores may go one after the other.
     for (int l = 0; l < lanes; ++l) {
-      line() << name_of(buffer.data.get()) << "[" << dispatch(lane_of(index, l))
+      line() << data_of(buffer) << "[" << dispatch(lane_of(index, l))
              << "] = " << values[static_cast<size_t>(l)] << ";\n";
     }
   }

@@ -176,6 +176,11 @@ class CodeGenCUDA : public CodeGenC {
   std::string align_array(const std::string& declaration, int64_t bytes) const override {
     return "__align__(" + std::to_string(bytes) + ") " + declaration;
   }
+  std::string declare_dynamic_shared(const std::string& name, int64_t alignment,
+                                     std::vector<std::string>* params) override {
+    return "extern __shared__ __align__(" + std::to_string(alignment) + ") unsigned char " + name +
+           "[];";
+  }
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "codegen_llvm_impl.h"
 #include "kiln/codegen/codegen_llvm.h"
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/op.h"
 #include "kiln/support/error.h"
 #include "kiln/tir/unroll_loops.h"
@@ -176,10 +177,11 @@ void CodeGenLLVM::emit_check(llvm::Value* ok, const std::string& message) {
 
 void CodeGenLLVM::emit_allocate(const Allocate* op) {
   const Buffer& buffer = *op->buffer;
-  user_check(buffer.scope != "shared")
+  user_check(!is_shared_scope(buffer.scope))
       << "codegen: buffer " << buffer.name << " of function " << symbol_
-      << " is allocated in GPU shared memory (scope \"shared\"), which the CPU backend does not "
-         "have; use scope \"global\" or \"local\", or build for a GPU target";
+      << " is allocated in GPU shared memory (scope \"" << buffer.scope
+      << "\"), which the CPU backend does not have; use scope \"global\" or \"local\", or build "
+         "for a GPU target";
   user_check(buffer.scope == "global" || buffer.scope == "local")
       << "codegen: buffer " << buffer.name << " of function " << symbol_ << " has scope \""
       << buffer.scope << "\"; the CPU backend allocates scopes \"global\" and \"local\"";

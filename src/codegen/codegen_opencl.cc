@@ -5,6 +5,7 @@
 
 #include "codegen_c.h"
 #include "kiln/codegen/codegen_gpu.h"
+#include "kiln/ir/buffer.h"
 
 namespace kiln::codegen {
 
@@ -109,7 +110,7 @@ class CodeGenOpenCL : public CodeGenC {
   }
   bool has_unaligned_vector_access() const override { return true; }
   static std::string address_space(const std::string& scope) {
-    return scope == "shared" ? "__local" : "__global";
+    return is_shared_scope(scope) ? "__local" : "__global";
   }
   std::string vector_load(const std::string& type, int lanes, const std::string& address,
                           const std::string& scope, bool aligned) const override {
@@ -134,6 +135,17 @@ class CodeGenOpenCL : public CodeGenC {
   }
   std::string align_array(const std::string& declaration, int64_t bytes) const override {
     return declaration + " __attribute__((aligned(" + std::to_string(bytes) + ")))";
+  }
+  // The parameter points to 16-byte vectors, so that the runtime's __local allocation is
+  // aligned for them.
+  std::string declare_dynamic_shared(const std::string& name, int64_t alignment,
+                                     std::vector<std::string>* params) override {
+    internal_check(alignment <= 16) << "codegen: dynamic shared memory aligned to " << alignment;
+    params->push_back("__local uint4* restrict " + name + "_param");
+    return "__local uchar* " + name + " = (__local uchar*)" + name + "_param;";
+  }
+  std::string pointer_type(const std::string& element, const std::string& scope) const override {
+    return address_space(scope) + " " + element + "*";
   }
 
   // OpenCL C computes on vector types with its operators and overloaded math functions: a vector

@@ -158,7 +158,10 @@ void set_gpu_lower_options(const codegen::Target& target, std::vector<Ref<PrimFu
   options->device = target.kind;
   options->gpu_limits.max_threads_per_block = target.gpu.max_threads_per_block;
   options->gpu_limits.max_shared_memory_per_block = target.gpu.max_shared_memory_per_block;
-  if (target.kind == "cuda") options->gpu_limits.warp_shuffle_width = target.gpu.thread_warp_size;
+  if (target.kind == "cuda") {
+    options->gpu_limits.warp_shuffle_width = target.gpu.thread_warp_size;
+    options->gpu_limits.max_static_shared_memory_per_block = 48 * 1024;
+  }
   options->gpu_limits.vector_lanes = codegen::gpu_vector_lanes(target);
 }
 

@@ -256,12 +256,13 @@ def gpu_tiled_matmul(m=32, n=32, k=32, tile=8):
     return func, sch.mod
 
 
-def gpu_vector_tiled_matmul(m=32, n=32, k=16, func=None):
+def gpu_vector_tiled_matmul(m=32, n=32, k=16, func=None, scope="shared"):
     """A GEMM with vector memory accesses: each thread block computes a 16 x 16 tile of C with
     4 x 4 threads, each thread a 4 x 4 register tile (C_local) written back four elements at a
     time; the A and B tiles of one k step are copied into shared memory four elements at a
     time by the block's threads (float4 loads of global and stores of shared memory).
-    `func` replaces the float32 matmul by another (m, k) x (k, n) product."""
+    `func` replaces the float32 matmul by another (m, k) x (k, n) product; `scope` is the
+    tiles' memory ("shared.dyn": dynamic shared memory)."""
     func = func or matmul(m, n, k)
     sch = tir.Schedule(func)
     block = sch.get_block("C")
@@ -278,7 +279,7 @@ def gpu_vector_tiled_matmul(m=32, n=32, k=16, func=None):
     sch.reverse_compute_at(local, tj)
     sch.vectorize(sch.get_loops(local)[-1])
     for index in (0, 1):
-        shared = sch.cache_read(block, index, "shared")
+        shared = sch.cache_read(block, index, scope)
         sch.compute_at(shared, ko)
         fused = sch.fuse(*sch.get_loops(shared)[5:])
         _, ty, tx, vec = sch.split(fused, factors=[None, 4, 4, 4])
@@ -315,6 +316,22 @@ def gpu_matmul_fp16():
     """The vector GEMM schedule on float16 inputs accumulated in float32: the shared tiles hold
     float16 (copied as 8-byte vectors of four), each product is computed in float32."""
     return gpu_vector_tiled_matmul(func=matmul_fp16())
+
+
+def matmul_mixed(m=32, n=32, k=16):
+    """C (float32) = A @ B of float16 A (m, k) and float32 B (k, n)."""
+    A = te.placeholder((m, k), "float16", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r].astype("float32") * B[r, j], axis=r),
+                   name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def gpu_dynamic_shared_matmul():
+    """The vector GEMM schedule with its float16 A tile and float32 B tile in dynamic shared
+    memory: one block of bytes per thread block, the tiles views of two dtypes into it."""
+    return gpu_vector_tiled_matmul(func=matmul_mixed(), scope="shared.dyn")
 
 
 def shifted_scale(n=128):
@@ -358,6 +375,7 @@ GPU_WORKLOADS = {
     "vector_elementwise_fp16": gpu_vector_elementwise_fp16,
     "vector_misaligned": gpu_vector_misaligned,
     "matmul_fp16": gpu_matmul_fp16,
+    "dynamic_shared_matmul": gpu_dynamic_shared_matmul,
 }
 
 SYMBOLIC_ROWS = {"n": 70}

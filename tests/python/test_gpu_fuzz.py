@@ -4,7 +4,8 @@ or reduction loop and fetched cooperatively by the block's threads, optionally a
 split over threadIdx.x (a cross-thread reduction), random compute_inline of element-wise
 producers, and producers either computed inside their consumer's kernel (in local or shared
 memory) or given their own kernel; some inner loops (a thread's serial part, the shared copy's
-innermost part, the local write-back) are vectorized, with 2, 3 or 4 lanes (3 stays a loop).
+innermost part, the local write-back) are vectorized, with 2, 3 or 4 lanes (3 stays a loop),
+and some shared buffers are dynamic shared memory ("shared.dyn").
 Every schedule must compute what the unscheduled function
 computes on the reference interpreter, and then on OpenCL (PoCL on the CPU); some also compile
 with NVRTC.
@@ -70,24 +71,30 @@ class GpuFuzzer:
     shared memory inside a kernel is spread over every thread axis of the kernel; without it,
     the threads of an axis it does not bind leave it to one of them (guard_redundant_stores)."""
 
-    def __init__(self, rng, sch, cover_thread_axes=True, vector_rng=None):
+    def __init__(self, rng, sch, cover_thread_axes=True, extra_rng=None):
         self.rng = rng
         self.sch = sch
         self.cover_thread_axes = cover_thread_axes
         self.threads = {}  # thread tag -> extent of the kernel being scheduled
-        # Vectorization draws from its own generator, so that the other choices of a seed stay
-        # what they were without it; None vectorizes nothing.
-        self.vector_rng = vector_rng
+        # Vectorization and dynamic shared memory draw from their own generator, so that the
+        # other choices of a seed stay what they were without them; None uses neither.
+        self.extra_rng = extra_rng
+
+    def shared_scope(self):
+        """"shared", or sometimes "shared.dyn" (dynamic shared memory)."""
+        if self.extra_rng is not None and self.extra_rng.random() < 0.5:
+            return "shared.dyn"
+        return "shared"
 
     def maybe_vectorize(self, loop, chance=0.7):
-        if self.vector_rng is not None and self.vector_rng.random() < chance:
+        if self.extra_rng is not None and self.extra_rng.random() < chance:
             self.sch.vectorize(loop)
 
     def vector_lanes(self):
         """2, 3 or 4 lanes for a shared copy's innermost part, or 1 for none."""
-        if self.vector_rng is None or self.vector_rng.random() < 0.3:
+        if self.extra_rng is None or self.extra_rng.random() < 0.3:
             return 1
-        return self.vector_rng.choice([2, 3, 4])
+        return self.extra_rng.choice([2, 3, 4])
 
     def count(self):
         """A random thread count; rarely over the OpenCL target's limit of 256 per block."""
@@ -149,7 +156,7 @@ class GpuFuzzer:
         (the copy's loops fused and split over the kernel's thread extents)."""
         sch, rng = self.sch, self.rng
         num_inputs = len(sch.get(block).reads)
-        shared = sch.cache_read(block, rng.randrange(num_inputs), "shared")
+        shared = sch.cache_read(block, rng.randrange(num_inputs), self.shared_scope())
         sch.compute_at(shared, loop)
         copy = sch.get_loops(shared)[len(self.ancestors(loop)):]
         if not copy:  # one element: every thread of the block copies it (under guards)
@@ -225,7 +232,7 @@ class GpuFuzzer:
             return
         if how == "shared":
             sch.compute_at(block, block_loop)
-            sch.set_scope(block, 0, "shared")
+            sch.set_scope(block, 0, self.shared_scope())
             spatial, reduce = split_loops(sch, block)
             outer = len(self.ancestors(block_loop))
             spatial = spatial[outer:]
@@ -253,10 +260,10 @@ class GpuFuzzer:
         self.threads = saved
 
 
-def random_gpu_schedule(rng, func, cover_thread_axes=True, vector_rng=None):
+def random_gpu_schedule(rng, func, cover_thread_axes=True, extra_rng=None):
     """Applies a random GPU schedule to func; raises Skip for a schedule kiln refuses."""
     sch = tir.Schedule(func, seed=rng.randrange(1 << 30))
-    fuzzer = GpuFuzzer(rng, sch, cover_thread_axes, vector_rng)
+    fuzzer = GpuFuzzer(rng, sch, cover_thread_axes, extra_rng)
     try:
         names = block_names(func)
         for name in names[:-1]:
@@ -279,14 +286,14 @@ def build(mod, target):
         raise Skip(f"KilnValueError: {str(error).splitlines()[0][:60]}") from error
 
 
-def run_schedule(seed, references, stats, nvrtc, cover_thread_axes=True, vectorize=True):
+def run_schedule(seed, references, stats, nvrtc, cover_thread_axes=True, extras=True):
     rng = random.Random(seed)
-    vector_rng = random.Random(seed + 1) if vectorize else None
+    extra_rng = random.Random(seed + 1) if extras else None
     name = rng.choice(sorted(WORKLOADS))
     func, expected = references[name]
     sch = None
     try:
-        sch = random_gpu_schedule(rng, func, cover_thread_axes, vector_rng)
+        sch = random_gpu_schedule(rng, func, cover_thread_axes, extra_rng)
         actual = random_args(func, 0)
         tir.interpret(sch.mod["main"], *actual)
         for e, a in zip(expected, actual):
@@ -300,6 +307,8 @@ def run_schedule(seed, references, stats, nvrtc, cover_thread_axes=True, vectori
         stats["opencl"] += 1
         if "sch.vectorize" in sch.trace.as_python():
             stats["vectorized"] += 1
+        if "shared.dyn" in sch.trace.as_python():
+            stats["dynamic_shared"] += 1
         if nvrtc and seed % 5 == 0:
             rt = build(sch.mod, "cuda -arch=sm_80")
             assert ".entry main_kernel0" in rt.get_source("ptx")
@@ -326,7 +335,7 @@ def test_random_gpu_schedules():
     skip_unless(opencl_missing())
     nvrtc = not nvrtc_missing()
     references = reference_results()
-    stats = {"interpreter": 0, "opencl": 0, "nvrtc": 0, "vectorized": 0}
+    stats = {"interpreter": 0, "opencl": 0, "nvrtc": 0, "vectorized": 0, "dynamic_shared": 0}
     rng = random.Random(SEED)
     for index in range(SCHEDULES):
         seed = rng.randrange(1 << 40)
@@ -338,6 +347,7 @@ def test_random_gpu_schedules():
     print(f"\n{SCHEDULES} schedules: {stats}")
     assert stats["opencl"] > SCHEDULES // 3  # the fuzzer must mostly produce valid schedules
     assert stats["vectorized"] > SCHEDULES // 10
+    assert stats["dynamic_shared"] > SCHEDULES // 30
 
 
 def test_unbound_thread_axis_reduction_in_shared():
@@ -347,7 +357,7 @@ def test_unbound_thread_axis_reduction_in_shared():
     skip_unless(opencl_missing())
     stats = {"interpreter": 0, "opencl": 0, "nvrtc": 0}
     run_schedule(728801816859, reference_results(), stats, nvrtc=False, cover_thread_axes=False,
-                 vectorize=False)
+                 extras=False)
 
 
 def test_unbound_thread_axis_reduction_minimal():

@@ -83,8 +83,9 @@ def test_float16_gemm_accumulates_in_float32():
     if not nvrtc_missing():
         rt = kiln.build(mod, target="cuda -arch=sm_80")
         ptx = rt.get_source("ptx")
-        # float16 tiles copied as four 16-bit elements at a time; products summed in float32.
-        assert "ld.global.nc.v4.u16" in ptx and "st.shared.v4.u16" in ptx
+        # float16 tiles copied as their bits, four elements (8 bytes) at a time; products summed
+        # in float32.
+        assert "ld.global.nc.v2.u32" in ptx and "st.shared.v2.u32" in ptx
         assert "cvt.f32.f16" in ptx and "fma.rn.f32" in ptx
     skip_unless(opencl_missing())
     rt = kiln.build(mod, target="opencl")

@@ -87,7 +87,9 @@ def test_cuda_gemm_copies_to_shared_and_stores_its_register_tile_as_float4():
     source = rt.get_source("cuda")
     assert "__shared__ __align__(16) float A_shared[" in source
     ops = ptx_memory_instructions(rt)
-    assert {"ld.global.nc.v4.f32", "st.shared.v4.f32", "st.global.v4.f32"} <= ops
+    # The copy moves 16 bytes at a time (as 32-bit words: it only copies bits).
+    assert {"ld.global.nc.v4.u32", "st.shared.v4.u32", "st.global.v4.f32"} <= ops
+    assert "= kiln_vec0;" in source
     # The register tile stays in registers: no local-memory instruction.
     assert "ld.local" not in rt.get_source("ptx") and "st.local" not in rt.get_source("ptx")
 

@@ -318,7 +318,8 @@ def test_cache_read_errors():
     assert_fails(sch, "BufferIndexOutOfRangeError", lambda: sch.cache_read(block, 1, "shared"),
                  "cache_read: read buffer index 1 is out of range: block 'C' reads 1 buffer(s) (B)")
     assert_fails(sch, "InvalidStorageScopeError", lambda: sch.cache_read(block, 0, "texture"),
-                 "cache_read: storage scope 'texture' is not one of 'global', 'shared', 'local'")
+                 "cache_read: storage scope 'texture' is not one of 'global', 'shared', 'shared.dyn', "
+                 "'local'")
 
 
 def test_cache_read_error_when_two_blocks_write_the_buffer():

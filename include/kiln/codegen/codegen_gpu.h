@@ -19,7 +19,9 @@ namespace kiln::codegen {
 // one access of a vector type (float4, int2, ushort4, ...) where the index is a ramp of stride 1
 // proven aligned to the vector's size: global data is kCudaTensorAlignment-aligned
 // (kiln/ir/buffer.h), shared arrays are declared aligned. Other vector accesses are done lane by
-// lane, each with a sentence in `notes` (when not null) saying why. Raises a kValue error naming
+// lane, each with a sentence in `notes` (when not null) saying why. A kernel's block of dynamic
+// shared memory (merge_dynamic_shared_memory) is an `extern __shared__` array of bytes, 16-byte
+// aligned, that its buffers view with pointer casts. Raises a kValue error naming
 // the kernel for a construct CUDA C cannot express here (another dtype; a parallel loop; an
 // assertion).
 std::string codegen_cuda(const std::vector<ir::Ref<ir::PrimFunc>>& kernels, const Target& target,
@@ -30,8 +32,10 @@ std::string codegen_cuda(const std::vector<ir::Ref<ir::PrimFunc>>& kernels, cons
 // Vector code (2, 4, 8 or 16 lanes) is computed lane by lane; its loads and stores of global
 // and shared memory with a ramp of stride 1 are vloadn/vstoren, or a pointer cast to the vector
 // type where the address is proven aligned (global data is assumed aligned to its element only).
-// float16 is converted with the core vload_half / vstore_half_rte, bfloat16 in software. Types,
-// notes and errors as codegen_cuda.
+// float16 is converted with the core vload_half / vstore_half_rte, bfloat16 in software. The
+// block of dynamic shared memory is a `__local uint4*` parameter after the kernel's others, which
+// the runtime sizes with the launch's dynamic shared bytes. Types, notes and errors as
+// codegen_cuda.
 std::string codegen_opencl(const std::vector<ir::Ref<ir::PrimFunc>>& kernels, const Target& target,
                            std::vector<std::string>* notes = nullptr);
 

@@ -14,6 +14,17 @@ namespace kiln::ir {
 // CUDA code generator relies on it for float4 and other 16-byte vector accesses.
 constexpr int kCudaTensorAlignment = 16;
 
+// The bytes a GPU kernel's block of dynamic shared memory is aligned to, and each "shared.dyn"
+// buffer's offset in it (merge_dynamic_shared_memory): enough for 16-byte vector accesses.
+constexpr int kDynamicSharedAlignment = 16;
+
+// Whether buffers of `scope` live in a GPU block's shared memory: "shared" (sized when the kernel
+// is compiled) or "shared.dyn" (dynamic shared memory, whose bytes the launch gives: CUDA's
+// `extern __shared__`, an OpenCL __local kernel argument).
+inline bool is_shared_scope(const std::string& scope) {
+  return scope == "shared" || scope == "shared.dyn";
+}
+
 // A new buffer with a fresh data variable, compact strides and zero offset.
 Ref<Buffer> decl_buffer(std::vector<Expr> shape, DataType dtype, std::string name,
                         std::string scope = "global");

@@ -27,7 +27,8 @@ namespace kiln::tir {
 // under a guard (the code generators emit it). Each kernel carries the attributes
 // "global_symbol" (`name` + "_kernel" + k, k counted from 0 in the function), "kiln.device_kernel"
 // (true) and "kiln.launch.<tag>" (the launch extent of each tag used). The device_launch call
-// passes the device of the first tensor parameter (0 when there is none).
+// passes the device of the first tensor parameter (0 when there is none) and the bytes of the
+// kernel's "shared.dyn" allocations as its dynamic shared memory.
 //
 // Host code keeps loops, lets, conditions and assertions around the kernels. A "global" buffer
 // allocated outside the kernels (an intermediate that passes from one kernel to the next) becomes

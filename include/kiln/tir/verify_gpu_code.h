@@ -14,6 +14,10 @@ namespace kiln::tir {
 struct GpuLimits {
   int64_t max_threads_per_block = 1024;
   int64_t max_shared_memory_per_block = 48 * 1024;
+  // The most bytes of "shared" memory (arrays sized when the kernel is compiled) where that is
+  // less than the above: CUDA's 48 KiB, beyond which only dynamic shared memory ("shared.dyn")
+  // goes; 0 for no such limit.
+  int64_t max_static_shared_memory_per_block = 0;
   // Lanes of a warp whose threads may exchange registers (CUDA: 32); 0 where the language has
   // no warp shuffles (OpenCL C 1.2).
   int64_t warp_shuffle_width = 0;
@@ -25,10 +29,11 @@ struct GpuLimits {
 // What the GPU verifier refuses (see verify_gpu_code), as a kind that callers can count.
 enum class GpuCodeViolation {
   kNone,
-  kTooManyThreads,        // 1. below
-  kTooMuchSharedMemory,   // 2., the sum over the limit
-  kSymbolicSharedMemory,  // 2., a size that is not a constant
-  kDivergentBarrier,      // 3.
+  kTooManyThreads,             // 1. below
+  kTooMuchSharedMemory,        // 2., the sum over the limit
+  kTooMuchStaticSharedMemory,  // 2., "shared" arrays over the static limit
+  kSymbolicSharedMemory,       // 2., a size that is not a constant
+  kDivergentBarrier,           // 3.
 };
 
 // The first violation of a kernel and verify_gpu_code's message for it ("" for kNone).
@@ -44,8 +49,9 @@ GpuCodeCheck check_gpu_code(const ir::PrimFunc& kernel, const GpuLimits& limits)
 // Checks a kernel made by split_host_device (after insert_barriers) and raises a kValue error,
 // prefixed "verify_gpu_code: kernel <name>: ", for:
 //  1. more threads per block (the product of the threadIdx launch extents) than the limit;
-//  2. more "shared" memory (the sum of its allocations) than the limit, or a shared allocation
-//     whose size is not a constant;
+//  2. more shared memory (the sum of its "shared" and "shared.dyn" allocations) than the limit,
+//     more "shared" memory than the static limit, or a shared allocation whose size is not a
+//     constant;
 //  3. a barrier (storage_sync) in code that not every thread of the block reaches: under a
 //     condition on a threadIdx variable, or in a threadIdx loop shorter than the launch extent.
 // Tested by tests/cpp/tir/gpu_lowering_test.cc and tests/python/test_gpu_build.py.

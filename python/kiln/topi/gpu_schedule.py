@@ -38,7 +38,7 @@ threads, and a product's shared tiles fit target.max_shared_memory_per_block.
 5. Every other block (element-wise, broadcast, transforms): its loops fused, split by the
    thread count and bound to blockIdx.x and threadIdx.x.
 
-Nothing is vectorized: the GPU code generators emit a vectorized loop as a plain loop.
+Nothing is vectorized (sch.vectorize would give vector memory accesses on GPU targets too).
 
 The schedule is lowered for the target before it is returned. A block whose schedule the
 lowering refuses (a reduction its threads cannot combine, shared memory over the limit) gets

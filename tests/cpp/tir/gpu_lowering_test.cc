@@ -1,11 +1,13 @@
 // Tests of the GPU lowering passes on flat programs built by hand: insert_barriers (where a
-// barrier goes, and where none is needed), split_host_device (the kernel, its parameters and
-// launch, the missing-bind error) and verify_gpu_code (threads, shared memory, divergent
+// barrier goes, and where none is needed), merge_dynamic_shared_memory (the layout of the
+// "shared.dyn" buffers), split_host_device (the kernel, its parameters and launch, its dynamic
+// shared memory, the missing-bind error) and verify_gpu_code (threads, shared memory, divergent
 // barriers).
 #include <gtest/gtest.h>
 
 #include "kiln/ir/printer.h"
 #include "kiln/tir/insert_barriers.h"
+#include "kiln/tir/merge_dynamic_shared_memory.h"
 #include "kiln/tir/split_host_device.h"
 #include "kiln/tir/verify_gpu_code.h"
 #include "tir_test_util.h"
@@ -86,6 +88,56 @@ TEST(SplitHostDevice, KernelParametersAndLaunch) {
                       "T.int64(1), T.int64(0), A, B)"),
             std::string::npos)
       << text;
+}
+
+// for bx in blockIdx.x(4): allocate S[10] float32 shared.dyn; allocate H[6] float16 shared.dyn;
+//   for tx in threadIdx.x(6): S[tx] = A[bx * 6 + tx]; H[tx] = A[bx * 6 + tx]
+Ref<PrimFunc> two_dynamic_buffers() {
+  Ref<Buffer> a = buffer({24}, "A");
+  Ref<Buffer> s = buffer({10}, "S", DataType::float32(), "shared.dyn");
+  Ref<Buffer> h = buffer({6}, "H", DataType::float_(16), "shared.dyn");
+  Ref<Var> bx = make_var("bx"), tx = make_var("tx");
+  Expr value = buffer_load(a, {bx * c(6) + tx});
+  Stmt fill = thread_loop(tx, 6, "threadIdx.x",
+                          seq({buffer_store(s, value, {tx}),
+                               buffer_store(h, cast(DataType::float_(16), value), {tx})}));
+  return make_func({a},
+                   thread_loop(bx, 4, "blockIdx.x", make<Allocate>(s, make<Allocate>(h, fill))));
+}
+
+TEST(MergeDynamicSharedMemory, BuffersBecomeAlignedViewsIntoOneBlock) {
+  Ref<PrimFunc> after = merge_dynamic_shared_memory(two_dynamic_buffers());
+  // S takes bytes 0-39, H starts at byte 48 (the next multiple of 16), its element 24 as float16,
+  // and ends at byte 60. Both now have the data variable dyn_shared.
+  EXPECT_EQ(to_script(after->body),
+            R"(for bx in T.thread_binding(4, thread="blockIdx.x"):
+    with T.allocate((60,), "uint8", scope="shared.dyn") as dyn_shared:
+        for tx in T.thread_binding(6, thread="threadIdx.x"):
+            S[tx] = A[bx * 6 + tx]
+            H[tx + 24] = T.Cast("float16", A[bx * 6 + tx]))");
+  const auto* allocate = after->body.as<For>()->body.as<Allocate>();
+  ASSERT_NE(allocate, nullptr);
+  post_order_visit(after->body, [&](const Node* node) {
+    if (node->kind() == NodeKind::BufferStore) {
+      EXPECT_TRUE(
+          static_cast<const BufferStore*>(node)->buffer->data.same_as(allocate->buffer->data));
+    }
+  });
+  std::vector<Ref<PrimFunc>> kernels;
+  Ref<PrimFunc> host = split_host_device(after, "main", &kernels);
+  EXPECT_NE(to_script(host->body).find("T.int64(1), T.int64(60), A)"), std::string::npos)
+      << to_script(host->body);
+  GpuLimits limits;
+  limits.max_shared_memory_per_block = 32;
+  EXPECT_NE(error_of([&] {
+              verify_gpu_code(*kernels[0], limits);
+            }).find("60 bytes of shared memory exceed the target's limit 32"),
+            std::string::npos);
+}
+
+TEST(MergeDynamicSharedMemory, NoDynamicBufferNothingChanges) {
+  Ref<PrimFunc> f = block_reverse();
+  EXPECT_TRUE(merge_dynamic_shared_memory(f).same_as(f));
 }
 
 TEST(SplitHostDevice, AStoreOutsideBoundLoopsIsRefused) {
