@@ -10,6 +10,7 @@
 #include "kiln/schedule/annotation.h"
 #include "kiln/schedule/cache_read_write.h"
 #include "kiln/schedule/compute_at.h"
+#include "kiln/schedule/compute_inline.h"
 #include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/loop_transformation.h"
@@ -36,22 +37,60 @@ class MultiLevelTiling : public ScheduleRule {
     bool has_reduce = std::find(a.is_reduce.begin(), a.is_reduce.end(), true) != a.is_reduce.end();
     if (!a.has_init || !a.trivial_bindings || !has_reduce || !has_reuse(a)) return {sch};
     schedule::Schedule resident = sch.copy();
+    std::vector<schedule::Schedule> sketches;
+    Tiled tiled;
     try {
-      tile(result, block_name, a, /*resident=*/false);
+      tile(result, block_name, a, /*resident=*/false, &tiled);
     } catch (const schedule::ScheduleError&) {
       return {sch};
     }
+    add_with_epilogue(result, tiled, &sketches);
     // A second sketch keeps the accumulator tile in registers across the whole reduction
     // (S2 = 1: SSRRS): with packing, the micro-kernel of a BLAS. The search seldom draws it
     // from the first, where it is one corner among many (both S2 factors 1).
     try {
-      if (tile(resident, block_name, a, /*resident=*/true)) return {result, resident};
+      if (tile(resident, block_name, a, /*resident=*/true, &tiled)) {
+        add_with_epilogue(resident, tiled, &sketches);
+      }
     } catch (const schedule::ScheduleError&) {
     }
-    return {result};
+    return sketches;
   }
 
  private:
+  // The handles a tiling leaves for the epilogue: the block that writes the accumulator tile
+  // back and the outermost loop of the tiles.
+  struct Tiled {
+    RV write_back, outer;
+  };
+
+  // Appends `sch` and, when the tiled block's result has one consumer that is a spatial block
+  // left as te.create_prim_func made it (an element-wise epilogue: bias, activation, SwiGLU),
+  // a second sketch with that consumer fused into the tiles: inlined into the write-back of the
+  // accumulator tile where it reads the result at the element it writes, else computed under the
+  // outermost loop of the tiles, after the rows it reads are written (SwiGLU reads two columns
+  // of each row). MetaSchedule fuses such a consumer only where it is element-wise.
+  static void add_with_epilogue(const schedule::Schedule& sch, const Tiled& tiled,
+                                std::vector<schedule::Schedule>* sketches) {
+    sketches->push_back(sch);
+    schedule::Schedule fused = sch.copy();
+    std::vector<RV> consumers = schedule::get_consumers(fused, tiled.write_back);
+    if (consumers.size() != 1) return;
+    const ir::Block& consumer = *fused.block(consumers[0], "multi_level_tiling").block;
+    const std::string name = consumer.name;
+    if (is_extern_block(fused, name)) return;
+    BlockAnalysis c = analyze_block(fused, name);
+    if (!c.spatial || !c.trivial_bindings) return;
+    if (schedule::can_reverse_compute_inline(fused, consumers[0])) {
+      schedule::reverse_compute_inline(fused, consumers[0]);
+    } else if (schedule::can_reverse_compute_at(fused, consumers[0], tiled.outer)) {
+      schedule::reverse_compute_at(fused, consumers[0], tiled.outer);
+    } else {
+      return;
+    }
+    sketches->push_back(std::move(fused));
+  }
+
   // An operand of the contraction (a read that uses a reduction iterator) leaves out a spatial
   // iterator. (A per-row value such as a softmax's maximum, read by its sum, is no operand.)
   static bool has_reuse(const BlockAnalysis& a) {
@@ -96,7 +135,7 @@ class MultiLevelTiling : public ScheduleRule {
   // Tiles the block SSRSRS, or SSRRS when `resident` (then only where the target has a register
   // tile for it; returns false without tiling elsewhere).
   bool tile(schedule::Schedule& sch, const std::string& block_name, const BlockAnalysis& a,
-            bool resident) {
+            bool resident, Tiled* tiled) {
     RV block = schedule::get_block(sch, block_name);
     std::vector<RV> loops = schedule::get_loops(sch, block);
     const schedule::BlockLocation& loc = sch.block(block, "multi_level_tiling");
@@ -157,6 +196,8 @@ class MultiLevelTiling : public ScheduleRule {
     // Step 4. Accumulate the tile of the output in a local buffer written back after S1.
     RV cache = schedule::cache_write(sch, block, 0, "local");
     schedule::reverse_compute_at(sch, cache, spatial.back()[1]);
+    tiled->write_back = cache;
+    tiled->outer = spatial.front()[0];
     // Step 5. Whether to pack the operand read along the innermost spatial tile, and the one
     // read along the rows of the register tile.
     if (!context_.config.pack_operands) return true;

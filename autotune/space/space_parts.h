@@ -59,7 +59,10 @@ std::unique_ptr<ScheduleRule> make_auto_inline(const SpaceContext& context);
 // register tiles of the target; accumulates in a "local" cache written back after S1; and
 // samples whether to pack the operand read along the innermost spatial tile (the
 // postprocessor pack_operand does it). Where the target has a register tile for the block, a
-// second sketch SSRRS (no S2) keeps the accumulators in registers across the reduction:
+// second sketch SSRRS (no S2) keeps the accumulators in registers across the reduction. Each
+// tiling comes a second time with the block's output epilogue fused, where its result has one
+// consumer that is a spatial block: inlined into the write-back of the accumulator tile
+// (bias, activation), else computed under the outermost tile loop (SwiGLU reads two columns):
 //   v4, v5, v6, v7 = sch.sample_perfect_tile(loop=l1, n=4, max_innermost_factor=64)
 //   l8, l9, l10, l11 = sch.split(loop=l1, factors=[v4, v5, v6, v7])
 std::unique_ptr<ScheduleRule> make_multi_level_tiling(const SpaceContext& context);

@@ -251,6 +251,59 @@ def test_padding_is_inlined_into_the_convolution_or_kept_as_a_stage():
         np.testing.assert_allclose(run_args[2], expected[2], rtol=1e-4, atol=1e-4)
 
 
+def matmul_epilogue(kind, m=32, n=64, k=32):
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    if kind == "bias_relu":
+        bias = te.placeholder((n,), "float32", name="bias")
+        out = te.compute((m, n), lambda i, j: te.max(C[i, j] + bias[j], 0.0), name="epilogue")
+        return te.create_prim_func([A, B, bias, out])
+    # SwiGLU: the gate is the first half of the columns, the up projection the second.
+    half = n // 2
+    out = te.compute((m, half), lambda i, j: C[i, j] / (1.0 + te.exp(-C[i, j])) * C[i, j + half],
+                     name="epilogue")
+    return te.create_prim_func([A, B, out])
+
+
+def block_names(mod):
+    return [b.split('"')[0] for b in mod["main"].script().split('T.block("')[1:]]
+
+
+@pytest.mark.parametrize("kind,primitive,count", [("bias_relu", "sch.reverse_compute_inline(", 1),
+                                                  ("swiglu", "sch.reverse_compute_at(", 2)])
+def test_an_epilogue_is_fused_into_the_tiles_of_its_matmul(kind, primitive, count):
+    # Each tiling of multi_level_tiling comes with and without the output epilogue fused: an
+    # element-wise one inlined into the write-back of the accumulator tile, a SwiGLU (two
+    # columns of each row) computed under the outermost loop of the tiles.
+    func = matmul_epilogue(kind)
+    space = SpaceGenerator(func, "llvm")
+    texts = [sketch.as_python() for sketch in space.sketches]
+    assert len(texts) == 4
+    # (Every sketch moves the write-back of the accumulator tile with reverse_compute_at.)
+    fused = [k for k, text in enumerate(texts) if text.count(primitive) == count]
+    assert len(fused) == 2, texts
+    args = random_args(func)
+    expected = reference(func, args)
+    for sketch in range(len(texts)):
+        for seed in range(2):
+            candidate = space.sample(sketch, seed)
+            assert candidate is not None, space.rejections
+            blocks = block_names(candidate.mod)
+            if sketch in fused and kind == "bias_relu":
+                assert "epilogue" not in blocks, blocks
+            script = candidate.mod["main"].script()
+            if sketch in fused and kind == "swiglu":
+                # One loop nest under the root block holds the matmul and the epilogue.
+                nests = [n for n in re.split(r"\n {8}for ", script)[1:]
+                         if 'T.block("epilogue")' in n]
+                assert len(nests) == 1 and 'T.block("C")' in nests[0], script
+            run_args = [a.copy() for a in args]
+            kiln.build(candidate.mod)(*run_args)
+            np.testing.assert_allclose(run_args[-1], expected[-1], rtol=1e-4, atol=1e-4)
+
+
 def test_an_elementwise_function_gets_parallel_and_vector_loops():
     A = te.placeholder((64, 256), "float32", name="A")
     B = te.compute((64, 256), lambda i, j: A[i, j] * 2.0, name="B")
