@@ -6,10 +6,13 @@
 // does a block that calls an expensive math function (exp, tanh, ...) and has two or more
 // consumers (the exp of a softmax, read by the sum and by the division): inlined, it is
 // computed once per consumer; kept, random_compute_location can put it by its consumers, in a
-// buffer of one row. (On a GPU, where a kept stage is a kernel of its own and writes its result
-// to global memory, it is always inlined.)
+// buffer of one row. Likewise one whose single consumer iterates more often than it does (a
+// table of RoPE's cosines, read by every head): inlined, it is computed again for each use. (On a
+// GPU, where a kept stage is a kernel of its own and writes its result to global memory, it is
+// always inlined.)
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
+#include "kiln/ir/op.h"
 #include "kiln/schedule/compute_inline.h"
 #include "kiln/schedule/getters.h"
 
@@ -38,14 +41,30 @@ class AutoInline : public ScheduleRule {
     if (analysis.guarded_read) return {result, sch};
     if (analysis.expensive && !gpu_) {
       schedule::Schedule probe = sch.copy();
-      if (schedule::get_consumers(probe, schedule::get_block(probe, block_name)).size() >= 2) {
-        return {result, sch};
-      }
+      std::vector<schedule::RV> consumers =
+          schedule::get_consumers(probe, schedule::get_block(probe, block_name));
+      if (consumers.size() >= 2) return {result, sch};
+      const std::string consumer = probe.block(consumers.at(0), "auto_inline").block->name;
+      int64_t own = iterations(probe, block_name), theirs = iterations(probe, consumer);
+      if (own > 0 && theirs > own) return {result, sch};
     }
     return {result};
   }
 
  private:
+  // The iterations of the loops around block `name` (0 where an extent is not a constant).
+  static int64_t iterations(schedule::Schedule& sch, const std::string& name) {
+    const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+    if (loc == nullptr) return 0;
+    int64_t product = 1;
+    for (const ir::For* loop : loc->loops) {
+      const int64_t* extent = ir::as_const_int(loop->extent);
+      if (extent == nullptr) return 0;
+      product *= *extent;
+    }
+    return product;
+  }
+
   bool gpu_;
 };
 

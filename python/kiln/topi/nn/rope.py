@@ -62,6 +62,18 @@ def rope(x, theta=10000.0, offset=0, seq_axis=-2, interleaved=False, rotary_dim=
     half = rotary_dim // 2
     log_theta = math.log(theta)
 
+    # The cosine and sine of each position's angles, once per (position, pair): the tables are
+    # stages of their own (default schedules keep a transcendental stage whose consumer reads
+    # it more often than it has elements), so that the rotation itself is loads and
+    # multiply-adds, not three math functions per element of every head.
+    def angle(p, j):
+        frequency = te.exp(j.astype(acc) * (-2.0 * log_theta / rotary_dim))
+        return (p + offset).astype(acc) * frequency
+
+    table = (shape[seq_axis], half)
+    cos = te.compute(table, lambda p, j: te.cos(angle(p, j)), name="T_rope_cos")
+    sin = te.compute(table, lambda p, j: te.sin(angle(p, j)), name="T_rope_sin")
+
     def fcompute(*i):
         d = i[-1]
         if interleaved:
@@ -72,12 +84,14 @@ def rope(x, theta=10000.0, offset=0, seq_axis=-2, interleaved=False, rotary_dim=
             is_first = d < half
             pair_index = te.if_then_else(is_first, d, d - half)
             partner = te.if_then_else(is_first, d + half, d - half)
-        position = (i[seq_axis] + offset).astype(acc)
-        frequency = te.exp(pair_index.astype(acc) * (-2.0 * log_theta / rotary_dim))
-        angle = position * frequency
+        # Features past rotary_dim read pair half - 1 and partner rotary_dim - 1, in bounds;
+        # their result is the value itself.
+        pair_index = te.min(pair_index, half - 1)
         value = x[i].astype(acc)
         other = x[tuple(i[:-1]) + (te.min(partner, rotary_dim - 1),)].astype(acc)
-        rotated = value * te.cos(angle) + te.if_then_else(is_first, -other, other) * te.sin(angle)
+        position = i[seq_axis]
+        rotated = (value * cos[position, pair_index]
+                   + te.if_then_else(is_first, -other, other) * sin[position, pair_index])
         if rotary_dim < head_dim:
             rotated = te.if_then_else(d < rotary_dim, rotated, value)
         return rotated.astype(x.dtype)
