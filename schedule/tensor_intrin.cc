@@ -134,6 +134,7 @@ Registry& registry() {
       add(*r, name, desc, impl, false, features);
     };
     register_x86_avx512_vnni_intrinsics(shipped);
+    register_x86_avxvnni_intrinsics(shipped);
     register_x86_avx512_bf16_intrinsics(shipped);
     return r;
   }();

@@ -13,6 +13,8 @@
 //    [.., j // lanes, k // depth, j % lanes, k % depth]; or it is already in that layout.
 // Not supported: extents that are not whole tiles (no padding), an A read with the depth not
 // last (A[k, i]), and intrinsics of other forms; such blocks get no tensorized sketch.
+// Where the target has two intrinsics that compute the same dot product on different lane
+// counts (AVX-512 VNNI and AVX-VNNI), only the wider one is tried.
 #include <algorithm>
 #include <optional>
 
@@ -44,6 +46,7 @@ struct DotProduct {
   std::string name;
   int64_t lanes = 0;
   int64_t depth = 0;
+  std::vector<ir::DataType> dtypes;  // of A, B and C
 };
 
 std::optional<DotProduct> dot_product_form(const schedule::TensorIntrin& intrin) {
@@ -61,7 +64,17 @@ std::optional<DotProduct> dot_product_form(const schedule::TensorIntrin& intrin)
       depth == nullptr) {
     return std::nullopt;
   }
-  return DotProduct{intrin.name, *lanes, *depth};
+  std::vector<ir::DataType> dtypes;
+  for (const ir::Ref<ir::Var>& param : intrin.desc->params) {
+    dtypes.push_back(intrin.desc->buffer_of(param)->dtype);
+  }
+  return DotProduct{intrin.name, *lanes, *depth, dtypes};
+}
+
+// Whether `wide` computes the dot product of `narrow` on more lanes (AVX-512 VNNI's 16 over
+// AVX-VNNI's 8).
+bool is_wider_form(const DotProduct& wide, const DotProduct& narrow) {
+  return wide.depth == narrow.depth && wide.dtypes == narrow.dtypes && wide.lanes > narrow.lanes;
 }
 
 // How a block maps onto a dot product: the spatial iterator of the lanes (the output's last
@@ -141,6 +154,16 @@ class Tensorize : public ScheduleRule {
       std::optional<DotProduct> form = dot_product_form(intrin);
       if (supported && form) intrinsics_.push_back(*form);
     }
+    // Of the forms of one dot product the target has, only the widest: a target with AVX-512
+    // VNNI (and AVX-VNNI, as Sapphire Rapids) gets no sketch of the 8-lane form.
+    std::vector<DotProduct> widest;
+    for (const DotProduct& intrin : intrinsics_) {
+      bool narrower =
+          std::any_of(intrinsics_.begin(), intrinsics_.end(),
+                      [&](const DotProduct& other) { return is_wider_form(other, intrin); });
+      if (!narrower) widest.push_back(intrin);
+    }
+    intrinsics_ = std::move(widest);
     intrin_target_ = schedule::IntrinTarget{target.str(), target.isa_features()};
   }
   const char* name() const override { return "tensorize"; }

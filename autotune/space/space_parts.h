@@ -87,6 +87,8 @@ std::vector<schedule::RV> split_with_inner(schedule::Schedule& sch, const schedu
 // (the lane loop split by the lanes, the depth loop by the depth) and tensorized there:
 //   l9, l10 = sch.split(loop=l3, factors=[None, 16])
 //   sch.tensorize(block_or_loop=l10, tensor_intrin="x86.avx512.vnni.dot_16x4_u8s8s32")
+// Of two intrinsics that compute the same dot product on different lane counts (AVX-512 VNNI,
+// AVX-VNNI), a target that has both gets sketches of the wider only.
 std::unique_ptr<ScheduleRule> make_tensorize(const SpaceContext& context);
 
 // Adds, for a reduction with fewer spatial iterations than the threads can share, two sketches

@@ -448,8 +448,9 @@ void bind_tensor_intrin(py::module_& m) {
 A pair of PrimFuncs under a name: ``desc`` says what a hardware instruction computes, as ordinary
 TensorIR over buffers of the tile's shape, and ``impl`` computes the same with the instruction
 (or any other TensorIR). tensorize checks that a block computes what ``desc`` computes and
-replaces its body by ``impl``. kiln ships x86.avx512.vnni.dot_16x4_u8s8s32 and
-x86.avx512.bf16.dot_16x2_bf16bf16f32; TensorIntrin.names() lists what is registered.)doc")
+replaces its body by ``impl``. kiln ships x86.avx512.vnni.dot_16x4_u8s8s32, its 256-bit AVX-VNNI
+form x86.avxvnni.dot_8x4_u8s8s32 and x86.avx512.bf16.dot_16x2_bf16bf16f32;
+TensorIntrin.names() lists what is registered.)doc")
       .def_readonly("name", &TensorIntrin::name, "The name tensorize looks it up by.")
       .def_readonly("desc", &TensorIntrin::desc,
                     "The PrimFunc that describes what the intrinsic computes.")

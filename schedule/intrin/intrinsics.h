@@ -18,6 +18,8 @@ using IntrinRegistrar =
 
 // x86.avx512.vnni.*: u8 x s8 dot products accumulated in int32 (vpdpbusd).
 void register_x86_avx512_vnni_intrinsics(const IntrinRegistrar& add);
+// x86.avxvnni.*: the same on 256-bit vectors, VEX-encoded (AVX-VNNI's vpdpbusd on ymm).
+void register_x86_avxvnni_intrinsics(const IntrinRegistrar& add);
 // x86.avx512.bf16.*: bfloat16 dot products accumulated in float32 (vdpbf16ps).
 void register_x86_avx512_bf16_intrinsics(const IntrinRegistrar& add);
 

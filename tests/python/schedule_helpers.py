@@ -105,15 +105,16 @@ def symbolic_row_sum():
     return te.create_prim_func([A, B])
 
 
-def matmul_u8s8s32(m=32, n=64, k=64, a_dtype="uint8", packed=True):
+def matmul_u8s8s32(m=32, n=64, k=64, a_dtype="uint8", packed=True, lanes=16):
     """C[i, j] (int32) = sum_k A[i, k] * B[j, k] with A uint8 and B int8. Packed, B is laid out
-    as (n // 16, k // 4, 16, 4), so that each 16x4 tile of it is contiguous (the layout of the
-    x86 VNNI intrinsic); otherwise B is (n, k)."""
+    as (n // lanes, k // 4, lanes, 4), so that each lanes x 4 tile of it is contiguous (the
+    layout of the x86 VNNI intrinsics: 16 lanes for AVX-512 VNNI, 8 for AVX-VNNI); otherwise B
+    is (n, k)."""
     A = te.placeholder((m, k), a_dtype, name="A")
     r = te.reduce_axis((0, k), name="k")
     if packed:
-        B = te.placeholder((n // 16, k // 4, 16, 4), "int8", name="B")
-        value = lambda i, j: B[j // 16, r // 4, j % 16, r % 4]  # noqa: E731
+        B = te.placeholder((n // lanes, k // 4, lanes, 4), "int8", name="B")
+        value = lambda i, j: B[j // lanes, r // 4, j % lanes, r % 4]  # noqa: E731
     else:
         B = te.placeholder((n, k), "int8", name="B")
         value = lambda i, j: B[j, r]  # noqa: E731

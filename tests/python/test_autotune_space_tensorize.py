@@ -4,7 +4,8 @@ whose candidates compile to the intrinsic's instruction on any x86 host; on a ta
 them (haswell) it gets none and the other sketches still compute the function. The rule's
 packing and tiling are checked numerically on any host with a reference intrinsic (the same
 description, plain TensorIR as implementation); the candidates run with vpdpbusd only where
-this CPU has AVX-512 VNNI."""
+this CPU has AVX-512 VNNI. A target with AVX-VNNI only (alderlake) gets the 8-lane intrinsic,
+vpdpbusd on ymm; one with both forms (sapphirerapids) the 16-lane one only."""
 import json
 
 import numpy as np
@@ -19,14 +20,18 @@ from kiln.target import Target
 from schedule_helpers import matmul_bf16, matmul_u8s8s32
 
 VNNI = "x86.avx512.vnni.dot_16x4_u8s8s32"
+AVXVNNI = "x86.avxvnni.dot_8x4_u8s8s32"
 ZNVER4 = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4"
+ALDERLAKE = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=alderlake"
+SAPPHIRERAPIDS = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids"
 HASWELL = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell"
 REFERENCE = "test.space.dot_16x4_u8s8s32_reference"
 
-HOST_HAS_VNNI = all(Target("llvm").has_feature(f) for f in ("avx512f", "avx512vnni"))
+HOST_HAS_VNNI = all(Target("llvm").has_feature(f) for f in ("avx512f", "avx512vnni")) or (
+    Target("llvm").has_feature("avxvnni"))
 needs_host_vnni = pytest.mark.skipif(
-    not HOST_HAS_VNNI, reason="this CPU lacks AVX-512 VNNI: tensorized candidates compile but "
-                              "cannot run here")
+    not HOST_HAS_VNNI, reason="this CPU lacks AVX-512 VNNI and AVX-VNNI: tensorized candidates "
+                              "compile but cannot run here")
 
 
 def int8_matmul(m=64, n=64, k=64, layout="nk"):
@@ -203,6 +208,44 @@ def test_mutated_tensorized_candidates_replay():
         replayed = space.replay(sketch, mutated)
         assert replayed is not None, space.rejections
         assert "vpdpbusd" in kiln.build(replayed.mod, target=ZNVER4).get_source("asm")
+
+
+# ---------------------------------------------------------------------------------------------
+# AVX-VNNI: the 8-lane form where the target has no AVX-512 VNNI
+
+@pytest.mark.parametrize("func", [int8_matmul, lambda: int8_matmul(64, 40, 64)])
+def test_alderlake_int8_matmul_is_tensorized_with_the_avxvnni_intrinsic(func):
+    # 40 columns are whole 8-lane tiles.
+    space = SpaceGenerator(func(), ALDERLAKE)
+    sketches = tensorized_sketches(space)
+    assert len(sketches) == 1
+    text = space.sketches[sketches[0]].as_python()
+    assert f'tensor_intrin="{AVXVNNI}"' in text and VNNI not in text, text
+    assert ('index_map="lambda d0, d1: [d0 // 8, d1 // 4, d0 % 8, d1 % 4]"') in text, text
+    assert "factors=[None, 8]" in text and "factors=[None, 4]" in text, text
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_alderlake_tensorized_candidates_compile_to_vpdpbusd_on_ymm(seed):
+    space = SpaceGenerator(int8_matmul(), ALDERLAKE)
+    candidate = space.sample(tensorized_sketches(space)[0], seed)
+    assert candidate is not None, space.rejections
+    asm = kiln.build(candidate.mod, target=ALDERLAKE).get_source("asm")  # compiled, not run
+    dots = [line.strip() for line in asm.splitlines() if "vpdpbusd" in line]
+    assert dots and all(line.startswith("{vex}") and "%ymm" in line for line in dots), dots
+
+
+def test_sapphirerapids_has_both_forms_and_gets_the_wider_only():
+    target = Target(SAPPHIRERAPIDS)
+    assert target.has_feature("avxvnni") and target.has_feature("avx512vnni")
+    space = SpaceGenerator(int8_matmul(), SAPPHIRERAPIDS)
+    sketches = tensorized_sketches(space)
+    assert len(sketches) == 1
+    text = space.sketches[sketches[0]].as_python()
+    assert f'tensor_intrin="{VNNI}"' in text and AVXVNNI not in text, text
+    # Asked for the 8-lane form alone, the rule uses it there too.
+    space = SpaceGenerator(int8_matmul(), SAPPHIRERAPIDS, tensor_intrinsics=[AVXVNNI])
+    assert len(tensorized_sketches(space)) == 1
 
 
 # ---------------------------------------------------------------------------------------------

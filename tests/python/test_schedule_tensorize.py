@@ -13,6 +13,7 @@ from schedule_helpers import (assert_same_results, assert_trace_roundtrip, eleme
                               matmul, matmul_bf16, matmul_u8s8s32, random_args)
 
 VNNI = "x86.avx512.vnni.dot_16x4_u8s8s32"
+AVXVNNI = "x86.avxvnni.dot_8x4_u8s8s32"
 BF16 = "x86.avx512.bf16.dot_16x2_bf16bf16f32"
 
 
@@ -187,12 +188,16 @@ def dot_4x4():
 
 def test_shipped_intrinsics_are_registered():
     names = tir.TensorIntrin.names()
-    assert VNNI in names and BF16 in names
+    assert VNNI in names and AVXVNNI in names and BF16 in names
     intrin = tir.TensorIntrin.get(VNNI)
     assert intrin.name == VNNI
     assert [intrin.desc.buffer_map[p].dtype for p in intrin.desc.params] == [
         "uint8", "int8", "int32"]
     assert "llvm.x86.avx512.vpdpbusd.512" in intrin.impl.script()
+    avxvnni = tir.TensorIntrin.get(AVXVNNI)
+    assert [[int(d) for d in avxvnni.desc.buffer_map[p].shape]
+            for p in avxvnni.desc.params] == [[4], [8, 4], [8]]
+    assert "llvm.x86.avx512.vpdpbusd.256" in avxvnni.impl.script()
     assert "llvm.x86.avx512bf16.dpbf16ps.512" in tir.TensorIntrin.get(BF16).impl.script()
 
 
@@ -317,14 +322,20 @@ def test_tensorized_tile_is_indexed_inside_every_dimension():
 X86_TRIPLE = "-mtriple=x86_64-pc-linux-gnu"
 
 
-@pytest.mark.parametrize("intrin, func, lanes, depth, instruction", [
-    (VNNI, matmul_u8s8s32, 16, 4, "vpdpbusd"), (BF16, matmul_bf16, 16, 2, "vdpbf16ps")])
-def test_tensorize_compiles_for_a_target_with_the_features_on_any_host(tmp_path, intrin, func,
-                                                                       lanes, depth, instruction):
-    # Code for an AVX-512 CPU is compiled (not run) whatever this machine is.
+def matmul_u8s8s32_nc8n4c():
+    return matmul_u8s8s32(lanes=8)
+
+
+@pytest.mark.parametrize("intrin, func, lanes, depth, cpu, instruction", [
+    (VNNI, matmul_u8s8s32, 16, 4, "znver4", "vpdpbusd"),
+    (AVXVNNI, matmul_u8s8s32_nc8n4c, 8, 4, "alderlake", "{vex}\tvpdpbusd"),
+    (BF16, matmul_bf16, 16, 2, "znver4", "vdpbf16ps")])
+def test_tensorize_compiles_for_a_target_with_the_features_on_any_host(
+        tmp_path, intrin, func, lanes, depth, cpu, instruction):
+    # Code for an AVX-512 or AVX-VNNI CPU is compiled (not run) whatever this machine is.
     sch, j1 = tiled(func(), lanes, depth)
-    sch.tensorize(j1, intrin, target=f"llvm {X86_TRIPLE} -mcpu=znver4")
-    rt = kiln.build(sch.mod, target=f"llvm {X86_TRIPLE} -mcpu=znver4")
+    sch.tensorize(j1, intrin, target=f"llvm {X86_TRIPLE} -mcpu={cpu}")
+    rt = kiln.build(sch.mod, target=f"llvm {X86_TRIPLE} -mcpu={cpu}")
     assert instruction in rt.get_source("asm")
     rt.export_library(tmp_path / "tensorized.so")
     assert (tmp_path / "tensorized.so").stat().st_size > 0
@@ -332,6 +343,7 @@ def test_tensorize_compiles_for_a_target_with_the_features_on_any_host(tmp_path,
 
 @pytest.mark.parametrize("intrin, func, lanes, depth, missing", [
     (VNNI, matmul_u8s8s32, 16, 4, "avx512f, avx512vnni"),
+    (AVXVNNI, matmul_u8s8s32_nc8n4c, 8, 4, "avxvnni"),
     (BF16, matmul_bf16, 16, 2, "avx512bf16, avx512bw")])
 def test_build_refuses_an_intrinsic_the_target_cannot_run(intrin, func, lanes, depth, missing):
     # Built for haswell (AVX2) the intrinsic would abort LLVM's instruction selection; the
@@ -369,6 +381,7 @@ def test_tensorize_with_a_target_refuses_what_it_lacks():
 
 def test_intrinsics_declare_their_features():
     assert tir.TensorIntrin.get(VNNI).required_features == ["avx512f", "avx512vnni"]
+    assert tir.TensorIntrin.get(AVXVNNI).required_features == ["avxvnni"]
     assert tir.TensorIntrin.get(BF16).required_features == ["avx512bf16", "avx512bw"]
     desc, impl = dot_4x4_desc(), dot_4x4_impl()
     tir.TensorIntrin.register("test.dot_4x4_features", desc, impl, override=True,
@@ -388,6 +401,23 @@ def test_tensorize_vnni_runs_through_llvm():
     rng = np.random.default_rng(0)
     a = rng.integers(0, 256, size=(32, 64)).astype("uint8")
     b = rng.integers(-128, 128, size=(4, 16, 16, 4)).astype("int8")
+    expected = np.zeros((32, 64), "int32")
+    tir.interpret(func, a, b, expected)
+    c = np.full((32, 64), 7, "int32")
+    rt["main"](a, b, c)
+    np.testing.assert_array_equal(c, expected)
+
+
+@needs_cpu("avx_vnni")
+def test_tensorize_avxvnni_runs_through_llvm():
+    func = matmul_u8s8s32_nc8n4c()
+    sch, j1 = tiled(func, 8, 4)
+    sch.tensorize(j1, AVXVNNI)
+    rt = kiln.build(sch.mod, target="llvm -mcpu=native")
+    assert "vpdpbusd" in rt.get_source("asm")
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, size=(32, 64)).astype("uint8")
+    b = rng.integers(-128, 128, size=(8, 16, 8, 4)).astype("int8")
     expected = np.zeros((32, 64), "int32")
     tir.interpret(func, a, b, expected)
     c = np.full((32, 64), 7, "int32")

@@ -1,9 +1,10 @@
 """topi.nn.dense_int8 and pack_dense_weight_int8: uint8 data times an int8 weight, accumulated
-in int32. The NC16n4c layout and its padding; the layout follows the target's features. On a
-target with AVX-512 VNNI (icelake-server, on any host) the default schedule tensorizes the
-product with vpdpbusd: checked in the assembly, and numerically through the same schedule with
-a reference intrinsic (the VNNI description, plain TensorIR as implementation) on the
-interpreter and on this CPU; vpdpbusd itself runs only where this CPU has VNNI. On this CPU's
+in int32. The NC16n4c and NC8n4c layouts and their padding; the layout follows the target's
+features. On a target with AVX-512 VNNI (icelake-server, on any host) the default schedule
+tensorizes the product with vpdpbusd on zmm, on a target with AVX-VNNI only (alderlake) with
+the VEX-encoded vpdpbusd on ymm: checked in the assembly, and numerically through the same
+schedule with a reference intrinsic (the VNNI description, plain TensorIR as implementation) on
+the interpreter and on this CPU; vpdpbusd itself runs only where this CPU has VNNI. On this CPU's
 target the default schedule matches NumPy exactly for both layouts, non-dividing out_dim and
 in_dim and a symbolic batch included. Bad arguments name the API and the argument."""
 import numpy as np
@@ -13,10 +14,14 @@ import kiln
 from kiln import te, tir, topi
 
 VNNI = "x86.avx512.vnni.dot_16x4_u8s8s32"
+AVXVNNI = "x86.avxvnni.dot_8x4_u8s8s32"
 REFERENCE = "test.dense_int8.dot_16x4_u8s8s32_reference"
+REFERENCE_8 = "test.dense_int8.dot_8x4_u8s8s32_reference"
 X86 = "-mtriple=x86_64-pc-linux-gnu"
 ICELAKE = f"llvm {X86} -mcpu=icelake-server"
+ALDERLAKE = f"llvm {X86} -mcpu=alderlake"
 HOST_HAS_VNNI = topi.nn.has_vnni("llvm")
+HOST_LANES = topi.nn.vnni_lanes("llvm")
 RNG = np.random.default_rng(0)
 
 # (rows, in_dim, out_dim): whole tiles; out_dim not a multiple of 16; in_dim not a multiple of
@@ -24,16 +29,27 @@ RNG = np.random.default_rng(0)
 SHAPES = [(8, 64, 64), (30, 60, 40), (5, 30, 33), (1, 128, 256)]
 
 
+def register_reference(name, lanes):
+    """The description of the VNNI dot product on lanes lanes, registered under name with
+    itself as the implementation (plain TensorIR, no required features)."""
+    A = te.placeholder((4,), "uint8", name="A")
+    B = te.placeholder((lanes, 4), "int8", name="B")
+    k = te.reduce_axis((0, 4), name="k")
+    C = te.compute((lanes,), lambda i: te.sum(A[k].astype("int32") * B[i, k].astype("int32"),
+                                              axis=k), name="C")
+    func = te.create_prim_func([A, B, C])
+    tir.TensorIntrin.register(name, func, func, override=True)
+    return name
+
+
 @pytest.fixture(scope="module")
 def reference_intrinsic():
-    A = te.placeholder((4,), "uint8", name="A")
-    B = te.placeholder((16, 4), "int8", name="B")
-    k = te.reduce_axis((0, 4), name="k")
-    C = te.compute((16,), lambda i: te.sum(A[k].astype("int32") * B[i, k].astype("int32"),
-                                           axis=k), name="C")
-    func = te.create_prim_func([A, B, C])
-    tir.TensorIntrin.register(REFERENCE, func, func, override=True)
-    return REFERENCE
+    return register_reference(REFERENCE, 16)
+
+
+@pytest.fixture(scope="module")
+def reference_intrinsic_8():
+    return register_reference(REFERENCE_8, 8)
 
 
 def operands(rows, in_dim, out_dim):
@@ -74,14 +90,33 @@ def test_a_packing_stage_gives_the_numpy_packing(vnni):
     np.testing.assert_array_equal(out, expected)
 
 
-@pytest.mark.parametrize("target, vnni", [
-    (ICELAKE, True), (f"llvm {X86} -mcpu=znver4", True), (f"llvm {X86} -mcpu=haswell", False),
-    # AVX-VNNI (256-bit, VEX) is not AVX-512 VNNI: no shipped intrinsic computes with it.
-    (f"llvm {X86} -mcpu=alderlake", False), ("llvm", HOST_HAS_VNNI)])
-def test_the_layout_follows_the_targets_features(target, vnni):
-    assert topi.nn.has_vnni(target) == vnni
+def test_nc8n4c_for_a_target_with_avxvnni_only():
+    w = RNG.integers(-128, 128, size=(20, 30)).astype("int8")
+    packed = topi.nn.pack_dense_weight_int8(w, target=ALDERLAKE)
+    assert packed.shape == (3, 8, 8, 4) and packed.dtype == np.int8
+    for n, k in [(0, 0), (9, 5), (19, 29), (12, 28)]:
+        assert packed[n // 8, k // 4, n % 8, k % 4] == w[n, k]
+    assert not packed[2, :, 4:, :].any() and not packed[:, 7, :, 2:].any()
+    W = te.placeholder((20, 30), "int8", name="W")
+    stage = topi.nn.pack_dense_weight_int8(W, target=ALDERLAKE)
+    out = np.zeros(packed.shape, "int8")
+    kiln.build(te.create_prim_func([W, stage]))(w, out)
+    np.testing.assert_array_equal(out, packed)
+
+
+@pytest.mark.parametrize("target, lanes", [
+    (ICELAKE, 16), (f"llvm {X86} -mcpu=znver4", 16), (f"llvm {X86} -mcpu=haswell", None),
+    # AVX-VNNI only: the 256-bit, VEX-encoded form.
+    (ALDERLAKE, 8), (f"llvm {X86} -mcpu=haswell -mattr=+avxvnni", 8),
+    # Both: the 512-bit form.
+    (f"llvm {X86} -mcpu=sapphirerapids", 16), ("llvm", HOST_LANES)])
+def test_the_layout_follows_the_targets_features(target, lanes):
+    assert topi.nn.vnni_lanes(target) == lanes
+    assert topi.nn.has_vnni(target) == (lanes is not None)
     packed = topi.nn.pack_dense_weight_int8(np.zeros((64, 64), "int8"), target=target)
-    assert packed.ndim == (4 if vnni else 3)
+    assert packed.ndim == (4 if lanes else 3)
+    if lanes:
+        assert packed.shape == (64 // lanes, 16, lanes, 4)
 
 
 # --- This CPU: the schedule its target gets, run against NumPy ----------------------------------
@@ -96,7 +131,7 @@ def test_this_cpu_matches_numpy_exactly(vnni, rows, in_dim, out_dim):
     rt = kiln.build(sch.mod, target="llvm")
     script = sch.mod["main"].script()
     assert 'scope="local"' in script and "T.vectorized" in script  # an int32 register tile
-    assert (f'"kiln.tensor_intrin": "{VNNI}"' in script) == (vnni and HOST_HAS_VNNI)
+    assert ('"kiln.tensor_intrin"' in script) == (vnni and HOST_HAS_VNNI)
     out = np.full((rows, out_dim), 7, "int32")
     rt(x, packed, bias, out)
     np.testing.assert_array_equal(out, expected + bias)
@@ -161,8 +196,70 @@ def test_the_vnni_schedule_with_a_symbolic_batch(reference_intrinsic):
         np.testing.assert_array_equal(out, x.astype("int32") @ w.T.astype("int32"))
 
 
-@pytest.mark.skipif(not HOST_HAS_VNNI, reason="this CPU's target lacks AVX-512 VNNI: "
-                                              "vpdpbusd compiles here but cannot run")
+# --- A target with AVX-VNNI only: vpdpbusd on ymm, NC8n4c ----------------------------------------
+
+@pytest.mark.parametrize("rows, in_dim, out_dim", SHAPES + [(None, 30, 33)])
+def test_an_avxvnni_target_tensorizes_with_vpdpbusd_on_ymm(rows, in_dim, out_dim):
+    rows = te.var("s") if rows is None else rows
+    packed = topi.nn.pack_dense_weight_int8(np.zeros((out_dim, in_dim), "int8"),
+                                            target=ALDERLAKE)
+    assert packed.shape[2:] == (8, 4)
+    sch = topi.default_schedule(dense_int8(rows, in_dim, packed, out_dim), target=ALDERLAKE)
+    assert f'"kiln.tensor_intrin": "{AVXVNNI}"' in sch.mod["main"].script()
+    asm = kiln.build(sch.mod, target=ALDERLAKE).get_source("asm")  # compiled, not run
+    dots = [line.strip() for line in asm.splitlines() if "vpdpbusd" in line]
+    assert dots, asm
+    # The VEX encoding (AVX-VNNI), on ymm registers: no AVX-512 instruction, no zmm.
+    assert all(line.startswith("{vex}") and "%ymm" in line for line in dots), dots
+    assert "%zmm" not in asm
+
+
+@pytest.mark.parametrize("rows, in_dim, out_dim", SHAPES)
+def test_the_avxvnni_schedule_computes_dense_int8(reference_intrinsic_8, rows, in_dim, out_dim):
+    # The schedule default_schedule gives ALDERLAKE, with an 8-lane reference intrinsic in the
+    # place of AVX-VNNI's: the same trace but for the name.
+    x, w, expected = operands(rows, in_dim, out_dim)
+    packed = topi.nn.pack_dense_weight_int8(w, target=ALDERLAKE)
+    args = dense_int8(rows, in_dim, packed, out_dim)
+    avxvnni = topi.default_schedule(args, target=ALDERLAKE)
+    reference = topi.default_schedule(args, target=ALDERLAKE,
+                                      tensor_intrinsics=[reference_intrinsic_8])
+    assert f'"kiln.tensor_intrin": "{AVXVNNI}"' in avxvnni.mod["main"].script()
+    assert avxvnni.trace.as_python().replace(AVXVNNI, reference_intrinsic_8) == (
+        reference.trace.as_python())
+    out = np.full((rows, out_dim), 7, "int32")
+    tir.interpret(reference.mod["main"], x, packed, out)
+    np.testing.assert_array_equal(out, expected)
+    out[...] = 7
+    kiln.build(reference.mod, target="llvm")(x, packed, out)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_a_target_with_both_forms_takes_the_512_bit_one():
+    spr = f"llvm {X86} -mcpu=sapphirerapids"
+    packed = topi.nn.pack_dense_weight_int8(np.zeros((64, 64), "int8"), target=spr)
+    assert packed.shape == (4, 16, 16, 4)
+    script = topi.default_schedule(dense_int8(8, 64, packed, 64), target=spr).mod["main"].script()
+    assert f'"kiln.tensor_intrin": "{VNNI}"' in script
+
+
+@pytest.mark.skipif(HOST_LANES != 8, reason="this CPU's target lacks AVX-VNNI or has AVX-512 "
+                                            "VNNI: vpdpbusd on ymm compiles here but is not "
+                                            "what this CPU's target gets")
+def test_vpdpbusd_on_ymm_runs_on_this_cpu():
+    x, w, expected = operands(30, 60, 40)
+    packed = topi.nn.pack_dense_weight_int8(w, target="llvm")
+    rt = kiln.build(topi.default_schedule(dense_int8(30, 60, packed, 40)).mod, target="llvm")
+    assert "vpdpbusd" in rt.get_source("asm") and "%ymm" in rt.get_source("asm")
+    out = np.full((30, 40), 7, "int32")
+    rt(x, packed, out)
+    np.testing.assert_array_equal(out, expected)
+
+
+# --- Running vpdpbusd -------------------------------------------------------------------------
+
+@pytest.mark.skipif(not HOST_HAS_VNNI, reason="this CPU's target lacks AVX-512 VNNI and "
+                                              "AVX-VNNI: vpdpbusd compiles here but cannot run")
 def test_vpdpbusd_runs_on_this_cpu():
     x, w, expected = operands(30, 60, 40)
     packed = topi.nn.pack_dense_weight_int8(w, target="llvm")
@@ -208,10 +305,11 @@ def test_errors_name_the_api_the_argument_and_what_was_expected():
                                                   r"in_dim 61 to 64 \(16 groups of 4\)"):
         topi.nn.dense_int8(te.placeholder((4, 72), "uint8", name="x"), W)
     with pytest.raises(kiln.KilnValueError, match=r"topi.nn.dense_int8: a 4-D weight must have "
-                                                  r"the NC16n4c layout \(out_dim / 16, "
-                                                  r"ceil\(in_dim / 4\), 16, 4\), found W8 of "
-                                                  r"shape \(4, 16, 8, 4\)"):
-        topi.nn.dense_int8(X, te.placeholder((4, 16, 8, 4), "int8", name="W8"))
+                                                  r"the NC16n4c or NC8n4c layout \(out_dim / "
+                                                  r"lanes, ceil\(in_dim / 4\), lanes, 4\) with "
+                                                  r"lanes 16 or 8, found W4 of shape "
+                                                  r"\(8, 16, 4, 4\)"):
+        topi.nn.dense_int8(X, te.placeholder((8, 16, 4, 4), "int8", name="W4"))
     with pytest.raises(kiln.KilnValueError, match=r"topi.nn.dense_int8: out_dtype must be "
                                                   r"\"int32\", found 'int16'"):
         topi.nn.dense_int8(X, W, out_dtype="int16")

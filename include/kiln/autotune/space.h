@@ -46,8 +46,10 @@ struct SpaceConfig {
   // tiles laid out contiguously.
   bool pack_operands = true;
   // The tensor intrinsics the rule tensorize tries on reduction blocks (schedule/intrin/); it
-  // uses those whose required_features the task's target has.
+  // uses those whose required_features the task's target has (of two forms of one dot
+  // product, the wider).
   std::vector<std::string> tensor_intrinsics = {"x86.avx512.vnni.dot_16x4_u8s8s32",
+                                                "x86.avxvnni.dot_8x4_u8s8s32",
                                                 "x86.avx512.bf16.dot_16x2_bf16bf16f32"};
 };
 

@@ -19,6 +19,8 @@
 //   x86.avx512.vnni.dot_16x4_u8s8s32       C[i] (int32, 16) += sum_k<4 A[k] (uint8) * B[i, k]
 //                                          (int8, 16x4), with llvm.x86.avx512.vpdpbusd.512;
 //                                          needs avx512f, avx512vnni
+//   x86.avxvnni.dot_8x4_u8s8s32            the same on 8 lanes, with llvm.x86.avx512.vpdpbusd.256
+//                                          (VEX-encoded: AVX-VNNI); needs avxvnni
 //   x86.avx512.bf16.dot_16x2_bf16bf16f32   C[i] (float32, 16) += sum_k<2 A[k] * B[i, k]
 //                                          (bfloat16), with llvm.x86.avx512bf16.dpbf16ps.512;
 //                                          needs avx512bw, avx512bf16

@@ -14,7 +14,8 @@ whatever operators built it:
    into the write-back of the tile (reverse_compute_inline). Where the column loads read packed
    panels (dense_pack's weight), NR divides the panel width. Where the target has the features
    of a tensor intrinsic whose dot product the block computes over contiguous data (AVX-512
-   VNNI on dense_int8's NC16n4c weight), the tile's dot products are tensorized with it.
+   VNNI on dense_int8's NC16n4c weight, AVX-VNNI on its NC8n4c weight), the tile's dot
+   products are tensorized with it, the first of the list that applies.
 3. A spatial block that reads row statistics (the max and sum of a softmax, the mean square of
    an RMSNorm) computes them per row under its own outer loop (compute_at), so that a row is
    read while it is in cache.
@@ -46,9 +47,11 @@ from ._util import const_int
 MIN_PARALLEL_ITERATIONS = 1 << 14
 # Parallel loops are fused until they have this many iterations per thread, for balance.
 PARALLEL_ITERATIONS_PER_THREAD = 4
-# The shipped tensor intrinsics tried on sums of products where the target has their features
-# (the tuner's rule tensorize tries the same ones).
-TENSOR_INTRINSICS = ("x86.avx512.vnni.dot_16x4_u8s8s32", "x86.avx512.bf16.dot_16x2_bf16bf16f32")
+# The shipped tensor intrinsics tried, in this order, on sums of products where the target has
+# their features (the tuner's rule tensorize tries the same ones): the 512-bit VNNI form before
+# the 256-bit one, which a target with only AVX-VNNI (alderlake) has.
+TENSOR_INTRINSICS = ("x86.avx512.vnni.dot_16x4_u8s8s32", "x86.avxvnni.dot_8x4_u8s8s32",
+                     "x86.avx512.bf16.dot_16x2_bf16bf16f32")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -338,7 +341,8 @@ class _Scheduler:
         are whole groups of the intrinsic's lanes and whose reduction is whole groups of its
         depth, the dot product of each group replaced by the intrinsic (tensorize). Tensorize
         checks that the product computes what the intrinsic describes over contiguous data
-        (the NC16n4c weight of dense_int8 for VNNI); any failure leaves the other steps."""
+        (the NC16n4c or NC8n4c weight of dense_int8 for VNNI); any failure leaves the other
+        steps."""
         info = self.info(name, sch)
         if info.dtype != intrin.dtypes[2] or len(info.loads) != 2 or sorted(
                 load.buffer.dtype for load in info.loads) != sorted(intrin.dtypes[:2]):

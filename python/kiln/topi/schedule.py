@@ -38,8 +38,9 @@ def default_schedule(func, target="llvm", tensor_intrinsics=None):
             "opencl".
         tensor_intrinsics (list of str, optional): for a CPU, the tensor intrinsics a sum of
             products may be tensorized with, those of them whose required features the target
-            has; default the shipped x86 ones (AVX-512 VNNI and BF16 dot products, e.g. VNNI
-            for dense_int8). [] turns tensorization off. GPU schedules use none.
+            has; default the shipped x86 ones (AVX-512 VNNI, AVX-VNNI and AVX-512 BF16 dot
+            products, e.g. VNNI for dense_int8). [] turns tensorization off. GPU schedules use
+            none.
 
     Returns:
         tir.Schedule: the scheduled function is ``sch.mod``; ``sch.trace`` replays it.

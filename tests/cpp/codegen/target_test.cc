@@ -2,6 +2,7 @@
 // caches that schedules ask for, and the errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 
@@ -60,6 +61,24 @@ TEST(Target, NamedCpuHasItsFeatures) {
   Target haswell = parse_target("llvm -mcpu=haswell");
   EXPECT_TRUE(haswell.has_feature("avx2"));
   EXPECT_FALSE(haswell.has_feature("avx512f"));
+}
+
+// AVX-VNNI (vpdpbusd on ymm, VEX-encoded) is its own feature: Alder Lake has it without
+// AVX-512, Sapphire Rapids with AVX-512 VNNI; it can be added to any AVX2 CPU.
+TEST(Target, AvxVnniIsReportedApartFromAvx512Vnni) {
+  Target alderlake = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=alderlake");
+  EXPECT_TRUE(alderlake.has_feature("avxvnni"));
+  EXPECT_FALSE(alderlake.has_feature("avx512f"));
+  EXPECT_FALSE(alderlake.has_feature("avx512vnni"));
+  const std::vector<std::string>& features = alderlake.isa_features();
+  EXPECT_NE(std::find(features.begin(), features.end(), "avxvnni"), features.end());
+  Target spr = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids");
+  EXPECT_TRUE(spr.has_feature("avxvnni"));
+  EXPECT_TRUE(spr.has_feature("avx512vnni"));
+  EXPECT_FALSE(parse_target("llvm -mcpu=znver4").has_feature("avxvnni"));
+  Target added = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell -mattr=+avxvnni");
+  EXPECT_TRUE(added.has_feature("avxvnni"));
+  EXPECT_FALSE(added.has_feature("avx512vnni"));
 }
 
 TEST(Target, AttrsAddAndRemoveFeatures) {

@@ -6,7 +6,7 @@ from .norm import layer_norm, rms_norm
 from .activation import relu, leaky_relu, gelu, silu, swiglu
 from .dense import dense, matmul, batch_matmul
 from .dense_pack import (dense_pack, dense_int8, pack_dense_weight, pack_dense_weight_int8,
-                         has_vnni)
+                         has_vnni, vnni_lanes)
 from .conv2d import (conv2d, conv2d_nchw, conv2d_nhwc, group_conv2d_nchw,
                      depthwise_conv2d_nchw)
 from .pooling import pool2d, adaptive_pool, global_pool
@@ -18,7 +18,7 @@ from ..transform import pad
 __all__ = [
     "softmax", "log_softmax", "layer_norm", "rms_norm", "relu", "leaky_relu", "gelu", "silu",
     "swiglu", "dense", "matmul", "batch_matmul", "dense_pack", "dense_int8", "pack_dense_weight",
-    "pack_dense_weight_int8", "has_vnni", "conv2d", "conv2d_nchw", "conv2d_nhwc",
+    "pack_dense_weight_int8", "has_vnni", "vnni_lanes", "conv2d", "conv2d_nchw", "conv2d_nhwc",
     "group_conv2d_nchw", "depthwise_conv2d_nchw", "pool2d", "adaptive_pool", "global_pool",
     "rope", "scaled_dot_product_attention", "attention", "quantize", "dequantize", "pad",
 ]

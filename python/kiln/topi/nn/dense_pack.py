@@ -1,7 +1,8 @@
 """Dense layers over pre-packed weights, as TVM's CPU topi has them: dense_pack reads a weight
 packed into column panels [N / bn, K, bn] ("NC{bn}n"), so that the inner loop of the product
 loads bn contiguous columns; dense_int8 multiplies uint8 data by an int8 weight packed for the
-x86 VNNI dot product [N / 16, K / 4, 16, 4] ("NC16n4c") or into panels, accumulating in int32.
+x86 VNNI dot product [N / lanes, K / 4, lanes, 4] ("NC16n4c" for AVX-512 VNNI, "NC8n4c" for
+AVX-VNNI) or into panels, accumulating in int32.
 pack_dense_weight and pack_dense_weight_int8 pack a NumPy weight once, ahead of time (or build
 the packing as a te stage); the panel width comes from the target's register tile
 (kiln.target.gemm_blocking), never from this machine's."""
@@ -15,15 +16,46 @@ from .._util import (FLOAT16_TYPES, check_int, check_ndim, check_same_dtype, che
 from ..transform import pad
 from .dense import _add_bias
 
-# The intrinsic whose 16 lanes x 4 bytes the NC16n4c layout is made for.
-VNNI_INTRINSIC = "x86.avx512.vnni.dot_16x4_u8s8s32"
-VNNI_LANES, VNNI_DEPTH = 16, 4
+# The intrinsics whose lanes x 4 bytes the NC{lanes}n4c layouts are made for, the preferred
+# first: AVX-512 VNNI (zmm), then AVX-VNNI (the VEX-encoded form on ymm).
+VNNI_INTRINSICS = (("x86.avx512.vnni.dot_16x4_u8s8s32", 16), ("x86.avxvnni.dot_8x4_u8s8s32", 8))
+VNNI_DEPTH = 4
+# The lanes of the layout when VNNI is asked for on a target without it.
+DEFAULT_VNNI_LANES = 16
+
+
+def vnni_lanes(target="llvm"):
+    """The int32 lanes of the widest x86 VNNI dot-product intrinsic ``target`` has the features
+    of: 16 with AVX-512 VNNI (vpdpbusd on zmm), 8 with AVX-VNNI only (vpdpbusd on ymm), None
+    without either. pack_dense_weight_int8 packs NC{lanes}n4c for it. Asks the target, not the
+    machine: ``vnni_lanes("llvm -mcpu=alderlake")`` is 8 on any host.
+
+    Args:
+        target (str or kiln.target.Target): a CPU target; default "llvm", this CPU.
+
+    Returns:
+        int or None
+
+    Raises:
+        KilnTypeError: target is not a target string or a Target.
+        KilnValueError: target is not a valid target string.
+
+    Example:
+        lanes = topi.nn.vnni_lanes("llvm -mcpu=znver4")  # 16
+    """
+    target = _target(target, "topi.nn.vnni_lanes")
+    for name, lanes in VNNI_INTRINSICS:
+        features = tir.TensorIntrin.get(name).required_features
+        if all(target.has_feature(f) for f in features):
+            return lanes
+    return None
 
 
 def has_vnni(target="llvm"):
-    """Whether ``target`` has the features of the x86 VNNI dot-product intrinsic (AVX-512 VNNI),
-    which the default schedule of dense_int8 uses on an NC16n4c weight. Asks the target, not
-    the machine: ``has_vnni("llvm -mcpu=icelake-server")`` is True on any host.
+    """Whether ``target`` has the features of an x86 VNNI dot-product intrinsic (AVX-512 VNNI or
+    AVX-VNNI), which the default schedule of dense_int8 uses on an NC16n4c or NC8n4c weight
+    (vnni_lanes says which). Asks the target, not the machine: ``has_vnni("llvm
+    -mcpu=icelake-server")`` is True on any host.
 
     Args:
         target (str or kiln.target.Target): a CPU target; default "llvm", this CPU.
@@ -38,9 +70,7 @@ def has_vnni(target="llvm"):
     Example:
         vnni = topi.nn.has_vnni("llvm -mcpu=znver4")  # True
     """
-    target = _target(target, "topi.nn.has_vnni")
-    features = tir.TensorIntrin.get(VNNI_INTRINSIC).required_features
-    return all(target.has_feature(f) for f in features)
+    return vnni_lanes(_target(target, "topi.nn.has_vnni")) is not None
 
 
 def pack_dense_weight(weight, bn=None, target="llvm"):
@@ -97,20 +127,23 @@ def pack_dense_weight(weight, bn=None, target="llvm"):
 
 def pack_dense_weight_int8(weight, target="llvm", vnni=None):
     """An int8 dense weight (out_dim, in_dim) packed for dense_int8: for the VNNI dot product
-    (ceil(out_dim / 16), ceil(in_dim / 4), 16, 4), TVM's "NC16n4c" layout, ``packed[n // 16,
-    k // 4, n % 16, k % 4] = weight[n, k]`` with zeros past out_dim and in_dim; otherwise column
-    panels as pack_dense_weight makes them, bn from the target's int32 register tile.
+    (ceil(out_dim / lanes), ceil(in_dim / 4), lanes, 4), TVM's "NC16n4c" layout (lanes 16;
+    "NC8n4c" with lanes 8 for AVX-VNNI), ``packed[n // lanes, k // 4, n % lanes, k % 4] =
+    weight[n, k]`` with zeros past out_dim and in_dim; otherwise column panels as
+    pack_dense_weight makes them, bn from the target's int32 register tile.
 
     Args:
         weight (numpy.ndarray or te.Tensor): (out_dim, in_dim), int8, constant dimensions.
         target (str or kiln.target.Target): the CPU target dense_int8 is built for; default
             "llvm", this CPU.
-        vnni (bool, optional): True for NC16n4c, False for panels; default: NC16n4c exactly
-            when the target has VNNI (has_vnni(target)). The two layouts give the same
-            results on every target; NC16n4c is the fast one where VNNI is, panels elsewhere.
+        vnni (bool, optional): True for NC{lanes}n4c, False for panels; default:
+            NC{lanes}n4c exactly when the target has VNNI (has_vnni(target)). The lanes are
+            the target's (vnni_lanes(target)), 16 for a target without VNNI. The layouts give
+            the same results on every target; NC{lanes}n4c is the fast one where VNNI is,
+            panels elsewhere.
 
     Returns:
-        numpy.ndarray or te.Tensor (as weight): 4-D NC16n4c or 3-D panels.
+        numpy.ndarray or te.Tensor (as weight): 4-D NC16n4c or NC8n4c, or 3-D panels.
 
     Raises:
         KilnTypeError: weight is neither an array nor a tensor, or is not int8.
@@ -119,27 +152,30 @@ def pack_dense_weight_int8(weight, target="llvm", vnni=None):
     Example:
         w_packed = topi.nn.pack_dense_weight_int8(w_np, target="llvm -mcpu=icelake-server")
         # (out_dim / 16, in_dim / 4, 16, 4) int8: topi.nn.dense_int8 tensorizes with vpdpbusd
+        # (zmm); for "llvm -mcpu=alderlake" (out_dim / 8, in_dim / 4, 8, 4), vpdpbusd on ymm
     """
     api = "topi.nn.pack_dense_weight_int8"
     out_dim, in_dim, dtype = _weight_shape(weight, api)
     if dtype != "int8":
         raise KilnTypeError(f"{api}: weight must be int8 (the signed operand of the dot "
                             f"product), found {dtype}")
+    lanes = vnni_lanes(_target(target, api))
     if vnni is None:
-        vnni = has_vnni(_target(target, api))
+        vnni = lanes is not None
     if not vnni:
         return pack_dense_weight(weight, target=target)
-    blocks, groups = -(-out_dim // VNNI_LANES), -(-in_dim // VNNI_DEPTH)
+    lanes = lanes or DEFAULT_VNNI_LANES
+    blocks, groups = -(-out_dim // lanes), -(-in_dim // VNNI_DEPTH)
     if isinstance(weight, np.ndarray):
-        padded = np.zeros((blocks * VNNI_LANES, groups * VNNI_DEPTH), np.int8)
+        padded = np.zeros((blocks * lanes, groups * VNNI_DEPTH), np.int8)
         padded[:out_dim, :in_dim] = weight
-        tiles = padded.reshape(blocks, VNNI_LANES, groups, VNNI_DEPTH)
+        tiles = padded.reshape(blocks, lanes, groups, VNNI_DEPTH)
         return np.ascontiguousarray(tiles.transpose(0, 2, 1, 3))
 
     def fcompute(b, g, c, d):
-        n, k = b * VNNI_LANES + c, g * VNNI_DEPTH + d
+        n, k = b * lanes + c, g * VNNI_DEPTH + d
         conditions = []
-        if blocks * VNNI_LANES != out_dim:
+        if blocks * lanes != out_dim:
             conditions.append(n < out_dim)
             n = te.min(n, out_dim - 1)
         if groups * VNNI_DEPTH != in_dim:
@@ -149,7 +185,7 @@ def pack_dense_weight_int8(weight, target="llvm", vnni=None):
             return weight[n, k]
         return te.if_then_else(te.all(*conditions), weight[n, k], te.const(0, "int8"))
 
-    return te.compute((blocks, groups, VNNI_LANES, VNNI_DEPTH), fcompute,
+    return te.compute((blocks, groups, lanes, VNNI_DEPTH), fcompute,
                       name="T_pack_dense_weight_int8")
 
 
@@ -203,17 +239,18 @@ def dense_pack(data, weight, bias=None, out_dtype=None, units=None):
 def dense_int8(data, weight, bias=None, out_dtype="int32", units=None):
     """data @ W.T (+ bias) for uint8 data and an int8 weight, accumulated in int32: TVM's x86
     dense_int8 (dense_vnni), for weights packed by pack_dense_weight_int8. With an NC16n4c
-    weight, topi.default_schedule tensorizes the product with the VNNI dot product (vpdpbusd)
-    on targets that have it and gives it an int32 register tile elsewhere; a panel weight
-    always gets the register tile.
+    (NC8n4c) weight, topi.default_schedule tensorizes the product with the VNNI dot product
+    (vpdpbusd on zmm with AVX-512 VNNI, on ymm with AVX-VNNI) on targets that have it and gives
+    it an int32 register tile elsewhere; a panel weight always gets the register tile.
 
     Args:
         data (te.Tensor): (batch, in_dim) uint8; batch may be symbolic.
-        weight (te.Tensor): int8, constant dimensions, either NC16n4c (out_dim / 16,
-            ceil(in_dim / 4), 16, 4), W[n, k] = ``weight[n // 16, k // 4, n % 16, k % 4]``, or
-            panels (out_dim / bn, in_dim, bn) as for dense_pack. When in_dim is not a multiple
-            of 4, an NC16n4c product reads data padded with zeros to whole groups of 4 (a pad
-            stage), so that the dot product still applies.
+        weight (te.Tensor): int8, constant dimensions, either NC{lanes}n4c with lanes 16 or
+            8 (out_dim / lanes, ceil(in_dim / 4), lanes, 4), W[n, k] = ``weight[n // lanes,
+            k // 4, n % lanes, k % 4]``, or panels (out_dim / bn, in_dim, bn) as for
+            dense_pack. When in_dim is not a multiple of 4, an NC{lanes}n4c product reads data
+            padded with zeros to whole groups of 4 (a pad stage), so that the dot product
+            still applies.
         bias (te.Tensor, optional): (units,) int32.
         out_dtype (str): "int32", the accumulation and result dtype.
         units (int, optional): out_dim, the output's columns; default all the packed columns
@@ -226,7 +263,7 @@ def dense_int8(data, weight, bias=None, out_dtype="int32", units=None):
         KilnTypeError: an operand is not a tensor, data is not uint8, weight is not int8, bias
             is not int32, or units is not an int.
         KilnValueError: out_dtype is not "int32", data is not 2-D, weight is neither 3-D nor
-            4-D with 16 x 4 tiles or has a symbolic dimension, in_dim of data and weight
+            4-D with 16 x 4 or 8 x 4 tiles or has a symbolic dimension, in_dim of data and weight
             differ, units is not within the last panel, or the bias length differs.
 
     Example:
@@ -258,10 +295,10 @@ def dense_int8(data, weight, bias=None, out_dtype="int32", units=None):
         def element(j, k):
             return weight[j // bn, k, j % bn]
     else:
-        expected = "(out_dim / 16, ceil(in_dim / 4), 16, 4)"
+        expected = "(out_dim / lanes, ceil(in_dim / 4), lanes, 4) with lanes 16 or 8"
         blocks, groups, lanes, group = _constant_shape(weight, api, "weight", expected)
-        if (lanes, group) != (VNNI_LANES, VNNI_DEPTH):
-            raise KilnValueError(f"{api}: a 4-D weight must have the NC16n4c layout "
+        if lanes not in [n for _, n in VNNI_INTRINSICS] or group != VNNI_DEPTH:
+            raise KilnValueError(f"{api}: a 4-D weight must have the NC16n4c or NC8n4c layout "
                                  f"{expected}, found {weight.name} of shape "
                                  f"{shape_str(shape_of(weight))}")
         depth = groups * VNNI_DEPTH
@@ -272,7 +309,7 @@ def dense_int8(data, weight, bias=None, out_dtype="int32", units=None):
                                                   name="T_dense_int8_pad")
 
         def element(j, k):
-            return weight[j // VNNI_LANES, k // VNNI_DEPTH, j % VNNI_LANES, k % VNNI_DEPTH]
+            return weight[j // lanes, k // VNNI_DEPTH, j % lanes, k % VNNI_DEPTH]
     units = _check_units(units, blocks, lanes, api)
     k = te.reduce_axis((0, depth), name="k")
     product = te.compute(
