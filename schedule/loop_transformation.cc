@@ -1,4 +1,4 @@
-// Loop transformations: split, fuse, reorder.
+// Loop transformations: split, fuse, reorder, add_unit_loop.
 #include "kiln/schedule/loop_transformation.h"
 
 #include <algorithm>
@@ -352,6 +352,33 @@ void reorder(Schedule& sch, const std::vector<RV>& loop_rvs) {
   sch.record(Instruction{primitive, Json::array({rv_names(loop_rvs)}), Json::object(), {}, Json()});
 }
 
+RV add_unit_loop(Schedule& sch, const RV& block_or_loop) {
+  const char* primitive = "add_unit_loop";
+  // Step 1. The statement the new loop wraps: the loop, or the block's realize.
+  const std::string& func_name = sch.func_name(block_or_loop);
+  Ref<PrimFunc> func = sch.func(func_name);
+  const StmtNode* target = nullptr;
+  if (block_or_loop.kind == RVKind::kLoop) {
+    target = sch.loop(block_or_loop, primitive).loop;
+  } else {
+    const BlockLocation& loc = sch.block(block_or_loop, primitive);
+    if (loc.realize == nullptr || loc.scope == nullptr) {
+      schedule_error("RootBlockError", primitive,
+                     "block '" + loc.block->name + "' is the root block, which no loop can enclose",
+                     func, loc.block);
+    }
+    target = loc.realize;
+  }
+  // Step 2. Wrap it, replace and record.
+  Ref<Var> var = make_var("u", DataType::int32());
+  Stmt loop = make_loop(var, int32_const(0), int32_const(1), Stmt(target));
+  sch.replace(func_name, with_body(func, replace_stmt(func->body, target, loop)), primitive);
+  RV out = sch.new_loop_rv(func_name, var);
+  sch.record(
+      Instruction{primitive, Json::array({block_or_loop.name()}), Json::object(), {out}, Json()});
+  return out;
+}
+
 void register_loop_transformation_instructions(std::vector<InstructionKind>* kinds) {
   kinds->push_back({"split",
                     {"loop", "factors"},
@@ -379,6 +406,13 @@ void register_loop_transformation_instructions(std::vector<InstructionKind>* kin
                       for (const Json& l : in.at(0)) loops.push_back(rv_from_json(l, "reorder"));
                       reorder(sch, loops);
                       return std::vector<RV>{};
+                    }});
+  kinds->push_back({"add_unit_loop",
+                    {"block_or_loop"},
+                    false,
+                    [](Schedule& sch, const Json& in, const Json&, const Json&) {
+                      return std::vector<RV>{
+                          add_unit_loop(sch, rv_from_json(in.at(0), "add_unit_loop"))};
                     }});
 }
 

@@ -130,6 +130,13 @@ class AccessCollector : public IRVisitor {
   // no promise at all.
   bool loop_is_safe(const For* loop, size_t p, const std::string& scope, bool is_store) const {
     if (!thread_loop_may_hold(loop, scope)) return false;
+    // Each thread block has its own shared and local memory: no value crosses the iterations
+    // of a blockIdx loop through them (a cross-thread reduction to one value, under a unit loop
+    // bound to blockIdx.x and no block with iterators, keeps its buffer in the kernel so).
+    if (loop->kind == ForKind::kThreadBinding && loop->thread_tag.rfind("blockIdx.", 0) == 0 &&
+        (scope == "local" || is_shared_scope(scope))) {
+      return true;
+    }
     bool under_block = false;
     for (size_t q = p + 1; q < path_.size(); ++q) {
       const auto* block = node_as<Block>(path_[q]);

@@ -1,8 +1,10 @@
 // The rule auto_bind (GPU targets): a block that no loop binds to a GPU thread yet runs one
 // output element per thread. Its outer spatial loops are fused into one, split by a sampled
 // thread count, and the two parts are bound to blockIdx.x and threadIdx.x; loops inside them
-// (the reduction of a matmul, say) stay serial in each thread. Without it, a block would be
-// left for the host, which a GPU function cannot have (verify_gpu_code refuses it).
+// (the reduction of a matmul, say) stay serial in each thread. A block without an outer
+// spatial loop (a 0-d block, a reduction to one value) runs in one thread: two unit loops
+// (add_unit_loop) around its loops are bound to blockIdx.x and threadIdx.x. Without it, a block
+// would be left for the host, which a GPU function cannot have (verify_gpu_code refuses it).
 #include <algorithm>
 #include <unordered_set>
 
@@ -56,7 +58,7 @@ class AutoBind : public ScheduleRule {
     }
     // Step 2. Its outer spatial loops, of constant extents: one iteration per thread.
     int count = leading_spatial_loops(*loc);
-    if (count == 0) return {sch};
+    if (count == 0) return {one_thread(result, block_name, !loc->loops.empty())};
     int64_t extent = 1;
     for (int l = 0; l < count; ++l) {
       const int64_t* c = ir::as_const_int(loc->loops[l]->extent);
@@ -82,6 +84,18 @@ class AutoBind : public ScheduleRule {
   }
 
  private:
+  // `sch` with the block called `name` (and its loops, if `has_loops`) in one thread.
+  static schedule::Schedule one_thread(schedule::Schedule& sch, const std::string& name,
+                                       bool has_loops) {
+    RV block = schedule::get_block(sch, name);
+    RV around = has_loops ? schedule::get_loops(sch, block)[0] : block;
+    RV thread = schedule::add_unit_loop(sch, around);
+    RV thread_block = schedule::add_unit_loop(sch, thread);
+    schedule::bind_loop(sch, thread_block, "blockIdx.x");
+    schedule::bind_loop(sch, thread, "threadIdx.x");
+    return sch;
+  }
+
   SpaceContext context_;
 };
 

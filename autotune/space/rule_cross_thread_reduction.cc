@@ -5,12 +5,23 @@
 // the steps of one thread, the spatial loop becomes blockIdx.x, and lowering combines the
 // threads' partial results (lower_cross_thread_reduction). The block as it is stays a sketch,
 // which auto_bind binds one element per thread.
+//
+// A reduction to one value (no spatial loop, or spatial loops of extent 1) keeps the block as it
+// is (auto_bind gives it one thread) and gets two sketches: one thread block whose threads stride
+// over the input (a unit loop, add_unit_loop, bound to blockIdx.x when there is no spatial loop),
+// and two stages (not for fewer than kMinReduction steps): the reduction loop split
+// into (steps, a sampled count of thread blocks, threads), rfactor over the blocks giving each
+// block's threads a slice to reduce into a partial result, and one thread block reducing the
+// partial results across its threads:
+//   l1, l2, l3 = split(k, [None, v_blocks, v_threads]); reorder(l2, l3, l1); rfactor(l2, 0)
+//   bind(l2, "blockIdx.x"); bind(l3, "threadIdx.x"); bind(add_unit_loop(l4), "blockIdx.x") ...
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/ir/op.h"
 #include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/loop_transformation.h"
+#include "kiln/schedule/reduction.h"
 #include "kiln/schedule/sampling.h"
 
 namespace kiln::autotune {
@@ -38,6 +49,9 @@ class CrossThreadReduction : public ScheduleRule {
     if (loc == nullptr || root == nullptr || loc->scope != root->block) return {sch};
     BlockAnalysis a = analyze_block(result, block_name);
     if (!a.has_init || !a.trivial_bindings) return {sch};
+    for (const ir::For* loop : loc->loops) {
+      if (loop->kind == ir::ForKind::kThreadBinding) return {sch};  // a partial result, bound
+    }
     int64_t spatial = 1, reduce = 1;
     size_t num_spatial = 0;
     for (size_t l = 0; l < loc->loops.size(); ++l) {
@@ -50,12 +64,11 @@ class CrossThreadReduction : public ScheduleRule {
         ++num_spatial;
       }
     }
-    // A scalar result has no spatial loop to bind to blockIdx, which lowering needs around the
-    // threads (the partial results live in the thread block).
-    if (num_spatial == 0 || num_spatial == loc->loops.size() || reduce < kMinReduction ||
-        spatial >= reduce) {
-      return {sch};
+    if (num_spatial == loc->loops.size()) return {sch};
+    if (spatial == 1 && (num_spatial == 0 || reduce >= kMinReduction)) {
+      return reduce_to_one_value(sch, block_name, num_spatial, reduce);
     }
+    if (reduce < kMinReduction || spatial >= reduce) return {sch};
     try {
       // Step 2. The reduction loop (the reduction loops fused) split into the threads (outer,
       // as lower_cross_thread_reduction wants them) and the steps of each thread.
@@ -83,6 +96,75 @@ class CrossThreadReduction : public ScheduleRule {
   }
 
  private:
+  // The sketches of a reduction to one value (spatial loops, num_spatial of them, of extent 1):
+  // the block as it is (auto_bind gives it one thread), one thread block, and two stages (not
+  // for fewer than kMinReduction steps).
+  std::vector<schedule::Schedule> reduce_to_one_value(const schedule::Schedule& sch,
+                                                      const std::string& block_name,
+                                                      size_t num_spatial, int64_t reduce) {
+    std::vector<schedule::Schedule> out = {sch};
+    for (bool two_stages : {false, true}) {
+      if (two_stages && reduce < kMinReduction) continue;
+      schedule::Schedule result = sch.copy();
+      try {
+        // Step 1. The reduction loops fused, split into steps, thread blocks (two stages) and
+        // threads: element (s * blocks + b) * threads + t, so that neighbouring threads read
+        // neighbouring elements.
+        RV block = schedule::get_block(result, block_name);
+        std::vector<RV> loops = schedule::get_loops(result, block);
+        std::vector<RV> spatial_loops(loops.begin(), loops.begin() + num_spatial);
+        std::vector<RV> reduce_loops(loops.begin() + num_spatial, loops.end());
+        RV reduction =
+            reduce_loops.size() == 1 ? reduce_loops[0] : schedule::fuse(result, reduce_loops);
+        const codegen::Target& target = context_.task->target;
+        std::vector<int64_t> counts = gpu_thread_counts(target, 16, 512, reduce);
+        RV threads =
+            schedule::sample_categorical(result, counts, std::vector<double>(counts.size(), 1.0));
+        if (!two_stages) {
+          std::vector<RV> parts = schedule::split(result, reduction, {std::monostate{}, threads});
+          schedule::reorder(result, {parts[1], parts[0]});
+          bind_one_block(result, spatial_loops, parts[1]);
+          out.push_back(result);
+          continue;
+        }
+        // Step 2. Two stages: as many blocks as the one block of the second stage has threads,
+        // at most.
+        std::vector<int64_t> block_counts = gpu_thread_counts(target, 2, 1024, reduce / 16);
+        RV blocks = schedule::sample_categorical(result, block_counts,
+                                                 std::vector<double>(block_counts.size(), 1.0));
+        std::vector<RV> parts =
+            schedule::split(result, reduction, {std::monostate{}, blocks, threads});
+        schedule::reorder(result, {parts[1], parts[2], parts[0]});
+        schedule::rfactor(result, parts[1], static_cast<int>(num_spatial));
+        std::vector<RV> outer = spatial_loops;
+        outer.push_back(parts[1]);
+        schedule::bind_loop(result, outer.size() == 1 ? outer[0] : schedule::fuse(result, outer),
+                            "blockIdx.x");
+        schedule::bind_loop(result, parts[2], "threadIdx.x");
+        // Step 3. The write-back: its spatial loops (copies), then the partial results.
+        std::vector<RV> final_loops = schedule::get_loops(result, block);
+        RV partial = final_loops.back();
+        final_loops.pop_back();
+        bind_one_block(result, final_loops, partial);
+        out.push_back(result);
+      } catch (const schedule::ScheduleError&) {
+        continue;
+      }
+    }
+    return out;
+  }
+
+  // Binds `units` (loops of extent 1, fused; none: a new unit loop) to blockIdx.x and `thread`
+  // to threadIdx.x.
+  static void bind_one_block(schedule::Schedule& sch, const std::vector<RV>& units,
+                             const RV& thread) {
+    RV block = units.empty()       ? schedule::add_unit_loop(sch, thread)
+               : units.size() == 1 ? units[0]
+                                   : schedule::fuse(sch, units);
+    schedule::bind_loop(sch, block, "blockIdx.x");
+    schedule::bind_loop(sch, thread, "threadIdx.x");
+  }
+
   SpaceContext context_;
 };
 

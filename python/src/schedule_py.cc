@@ -814,6 +814,34 @@ Example:
     io, ii = sch.split(i, factors=[None, 4])
     sch.reorder(io, k, ii, j))doc")
       .def(
+          "add_unit_loop",
+          [](Schedule& s, py::handle block_or_loop) {
+            return apply(s, "Schedule.add_unit_loop", [&](Handles& h) {
+              return to_python(add_unit_loop(s, h.block_or_loop(block_or_loop, "block_or_loop")));
+            });
+          },
+          py::arg("block_or_loop"),
+          R"doc(Adds a loop of extent 1 directly above a block (inside its loops) or above a loop.
+
+No iterator uses the new loop. It gives a block without spatial loops (a reduction to one value,
+a 0-d element-wise block) a loop to bind to ``blockIdx.x`` on a GPU target.
+
+Args:
+    block_or_loop (BlockRV, LoopRV or str): what the loop encloses; a str names a block.
+
+Returns:
+    LoopRV: the new loop.
+
+Raises:
+    RootBlockError: the block is the root block.
+    StaleHandleError: a primitive removed the block or the loop.
+    KilnTypeError: block_or_loop is not a BlockRV, a LoopRV or a str.
+
+Example:
+    (k,) = sch.get_loops("B")          # B = sum(A): a 0-d output, one reduction loop
+    u = sch.add_unit_loop(k)
+    sch.bind(u, "blockIdx.x"))doc")
+      .def(
           "parallel",
           [](Schedule& s, py::handle loop) {
             apply(s, "Schedule.parallel",

@@ -66,6 +66,8 @@ PRIMITIVE_CASES = [
     ("split", lambda s, b, i, j, k: s.split(i, [None, 4], preserve_unit_iters="yes"),
      "preserve_unit_iters", "must be a bool"),
     ("fuse", lambda s, b, i, j, k: s.fuse(i, b), "loops[1]", "must be a LoopRV"),
+    ("add_unit_loop", lambda s, b, i, j, k: s.add_unit_loop(3), "block_or_loop",
+     "must be a BlockRV, a LoopRV or a block name (str), found an object of type int"),
     ("reorder", lambda s, b, i, j, k: s.reorder("a"), "ordered_loops[0]",
      "must be a LoopRV, found an object of type str"),
     ("parallel", lambda s, b, i, j, k: s.parallel(b), "loop", "must be a LoopRV"),

@@ -1,7 +1,8 @@
 """The tuner's GPU design space: candidates of the rules auto_bind and cross_thread_reduction,
 sampled and mutated, pass the GPU verifier and compute what NumPy computes when built for OpenCL
-and run on an OpenCL device (PoCL on a CPU here); a function the GPU space cannot bind is refused
-with a counted reason. Tests that run kernels skip without an OpenCL device."""
+and run on an OpenCL device (PoCL on a CPU here), sums to one value among them; a candidate the
+target cannot run is refused with a counted reason. Tests that run kernels skip without an OpenCL
+device."""
 import numpy as np
 import pytest
 
@@ -122,7 +123,30 @@ def test_a_small_thread_limit_is_respected_on_the_device():
         run_candidate(space.sample(sketch, seed=5), func, expected)
 
 
-def test_a_function_the_gpu_space_cannot_bind_is_refused_with_its_reason():
+def test_a_candidate_the_target_cannot_run_is_refused_with_its_reason():
+    # The cross-thread sketch of a row sum keeps 16 or more partial results in shared memory,
+    # over a limit of 16 bytes.
+    space = SpaceGenerator(row_sum()[0], "opencl -max_shared_memory_per_block=16")
+    assert all(space.sample(1, seed) is None for seed in range(3))
+    assert space.rejections == {"postproc verify_gpu_code: GpuSharedMemoryError": 3}
+
+
+def test_a_sum_to_one_value_gets_one_thread_one_block_and_two_stage_sketches():
     space = SpaceGenerator(scalar_sum(), "opencl")
-    assert all(space.sample(0, seed) is None for seed in range(3))
-    assert space.rejections == {"postproc verify_gpu_code: UnboundBlockError": 3}
+    texts = [sketch.as_python() for sketch in space.sketches]
+    assert len(texts) == 3
+    assert all("add_unit_loop" in text for text in texts)
+    assert "rfactor" in texts[2] and "rfactor" not in texts[1]
+
+
+@pytest.mark.parametrize("n", [1, 1000, 4099])
+def test_sketches_of_a_sum_to_one_value_compute_it(n):
+    skip_unless(opencl_missing())
+    func = scalar_sum(n)
+    space = SpaceGenerator(func, "opencl")
+    for sketch in range(len(space.sketches)):
+        for seed in range(2):
+            candidate = space.sample(sketch, seed=seed)
+            assert candidate is not None, space.rejections
+            run_candidate(candidate, func, lambda a: a.sum(), seed=seed)
+    assert space.rejections == {}

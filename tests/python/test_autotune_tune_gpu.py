@@ -45,6 +45,13 @@ def row_sum(m=6, n=1000):
     return te.create_prim_func([A, B]), lambda a: a.sum(axis=1)
 
 
+def full_sum(n=3000):
+    A = te.placeholder((n,), "float32", name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((), lambda: te.sum(A[k], axis=k), name="B")
+    return te.create_prim_func([A, B]), lambda a: a.sum()
+
+
 def run_on_device(rt, func, expected):
     shapes = [[int(d) for d in func.buffer_map[p].shape] for p in func.params]
     a = np.random.default_rng(1).uniform(-1, 1, size=shapes[0]).astype("float32")
@@ -60,7 +67,8 @@ def cli(*args, **kwargs):
                           text=True, timeout=300, **kwargs)
 
 
-@pytest.mark.parametrize("workload", [add_then_sine, row_sum], ids=["elementwise", "row_sum"])
+@pytest.mark.parametrize("workload", [add_then_sine, row_sum, full_sum],
+                         ids=["elementwise", "row_sum", "full_sum"])
 def test_tune_tir_on_opencl_stores_device_records_that_build_applies(tmp_path, workload):
     skip_unless(opencl_missing())
     func, expected = workload()

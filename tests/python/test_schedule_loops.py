@@ -1,9 +1,9 @@
-"""Loop primitives: split, fuse, reorder, parallel, vectorize, unroll, bind, annotate. Each has a
+"""Loop primitives: split, fuse, reorder, add_unit_loop, parallel, vectorize, unroll, bind, annotate. Each has a
 golden before/after IR, a numeric check against the unscheduled function, a trace round trip
 and its error cases."""
 import pytest
 
-from kiln import tir
+from kiln import te, tir
 
 from schedule_helpers import (assert_same_results, assert_trace_roundtrip, matmul,
                               symbolic_row_sum)
@@ -202,4 +202,55 @@ def test_reorder_refuses_a_loop_binding_spatial_and_reduce_iterators():
     assert type(info.value).__name__ == "LoopIterTypeError"
     assert ("binds both the spatial iterator 'v_i' and the reduce iterator 'v_k' (block 'C')"
             in str(info.value))
+    assert sch.mod.same_as(before)
+
+
+def full_sum(n=10):
+    A = te.placeholder((n,), "float32", name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((), lambda: te.sum(A[k], axis=k), name="B")
+    return te.create_prim_func([A, B])
+
+
+def test_add_unit_loop_above_a_loop():
+    func = full_sum()
+    sch = tir.Schedule(func)
+    (k,) = sch.get_loops("B")
+    u = sch.add_unit_loop(k)
+    assert sch.get(u).extent.value == 1
+    assert [sch.get(loop).loop_var.name for loop in sch.get_loops("B")] == ["u", "k"]
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
+
+
+def test_add_unit_loop_above_a_block():
+    func, sch, block, (i, j, k) = schedule_matmul()
+    sch.add_unit_loop(block)
+    check(sch, func, HEADER + '''    for i, j, k, u in T.grid(16, 12, 8, 1):
+        with T.block("C"):
+            v_i, v_j, v_k = T.axis.remap("SSR", [i, j, k])
+''' + update(12))
+
+
+def test_add_unit_loop_gives_a_full_sum_a_gpu_block():
+    # A reduction to one value has no loop that may be bound to blockIdx (its loop is a
+    # reduction's); the unit loop is one, and the reduction can run across threadIdx.x.
+    func = full_sum(100)
+    sch = tir.Schedule(func)
+    (k,) = sch.get_loops("B")
+    _, inner = sch.split(k, factors=[None, 32])
+    u = sch.add_unit_loop(sch.get_loops("B")[0])
+    sch.bind(u, "blockIdx.x")
+    sch.bind(inner, "threadIdx.x")
+    assert "B_red" in str(tir.lower(sch.mod, target="opencl"))  # the threads' partial results
+    assert_same_results(func, sch.mod)
+
+
+def test_add_unit_loop_refuses_the_root_block():
+    sch = tir.Schedule(full_sum())
+    before = sch.mod
+    with pytest.raises(tir.ScheduleError) as info:
+        sch.add_unit_loop(sch.get_block("root"))
+    assert type(info.value).__name__ == "RootBlockError"
+    assert "block 'root' is the root block" in str(info.value)
     assert sch.mod.same_as(before)

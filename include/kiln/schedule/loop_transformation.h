@@ -1,5 +1,5 @@
-// Loop transformations: split, fuse and reorder. They change the loop nest above blocks and
-// rewrite the blocks' iterator bindings; the blocks themselves are unchanged.
+// Loop transformations: split, fuse, reorder and add_unit_loop. They change the loop nest above
+// blocks and rewrite the blocks' iterator bindings; the blocks themselves are unchanged.
 #pragma once
 
 #include <optional>
@@ -49,5 +49,15 @@ RV fuse(Schedule& sch, const std::vector<RV>& loops, bool preserve_unit_iters = 
 //     output point (LoopIterTypeError).
 //  4. No loop's extent depends on a loop that would move outside of it (LoopDependenceError).
 void reorder(Schedule& sch, const std::vector<RV>& ordered_loops);
+
+// Adds a loop of extent 1 directly above a block (inside the block's loops) or above a loop:
+//   with T.block("B"):        ==>   for u in range(1):
+//     B[()] = B[()] + A[vk]           with T.block("B"): B[()] = B[()] + A[vk]
+// No iterator uses the new loop; it gives a block without spatial loops (a reduction to one
+// value, a 0-d element-wise block) a loop to bind to blockIdx.x on GPU targets.
+// Preconditions:
+//  1. A block given is not the root block (RootBlockError).
+// Returns the new loop.
+RV add_unit_loop(Schedule& sch, const RV& block_or_loop);
 
 }  // namespace kiln::schedule

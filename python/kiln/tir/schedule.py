@@ -85,6 +85,7 @@ _ERROR_DOCS = {
                                   "carry over.",
     "NotAConsumerError": "A block given as a consumer does not read the buffer.",
     "BlockPredicateError": "The block's predicate is not implied by its iterators' domains.",
+    "RootBlockError": "The primitive does not apply to the root block.",
 }
 
 _error_classes = {}

@@ -34,7 +34,16 @@ threads, and a product's shared tiles fit target.max_shared_memory_per_block.
    cross-thread reduction as in step 3 (an element-wise consumer, a mean's division or a
    bias, reads it as a statistic per row: step 3 computes both in one thread block); the
    others (over outer axes, pooling windows, argmax, whose two values threads cannot combine)
-   give each thread one output, accumulated in a register.
+   give each thread one output, accumulated in a register. A reduction to one value (every
+   axis reduced, sum(x), max(x), mean(x), with or without keepdims) runs in two kernels, as
+   TVM users write it: its reduction loop is split into (steps, thread blocks, threads) and
+   rfactor over the thread blocks gives each block a slice that its threads reduce across
+   threads (each thread striding over the slice, so that neighbouring threads read
+   neighbouring elements) into a partial result; then one thread block reduces the partial
+   results across its threads. The blocks are as many as give each thread
+   MIN_PARTIAL_STEPS elements, at most the threads of a block, so a short input (up to
+   threads * MIN_PARTIAL_STEPS elements) gets one thread block striding over it and one
+   kernel. The last slice is guarded where the length is not a multiple (or is symbolic).
 5. Every other block (element-wise, broadcast, transforms): its loops fused, split by the
    thread count and bound to blockIdx.x and threadIdx.x.
 
@@ -42,9 +51,10 @@ Nothing is vectorized (sch.vectorize would give vector memory accesses on GPU ta
 
 The schedule is lowered for the target before it is returned. A block whose schedule the
 lowering refuses (a reduction its threads cannot combine, shared memory over the limit) gets
-the simpler schedule of a later step, down to one thread per output. A block without a
-spatial loop to bind (a 0-d element-wise block, a reduction to a single value) has no GPU
-schedule: KilnValueError names it.
+the simpler schedule of a later step, down to one thread per output. A 0-d element-wise block
+(a mean's division) gets one thread (add_unit_loop gives it loops to bind). A reduction to one
+value that threads cannot combine (argmax over all elements) has no GPU schedule:
+KilnValueError names it.
 """
 import re
 
@@ -70,6 +80,11 @@ MIN_CROSS_THREAD_EXTENT = 16
 # block tiles would leave most of the GPU idle. It is a reduction like others (step 4), each
 # output reduced across threads when the operands are read along the reduction.
 MIN_TILE_ROWS = 4
+# A reduction to one value gets as many thread blocks as give each thread this many elements
+# (at most the threads of the one block that reduces their partial results): fewer blocks
+# would leave a GPU's multiprocessors idle, more would make threads that do little but wait
+# at the barriers of the cross-thread reduction.
+MIN_PARTIAL_STEPS = 16
 
 
 def gpu_schedule(func, target):
@@ -322,8 +337,14 @@ class _Scheduler:
         return copies
 
     def schedule_reduction(self, name):
-        """Step 4: across threads when the reduction reads rows, else one output per thread
-        in a register, else one output per thread."""
+        """Step 4: a reduction to one value in two stages, else in one thread block; across
+        threads when the reduction reads rows, else one output per thread in a register, else
+        one output per thread."""
+        if self.reduces_to_one_value(name):
+            if self.attempt(name, "two_stages", self.reduce_to_one_value, True):
+                return
+            if self.attempt(name, "one_block", self.reduce_to_one_value, False):
+                return
         if self.reduces_rows(name) and self.attempt(name, "cross_thread", self.reduce_rows):
             return
         if self.attempt(name, "local", self.reduce_per_thread, True):
@@ -333,8 +354,7 @@ class _Scheduler:
     def reduces_rows(self, name):
         """Whether a cross-thread reduction suits the block: its update combines across
         threads, and it reduces the innermost axis of what it reads over enough elements.
-        (Not a single value: the lowering combines threads only under a loop bound to
-        blockIdx, which a reduction loop cannot be.)"""
+        (Not a single value: reduce_to_one_value schedules those.)"""
         if not is_simple_reduction(self.sch, self.sch.get_block(name)):
             return False
         info = block_info(self.sch, name)
@@ -346,6 +366,65 @@ class _Scheduler:
         reduce = set(info.reduce)
         return all(load.last_uses and load.last_uses <= reduce
                    for load in info.loads if load.uses & reduce)
+
+    def reduces_to_one_value(self, name):
+        """Whether the block reduces every axis (its spatial loops, if any, have extent 1)
+        with an update that threads can combine."""
+        if not is_simple_reduction(self.sch, self.sch.get_block(name)):
+            return False
+        info = block_info(self.sch, name)
+        return bool(info.reduce) and all(info.extents[p] == 1 for p in info.spatial)
+
+    def reduce_to_one_value(self, sch, name, two_stages):
+        """A reduction to one value across the threads of thread blocks that each reduce a
+        slice into a partial result (rfactor), then across the threads of one block that
+        reduces the partial results; across the threads of one block striding over the input
+        when two_stages is false or the input is short."""
+        self.inline_guards(sch, name)
+        info = block_info(sch, name)
+        loops = _checked_loops(sch, name, info)
+        count = len(info.spatial)
+        length = product_of([info.extents[p] for p in info.reduce])
+        threads = self.row_threads(length)
+        blocks = self.partial_blocks(length, threads) if two_stages else 1
+        reduce = loops[count:]
+        fused = sch.fuse(*reduce) if len(reduce) > 1 else reduce[0]
+        if blocks == 1:
+            # Element s * threads + t to thread t: neighbouring threads read neighbours.
+            steps, thread = sch.split(fused, factors=[None, threads])
+            sch.reorder(thread, steps)
+            self.bind_one_block(sch, loops[:count], thread)
+            return [name]
+        # Element (s * blocks + b) * threads + t to thread t of block b.
+        steps, block, thread = sch.split(fused, factors=[None, blocks, threads])
+        sch.reorder(block, thread, steps)
+        partial = sch.get(sch.rfactor(block, factor_axis=count)).name_hint
+        outer = loops[:count] + [block]
+        sch.bind(sch.fuse(*outer) if len(outer) > 1 else block, "blockIdx.x")
+        sch.bind(thread, "threadIdx.x")
+        # The write-back: the (unit) spatial loops, then one loop over the partial results.
+        final = sch.get_loops(name)
+        self.bind_one_block(sch, final[:-1], final[-1])
+        return [name, partial]
+
+    def partial_blocks(self, length, threads):
+        """The thread blocks that reduce slices of a reduction of length elements (None:
+        symbolic) with threads threads each: MIN_PARTIAL_STEPS elements per thread, at most
+        as many blocks as one block has threads."""
+        if length is None:
+            return self.threads
+        return max(1, min(self.threads, -(-length // (threads * MIN_PARTIAL_STEPS))))
+
+    @staticmethod
+    def bind_one_block(sch, units, thread):
+        """Binds the loops units (of extent 1; none: a new unit loop) to blockIdx.x and the
+        loop thread to threadIdx.x: one thread block."""
+        if units:
+            block = sch.fuse(*units) if len(units) > 1 else units[0]
+        else:
+            block = sch.add_unit_loop(thread)
+        sch.bind(block, "blockIdx.x")
+        sch.bind(thread, "threadIdx.x")
 
     def reduce_rows(self, sch, name):
         """A cross-thread reduction: each row (output element) to a thread block, or a
@@ -368,10 +447,10 @@ class _Scheduler:
         count = len(info.spatial)
         if count == 0:
             raise KilnValueError(
-                "it reduces to a single value, so it has no spatial loop to bind to blockIdx "
-                "or threadIdx, and the GPU lowering combines a reduction across threads only "
-                "under a loop bound to blockIdx; keep the reduced axes (keepdims=True) to give "
-                "it one")
+                "it reduces to a single value with an update that GPU threads cannot combine "
+                "(only sums, products, maxima and minima of one value can be, not argmax), "
+                "and one thread would reduce the whole input alone; keep an axis (reduce "
+                "rows, then the row results) to give it threads")
         if not in_register:
             self.bind_flat(sch, loops[:count])
             return [name]
@@ -447,8 +526,9 @@ class _Scheduler:
     def schedule_injective(self, sch, name):
         """Step 5: all the loops fused and bound to blockIdx.x and threadIdx.x."""
         loops = sch.get_loops(name)
-        if not loops:
-            raise KilnValueError("it has no loop to bind to GPU threads (a single value)")
+        if not loops:  # a single value: one thread of one block
+            self.bind_one_block(sch, [], sch.add_unit_loop(name))
+            return [name]
         self.bind_flat(sch, loops)
         return [name]
 

@@ -22,9 +22,10 @@ def default_schedule(func, target="llvm", tensor_intrinsics=None):
     For a GPU ("cuda", "opencl"): element-wise stages inlined; matrix products and convolutions
     tiled for thread blocks, each thread accumulating a register tile, the operands' tiles
     staged in shared memory by all the block's threads; softmax, the norms and row reductions
-    one row per thread block with cross-thread reductions; every other block's loops fused
-    and bound to blockIdx.x and threadIdx.x. Thread counts and shared tiles are sized by the
-    target's max_threads_per_block and max_shared_memory_per_block.
+    one row per thread block with cross-thread reductions, a reduction to one value in two
+    kernels (thread blocks reducing slices, then one block their results); every other
+    block's loops fused and bound to blockIdx.x and threadIdx.x. Thread counts and shared
+    tiles are sized by the target's max_threads_per_block and max_shared_memory_per_block.
 
     Works for any function of te.compute blocks, symbolic shapes included: a step that does
     not apply is skipped, so the schedule builds wherever the unscheduled function builds (for

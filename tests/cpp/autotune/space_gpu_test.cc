@@ -1,8 +1,8 @@
-// The GPU design space: which workloads get the sketches of auto_bind and cross_thread_reduction,
-// that the thread counts they draw respect the target's limit, and that the postprocessor
-// verify_gpu_code refuses, under a counted reason, a block left unbound, a kernel with too many
-// threads and one with too much shared memory. No device is needed: the targets give their
-// limits. tests/python/test_autotune_space_gpu.py runs the candidates on an OpenCL device.
+// The GPU design space: which workloads get the sketches of auto_bind and cross_thread_reduction
+// (a scalar sum among them), that the thread counts they draw respect the target's limit, and that
+// the postprocessor verify_gpu_code refuses, under a counted reason, a block left unbound, a kernel
+// with too many threads and one with too much shared memory. No device is needed: the targets give
+// their limits. tests/python/test_autotune_space_gpu.py runs the candidates on an OpenCL device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -110,15 +110,27 @@ TEST(GpuSpace, AMatmulOrManyShortRowsGetNoCrossThreadSketch) {
   }
 }
 
-TEST(GpuSpace, AScalarSumIsRefusedAsUnbound) {
-  // No spatial loop to bind, neither one element per thread nor one per thread block: the GPU
-  // space has no candidate for it, and says why.
+TEST(GpuSpace, AScalarSumGetsOneThreadOneBlockAndTwoStageSketches) {
+  // No spatial loop: auto_bind runs the block as it is in one thread of one block (unit loops),
+  // cross_thread_reduction gives one block of threads striding over the input, and two stages
+  // (rfactor over a sampled number of thread blocks, one block reducing their partial results).
   TuneTask task = make_task(row_sum(0, 4096), "opencl");
   SpaceGenerator space(task, {});
-  ASSERT_EQ(space.sketches().size(), 1u);
-  EXPECT_FALSE(space.sample(0, 1));
-  EXPECT_FALSE(space.sample(0, 2));
-  EXPECT_EQ(space.rejections().at("postproc verify_gpu_code: UnboundBlockError"), 2);
+  ASSERT_EQ(space.sketches().size(), 3u);
+  EXPECT_EQ(count_of(space.sketches()[0], "add_unit_loop"), 2u);
+  EXPECT_EQ(count_of(space.sketches()[1], "add_unit_loop"), 1u);
+  EXPECT_EQ(count_of(space.sketches()[1], "rfactor"), 0u);
+  EXPECT_EQ(count_of(space.sketches()[2], "rfactor"), 1u);
+  EXPECT_EQ(count_of(space.sketches()[2], "bind"), 4u);
+  for (int sketch = 0; sketch < 3; ++sketch) {
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      EXPECT_TRUE(space.sample(sketch, seed)) << sketch << " " << seed;
+    }
+  }
+  EXPECT_TRUE(space.rejections().empty());
+  // A short one: no two stages.
+  TuneTask short_task = make_task(row_sum(0, 8), "opencl");
+  EXPECT_EQ(SpaceGenerator(short_task, {}).sketches().size(), 2u);
 }
 
 // The class of the ScheduleError verify_gpu_code raises for `mod` on `target`, "" for none.

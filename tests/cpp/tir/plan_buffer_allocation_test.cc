@@ -166,5 +166,33 @@ TEST(PlanBufferAllocation, RespectsGpuScopes) {
   expect_same_results(f, after);
 }
 
+// A "shared" buffer goes under a blockIdx loop even without a block with iterators between
+// them (the cross-thread reduction of a value, under a unit loop): each thread block has its
+// own, so no value crosses that loop's iterations through it. It stays outside threadIdx.x.
+TEST(PlanBufferAllocation, MovesSharedIntoABlockIdxLoopWithoutBlocks) {
+  Ref<Buffer> a = buffer({4}, "A");
+  Ref<Buffer> b = buffer({1}, "B");
+  Ref<Buffer> s = buffer({4}, "S", DataType::float32(), "shared");
+  Ref<Var> u = make_var("u"), tx = make_var("tx"), tx2 = make_var("tx2");
+  Stmt load = thread_loop(tx, 4, "threadIdx.x", buffer_store(s, buffer_load(a, {tx}), {tx}));
+  Stmt store = thread_loop(tx2, 4, "threadIdx.x", buffer_store(b, buffer_load(s, {c(3)}), {c(0)}));
+  Ref<PrimFunc> f =
+      make_func({a, b}, root(thread_loop(u, 1, "blockIdx.x", seq({load, store})), {s}));
+  Ref<PrimFunc> after = plan_buffer_allocation(f);
+  EXPECT_EQ(to_script(after->body), R"(with T.block("root"):
+    T.reads()
+    T.writes()
+    for u in T.thread_binding(1, thread="blockIdx.x"):
+        with T.block(""):
+            T.reads()
+            T.writes()
+            S = T.alloc_buffer((4,), "float32", scope="shared")
+            for tx in T.thread_binding(4, thread="threadIdx.x"):
+                S[tx] = A[tx]
+            for tx2 in T.thread_binding(4, thread="threadIdx.x"):
+                B[0] = S[3])");
+  expect_same_results(f, after);
+}
+
 }  // namespace
 }  // namespace kiln::tir::testing
