@@ -119,12 +119,11 @@ py::object from_attr_value(const Expr& value) {
 
 // --- Typed arguments -------------------------------------------------------------------------
 
-namespace {
-
-// "param[index]", naming one entry of a list argument in messages.
 std::string entry_name(const char* param, size_t index) {
   return std::string(param) + "[" + std::to_string(index) + "]";
 }
+
+namespace {
 
 bool is_list_or_tuple(py::handle obj) {
   return py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj);

@@ -49,6 +49,9 @@ ir::Expr to_attr_value(pybind11::handle obj, const char* api);
 // An Expr annotation value back to a Python int, float, str or the Expr itself.
 pybind11::object from_attr_value(const ir::Expr& value);
 
+// "param[index]", naming one entry of a list argument in messages.
+std::string entry_name(const char* param, size_t index);
+
 // --- Typed arguments -------------------------------------------------------------------------
 // Each takes the argument `param` of `api` and raises the kType error above for an object of
 // another kind. None is refused unless the name says optional.
