@@ -2,6 +2,8 @@
 // ramps absorb additions and constant factors, and division and remainder of a ramp by a
 // constant become a broadcast or a ramp when every lane shares the quotient or the remainder's
 // structure (`ramp(x*4, 1, 4) // 4` is `broadcast(x, 4)`).
+#include <numeric>
+
 #include "src/arith/int_math.h"
 #include "src/arith/rewrite_simplify.h"
 
@@ -151,13 +153,16 @@ Expr RewriteSimplifier::rewrite_vector(const Expr& e) {
     if (!is_div) return resimplify(broadcast(floormod(base, bb->value), lanes));
     return resimplify(ramp(floordiv(base, bb->value), make_const(base->dtype, *s / *c), lanes));
   }
-  // Every lane in one period of c: base = coeff*k + r with c | coeff and r + s*(n-1) < c.
+  // Every lane in one period of c: base = coeff*k + b, so base mod c is b mod g plus a multiple
+  // of g = gcd(coeff, c) (g = c for a constant base); no lane crosses a multiple of c when
+  // (b mod g) + s*(n-1) < g (`ramp(i*8 + 64, 1, 8) % 128` is `ramp((i*8 + 64) % 128, 1, 8)`).
   ModularSet m = impl_->modular(base);
   std::optional<int64_t> last = checked_mul(*s, lanes - 1);
-  if (*s >= 0 && last && m.coeff % *c == 0) {
-    int64_t r = floormod_int(m.base, *c);
+  if (*s >= 0 && last && m.coeff >= 0) {
+    int64_t g = std::gcd(m.coeff, *c);
+    int64_t r = floormod_int(m.base, g);
     std::optional<int64_t> top = checked_add(r, *last);
-    if (top && *top < *c) {
+    if (top && *top < g) {
       if (is_div) return resimplify(broadcast(floordiv(base, bb->value), lanes));
       return resimplify(ramp(floormod(base, bb->value), ra->stride, lanes));
     }

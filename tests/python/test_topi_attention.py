@@ -3,6 +3,8 @@ NumPy: rotate-half (Hugging Face's apply_rotary_pos_emb) and interleaved RoPE wi
 position offset, attention with scale, causal masks (top-left and bottom-right for a KV cache
 of symbolic length), boolean and additive masks, grouped-query heads (repeat_interleave), a fully
 masked row (zeros), float16 inputs, and the (batch, seq, heads, dim) layout of attention."""
+import re
+
 import numpy as np
 import pytest
 
@@ -63,6 +65,32 @@ def test_rope_interleaved(rng):
     x = rand(rng, 1, 2, 6, 8)
     check([X], topi.nn.rope(X, offset=3, interleaved=True), [x],
           rope_interleaved_ref(x.astype("float64"), 3 + np.arange(6)), atol=2e-6)
+
+
+def test_rope_interleaved_partial_rotary_dim_with_an_odd_feature_count(rng):
+    # Features from rotary_dim on pass through; the last one has no partner in the tensor.
+    X = te.placeholder((1, 2, 5, 9), name="X")
+    x = rand(rng, 1, 2, 5, 9)
+    ref = x.astype("float64").copy()
+    ref[..., :6] = rope_interleaved_ref(ref[..., :6], np.arange(5))
+    check([X], topi.nn.rope(X, interleaved=True, rotary_dim=6), [x], ref, atol=2e-6)
+
+
+def test_rope_default_schedule_reads_contiguous_vectors():
+    # The cosines and sines are tables computed once per (position, pair), and the rotate-half
+    # partner index (d + half) % dim keeps a vector of features contiguous: every load of x
+    # and of the tables in the lowered rotation is a ramp (no lane-by-lane gather).
+    from kiln import tir
+    X = te.placeholder((2, 4, 16, 64), name="X")
+    func = te.create_prim_func([X, topi.nn.rope(X)])
+    target = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell"  # 8 float32 lanes
+    lowered = str(tir.lower(topi.default_schedule(func, target=target).mod))
+    rotation = [line for line in lowered.splitlines() if "T_rope_1[" in line]
+    assert len(rotation) == 1, lowered
+    loads = re.findall(r"(X_1|T_rope_cos|T_rope_sin)\[([^\[\]]*(?:\[[^\]]*\])?[^\[\]]*)\]",
+                       rotation[0])
+    assert len(loads) == 4, rotation[0]
+    assert all(index.startswith("T.Ramp(") for _, index in loads), loads
 
 
 def sdpa_ref(q, k, v, mask=None, causal=None, scale=None):

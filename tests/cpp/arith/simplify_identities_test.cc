@@ -405,6 +405,16 @@ TEST_F(SimplifyIdentities, Vectors) {
        broadcast(t, 4)},
       {"ramp(i*8, 1, 8) // 8 with i in [0, 8)",
        floordiv(ramp(i * 8, i32(1), 8), broadcast(i32(8), 8)), broadcast(i, 8)},
+      // The lanes stay in one period of 16 when the base is a multiple of 4 (gcd(4, 16) = 4)
+      // plus at most 4 - 4: a rotation by half a period, as RoPE's partner feature.
+      {"ramp(x*4 + 8, 1, 4) % 16", floormod(ramp(x * 4 + 8, i32(1), 4), broadcast(i32(16), 4)),
+       ramp(floormod(x * 4 + 8, 16), i32(1), 4)},
+      {"ramp(x*4 + 8, 1, 4) // 16", floordiv(ramp(x * 4 + 8, i32(1), 4), broadcast(i32(16), 4)),
+       broadcast(floordiv(x * 4 + 8, 16), 4)},
+      // A base of 4k + 2 may put lanes on both sides of a multiple of 16: no ramp.
+      {"ramp(x*4 + 2, 1, 4) % 16 stays",
+       floormod(ramp(x * 4 + 2, i32(1), 4), broadcast(i32(16), 4)),
+       floormod(ramp(x * 4 + 2, i32(1), 4), broadcast(i32(16), 4))},
   });
 }
 

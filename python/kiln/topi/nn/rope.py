@@ -76,22 +76,26 @@ def rope(x, theta=10000.0, offset=0, seq_axis=-2, interleaved=False, rotary_dim=
 
     def fcompute(*i):
         d = i[-1]
+        # The partner of feature d and the sign of its term, in index arithmetic without
+        # conditions where the form allows (a vector of features then reads contiguous
+        # partners). Features past rotary_dim read in-bounds entries; their result is the value.
         if interleaved:
-            pair_index = te.floordiv(d, 2)
             is_first = te.floormod(d, 2) == 0
-            partner = te.if_then_else(is_first, d + 1, d - 1)
+            pair_index = te.floordiv(d, 2)
+            partner = d + 1 - 2 * te.floormod(d, 2)
+            if rotary_dim < head_dim:
+                pair_index = te.min(pair_index, half - 1)
+                partner = te.min(partner, head_dim - 1)
         else:
             is_first = d < half
-            pair_index = te.if_then_else(is_first, d, d - half)
-            partner = te.if_then_else(is_first, d + half, d - half)
-        # Features past rotary_dim read pair half - 1 and partner rotary_dim - 1, in bounds;
-        # their result is the value itself.
-        pair_index = te.min(pair_index, half - 1)
+            pair_index = te.floormod(d, half)
+            partner = te.floormod(d + half, rotary_dim)
+        sign = te.if_then_else(is_first, te.const(-1.0, acc), te.const(1.0, acc))
         value = x[i].astype(acc)
-        other = x[tuple(i[:-1]) + (te.min(partner, rotary_dim - 1),)].astype(acc)
+        other = x[tuple(i[:-1]) + (partner,)].astype(acc)
         position = i[seq_axis]
         rotated = (value * cos[position, pair_index]
-                   + te.if_then_else(is_first, -other, other) * sin[position, pair_index])
+                   + sign * other * sin[position, pair_index])
         if rotary_dim < head_dim:
             rotated = te.if_then_else(d < rotary_dim, rotated, value)
         return rotated.astype(x.dtype)
