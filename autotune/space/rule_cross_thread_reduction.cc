@@ -72,15 +72,8 @@ class CrossThreadReduction : public ScheduleRule {
     try {
       // Step 2. The reduction loop (the reduction loops fused) split into the threads (outer,
       // as lower_cross_thread_reduction wants them) and the steps of each thread.
-      RV block = schedule::get_block(result, block_name);
-      std::vector<RV> loops = schedule::get_loops(result, block);
-      std::vector<RV> spatial_loops(loops.begin(), loops.begin() + num_spatial);
-      std::vector<RV> reduce_loops(loops.begin() + num_spatial, loops.end());
-      RV reduction =
-          reduce_loops.size() == 1 ? reduce_loops[0] : schedule::fuse(result, reduce_loops);
-      std::vector<int64_t> counts = gpu_thread_counts(context_.task->target, 16, 512, reduce);
-      RV threads =
-          schedule::sample_categorical(result, counts, std::vector<double>(counts.size(), 1.0));
+      auto [block, spatial_loops, reduction, threads] =
+          fuse_reduction(result, block_name, num_spatial, reduce);
       std::vector<RV> parts = schedule::split(result, reduction, {threads, std::monostate{}});
       schedule::bind_loop(result, parts[0], "threadIdx.x");
       // Step 3. One thread block per output element.
@@ -96,6 +89,28 @@ class CrossThreadReduction : public ScheduleRule {
   }
 
  private:
+  // The block, its spatial loops (the first num_spatial), its reduction loops fused into one,
+  // and a sampled count of threads for that loop.
+  struct ReductionLoops {
+    RV block;
+    std::vector<RV> spatial;
+    RV reduction;
+    RV threads;
+  };
+  ReductionLoops fuse_reduction(schedule::Schedule& sch, const std::string& block_name,
+                                size_t num_spatial, int64_t reduce) const {
+    ReductionLoops r;
+    r.block = schedule::get_block(sch, block_name);
+    std::vector<RV> loops = schedule::get_loops(sch, r.block);
+    r.spatial.assign(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(num_spatial));
+    std::vector<RV> reduce_loops(loops.begin() + static_cast<std::ptrdiff_t>(num_spatial),
+                                 loops.end());
+    r.reduction = reduce_loops.size() == 1 ? reduce_loops[0] : schedule::fuse(sch, reduce_loops);
+    std::vector<int64_t> counts = gpu_thread_counts(context_.task->target, 16, 512, reduce);
+    r.threads = schedule::sample_categorical(sch, counts, std::vector<double>(counts.size(), 1.0));
+    return r;
+  }
+
   // The sketches of a reduction to one value (spatial loops, num_spatial of them, of extent 1):
   // the block as it is (auto_bind gives it one thread), one thread block, and two stages (not
   // for fewer than kMinReduction steps).
@@ -110,16 +125,9 @@ class CrossThreadReduction : public ScheduleRule {
         // Step 1. The reduction loops fused, split into steps, thread blocks (two stages) and
         // threads: element (s * blocks + b) * threads + t, so that neighbouring threads read
         // neighbouring elements.
-        RV block = schedule::get_block(result, block_name);
-        std::vector<RV> loops = schedule::get_loops(result, block);
-        std::vector<RV> spatial_loops(loops.begin(), loops.begin() + num_spatial);
-        std::vector<RV> reduce_loops(loops.begin() + num_spatial, loops.end());
-        RV reduction =
-            reduce_loops.size() == 1 ? reduce_loops[0] : schedule::fuse(result, reduce_loops);
+        auto [block, spatial_loops, reduction, threads] =
+            fuse_reduction(result, block_name, num_spatial, reduce);
         const codegen::Target& target = context_.task->target;
-        std::vector<int64_t> counts = gpu_thread_counts(target, 16, 512, reduce);
-        RV threads =
-            schedule::sample_categorical(result, counts, std::vector<double>(counts.size(), 1.0));
         if (!two_stages) {
           std::vector<RV> parts = schedule::split(result, reduction, {std::monostate{}, threads});
           schedule::reorder(result, {parts[1], parts[0]});

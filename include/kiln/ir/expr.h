@@ -94,25 +94,6 @@ struct BinaryNode : ExprNode {
     KILN_NODE_KIND(Name)                                                                           \
     Name(DataType dtype, Expr a, Expr b) : BinaryNode(kKind, dtype, std::move(a), std::move(b)) {} \
   };
-// The binary node kinds, X(Name) for each: arithmetic, comparisons, logical.
-#define KILN_BINARY_NODE_LIST(X) \
-  X(Add)                         \
-  X(Sub)                         \
-  X(Mul)                         \
-  X(Div)                         \
-  X(Mod)                         \
-  X(FloorDiv)                    \
-  X(FloorMod)                    \
-  X(Min)                         \
-  X(Max)                         \
-  X(EQ)                          \
-  X(NE)                          \
-  X(LT)                          \
-  X(LE)                          \
-  X(GT)                          \
-  X(GE)                          \
-  X(And)                         \
-  X(Or)
 KILN_BINARY_NODE_LIST(KILN_DECLARE_BINARY)
 #undef KILN_DECLARE_BINARY
 

@@ -9,6 +9,26 @@
 
 namespace kiln::ir {
 
+// The binary expression kinds (BinaryNode, expr.h): arithmetic, comparisons, logical.
+#define KILN_BINARY_NODE_LIST(X) \
+  X(Add)                         \
+  X(Sub)                         \
+  X(Mul)                         \
+  X(Div)                         \
+  X(Mod)                         \
+  X(FloorDiv)                    \
+  X(FloorMod)                    \
+  X(Min)                         \
+  X(Max)                         \
+  X(EQ)                          \
+  X(NE)                          \
+  X(LT)                          \
+  X(LE)                          \
+  X(GT)                          \
+  X(GE)                          \
+  X(And)                         \
+  X(Or)
+
 // Every expression kind, in a fixed order. Adding a kind here and a struct in expr.h is all the
 // dispatch needs; the visitors and mutators are generated from this list.
 #define KILN_EXPR_NODE_LIST(X) \
@@ -16,23 +36,7 @@ namespace kiln::ir {
   X(FloatImm)                  \
   X(StringImm)                 \
   X(Var)                       \
-  X(Add)                       \
-  X(Sub)                       \
-  X(Mul)                       \
-  X(Div)                       \
-  X(Mod)                       \
-  X(FloorDiv)                  \
-  X(FloorMod)                  \
-  X(Min)                       \
-  X(Max)                       \
-  X(EQ)                        \
-  X(NE)                        \
-  X(LT)                        \
-  X(LE)                        \
-  X(GT)                        \
-  X(GE)                        \
-  X(And)                       \
-  X(Or)                        \
+  KILN_BINARY_NODE_LIST(X)     \
   X(Not)                       \
   X(Select)                    \
   X(Cast)                      \
