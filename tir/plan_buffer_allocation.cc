@@ -133,8 +133,8 @@ class AccessCollector : public IRVisitor {
     // Each thread block has its own shared and local memory: no value crosses the iterations
     // of a blockIdx loop through them (a cross-thread reduction to one value, under a unit loop
     // bound to blockIdx.x and no block with iterators, keeps its buffer in the kernel so).
-    if (loop->kind == ForKind::kThreadBinding && loop->thread_tag.rfind("blockIdx.", 0) == 0 &&
-        (scope == "local" || is_shared_scope(scope))) {
+    // (A thread loop that may hold the buffer at all holds only local and shared ones.)
+    if (loop->kind == ForKind::kThreadBinding && loop->thread_tag.rfind("blockIdx.", 0) == 0) {
       return true;
     }
     bool under_block = false;

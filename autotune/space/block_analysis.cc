@@ -144,23 +144,31 @@ BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name) {
   return result;
 }
 
+std::optional<double> loop_runs(schedule::Schedule& sch, const std::string& name) {
+  const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+  if (loc == nullptr) return std::nullopt;
+  double runs = 1;
+  for (const For* loop : loc->loops) {
+    const int64_t* extent = as_const_int(loop->extent);
+    if (extent == nullptr) return std::nullopt;
+    runs *= static_cast<double>(*extent);
+  }
+  return runs;
+}
+
 bool recomputes_reduction(schedule::Schedule& sch, const std::string& name) {
   const schedule::BlockLocation* loc = sch.index("main").find_block(name);
   if (loc == nullptr) return false;
   bool reduction = false;
-  double iterations = 1, runs = 1;
+  double iterations = 1;
   for (const IterVar& iv : loc->block->iter_vars) {
     const int64_t* extent = as_const_int(iv.dom.extent);
     if (extent == nullptr) return false;
     iterations *= static_cast<double>(*extent);
     reduction = reduction || iv.type != IterType::kDataPar;
   }
-  for (const For* loop : loc->loops) {
-    const int64_t* extent = as_const_int(loop->extent);
-    if (extent == nullptr) return false;
-    runs *= static_cast<double>(*extent);
-  }
-  return reduction && runs >= 2 * iterations;
+  std::optional<double> runs = loop_runs(sch, name);
+  return reduction && runs && *runs >= 2 * iterations;
 }
 
 bool in_another_reduction_loop(schedule::Schedule& sch, const std::string& name) {

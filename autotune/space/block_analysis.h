@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name);
 // Whether the block `name` calls an external C function (te.extern): it is fixed, and no rule
 // or postprocessor changes it (no tiling, no inlining into or out of it, no compute location).
 bool is_extern_block(schedule::Schedule& sch, const std::string& name);
+// How often the body of block `name` runs: the product of the extents of the loops around it
+// (nullopt where one is not a constant, or there is no such block).
+std::optional<double> loop_runs(schedule::Schedule& sch, const std::string& name);
+
 // Whether the reduction block `name` runs each of its iterations twice or more: the loops around
 // it iterate at least twice as often as its iterators do, as when compute_at put it under a loop
 // of its consumer that its result does not depend on (a row sum under the loop over columns).

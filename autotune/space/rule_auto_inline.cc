@@ -12,7 +12,6 @@
 // always inlined.)
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
-#include "kiln/ir/op.h"
 #include "kiln/schedule/compute_inline.h"
 #include "kiln/schedule/getters.h"
 
@@ -44,27 +43,17 @@ class AutoInline : public ScheduleRule {
       std::vector<schedule::RV> consumers =
           schedule::get_consumers(probe, schedule::get_block(probe, block_name));
       if (consumers.size() >= 2) return {result, sch};
-      const std::string consumer = probe.block(consumers.at(0), "auto_inline").block->name;
-      int64_t own = iterations(probe, block_name), theirs = iterations(probe, consumer);
-      if (own > 0 && theirs > own) return {result, sch};
+      if (consumers.size() == 1) {
+        std::optional<double> own = loop_runs(probe, block_name);
+        std::optional<double> theirs =
+            loop_runs(probe, probe.block(consumers[0], "auto_inline").block->name);
+        if (own && theirs && *theirs > *own) return {result, sch};
+      }
     }
     return {result};
   }
 
  private:
-  // The iterations of the loops around block `name` (0 where an extent is not a constant).
-  static int64_t iterations(schedule::Schedule& sch, const std::string& name) {
-    const schedule::BlockLocation* loc = sch.index("main").find_block(name);
-    if (loc == nullptr) return 0;
-    int64_t product = 1;
-    for (const ir::For* loop : loc->loops) {
-      const int64_t* extent = ir::as_const_int(loop->extent);
-      if (extent == nullptr) return 0;
-      product *= *extent;
-    }
-    return product;
-  }
-
   bool gpu_;
 };
 

@@ -391,33 +391,18 @@ def test_intrinsics_declare_their_features():
         tir.TensorIntrin.register("test.dot_4x4_bad", desc, impl, required_features=["+avx2"])
 
 
-@needs_cpu("avx512_vnni")
-def test_tensorize_vnni_runs_through_llvm():
-    func = matmul_u8s8s32()
-    sch, j1 = tiled(func, 16, 4)
-    sch.tensorize(j1, VNNI)
+@pytest.mark.parametrize("intrin, func, lanes", [
+    pytest.param(VNNI, matmul_u8s8s32, 16, marks=needs_cpu("avx512_vnni")),
+    pytest.param(AVXVNNI, matmul_u8s8s32_nc8n4c, 8, marks=needs_cpu("avx_vnni"))])
+def test_tensorize_int8_dot_product_runs_through_llvm(intrin, func, lanes):
+    func = func()
+    sch, j1 = tiled(func, lanes, 4)
+    sch.tensorize(j1, intrin)
     rt = kiln.build(sch.mod, target="llvm -mcpu=native")
     assert "vpdpbusd" in rt.get_source("asm")
     rng = np.random.default_rng(0)
     a = rng.integers(0, 256, size=(32, 64)).astype("uint8")
-    b = rng.integers(-128, 128, size=(4, 16, 16, 4)).astype("int8")
-    expected = np.zeros((32, 64), "int32")
-    tir.interpret(func, a, b, expected)
-    c = np.full((32, 64), 7, "int32")
-    rt["main"](a, b, c)
-    np.testing.assert_array_equal(c, expected)
-
-
-@needs_cpu("avx_vnni")
-def test_tensorize_avxvnni_runs_through_llvm():
-    func = matmul_u8s8s32_nc8n4c()
-    sch, j1 = tiled(func, 8, 4)
-    sch.tensorize(j1, AVXVNNI)
-    rt = kiln.build(sch.mod, target="llvm -mcpu=native")
-    assert "vpdpbusd" in rt.get_source("asm")
-    rng = np.random.default_rng(0)
-    a = rng.integers(0, 256, size=(32, 64)).astype("uint8")
-    b = rng.integers(-128, 128, size=(8, 16, 8, 4)).astype("int8")
+    b = rng.integers(-128, 128, size=(64 // lanes, 16, lanes, 4)).astype("int8")
     expected = np.zeros((32, 64), "int32")
     tir.interpret(func, a, b, expected)
     c = np.full((32, 64), 7, "int32")

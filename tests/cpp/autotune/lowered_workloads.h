@@ -54,6 +54,21 @@ inline Ref<ir::PrimFunc> matmul(int64_t n) {
   return matmul(n, n, n);
 }
 
+// B[i] = sum_k A[i, k] of float32 over `rows` rows (rows = 0: a scalar, B[()] = sum_k A[k]).
+inline Ref<ir::PrimFunc> sum_rows(int64_t rows, int64_t n) {
+  std::vector<Expr> shape = rows > 0 ? std::vector<Expr>{c(rows), c(n)} : std::vector<Expr>{c(n)};
+  te::Tensor a = te::placeholder(shape, ir::DataType::float32(), "A");
+  ir::IterVar k = te::reduce_axis(ir::Range{c(0), c(n)}, "k");
+  std::vector<Expr> out_shape = rows > 0 ? std::vector<Expr>{c(rows)} : std::vector<Expr>{};
+  te::Tensor b = te::compute(
+      out_shape,
+      [&](const std::vector<Ref<ir::Var>>& i) {
+        return te::sum(rows > 0 ? a({i[0], k.var}) : a({k.var}), {k});
+      },
+      "B");
+  return te::create_prim_func({a, b});
+}
+
 // How lowered_matmul schedules the matmul: the loops i, j split by tile_i x tile_j (0: not
 // split) and ordered i_0, j_0, k, i_1, j_1; the accumulators written to a local cache that is
 // copied out under j_0; i_1 unrolled, j_1 vectorized and i_0 parallel when asked.

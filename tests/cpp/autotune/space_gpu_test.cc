@@ -18,21 +18,7 @@ using namespace ir;
 using testing::c;
 using testing::matmul;
 using testing::module_of;
-
-// B[i] = sum_k A[i, k] over `rows` rows (0: the scalar sum of A[k]).
-Ref<PrimFunc> row_sum(int64_t rows, int64_t n) {
-  std::vector<Expr> shape = rows > 0 ? std::vector<Expr>{c(rows), c(n)} : std::vector<Expr>{c(n)};
-  te::Tensor a = te::placeholder(shape, DataType::float32(), "A");
-  IterVar k = te::reduce_axis(Range{c(0), c(n)}, "k");
-  std::vector<Expr> out_shape = rows > 0 ? std::vector<Expr>{c(rows)} : std::vector<Expr>{};
-  te::Tensor b = te::compute(
-      out_shape,
-      [&](const std::vector<Ref<Var>>& i) {
-        return te::sum(rows > 0 ? a({i[0], k.var}) : a({k.var}), {k});
-      },
-      "B");
-  return te::create_prim_func({a, b});
-}
+using testing::sum_rows;
 
 // B[i, j] = A[i, j] + 1.
 Ref<PrimFunc> add_one(int64_t m, int64_t n) {
@@ -79,14 +65,14 @@ TEST(GpuSpace, ThreadCountsStayWithinTheTargetsLimit) {
   TuneTask task = make_task(add_one(64, 64), "opencl -max_threads_per_block=64");
   SpaceGenerator space(task, {});
   EXPECT_EQ(thread_counts(space.sketches()[0]), (std::vector<int64_t>{32, 64}));
-  TuneTask rows_task = make_task(row_sum(4, 4096), "cuda -max_threads_per_block=128");
+  TuneTask rows_task = make_task(sum_rows(4, 4096), "cuda -max_threads_per_block=128");
   SpaceGenerator rows(rows_task, {});
   ASSERT_EQ(rows.sketches().size(), 2u);
   EXPECT_EQ(thread_counts(rows.sketches()[1]), (std::vector<int64_t>{16, 32, 64, 128}));
 }
 
 TEST(GpuSpace, AReductionOfFewLongRowsGetsACrossThreadSketch) {
-  TuneTask task = make_task(row_sum(4, 4096), "opencl");
+  TuneTask task = make_task(sum_rows(4, 4096), "opencl");
   SpaceGenerator space(task, {});
   ASSERT_EQ(space.sketches().size(), 2u);
   // The block as it is, bound one row per thread by auto_bind, and the rows' sums split among
@@ -104,7 +90,7 @@ TEST(GpuSpace, AReductionOfFewLongRowsGetsACrossThreadSketch) {
 }
 
 TEST(GpuSpace, AMatmulOrManyShortRowsGetNoCrossThreadSketch) {
-  for (const Ref<PrimFunc>& func : {matmul(64, 64, 64), row_sum(4096, 64), row_sum(4, 16)}) {
+  for (const Ref<PrimFunc>& func : {matmul(64, 64, 64), sum_rows(4096, 64), sum_rows(4, 16)}) {
     TuneTask task = make_task(func, "opencl");
     EXPECT_EQ(SpaceGenerator(task, {}).sketches().size(), 1u);
   }
@@ -114,7 +100,7 @@ TEST(GpuSpace, AScalarSumGetsOneThreadOneBlockAndTwoStageSketches) {
   // No spatial loop: auto_bind runs the block as it is in one thread of one block (unit loops),
   // cross_thread_reduction gives one block of threads striding over the input, and two stages
   // (rfactor over a sampled number of thread blocks, one block reducing their partial results).
-  TuneTask task = make_task(row_sum(0, 4096), "opencl");
+  TuneTask task = make_task(sum_rows(0, 4096), "opencl");
   SpaceGenerator space(task, {});
   ASSERT_EQ(space.sketches().size(), 3u);
   EXPECT_EQ(count_of(space.sketches()[0], "add_unit_loop"), 2u);
@@ -129,7 +115,7 @@ TEST(GpuSpace, AScalarSumGetsOneThreadOneBlockAndTwoStageSketches) {
   }
   EXPECT_TRUE(space.rejections().empty());
   // A short one: no two stages.
-  TuneTask short_task = make_task(row_sum(0, 8), "opencl");
+  TuneTask short_task = make_task(sum_rows(0, 8), "opencl");
   EXPECT_EQ(SpaceGenerator(short_task, {}).sketches().size(), 2u);
 }
 

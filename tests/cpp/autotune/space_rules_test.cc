@@ -30,21 +30,7 @@ using schedule::Json;
 
 using testing::c;
 using testing::matmul;
-
-// B[i] = sum_k A[i, k] (rows = 0: a scalar, B[()] = sum_k A[k]).
-Ref<PrimFunc> sum_rows(int64_t rows, int64_t n) {
-  std::vector<Expr> shape = rows > 0 ? std::vector<Expr>{c(rows), c(n)} : std::vector<Expr>{c(n)};
-  te::Tensor a = te::placeholder(shape, DataType::float32(), "A");
-  IterVar k = te::reduce_axis(Range{c(0), c(n)}, "k");
-  std::vector<Expr> out_shape = rows > 0 ? std::vector<Expr>{c(rows)} : std::vector<Expr>{};
-  te::Tensor b = te::compute(
-      out_shape,
-      [&](const std::vector<Ref<Var>>& i) {
-        return te::sum(rows > 0 ? a({i[0], k.var}) : a({k.var}), {k});
-      },
-      "B");
-  return te::create_prim_func({a, b});
-}
+using testing::sum_rows;
 
 // relu(A @ B): a tiled reduction feeding an element-wise output.
 Ref<PrimFunc> matmul_relu(int64_t m, int64_t n, int64_t k) {
