@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+import kiln
 from kiln import te, topi
 from topi_helpers import check, rand
 
@@ -169,3 +170,90 @@ def test_attention_in_bshd_layout(rng):
     out = topi.nn.attention(Q, K, V, causal_mask="BottomRight")
     ref = sdpa_ref(*(t.transpose(0, 2, 1, 3) for t in (q, k, v)), causal="bottom_right")
     check([Q, K, V], out, [q, k, v], ref.transpose(0, 2, 1, 3), atol=1e-6, interpret=True)
+
+
+HASWELL = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell"  # 8 float32 lanes, 16 registers
+
+
+def scheduled_attention(shapes, dtype="float32", mask=None, **options):
+    """topi.default_schedule of scaled_dot_product_attention for a Haswell-like target (the
+    schedule's structure is the target's; the vector code runs on any host)."""
+    Q, K, V = (te.placeholder(s, dtype, name=n) for s, n in zip(shapes, ("Q", "K", "V")))
+    inputs = [Q, K, V]
+    if mask is not None:
+        M = te.placeholder(mask.shape, str(mask.dtype), name="M")
+        inputs.append(M)
+        options["attn_mask"] = M
+    out = topi.nn.scaled_dot_product_attention(Q, K, V, **options)
+    func = te.create_prim_func(inputs + [out])
+    return topi.default_schedule(func, target=HASWELL)
+
+
+def score_rows_allocated(sch):
+    """The number of score values the lowered function allocates at once."""
+    from kiln import tir
+    lowered = str(tir.lower(sch.mod))
+    sizes = re.findall(r"T\.allocate\(\((\d+),\), \"float32\"\) as T_attention_score:", lowered)
+    assert len(sizes) == 1, lowered
+    return int(sizes[0])
+
+
+@pytest.mark.parametrize("case", [
+    # (q shape, k/v shape, options, mask kind)
+    ((1, 8, 64, 32), (1, 2, 64, 32), dict(is_causal=True), None),
+    ((2, 4, 24, 16), (2, 4, 48, 16), dict(is_causal=True), None),  # a KV cache longer than q
+    ((1, 4, 1, 64), (1, 1, 96, 64), dict(is_causal=True), None),  # one new token
+    ((1, 2, 16, 8), (1, 2, 32, 8), {}, "bool"),  # with a fully masked row
+    ((1, 2, 16, 8), (1, 2, 32, 8), dict(is_causal=True, scale=0.2), "bias"),
+])
+def test_default_cpu_schedule_computes_attention_row_block_by_row_block(rng, case):
+    # The scores, softmax and weighted sum of a block of query rows are computed together
+    # under one parallel loop: the score buffer holds a block of rows, not all of them, and
+    # the key and value are packed into panels of contiguous columns once.
+    q_shape, kv_shape, options, mask_kind = case
+    q, k, v = rand(rng, *q_shape), rand(rng, *kv_shape), rand(rng, *kv_shape)
+    rows, columns = q_shape[2], kv_shape[2]
+    mask = None
+    if mask_kind == "bool":
+        mask = rng.uniform(size=(rows, columns)) > 0.3
+        mask[3] = False
+    elif mask_kind == "bias":
+        mask = rand(rng, 1, 1, rows, columns, scale=2.0)
+    sch = scheduled_attention((q_shape, kv_shape, kv_shape), mask=mask, **options)
+    script = sch.mod.script()
+    assert script.count("T.parallel") <= 3, script  # the row blocks and the two packings
+    assert 'T.block("K_global")' in script and 'T.block("V_global")' in script, script
+    heads_rows = q_shape[0] * q_shape[1] * rows
+    assert score_rows_allocated(sch) < max(heads_rows * columns, 2 * columns), script
+    out = np.zeros(q_shape, "float32")
+    kiln.build(sch.mod, target="llvm")(*([q, k, v] + ([mask] if mask is not None else [])),
+                                       out)
+    causal = "bottom_right" if options.get("is_causal") else None
+    ref = sdpa_ref(q, k, v, mask=mask, causal=causal, scale=options.get("scale"))
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=2e-6)
+    if mask_kind == "bool":
+        assert np.all(out[:, :, 3] == 0)
+
+
+def test_default_cpu_schedule_of_attention_whose_columns_fit_no_vector_tile(rng):
+    # 36 keys: no tile of whole vectors divides them, so the products are tiled one by one
+    # (the step that fuses rows does not apply) and the result is the same.
+    q, k, v = rand(rng, 1, 2, 12, 16), rand(rng, 1, 1, 36, 16), rand(rng, 1, 1, 36, 16)
+    sch = scheduled_attention((q.shape, k.shape, v.shape), is_causal=True)
+    assert score_rows_allocated(sch) == 2 * 12 * 36
+    out = np.zeros(q.shape, "float32")
+    kiln.build(sch.mod, target="llvm")(q, k, v, out)
+    np.testing.assert_allclose(out, sdpa_ref(q, k, v, causal="bottom_right"), rtol=1e-5,
+                               atol=2e-6)
+
+
+def test_default_cpu_schedule_of_float16_attention_row_blocks(rng):
+    q, k, v = rand(rng, 1, 2, 32, 16), rand(rng, 1, 2, 64, 16), rand(rng, 1, 2, 64, 16)
+    q16, k16, v16 = (t.astype("float16") for t in (q, k, v))
+    sch = scheduled_attention((q.shape, k.shape, v.shape), "float16", is_causal=True)
+    assert score_rows_allocated(sch) < 2 * 32 * 64
+    out = np.zeros(q.shape, "float16")
+    kiln.build(sch.mod, target="llvm")(q16, k16, v16, out)
+    np.testing.assert_allclose(out.astype("float64"),
+                               sdpa_ref(q16, k16, v16, causal="bottom_right"),
+                               rtol=5e-3, atol=5e-3)

@@ -16,6 +16,9 @@ whatever operators built it:
    of a tensor intrinsic whose dot product the block computes over contiguous data (AVX-512
    VNNI on dense_int8's NC16n4c weight, AVX-VNNI on its NC8n4c weight), the tile's dot
    products are tensorized with it, the first of the list that applies.
+   Two such products joined by row-wise stages (attention's scores, softmax and weighted
+   sum) are first computed together, row block by row block, under one parallel loop
+   (cpu_fused_rows.py), with the key and value packed into panels of NR columns.
 3. A spatial block that reads row statistics (the max and sum of a softmax, the mean square of
    an RMSNorm) computes them per row under its own outer loop (compute_at), so that a row is
    read while it is in cache.
@@ -38,6 +41,7 @@ from .. import tir
 from ..error import KilnError, KilnTypeError, KilnValueError, ScheduleError
 from ..target import gemm_blocking
 from ._block_info import is_sum_of_products
+from .cpu_fused_rows import RowFusion
 from ._schedule_steps import (block_info, block_names, fold_epilogues, inline_elementwise,
                               product_of, row_statistics)
 from ._util import const_int
@@ -212,7 +216,14 @@ class _Scheduler:
 
     def run(self):
         self.inline()
+        fused = self.attempt(lambda sch: RowFusion(self, sch).run())
+        if fused:
+            tiled, placed = fused
+            self.tiled |= tiled
+            self.placed |= placed
         for name in self.blocks():
+            if name in self.placed:
+                continue
             if self.sch.get(self.sch.get_block(name)).init is not None:
                 self.attempt(self.vectorize_reduction, name)
         names = self.blocks()

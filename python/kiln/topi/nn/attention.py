@@ -56,7 +56,7 @@ def _attention(query, key, value, attn_mask, causal, scale, api):
     k = te.reduce_axis((0, depth), name="k")
     scores = te.compute(
         score_shape,
-        lambda b, hh, i, j: te.sum(query[b, hh, i, k].astype(acc) * scale
+        lambda b, hh, i, j: te.sum(query[b, hh, i, k].astype(acc)
                                    * key[b, kv_head(hh), j, k].astype(acc), axis=k),
         name="T_attention_score")
 
@@ -77,14 +77,22 @@ def _attention(query, key, value, attn_mask, causal, scale, api):
 
     def masked_score(b, hh, i, j):
         keep, bias = keep_and_bias(b, hh, i, j)
-        s = scores[b, hh, i, j] if bias is None else scores[b, hh, i, j] + bias
+        # The scale multiplies the dot product once, outside the reduction.
+        s = scores[b, hh, i, j] * scale
+        if bias is not None:
+            s = s + bias
         return s, keep
 
     j1 = te.reduce_axis((0, kv_len), name="j")
 
     def visible_max(b, hh, i):
+        # The lowest value for a hidden key, rather than a predicate of the reduction: a
+        # reduction whose body is a plain max is split into vector lanes (rfactor). A row with
+        # no visible key keeps the lowest value and has no weight.
         s, keep = masked_score(b, hh, i, j1)
-        return te.max(s, axis=j1, where=keep)
+        if keep is not None:
+            s = te.if_then_else(keep, s, te.min_value(acc))
+        return te.max(s, axis=j1)
 
     row_max = te.compute([batch, heads, q_len], visible_max, name="T_attention_max")
 
