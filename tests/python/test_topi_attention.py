@@ -222,7 +222,14 @@ def test_default_cpu_schedule_computes_attention_row_block_by_row_block(rng, cas
     sch = scheduled_attention((q_shape, kv_shape, kv_shape), mask=mask, **options)
     script = sch.mod.script()
     assert script.count("T.parallel") <= 3, script  # the row blocks and the two packings
-    assert 'T.block("K_global")' in script and 'T.block("V_global")' in script, script
+    for packed in ("K_global", "V_global"):
+        # Panels of whole vectors: [.., column // NR, reduction index, column % NR].
+        writes = re.search(rf"T\.writes\({packed}\[([^\]]*)\]\)", script)
+        assert writes, script
+        parts = writes.group(1).split(", ")
+        # (a panel as wide as the dimension has index 0 and no remainder)
+        assert len(parts) == 5 and ("//" in parts[-3] or parts[-3] == "0"), parts
+        assert "//" not in parts[-2] and "%" not in parts[-2], parts
     heads_rows = q_shape[0] * q_shape[1] * rows
     assert score_rows_allocated(sch) < max(heads_rows * columns, 2 * columns), script
     out = np.zeros(q_shape, "float32")

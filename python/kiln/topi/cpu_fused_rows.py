@@ -113,18 +113,27 @@ def _walk_vars(expr, visit):
 
 
 def _column_loads(sch, name, column):
-    """(read index, buffer, dimension) for each load of block name whose indices use iterator
-    position column, the dimension being the one indexed by that iterator alone."""
+    """(read index, buffer, dimension, first, rank) for each load of block name (its update's
+    own load aside) with a dimension indexed by iterator position column alone; first is the
+    first dimension whose index uses the column or a reduction iterator."""
     block = sch.get(sch.get_block(name))
     var = block.iter_vars[column].var
+    inner = [iv.var for k, iv in enumerate(block.iter_vars)
+             if k == column or iv.iter_type == "reduce"]
     found = []
+
+    def uses_inner(index):
+        seen = []
+        _walk_vars(index, seen.append)
+        return any(v.same_as(w) for v in seen for w in inner)
 
     def visit(node):
         if isinstance(node, tir.BufferLoad):
             indices = list(node.indices)
             for dim, index in enumerate(indices):
                 if isinstance(index, tir.Var) and index.same_as(var):
-                    found.append((node.buffer, dim, len(indices)))
+                    first = next(d for d, i in enumerate(indices) if uses_inner(i))
+                    found.append((node.buffer, dim, first, len(indices)))
         for attr in ("a", "b", "value"):
             child = getattr(node, attr, None)
             if isinstance(child, tir.PrimExpr):
@@ -132,26 +141,28 @@ def _column_loads(sch, name, column):
 
     visit(block.body.value)
     result = []
-    for buffer, dim, rank in found:
+    for buffer, dim, first, rank in found:
         if any(region.buffer.same_as(buffer) for region in block.writes):
             continue  # the update's own load
         index = next(k for k, region in enumerate(block.reads) if region.buffer.same_as(buffer))
-        result.append((index, buffer, dim, rank))
+        result.append((index, buffer, dim, first, rank))
     return result
 
 
 def _pack_columns(sch, name, column, nr, params):
-    """Packs the argument block name reads across iterator position column into panels of nr
-    contiguous columns: dimension d of extent n becomes d // nr in place and d % nr innermost.
-    Returns the names of the copy blocks."""
+    """Packs the arguments block name reads across iterator position column into panels of
+    nr contiguous columns: the panel index comes before the dimensions the column and the
+    reduction index, the position in the panel last (key[b, h, j, k] read with column j is
+    [b, h, j // nr, k, j % nr]; value[b, h, k, d] read with column d is
+    [b, h, d // nr, k, d % nr]). Returns the names of the copy blocks."""
     copies = set()
-    for index, buffer, dim, rank in _column_loads(sch, name, column):
+    for index, buffer, dim, first, rank in _column_loads(sch, name, column):
         if not any(buffer.same_as(p) for p in params):
             continue
         copy = sch.cache_read(name, index, "global")
         names = [f"i{k}" for k in range(rank)]
-        finals = names[:dim] + [f"{names[dim]} // {nr}"] + names[dim + 1:] + \
-            [f"{names[dim]} % {nr}"]
+        rest = [n for k, n in enumerate(names[first:], first) if k != dim]
+        finals = names[:first] + [f"{names[dim]} // {nr}"] + rest + [f"{names[dim]} % {nr}"]
         sch.transform_layout(copy, ("write", 0), f"lambda {', '.join(names)}: "
                                                  f"[{', '.join(finals)}]")
         copies.add(sch.get(copy).name_hint)
