@@ -172,9 +172,10 @@ def _pack_columns(sch, name, column, nr, params):
 class RowFusion:
     """The step on a schedule; scheduler is the _Scheduler whose helpers it uses."""
 
-    def __init__(self, scheduler, sch):
+    def __init__(self, scheduler, sch, min_blocks):
         self.scheduler = scheduler
         self.sch = sch
+        self.min_blocks = min_blocks  # row blocks wanted for the parallel loop, at least
 
     def run(self):
         """Schedules the chain; returns (tiled products, other blocks placed) or raises."""
@@ -211,7 +212,7 @@ class RowFusion:
         loops = sch.get_loops(host)
         if len(loops) != len(p_info.spatial):
             raise KilnValueError("the host's loops are not its iterators")
-        row_outer, row_inner = sch.split(loops[p_row], factors=[None, block_rows])
+        row_outer, _ = sch.split(loops[p_row], factors=[None, block_rows])
         row_loop = sch.fuse(*(loops[:p_row] + [row_outer]))
         order = [p_name] + [n for n in reversed(block_names(sch))
                             if n in chain or n in partials]
@@ -245,8 +246,7 @@ class RowFusion:
     def block_rows(self, rows, mr, columns, outer, dtype):
         """R: a multiple of mr dividing rows, at most MAX_TILES_PER_BLOCK tiles, whose score
         and weight rows (2 R x columns values) fit in the L2 cache, and that leaves at least
-        PARALLEL_ITERATIONS_PER_THREAD blocks per thread."""
-        from .cpu_schedule import PARALLEL_ITERATIONS_PER_THREAD
+        min_blocks row blocks (for the threads)."""
         target = self.scheduler.target
         l2 = target.l2_cache_bytes or (256 << 10)
         bits = re.search(r"\d+$", dtype)
@@ -258,8 +258,7 @@ class RowFusion:
                 continue
             if 2 * r * columns * element > l2 and r > mr:
                 break
-            if outer * (rows // r) < self.scheduler.threads * PARALLEL_ITERATIONS_PER_THREAD \
-                    and r > mr:
+            if outer * (rows // r) < self.min_blocks and r > mr:
                 break
             best = r
         return best

@@ -216,7 +216,8 @@ class _Scheduler:
 
     def run(self):
         self.inline()
-        fused = self.attempt(lambda sch: RowFusion(self, sch).run())
+        fused = self.attempt(lambda sch: RowFusion(
+            self, sch, self.threads * PARALLEL_ITERATIONS_PER_THREAD).run())
         if fused:
             tiled, placed = fused
             self.tiled |= tiled
