@@ -2,7 +2,6 @@
 #include "kiln/schedule/reduction.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -10,6 +9,7 @@
 #include "instruction_registry.h"
 #include "kiln/arith/analyzer.h"
 #include "kiln/arith/iter_map.h"
+#include "kiln/ir/block_reducer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
@@ -23,187 +23,18 @@ using namespace kiln::ir;
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Recognizing a reduction block
-
-enum class Combiner { kSum, kProd, kMax, kMin };
-
-const char* combiner_name(Combiner c) {
-  switch (c) {
-    case Combiner::kSum:
-      return "sum";
-    case Combiner::kProd:
-      return "prod";
-    case Combiner::kMax:
-      return "max";
-    case Combiner::kMin:
-      return "min";
+// The reducer of a reduction block (match_block_reducer), or the schedule error that says why
+// it has none.
+BlockReducer reducer_of(const Ref<PrimFunc>& func, const BlockRealize* realize,
+                        const char* primitive) {
+  ReducerMismatch mismatch;
+  std::optional<BlockReducer> reducer = match_block_reducer(*realize->block, &mismatch);
+  if (!reducer) {
+    schedule_error(mismatch.kind == ReducerMismatch::kNotReduction ? "NotReductionBlockError"
+                                                                   : "NoMatchedReducerError",
+                   primitive, mismatch.why, func, realize);
   }
-  return "?";
-}
-
-Expr combiner_identity(Combiner c, DataType t) {
-  switch (c) {
-    case Combiner::kSum:
-      return make_zero(t);
-    case Combiner::kProd:
-      return make_one(t);
-    case Combiner::kMax:
-      return min_value(t);
-    case Combiner::kMin:
-      return max_value(t);
-  }
-  return Expr();
-}
-
-Expr combine(Combiner c, Expr lhs, Expr rhs) {
-  switch (c) {
-    case Combiner::kSum:
-      return make<Add>(lhs->dtype, lhs, rhs);
-    case Combiner::kProd:
-      return make<Mul>(lhs->dtype, lhs, rhs);
-    case Combiner::kMax:
-      return make<Max>(lhs->dtype, lhs, rhs);
-    case Combiner::kMin:
-      return make<Min>(lhs->dtype, lhs, rhs);
-  }
-  return Expr();
-}
-
-// A block `C[idx] = f(C[idx], x)` with init `C[idx] = identity of f`.
-struct ReductionPattern {
-  const BufferStore* init = nullptr;
-  const BufferStore* update = nullptr;
-  Combiner combiner = Combiner::kSum;
-  Expr rhs;                // x
-  bool load_first = true;  // f(C, x) rather than f(x, C)
-};
-
-bool is_load_of(const Expr& e, const BufferStore* store) {
-  const auto* load = e.as<BufferLoad>();
-  if (load == nullptr || !load->buffer.same_as(store->buffer)) return false;
-  if (load->indices.size() != store->indices.size()) return false;
-  for (size_t k = 0; k < load->indices.size(); ++k) {
-    if (!structural_equal(load->indices[k], store->indices[k])) return false;
-  }
-  return true;
-}
-
-ReductionPattern match_reduction(const Ref<PrimFunc>& func, const BlockRealize* realize,
-                                 const char* primitive) {
-  const Block* block = realize->block.get();
-  auto fail = [&](const std::string& why) {
-    schedule_error("NotReductionBlockError", primitive, "block '" + block->name + "' " + why, func,
-                   realize);
-  };
-  ReductionPattern p;
-  if (!block->init.defined()) fail("has no init, so it is not a reduction");
-  p.init = block->init.as<BufferStore>();
-  p.update = block->body.as<BufferStore>();
-  if (p.init == nullptr || p.update == nullptr) {
-    fail("is not of the form `C[idx] = f(C[idx], x)` with an init `C[idx] = c`: its " +
-         std::string(p.init == nullptr ? "init" : "body") + " is a " +
-         kind_name(p.init == nullptr ? block->init->kind() : block->body->kind()));
-  }
-  if (!p.init->buffer.same_as(p.update->buffer) ||
-      !is_load_of(make<BufferLoad>(p.init->buffer->dtype, p.init->buffer, p.init->indices),
-                  p.update)) {
-    fail("initializes " +
-         to_script(make<BufferLoad>(p.init->buffer->dtype, p.init->buffer, p.init->indices)) +
-         " but updates " +
-         to_script(make<BufferLoad>(p.update->buffer->dtype, p.update->buffer, p.update->indices)));
-  }
-  bool has_reduce = false;
-  std::unordered_set<const Var*> reduce_vars;
-  for (const IterVar& iv : block->iter_vars) {
-    if (iv.type == IterType::kCommReduce) {
-      has_reduce = true;
-      reduce_vars.insert(iv.var.get());
-    } else if (iv.type != IterType::kDataPar) {
-      fail("has the " + std::string(iter_type_name(iv.type)) + " iterator '" + iv.var->name +
-           "'; a reduction has only spatial and reduce iterators");
-    }
-  }
-  if (!has_reduce) fail("has no reduce iterator");
-  for (const Expr& index : p.update->indices) {
-    if (uses_any(index, reduce_vars)) {
-      fail("stores to " +
-           to_script(
-               make<BufferLoad>(p.update->buffer->dtype, p.update->buffer, p.update->indices)) +
-           ", an element that depends on a reduce iterator");
-    }
-  }
-  // The combiner: the kind of the update's value, with the old value on either side.
-  const Expr& value = p.update->value;
-  std::optional<Combiner> combiner;
-  switch (value->kind()) {
-    case NodeKind::Add:
-      combiner = Combiner::kSum;
-      break;
-    case NodeKind::Mul:
-      combiner = Combiner::kProd;
-      break;
-    case NodeKind::Max:
-      combiner = Combiner::kMax;
-      break;
-    case NodeKind::Min:
-      combiner = Combiner::kMin;
-      break;
-    default:
-      break;
-  }
-  std::string update_text = to_script(Stmt(p.update));
-  if (!combiner) {
-    schedule_error("NoMatchedReducerError", primitive,
-                   "the update `" + update_text + "` of block '" + block->name +
-                       "' is not a sum, product, max or min of the stored element",
-                   func, realize);
-  }
-  const auto* binary = static_cast<const BinaryNode*>(value.get());
-  if (is_load_of(binary->a, p.update) && !is_load_of(binary->b, p.update)) {
-    p.rhs = binary->b;
-    p.load_first = true;
-  } else if (is_load_of(binary->b, p.update) && !is_load_of(binary->a, p.update)) {
-    p.rhs = binary->a;
-    p.load_first = false;
-  } else {
-    schedule_error("NoMatchedReducerError", primitive,
-                   "the update `" + update_text + "` of block '" + block->name +
-                       "' does not combine the stored element with a new value exactly once",
-                   func, realize);
-  }
-  const Buffer* out = p.update->buffer.get();
-  bool reads_output = false;
-  post_order_visit(p.rhs, [&](const Node* node) {
-    if (node->kind() == NodeKind::BufferLoad &&
-        static_cast<const BufferLoad*>(node)->buffer.get() == out) {
-      reads_output = true;
-    }
-  });
-  if (reads_output) {
-    schedule_error("NoMatchedReducerError", primitive,
-                   "the update `" + update_text + "` of block '" + block->name + "' reads " +
-                       out->name + " in the value it combines",
-                   func, realize);
-  }
-  p.combiner = *combiner;
-  Expr identity = combiner_identity(p.combiner, out->dtype);
-  // A float max (min) may also start from -inf (+inf): an identity as good as the lowest
-  // (largest) finite value that te.max (te.min) uses.
-  bool infinite_identity = false;
-  if (const auto* f = p.init->value.as<FloatImm>()) {
-    infinite_identity = std::isinf(f->value) && f->dtype == out->dtype &&
-                        ((p.combiner == Combiner::kMax && f->value < 0) ||
-                         (p.combiner == Combiner::kMin && f->value > 0));
-  }
-  if (!infinite_identity && !structural_equal(identity, p.init->value)) {
-    schedule_error("NoMatchedReducerError", primitive,
-                   "block '" + block->name + "' combines with " + combiner_name(p.combiner) +
-                       " but its init value " + to_script(p.init->value) + " is not the identity " +
-                       to_script(identity) + " of " + combiner_name(p.combiner),
-                   func, realize);
-  }
-  return p;
+  return *reducer;
 }
 
 arith::IterRanges loop_ranges(const std::vector<const For*>& loops) {
@@ -285,7 +116,7 @@ RV rfactor(Schedule& sch, const RV& loop_rv, int factor_axis) {
                    func, top);
   }
   // Step 2. The block must be a reduction with a known combiner and affine bindings.
-  ReductionPattern pattern = match_reduction(func, realize, primitive);
+  BlockReducer reducer = reducer_of(func, realize, primitive);
   arith::Analyzer analyzer;
   arith::IterRanges ranges = loop_ranges(loc.loops);
   if (!arith::is_affine_binding(*realize, ranges, &analyzer, arith::IterMapLevel::kSurjective)) {
@@ -322,19 +153,23 @@ RV rfactor(Schedule& sch, const RV& loop_rv, int factor_axis) {
                    func, rf_loop);
   }
   // Step 4. The position of the new dimension.
-  const Ref<Buffer>& out = pattern.update->buffer;
-  int ndim = out->ndim();
+  const std::vector<Ref<Buffer>>& outs = reducer.buffers;
+  int ndim = outs[0]->ndim();
   if (factor_axis < -(ndim + 1) || factor_axis > ndim) {
     schedule_error("FactorAxisOutOfRangeError", primitive,
                    "factor_axis " + std::to_string(factor_axis) + " is out of range for the " +
-                       std::to_string(ndim) + "-d buffer " + out->name + ": expected " +
+                       std::to_string(ndim) + "-d buffer " + outs[0]->name + ": expected " +
                        std::to_string(-(ndim + 1)) + " <= factor_axis <= " + std::to_string(ndim),
                    func, realize);
   }
   int axis = factor_axis < 0 ? factor_axis + ndim + 1 : factor_axis;
-  // Step 5. The intermediate buffer, one element per value of the rfactor loop.
-  std::vector<Expr> rf_shape = with_axis(out->shape, axis, rf_loop->extent);
-  Ref<Buffer> rf_buffer = decl_buffer(rf_shape, out->dtype, out->name + "_rf", out->scope);
+  // Step 5. The intermediate buffers, one per reduced value, one element per value of the
+  // rfactor loop.
+  std::vector<Ref<Buffer>> rf_buffers;
+  for (const Ref<Buffer>& out : outs) {
+    std::vector<Expr> rf_shape = with_axis(out->shape, axis, rf_loop->extent);
+    rf_buffers.push_back(decl_buffer(rf_shape, out->dtype, out->name + "_rf", out->scope));
+  }
   // Step 6. The rfactor block: the rfactor loop becomes a spatial iterator; a reduce iterator
   // bound through it is replaced by its binding over new iterators of the loops it uses.
   IterVar rf_iter{make_var("v_" + rf_var->name, rf_var->dtype),
@@ -368,26 +203,26 @@ RV rfactor(Schedule& sch, const RV& loop_rv, int factor_axis) {
     rf_map[iv.var.get()] = substitute(binding, loop_to_iter);
   }
   std::vector<Expr> out_indices;
-  for (const Expr& index : pattern.update->indices)
-    out_indices.push_back(substitute(index, rf_map));
+  for (const Expr& index : reducer.indices) out_indices.push_back(substitute(index, rf_map));
   std::vector<Expr> rf_indices = with_axis(out_indices, axis, rf_iter.var);
-  Expr rf_load = make<BufferLoad>(out->dtype, rf_buffer, rf_indices);
-  Expr rf_rhs = substitute(pattern.rhs, rf_map);
+  std::vector<Expr> rf_values_combined;
+  for (const Expr& value : reducer.values) rf_values_combined.push_back(substitute(value, rf_map));
+  std::vector<Expr> rf_elements = elements_of(rf_buffers, rf_indices);
   auto rf_block = make<Block>();
   rf_block->name = fresh_block_name(sch.index(func_name), block->name + "_rf");
   rf_block->iter_vars = rf_iters;
-  rf_block->init = make<BufferStore>(rf_buffer, pattern.init->value, rf_indices);
+  rf_block->init = store_each(rf_elements, reducer.combiner->identity);
   rf_block->body =
-      make<BufferStore>(rf_buffer,
-                        pattern.load_first ? combine(pattern.combiner, rf_load, rf_rhs)
-                                           : combine(pattern.combiner, rf_rhs, rf_load),
-                        rf_indices);
+      store_together(rf_elements, combine(*reducer.combiner, rf_elements, rf_values_combined));
   auto to_rf_regions = [&](const std::vector<BufferRegion>& regions) {
     std::vector<BufferRegion> result = substitute_regions(regions, rf_map);
     for (BufferRegion& region : result) {
-      if (!region.buffer.same_as(out)) continue;
-      region.buffer = rf_buffer;
-      region.region.insert(region.region.begin() + axis, Range{rf_iter.var, int32_const(1)});
+      for (size_t j = 0; j < outs.size(); ++j) {
+        if (!region.buffer.same_as(outs[j])) continue;
+        region.buffer = rf_buffers[j];
+        region.region.insert(region.region.begin() + axis, Range{rf_iter.var, int32_const(1)});
+        break;
+      }
     }
     return result;
   };
@@ -423,26 +258,26 @@ RV rfactor(Schedule& sch, const RV& loop_rv, int factor_axis) {
     wb_values.push_back(substitute(realize->iter_values[k], wb_loops));
   }
   std::vector<Expr> wb_indices;
-  for (const Expr& index : pattern.update->indices) wb_indices.push_back(substitute(index, wb_map));
-  Expr wb_out = make<BufferLoad>(out->dtype, out, wb_indices);
-  Expr wb_partial =
-      make<BufferLoad>(out->dtype, rf_buffer, with_axis(wb_indices, axis, wb_rf_iter.var));
+  for (const Expr& index : reducer.indices) wb_indices.push_back(substitute(index, wb_map));
+  std::vector<Expr> partial_indices = with_axis(wb_indices, axis, wb_rf_iter.var);
+  std::vector<Expr> wb_elements = elements_of(outs, wb_indices);
   auto wb_block = make<Block>();
   wb_block->name = block->name;
   wb_block->iter_vars = wb_iters;
-  wb_block->init = make<BufferStore>(out, pattern.init->value, wb_indices);
-  wb_block->body =
-      make<BufferStore>(out,
-                        pattern.load_first ? combine(pattern.combiner, wb_out, wb_partial)
-                                           : combine(pattern.combiner, wb_partial, wb_out),
-                        wb_indices);
-  BufferRegion partial_region{rf_buffer, {}};
-  for (const Expr& index : with_axis(wb_indices, axis, wb_rf_iter.var)) {
-    partial_region.region.push_back(Range{index, int32_const(1)});
+  wb_block->init = store_each(wb_elements, reducer.combiner->identity);
+  wb_block->body = store_together(wb_elements, combine(*reducer.combiner, wb_elements,
+                                                       elements_of(rf_buffers, partial_indices)));
+  for (const Ref<Buffer>& rf_buffer : rf_buffers) {
+    BufferRegion partial_region{rf_buffer, {}};
+    for (const Expr& index : partial_indices) {
+      partial_region.region.push_back(Range{index, int32_const(1)});
+    }
+    wb_block->reads.push_back(partial_region);
   }
-  wb_block->reads = {partial_region};
   for (const BufferRegion& region : substitute_regions(block->reads, wb_map)) {
-    if (region.buffer.same_as(out)) wb_block->reads.push_back(region);
+    bool reduced = std::any_of(outs.begin(), outs.end(),
+                               [&](const Ref<Buffer>& out) { return region.buffer.same_as(out); });
+    if (reduced) wb_block->reads.push_back(region);
   }
   wb_block->writes = substitute_regions(block->writes, wb_map);
   wb_block->annotations = block->annotations;
@@ -480,7 +315,7 @@ RV rfactor(Schedule& sch, const RV& loop_rv, int factor_axis) {
   // intermediate buffer is allocated by the scope block.
   Stmt rf_nest = replace_stmt(Stmt(top), realize, rf_realize);
   auto scope = copy(loc.scope);
-  scope->alloc_buffers.push_back(rf_buffer);
+  scope->alloc_buffers.insert(scope->alloc_buffers.end(), rf_buffers.begin(), rf_buffers.end());
   scope->body = replace_stmt(loc.scope->body, top, seq({rf_nest, wb}));
   sch.replace(func_name, with_body(func, replace_stmt(func->body, loc.scope, scope)), primitive);
   RV out_rv = sch.new_block_rv(func_name, rf_block->name);

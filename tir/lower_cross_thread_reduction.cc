@@ -2,15 +2,13 @@
 // partial results combined in shared memory (see the header for the contract).
 #include "kiln/tir/lower_cross_thread_reduction.h"
 
-#include <cmath>
 #include <unordered_set>
 #include <vector>
 
+#include "kiln/ir/block_reducer.h"
 #include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
-#include "kiln/ir/printer.h"
-#include "kiln/ir/structural.h"
 #include "tir/pass_util.h"
 
 namespace kiln::tir {
@@ -24,47 +22,6 @@ using VarSet = std::unordered_set<const Var*>;
 // Whether every variable of `e` is one of `vars`.
 bool uses_only(const Expr& e, const VarSet& vars) {
   return !uses_var(e, [&vars](const Var* v) { return vars.count(v) == 0; });
-}
-
-bool is_load_of(const Expr& e, const BufferStore& store) {
-  const auto* load = e.as<BufferLoad>();
-  if (load == nullptr || !load->buffer.same_as(store.buffer)) return false;
-  for (size_t k = 0; k < load->indices.size(); ++k) {
-    if (!structural_equal(load->indices[k], store.indices[k])) return false;
-  }
-  return load->indices.size() == store.indices.size();
-}
-
-// `a` combined with `b` by the binary node kind of `like` (Add, Mul, Max or Min).
-Expr combine(const Expr& like, const Expr& a, const Expr& b) {
-  switch (like->kind()) {
-    case NodeKind::Add:
-      return make<Add>(a->dtype, a, b);
-    case NodeKind::Mul:
-      return make<Mul>(a->dtype, a, b);
-    case NodeKind::Max:
-      return make<Max>(a->dtype, a, b);
-    default:
-      return make<Min>(a->dtype, a, b);
-  }
-}
-
-// Whether `init` is the identity of the combiner `like` for dtype `t`.
-bool is_identity(const Expr& like, const Expr& init, DataType t) {
-  if (const auto* f = init.as<FloatImm>()) {
-    if (like->kind() == NodeKind::Max && std::isinf(f->value) && f->value < 0) return true;
-    if (like->kind() == NodeKind::Min && std::isinf(f->value) && f->value > 0) return true;
-  }
-  switch (like->kind()) {
-    case NodeKind::Add:
-      return structural_equal(init, make_zero(t));
-    case NodeKind::Mul:
-      return structural_equal(init, make_one(t));
-    case NodeKind::Max:
-      return structural_equal(init, min_value(t));
-    default:
-      return structural_equal(init, max_value(t));
-  }
 }
 
 // `regions` with every dimension that depends on one of `reduce_vars` widened to the whole
@@ -191,24 +148,14 @@ class CrossThreadReduction : public IRMutator {
         << "lower_cross_thread_reduction: non-constant thread extent";
     int64_t num_threads = *threads;
 
-    // Step 2. The block: C[idx] = f(C[idx], x) with the identity of f as init.
-    const auto* init = block.init.defined() ? block.init.as<BufferStore>() : nullptr;
-    const auto* update = block.body.as<BufferStore>();
-    if (init == nullptr || update == nullptr || !block.alloc_buffers.empty()) {
-      fail(block, loop, "the block must be `C[idx] = f(C[idx], x)` with an init and no buffers");
-    }
-    const Expr& value = update->value;
-    bool combinable = value->kind() == NodeKind::Add || value->kind() == NodeKind::Mul ||
-                      value->kind() == NodeKind::Max || value->kind() == NodeKind::Min;
-    if (!combinable) fail(block, loop, "its update is not a sum, product, max or min");
-    const auto* binary = static_cast<const BinaryNode*>(value.get());
-    Expr rhs;
-    if (is_load_of(binary->a, *update)) rhs = binary->b;
-    if (is_load_of(binary->b, *update)) rhs = binary->a;
-    if (!rhs.defined()) fail(block, loop, "its update does not combine the stored element");
-    if (!is_identity(value, init->value, update->buffer->dtype)) {
-      fail(block, loop, "its init " + to_script(init->value) + " is not the combiner's identity");
-    }
+    // Step 2. The block: B_j[idx] = f_j(B[idx], y) for its values B_j, the identity of f as
+    // init.
+    ReducerMismatch mismatch;
+    std::optional<BlockReducer> reducer = match_block_reducer(block, &mismatch);
+    if (!reducer) fail(block, loop, mismatch.why);
+    if (!block.alloc_buffers.empty()) fail(block, loop, "the block has buffers of its own");
+    const CommReducer& combiner = *reducer->combiner;
+    size_t n = reducer->buffers.size();
 
     // Step 3. Reduce iterators over the chain only; spatial ones outside it.
     VarMap vmap;
@@ -221,11 +168,6 @@ class CrossThreadReduction : public IRMutator {
                  " is bound through a loop outside "
                  "its reduce loops; keep the reduce loops of the block together");
       }
-      if (iv.type != IterType::kDataPar && iv.type != IterType::kCommReduce) {
-        fail(block, loop,
-             "it has the " + std::string(iter_type_name(iv.type)) + " iterator " + iv.var->name +
-                 "; a reduction has only spatial and reduce iterators");
-      }
       if (iv.type == IterType::kDataPar && uses_any(bound, chain_vars)) {
         fail(block, loop,
              "spatial iterator " + iv.var->name +
@@ -235,11 +177,10 @@ class CrossThreadReduction : public IRMutator {
       // Spatial iterators stay: the new block binds them as the reduction block did.
       if (iv.type == IterType::kCommReduce) vmap[iv.var.get()] = bound;
     }
-    Stmt update_stmt = substitute(Stmt(update), vmap);
-    const auto* store = update_stmt.as<BufferStore>();
-    Expr rhs_bound = substitute(rhs, vmap);
-    Expr init_value = substitute(init->value, vmap);
-    DataType t = store->buffer->dtype;
+    std::vector<Expr> values;  // y_j over the chain's loops
+    for (const Expr& y : reducer->values) values.push_back(substitute(y, vmap));
+    // B_j[idx], where thread 0 stores the result.
+    std::vector<Expr> results = elements_of(reducer->buffers, reducer->indices);
 
     // Step 4. The thread group (other threadIdx axes around) and the buffers.
     Expr group = int32_const(0);
@@ -253,9 +194,15 @@ class CrossThreadReduction : public IRMutator {
       group = group * int32_const(*e) + cast(DataType::int32(), Expr(outer->loop_var) - outer->min);
       groups *= *e;
     }
-    Ref<Buffer> red =
-        decl_buffer({int32_const(groups * num_threads)}, t, block.name + "_red", "shared");
-    Ref<Buffer> acc = decl_buffer({int32_const(1)}, t, block.name + "_acc", "local");
+    // Per value: a shared buffer of the partial results, a register for one thread's.
+    std::vector<Ref<Buffer>> red, acc;
+    for (size_t j = 0; j < n; ++j) {
+      DataType t = reducer->buffers[j]->dtype;
+      std::string suffix = n == 1 ? "" : std::to_string(j);
+      red.push_back(decl_buffer({int32_const(groups * num_threads)}, t,
+                                block.name + "_red" + suffix, "shared"));
+      acc.push_back(decl_buffer({int32_const(1)}, t, block.name + "_acc" + suffix, "local"));
+    }
     Expr base = group * int32_const(num_threads);
     auto slot = [&](const Expr& thread) {
       return std::vector<Expr>{base + cast(DataType::int32(), thread)};
@@ -281,10 +228,9 @@ class CrossThreadReduction : public IRMutator {
                    num_threads <= warp_size_ && x_extents_.size() == 1 &&
                    *x_extents_.begin() == num_threads;
 
-    // Step 5. Each thread's part, in its register, then into the shared buffer.
-    Expr acc_value = make<BufferLoad>(t, acc, std::vector<Expr>{zero});
-    Stmt step =
-        make<BufferStore>(acc, combine(value, acc_value, rhs_bound), std::vector<Expr>{zero});
+    // Step 5. Each thread's part, in its registers, then into the shared buffers.
+    std::vector<Expr> acc_values = elements_of(acc, {zero});
+    Stmt step = store_together(acc_values, combine(combiner, acc_values, values));
     if (!is_const_int(realize->predicate, 1)) step = make<IfThenElse>(realize->predicate, step);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       auto copy_loop = copy(*it);
@@ -296,27 +242,35 @@ class CrossThreadReduction : public IRMutator {
     first->annotations.clear();
     if (shuffle) {
       // Steps 6-7 with warp shuffles: the parts combine in registers, thread 0 stores.
-      std::vector<Stmt> body = {make<BufferStore>(acc, init_value, std::vector<Expr>{zero}), step};
+      std::vector<Stmt> body = {store_each(acc_values, combiner.identity), step};
       for (int64_t s = num_threads / 2; s >= 1; s /= 2) {
-        Expr theirs =
-            make<Call>(t, Builtin::WarpShuffleDown,
-                       std::vector<Expr>{acc_value, int32_const(s), int32_const(num_threads)});
-        body.push_back(
-            make<BufferStore>(acc, combine(value, acc_value, theirs), std::vector<Expr>{zero}));
+        // Every lane shuffles, before the combiner's conditions could leave some lanes out.
+        std::vector<Ref<Var>> theirs;
+        for (size_t j = 0; j < n; ++j) {
+          theirs.push_back(make_var(acc[j]->name + "_down" + std::to_string(s), acc[j]->dtype));
+        }
+        Stmt combined = store_together(
+            acc_values, combine(combiner, acc_values, {theirs.begin(), theirs.end()}));
+        for (size_t j = n; j-- > 0;) {
+          Expr shuffled = make<Call>(
+              acc[j]->dtype, Builtin::WarpShuffleDown,
+              std::vector<Expr>{acc_values[j], int32_const(s), int32_const(num_threads)});
+          combined = make<LetStmt>(theirs[j], shuffled, combined);
+        }
+        body.push_back(combined);
       }
       Expr cond = eq(tx, make_const(tx->dtype, 0));
       for (const Expr& c : outer_conditions) cond = logical_and(cond, c);
-      body.push_back(
-          make<IfThenElse>(cond, make<BufferStore>(store->buffer, acc_value, store->indices)));
+      body.push_back(make<IfThenElse>(cond, store_each(results, acc_values)));
       first->body = make<SeqStmt>(std::move(body));
-      return wrap(block, realize, {acc}, first);
+      return wrap(block, realize, acc, first);
     }
     first->body =
-        make<SeqStmt>(std::vector<Stmt>{make<BufferStore>(acc, init_value, std::vector<Expr>{zero}),
-                                        step, make<BufferStore>(red, acc_value, slot(tx))});
+        make<SeqStmt>(std::vector<Stmt>{store_each(acc_values, combiner.identity), step,
+                                        store_each(elements_of(red, slot(tx)), acc_values)});
     std::vector<Stmt> seq = {first};
 
-    // Step 6. Halving steps: thread i combines the value of thread i + s.
+    // Step 6. Halving steps: thread i combines the values of thread i + s.
     int64_t span = 1;
     while (span < num_threads) span *= 2;
     auto thread_loop = [&](const std::string& name, auto body_of) {
@@ -329,12 +283,11 @@ class CrossThreadReduction : public IRMutator {
     for (int64_t s = span / 2; s >= 1; s /= 2) {
       seq.push_back(thread_loop("step" + std::to_string(s), [&](const Expr& i) {
         Expr other = i + make_const(i->dtype, s);
-        Expr mine = make<BufferLoad>(t, red, slot(i));
-        Expr theirs = make<BufferLoad>(t, red, slot(other));
+        std::vector<Expr> mine = elements_of(red, slot(i));
         Expr cond = logical_and(lt(i, make_const(i->dtype, s)),
                                 lt(other, make_const(i->dtype, num_threads)));
-        return Stmt(
-            make<IfThenElse>(cond, make<BufferStore>(red, combine(value, mine, theirs), slot(i))));
+        return Stmt(make<IfThenElse>(
+            cond, store_together(mine, combine(combiner, mine, elements_of(red, slot(other))))));
       }));
     }
 
@@ -342,12 +295,12 @@ class CrossThreadReduction : public IRMutator {
     seq.push_back(thread_loop("store", [&](const Expr& i) {
       Expr cond = eq(i, make_const(i->dtype, 0));
       for (const Expr& c : outer_conditions) cond = logical_and(cond, c);
-      Expr result = make<BufferLoad>(t, red, slot(make_const(i->dtype, 0)));
-      return Stmt(make<IfThenElse>(cond, make<BufferStore>(store->buffer, result, store->indices)));
+      std::vector<Expr> partial = elements_of(red, slot(make_const(i->dtype, 0)));
+      return Stmt(make<IfThenElse>(cond, store_each(results, partial)));
     }));
 
-    shared_buffers_.push_back(red);
-    return wrap(block, realize, {acc}, make<SeqStmt>(std::move(seq)));
+    shared_buffers_.insert(shared_buffers_.end(), red.begin(), red.end());
+    return wrap(block, realize, acc, make<SeqStmt>(std::move(seq)));
   }
 
   // Step 8. An opaque block in the reduction block's place, binding its spatial iterators,

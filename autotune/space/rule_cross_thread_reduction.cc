@@ -4,7 +4,8 @@
 // threads split the reduction: the reduction loop becomes threadIdx.x (a sampled count) around
 // the steps of one thread, the spatial loop becomes blockIdx.x, and lowering combines the
 // threads' partial results (lower_cross_thread_reduction). The block as it is stays a sketch,
-// which auto_bind binds one element per thread.
+// which auto_bind binds one element per thread. The reduction may be of several values (argmax's
+// index and value): rfactor and lowering combine every value of the pair together.
 //
 // A reduction to one value (no spatial loop, or spatial loops of extent 1) keeps the block as it
 // is (auto_bind gives it one thread) and gets two sketches: one thread block whose threads stride

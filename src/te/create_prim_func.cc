@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kiln/ir/block_reducer.h"
 #include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
@@ -357,26 +358,9 @@ class PrimFuncBuilder {
     }
     block->init = seq(std::move(init_stores));
     // Step 3. update: out = combiner(out, source), all components combined before any store.
-    VarMap apply;
-    for (size_t i = 0; i < n; ++i) {
-      apply[combiner.lhs[i].get()] = buffer_load(op.outputs[i], point);
-      apply[combiner.rhs[i].get()] = sources[i];
-    }
-    Stmt update;
-    if (n == 1) {
-      update = buffer_store(op.outputs[0], substitute(combiner.result[0], apply), point);
-    } else {
-      std::vector<Ref<Var>> temps;
-      std::vector<Stmt> stores;
-      for (size_t i = 0; i < n; ++i) {
-        temps.push_back(make_var(op.outputs[i]->name + "_temp", op.outputs[i]->dtype));
-        stores.push_back(buffer_store(op.outputs[i], temps[i], point));
-      }
-      update = seq(std::move(stores));
-      for (size_t i = n; i-- > 0;) {
-        update = make<LetStmt>(temps[i], substitute(combiner.result[i], apply), update);
-      }
-    }
+    std::vector<Expr> outs;
+    for (size_t i = 0; i < n; ++i) outs.push_back(buffer_load(op.outputs[i], point));
+    Stmt update = store_together(outs, combine(combiner, outs, sources));
     // Step 4. where: guard the update, so its loads run only where the condition holds.
     if (!is_const_int(condition, 1)) update = make<IfThenElse>(condition, update);
     block->body = update;

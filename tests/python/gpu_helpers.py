@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln import te, tir
+from kiln import te, tir, topi
 
 from schedule_helpers import (batch_matmul, conv2d, depthwise_conv2d, elementwise_chain,
                               layer_norm, matmul, matmul_bf16, matmul_relu, matmul_u8s8s32,
@@ -123,6 +123,21 @@ def gpu_row_sum_cross_thread():
     sch.bind(bi, "blockIdx.x")
     sch.bind(ti, "threadIdx.y")
     sch.bind(kt, "threadIdx.x")
+    return func, sch.mod
+
+
+def gpu_argmax_cross_thread():
+    """One block per row; its 32 threads each keep the (index, value) of the largest element of
+    their part, then combine the pairs (two values per thread: warp shuffles on CUDA, two
+    shared buffers elsewhere). Integers in [-8, 8) tie many times over in 70 columns, which do
+    not divide by 32."""
+    x = te.placeholder((6, 70), "int32", name="x")
+    func = te.create_prim_func([x, topi.argmax(x, axis=1)])
+    sch = tir.Schedule(func)
+    i, k = sch.get_loops(sch.get_block("T_argmax"))
+    sch.bind(i, "blockIdx.x")
+    _, ki = sch.split(k, factors=[None, 32])
+    sch.bind(ki, "threadIdx.x")
     return func, sch.mod
 
 
@@ -367,6 +382,7 @@ GPU_WORKLOADS = {
     "multi_kernel_chain": gpu_multi_kernel_chain,
     "softmax_cross_thread": gpu_softmax_cross_thread,
     "row_sum_cross_thread": gpu_row_sum_cross_thread,
+    "argmax_cross_thread": gpu_argmax_cross_thread,
     "layer_norm": gpu_layer_norm,
     "symbolic_row_sum": gpu_symbolic_row_sum,
     "block_reverse": gpu_block_reverse,

@@ -1,13 +1,14 @@
 """The tuner's GPU design space: candidates of the rules auto_bind and cross_thread_reduction,
 sampled and mutated, pass the GPU verifier and compute what NumPy computes when built for OpenCL
-and run on an OpenCL device (PoCL on a CPU here), sums to one value among them; a candidate the
-target cannot run is refused with a counted reason. Tests that run kernels skip without an OpenCL
-device."""
+and run on an OpenCL device (PoCL on a CPU here), sums to one value among them (an argmax to one
+value gets the same sketches, its threads combining (index, value) pairs); a candidate the
+target cannot run is refused with a counted reason. Tests that run kernels skip without an
+OpenCL device."""
 import numpy as np
 import pytest
 
 import kiln
-from kiln import te
+from kiln import te, topi
 from kiln.autotune import SpaceGenerator
 
 from gpu_helpers import opencl_missing, skip_unless
@@ -149,4 +150,16 @@ def test_sketches_of_a_sum_to_one_value_compute_it(n):
             candidate = space.sample(sketch, seed=seed)
             assert candidate is not None, space.rejections
             run_candidate(candidate, func, lambda a: a.sum(), seed=seed)
+    assert space.rejections == {}
+
+
+def test_an_argmax_to_one_value_gets_the_sketches_of_a_sum():
+    """One thread, one thread block, and two stages (rfactor of both values of the pair); the
+    GPU verifier lowers a candidate of each."""
+    x = te.placeholder((4096,), "float32", name="x")
+    space = SpaceGenerator(te.create_prim_func([x, topi.argmax(x)]), "opencl")
+    texts = [sketch.as_python() for sketch in space.sketches]
+    assert len(texts) == 3
+    assert "rfactor" in texts[2] and 'thread_axis="threadIdx.x"' in texts[1]
+    assert all(space.sample(sketch, seed=1) is not None for sketch in range(3))
     assert space.rejections == {}

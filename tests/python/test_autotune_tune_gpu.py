@@ -1,7 +1,8 @@
 """Tuning for a GPU target end to end: kiln.autotune.tune_tir and ``kiln tune`` with
 ``--target opencl`` measure candidates on the OpenCL device (PoCL on a CPU here) against the
 untuned function's CPU build, store records under the device, and kiln.build(database=) applies
-the best one; the local runner reports a candidate that does not build or computes a wrong result
+the best one (an argmax over all elements among them, whose threads combine (index, value)
+pairs); the local runner reports a candidate that does not build or computes a wrong result
 on the device; ``--target cuda`` without a CUDA device fails with a message, not a crash. Tests
 that run kernels skip without an OpenCL device. (PoCL's times only show that timing runs.)"""
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 import kiln
 from kiln import autotune as ms
-from kiln import te, tir
+from kiln import te, tir, topi
 
 from gpu_helpers import bind_threads, opencl_missing, skip_unless
 
@@ -52,6 +53,11 @@ def full_sum(n=3000):
     return te.create_prim_func([A, B]), lambda a: a.sum()
 
 
+def full_argmax(n=3000):
+    x = te.placeholder((n,), "float32", name="x")
+    return te.create_prim_func([x, topi.argmax(x)])
+
+
 def run_on_device(rt, func, expected):
     shapes = [[int(d) for d in func.buffer_map[p].shape] for p in func.params]
     a = np.random.default_rng(1).uniform(-1, 1, size=shapes[0]).astype("float32")
@@ -85,6 +91,26 @@ def test_tune_tir_on_opencl_stores_device_records_that_build_applies(tmp_path, w
     sch = ms.compile_tir(db, func, target="opencl")
     assert sch is not None and "thread_binding" in str(sch.mod)
     run_on_device(kiln.build(func, target="opencl", database=db), func, expected)
+
+
+def test_tune_tir_on_opencl_gives_argmax_over_all_elements_threads(tmp_path):
+    """The cross_thread_reduction rule's sketches of an argmax to one value (one thread block,
+    two stages through rfactor) are measured; the best candidate computes NumPy's argmax, the
+    first of tied elements included."""
+    skip_unless(opencl_missing())
+    func = full_argmax()
+    # PoCL compiles each argmax kernel in about a second: few trials.
+    options = dict(SMALL, num_trials_per_iter=4)
+    db = ms.tune_tir(func, target="opencl", work_dir=tmp_path, max_trials_global=4, **options)
+    ok = [r for r in db.records(db.workloads()[0]) if r.status == "ok"]
+    assert any("threadIdx.x" in r.trace for r in ok)
+    best = ms.compile_tir(db, func, target="opencl").mod["main"].script()
+    assert 'thread="threadIdx.x"' in best
+    x = np.random.default_rng(2).integers(-20, 20, size=3000).astype("float32")
+    device = kiln.opencl(0)
+    arrays = [kiln.nd.array(x, device=device), kiln.nd.array(np.zeros((), "int32"), device=device)]
+    kiln.build(func, target="opencl", database=db)["main"](*arrays)
+    assert arrays[1].numpy() == np.argmax(x)
 
 
 def test_runner_on_the_device_reports_build_errors_and_wrong_results():

@@ -228,3 +228,17 @@ def test_cross_thread_reduction_uses_warp_shuffles_on_cuda():
     _, mod = GPU_WORKLOADS["row_sum_cross_thread"]()
     assert "__shfl_down_sync(__activemask(), B_acc[0], 4, 8)" in kiln.build(
         mod, target="cuda").get_source("cuda")
+
+
+def test_cross_thread_argmax_shuffles_and_shares_both_values():
+    """Each step of an argmax combines an (index, value) pair: both values are shuffled on CUDA,
+    and kept in a shared buffer each on OpenCL."""
+    skip_unless(nvrtc_missing())
+    _, mod = GPU_WORKLOADS["argmax_cross_thread"]()
+    cuda = kiln.build(mod, target="cuda").get_source("cuda")
+    for acc in ("T_argmax_acc0", "T_argmax_acc1"):
+        assert cuda.count(f"__shfl_down_sync(__activemask(), {acc}[0], ") == 5
+    assert "__shared__" not in cuda
+    opencl = kiln.build(mod, target="opencl").get_source("opencl")
+    assert "__local int T_argmax_red0[32];" in opencl
+    assert "__local int T_argmax_red1[32];" in opencl

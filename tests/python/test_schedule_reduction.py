@@ -4,7 +4,7 @@ error case per precondition that leaves the schedule unchanged."""
 import pytest
 
 import kiln
-from kiln import te, tir
+from kiln import te, tir, topi
 
 from schedule_helpers import (assert_same_results, assert_trace_roundtrip, elementwise_chain,
                               matmul, matmul_relu, softmax, symbolic_row_sum)
@@ -21,6 +21,13 @@ ROW_SUM_HEADER = '''# from kiln.script import tir as T
 def main(A: T.Buffer((n, 16), "float32"), B: T.Buffer((n,), "float32")):
     T.func_attr({"global_symbol": "main", "tir.noalias": T.bool(True)})
     n = T.int32()
+    # with T.block("root"):
+'''
+
+ARGMAX_HEADER = '''# from kiln.script import tir as T
+@T.prim_func
+def main(x: T.Buffer((4, 8), "int32"), T_argmax_v0: T.Buffer((4,), "int32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": T.bool(True)})
     # with T.block("root"):
 '''
 
@@ -159,6 +166,59 @@ def test_rfactor_trace_prints_the_factor_axis():
     _, k1 = sch.split(k, factors=[None, 4])
     sch.rfactor(k1, factor_axis=-1)
     assert sch.trace.as_python().splitlines()[-1] == "b6 = sch.rfactor(loop=l5, factor_axis=-1)"
+
+
+def test_rfactor_argmax_keeps_each_value_of_the_pair():
+    """A reduction of two values (argmax's index and value) gets an intermediate buffer per value;
+    both blocks update the pair together, as the block did. Integer inputs tie often: the first
+    index stays first."""
+    x = te.placeholder((4, 8), "int32", name="x")
+    func = te.create_prim_func([x, topi.argmax(x, axis=1)])
+    sch, _, (_, k) = schedule_of(func, "T_argmax")
+    _, k1 = sch.split(k, factors=[None, 4])
+    rf = sch.rfactor(k1, factor_axis=1)
+    assert sch.get(rf).name_hint == "T_argmax_rf"
+    check(sch, func, ARGMAX_HEADER + '''    T_argmax_v1 = T.alloc_buffer((4,), "int32")
+    T_argmax_v0_rf = T.alloc_buffer((4, 4), "int32")
+    T_argmax_v1_rf = T.alloc_buffer((4, 4), "int32")
+    for i, k1_0, k1_1 in T.grid(4, 2, 4):
+        with T.block("T_argmax_rf"):
+            v_k1_1, v_i, v_k1_0 = T.axis.remap("SSR", [k1_1, i, k1_0])
+            T.reads(x[v_i, v_k1_0 * 4 + v_k1_1])
+            T.writes(T_argmax_v0_rf[v_i, v_k1_1], T_argmax_v1_rf[v_i, v_k1_1])
+            with T.init():
+                T_argmax_v0_rf[v_i, v_k1_1] = 2147483647
+                T_argmax_v1_rf[v_i, v_k1_1] = -2147483648
+            with T.LetStmt(T.Select(x[v_i, v_k1_0 * 4 + v_k1_1] > T_argmax_v1_rf[v_i, v_k1_1] or x[v_i, v_k1_0 * 4 + v_k1_1] == T_argmax_v1_rf[v_i, v_k1_1] and v_k1_0 * 4 + v_k1_1 < T_argmax_v0_rf[v_i, v_k1_1], v_k1_0 * 4 + v_k1_1, T_argmax_v0_rf[v_i, v_k1_1])) as T_argmax_v0_rf_temp:
+                with T.LetStmt(T.Select(x[v_i, v_k1_0 * 4 + v_k1_1] > T_argmax_v1_rf[v_i, v_k1_1] or x[v_i, v_k1_0 * 4 + v_k1_1] == T_argmax_v1_rf[v_i, v_k1_1] and v_k1_0 * 4 + v_k1_1 < T_argmax_v0_rf[v_i, v_k1_1], x[v_i, v_k1_0 * 4 + v_k1_1], T_argmax_v1_rf[v_i, v_k1_1])) as T_argmax_v1_rf_temp:
+                    T_argmax_v0_rf[v_i, v_k1_1] = T_argmax_v0_rf_temp
+                    T_argmax_v1_rf[v_i, v_k1_1] = T_argmax_v1_rf_temp
+    for i_1, k1_1_1 in T.grid(4, 4):
+        with T.block("T_argmax"):
+            v_k1_1_1, v_i_1 = T.axis.remap("RS", [k1_1_1, i_1])
+            T.reads(T_argmax_v0_rf[v_i_1, v_k1_1_1], T_argmax_v1_rf[v_i_1, v_k1_1_1])
+            T.writes(T_argmax_v0[v_i_1], T_argmax_v1[v_i_1])
+            with T.init():
+                T_argmax_v0[v_i_1] = 2147483647
+                T_argmax_v1[v_i_1] = -2147483648
+            with T.LetStmt(T.Select(T_argmax_v1_rf[v_i_1, v_k1_1_1] > T_argmax_v1[v_i_1] or T_argmax_v1_rf[v_i_1, v_k1_1_1] == T_argmax_v1[v_i_1] and T_argmax_v0_rf[v_i_1, v_k1_1_1] < T_argmax_v0[v_i_1], T_argmax_v0_rf[v_i_1, v_k1_1_1], T_argmax_v0[v_i_1])) as T_argmax_v0_temp:
+                with T.LetStmt(T.Select(T_argmax_v1_rf[v_i_1, v_k1_1_1] > T_argmax_v1[v_i_1] or T_argmax_v1_rf[v_i_1, v_k1_1_1] == T_argmax_v1[v_i_1] and T_argmax_v0_rf[v_i_1, v_k1_1_1] < T_argmax_v0[v_i_1], T_argmax_v1_rf[v_i_1, v_k1_1_1], T_argmax_v1[v_i_1])) as T_argmax_v1_temp:
+                    T_argmax_v0[v_i_1] = T_argmax_v0_temp
+                    T_argmax_v1[v_i_1] = T_argmax_v1_temp''')
+
+
+def test_rfactor_error_tuple_combiner_that_is_not_a_select():
+    A = te.placeholder((8, 8), "float32", name="A")
+    r = te.reduce_axis((0, 8), name="k")
+    pair = te.comm_reducer(lambda x, y: (x[0] - y[0], x[1] + y[1]),
+                           lambda t0, t1: (te.const(0, t0), te.const(0, t1)), name="pair")
+    B0, B1 = te.compute((8,), lambda i: pair((A[i, r], A[i, r]), axis=r), name="B")
+    sch, _, (_, k) = schedule_of(te.create_prim_func([A, B0, B1]), "B")
+    assert_fails_unchanged(
+        sch, tir.schedule.NoMatchedReducerError,
+        r"the value B_v0\[v_i\] - A\[v_i, v_k\] of B_v0\[v_i\] in block 'B' is not a select, "
+        r"sum, product, max or min with the stored element as exactly one operand",
+        lambda: sch.rfactor(k, 0))
 
 
 def test_rfactor_error_loop_with_two_blocks():

@@ -109,14 +109,18 @@ def test_default_schedule_arguments(tensors):
 
 
 def test_gpu_default_schedule_of_a_single_value(tensors):
-    """A reduction to one value that GPU threads cannot combine (argmax) has no GPU schedule;
-    a sum to one value and a 0-d element-wise block have one."""
+    """A reduction to one value that GPU threads cannot combine (a guarded sum) has no GPU
+    schedule; argmax and a sum to one value and a 0-d element-wise block have one."""
     A = tensors["A"]
+    k = [te.reduce_axis((0, int(d)), name=f"k{a}") for a, d in enumerate(A.shape)]
+    positive = te.compute((), lambda: te.sum(A[k[0], k[1]], axis=k, where=A[k[0], k[1]] > 0),
+                          name="positive")
     with pytest.raises(KilnValueError, match=r"topi.default_schedule: no GPU schedule for block "
-                                             r"'T_argmax' on target cuda .*: it reduces to a "
+                                             r"'positive' on target cuda .*: it reduces to a "
                                              r"single value with an update that GPU threads "
                                              r"cannot combine .* keep an axis"):
-        topi.default_schedule([A, topi.argmax(A)], target="cuda")
+        topi.default_schedule([A, positive], target="cuda")
+    topi.default_schedule([A, topi.argmax(A)], target="cuda")
     topi.default_schedule([A, topi.argmax(A, keepdims=True)], target="cuda")
     topi.default_schedule([A, topi.sum(A)], target="cuda")
     scalar = te.placeholder((), name="s")

@@ -1,10 +1,13 @@
-"""topi.default_schedule for GPU targets on reductions to one value (sum, max, min, mean over
-every axis): the schedule runs on an OpenCL device (PoCL on the CPU) against NumPy for lengths
-that are and are not multiples of the thread count, 1 and 2^20 + 3 among them, float32 and int32,
-a symbolic length; the CUDA C of the same programs compiles with NVRTC for sm_80; the schedule
-is two kernels (thread blocks reducing slices, then one block reducing their partial results)
-for a long input and one thread block for a short one, sized by the target's threads per block;
-argmax over all elements, which GPU threads cannot combine, is refused with the reason."""
+"""topi.default_schedule for GPU targets on reductions to one value (sum, max, min, mean,
+argmax and argmin over every axis): the schedule runs on an OpenCL device (PoCL on the CPU)
+against NumPy for lengths that are and are not multiples of the thread count, 1 and 2^20 + 3
+among them, float32 and int32, a symbolic length; argmax and argmin keep NumPy's first index
+among ties, across threads and thread blocks, and its first NaN, with -inf and the lowest
+values among the inputs; the CUDA C of the same programs compiles with NVRTC for sm_80; the
+schedule is two kernels (thread blocks reducing slices, then one block reducing their partial
+results, both values of argmax's (index, value) pairs) for a long input and one thread block
+for a short one, sized by the target's threads per block."""
+import functools
 import re
 
 import numpy as np
@@ -19,6 +22,7 @@ from gpu_helpers import nvrtc_missing, opencl_missing, run_on_device, skip_unles
 CUDA = "cuda -arch=sm_80"
 LENGTHS = [1, 1000, 2**20 + 3]
 REDUCERS = {"sum": (topi.sum, np.sum), "max": (topi.max, np.max), "min": (topi.min, np.min)}
+ARG_REDUCERS = {"argmax": (topi.argmax, np.argmax), "argmin": (topi.argmin, np.argmin)}
 
 
 def values(shape, dtype, seed=0):
@@ -179,8 +183,112 @@ def test_thread_counts_follow_the_target():
         kernels(sch, target)  # verify_gpu_code
 
 
-def test_argmax_over_everything_is_refused_with_the_reason():
+def test_argmax_of_a_long_input_is_reduced_in_two_kernels():
+    """Both values of the (index, value) pairs get partial results (rfactor) and are combined
+    across threads in shared memory."""
+    sch = scheduled(full_arg("argmax", 2**20 + 3, "float32"))
+    script = sch.mod["main"].script()
+    assert "T_argmax_v0_rf" in script and "T_argmax_v1_rf" in script
+    assert len(kernels(sch)) == 2
+    assert thread_extents(script, "threadIdx.x") == [256, 256]
+    source = kiln.build(sch.mod, target="opencl").get_source("opencl")
+    assert "__local int T_argmax_rf_red0[256];" in source
+    assert "__local float T_argmax_rf_red1[256];" in source
+
+
+def test_a_reduction_to_one_value_threads_cannot_combine_is_refused_with_the_reason():
+    """A guarded update (a where condition) is no reduction lowering combines across threads."""
     x = te.placeholder((1000,), "float32", name="x")
-    with pytest.raises(KilnValueError, match=r"no GPU schedule for block 'T_argmax' .* cannot "
-                                             r"combine .* not argmax"):
-        scheduled([x, topi.argmax(x)])
+    k = te.reduce_axis((0, 1000), name="k")
+    y = te.compute((), lambda: te.sum(x[k], axis=k, where=x[k] > 0), name="y")
+    with pytest.raises(KilnValueError, match=r"no GPU schedule for block 'y' .* cannot "
+                                             r"combine .* as argmax's"):
+        scheduled([x, y])
+
+
+# --- argmax and argmin over every element --------------------------------------------------------
+
+def full_arg(name, n, dtype):
+    x = te.placeholder((n,), dtype, name="x")
+    return [x, ARG_REDUCERS[name][0](x)]
+
+
+@functools.lru_cache(maxsize=None)
+def arg_module(name, n, dtype):
+    return kiln.build(scheduled(full_arg(name, n, dtype)).mod, target="opencl")
+
+
+def run_arg(name, xv):
+    rt = arg_module(name, xv.shape[0], str(xv.dtype))
+    return run_on_device(rt, [xv, np.zeros((), "int32")], kiln.opencl(0))[-1]
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("name", sorted(ARG_REDUCERS))
+def test_opencl_argmax_of_a_vector_like_numpy(name, dtype, n):
+    """Negative and positive values; int32 values in [-100, 100) tie many times over, across
+    threads and thread blocks."""
+    skip_unless(opencl_missing())
+    rng = np.random.default_rng(n)
+    if dtype == "int32":
+        xv = rng.integers(-100, 100, size=n).astype("int32")
+    else:
+        xv = rng.standard_normal(n).astype("float32")
+    assert run_arg(name, xv) == ARG_REDUCERS[name][1](xv)
+
+
+def special_values(case, n, is_max):
+    """An input of n values for one of NumPy's rules; its extreme values sit far apart, in
+    different thread blocks of the two-stage schedule."""
+    worst = -np.inf if is_max else np.inf
+    best = np.float32(7.0 if is_max else -7.0)
+    x = np.full(n, -1.0 if is_max else 1.0, "float32")
+    if case == "ties":  # the first of equal extremes
+        x[[n - 5, n // 2, 3001]] = best
+    elif case == "all_equal":
+        x[:] = best
+    elif case == "infinite":  # only the identity's value: index 0
+        x[:] = worst
+    elif case == "lowest":  # the lowest (largest) finite value everywhere
+        x[:] = np.finfo("float32").min if is_max else np.finfo("float32").max
+    elif case == "nan":  # the first NaN wins over every number and infinity
+        x[[n - 3, 4000]] = np.nan
+        x[10] = -worst
+    elif case == "infinity_wins":
+        x[[n // 3, 17]] = -worst
+    return x
+
+
+@pytest.mark.parametrize("case", ["ties", "all_equal", "infinite", "lowest", "nan",
+                                  "infinity_wins"])
+@pytest.mark.parametrize("name", sorted(ARG_REDUCERS))
+def test_opencl_argmax_follows_numpy_rules(name, case):
+    skip_unless(opencl_missing())
+    for n in (5000, 2**20 + 3):  # two thread blocks; 256 of them
+        xv = special_values(case, n, name == "argmax")
+        assert run_arg(name, xv) == ARG_REDUCERS[name][1](xv), n
+
+
+@pytest.mark.parametrize("name", sorted(ARG_REDUCERS))
+def test_opencl_argmax_of_the_lowest_integers_is_the_first(name):
+    skip_unless(opencl_missing())
+    info = np.iinfo("int32")
+    xv = np.full(5000, info.min if name == "argmax" else info.max, "int32")
+    assert run_arg(name, xv) == 0
+
+
+def test_argmax_lowered_program_matches_numpy_on_the_interpreter():
+    xv = np.random.default_rng(3).integers(-5, 5, size=1000).astype("float32")
+    lowered = tir.lower(scheduled(full_arg("argmax", 1000, "float32")).mod, target="opencl")
+    got = np.zeros((), "int32")
+    tir.interpret(lowered, xv, got)
+    assert got == np.argmax(xv)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("name", sorted(ARG_REDUCERS))
+def test_cuda_argmax_schedule_compiles_with_nvrtc(name, n):
+    skip_unless(nvrtc_missing())
+    rt = kiln.build(scheduled(full_arg(name, n, "float32"), CUDA).mod, target=CUDA)
+    assert ".target sm_80" in rt.get_source("ptx")

@@ -67,6 +67,21 @@ def test_arg_reductions_return_the_first_nan():
     check([A], topi.argmin(A, axis=1), [a], np.argmin(a, axis=1))
 
 
+def test_arg_reductions_of_infinities_and_extreme_values_take_the_first():
+    """Rows of nothing but -inf (+inf for argmin), or the lowest (largest) value of the dtype,
+    give index 0 as NumPy does: the reducer's identity never wins a tie."""
+    A = te.placeholder((3, 4), name="A")
+    low = np.finfo("float32").min
+    a = np.array([[-np.inf] * 4, [low] * 4, [-np.inf, low, low, -np.inf]], "float32")
+    check([A], topi.argmax(A, axis=1), [a], np.argmax(a, axis=1))
+    check([A], topi.argmin(A, axis=1), [-a], np.argmin(-a, axis=1))
+    B = te.placeholder((2, 3), "int32", name="B")
+    info = np.iinfo("int32")
+    b = np.array([[info.min] * 3, [info.max] * 3], "int32")
+    check([B], topi.argmax(B, axis=1), [b], np.argmax(b, axis=1))
+    check([B], topi.argmin(B, axis=1), [b], np.argmin(b, axis=1))
+
+
 def test_argmax_of_ints_on_the_interpreter():
     A = te.placeholder((2, 5), "int8", name="A")
     a = np.array([[-128, -128, -5, 7, 7], [3, 3, 3, 3, 3]], "int8")

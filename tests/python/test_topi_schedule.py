@@ -80,7 +80,11 @@ def test_reductions():
     script = check_family([x, topi.sum(x, axis=1)], [xv], xv.sum(axis=1), rtol=1e-4)
     assert "T.parallel" in script
     check_family([x, topi.max(x, axis=0)], [xv], xv.max(axis=0))
-    check_family([x, topi.argmax(x, axis=1)], [xv], xv.argmax(axis=1).astype("int32"))
+    script = check_family([x, topi.argmax(x, axis=1)], [xv], xv.argmax(axis=1).astype("int32"))
+    # Vectors of partial (index, value) pairs; values from [-3, 3) tie across their lanes.
+    assert "T_argmax_v0_rf" in script and "T.vectorized" in script
+    ties = RNG.integers(-3, 3, size=(128, 256)).astype("float32")
+    check_family([x, topi.argmax(x, axis=1)], [ties], ties.argmax(axis=1).astype("int32"))
 
 
 def test_transforms():

@@ -22,14 +22,18 @@ namespace kiln::schedule {
 //                                                      vk_1, vi = T.axis.remap("RS", [k_1, i])
 //                                                      with T.init(): B[vi] = 0.0
 //                                                      B[vi] = B[vi] + B_rf[vi, vk_1]
-// (rfactor(k_1, factor_axis=1)). The combiner is recognized from the update and the init: sum
-// (C + x, init 0), product (C * x, init 1), max (max(C, x), init the lowest value) and min.
+// (rfactor(k_1, factor_axis=1)). The combiner is recognized from the update and the init
+// (ir::match_block_reducer): sum (C + x, init 0), product (C * x, init 1), max (max(C, x), init
+// the lowest value) and min, or a reduction of several values (argmax's index and value), which
+// gets one intermediate buffer per value and updates them together as the block did.
 // Preconditions:
 //  1. Exactly one block is under `loop`, and it is the only block under the outermost of its
 //     loops, so that the write-back can follow the loop nest (NotSingleChildBlockError).
 //  2. The block has an init and its body is one store `C[idx] = f(C[idx], x)` whose init
-//     stores to the same element (NotReductionBlockError).
-//  3. f and the init value form one of the four combiners (NoMatchedReducerError).
+//     stores to the same element, or the LetStmts and stores of several values
+//     (NotReductionBlockError).
+//  3. f and the init value form one of the four combiners, or each value's update is a select
+//     or one of them over the stored values and the values combined (NoMatchedReducerError).
 //  4. The block's bindings are affine in its loops (NotAffineBindingError).
 //  5. `loop` binds a reduce iterator of the block and no spatial one, and no loop binds
 //     iterators of both kinds (LoopPropertyError).

@@ -1,5 +1,5 @@
 // Lowering pass lower_cross_thread_reduction: a reduction whose reduce loop is bound to GPU
-// threads becomes per-thread partial results combined through shared memory.
+// threads becomes per-thread partial results combined through shared memory or warp shuffles.
 #pragma once
 
 #include <cstdint>
@@ -31,17 +31,24 @@ namespace kiln::tir {
 //                                                          for t in thread_binding(32, ...):
 //                                                            if t == 0: B[bx] = red[0]
 //
+// A reduction of several values (argmax's index and value, ir::match_block_reducer) has a
+// register and a shared buffer per value ("<block>_acc0", "<block>_red0", ...), and each step
+// combines all of them at once with the block's combiner: thread t's (index, value) pair with
+// thread t + s's, each new value bound to a LetStmt before any is stored.
+//
 // Preconditions (a kValue error naming the block otherwise): the thread-bound loop contains only
-// the block and the loops between them, none of them bound to threads; the block is
-// `C[idx] = f(C[idx], x)` with f one of + * max min and an init, without buffers of its own;
-// every reduce iterator is bound through loops at or inside the thread loop, and no spatial one
-// is. Functions without such loops are returned unchanged. Tested by
-// tests/python/test_gpu_build.py.
+// the block and the loops between them, none of them bound to threads; the block is a
+// reduction that ir::match_block_reducer recognizes (`C[idx] = f(C[idx], x)` with f one of
+// + * max min and its identity as init, or several values updated together), without buffers
+// of its own; every reduce iterator is bound through loops at or inside the thread loop, and no
+// spatial one is. Functions without such loops are returned unchanged. Tested by
+// tests/python/test_gpu_build.py and tests/python/test_topi_gpu_full_reduction.py.
 // With `warp_size` > 0 (CUDA), a reduction over threadIdx.x of a power-of-two extent up to the
 // warp size, where every loop bound to threadIdx.x has that extent (so that each warp holds
-// whole groups of threads), combines the parts with warp shuffles instead: each thread adds the
-// value of the thread s lanes above (warp_shuffle_down) for s = T/2, ..., 1, in registers, with
-// no shared memory and no barrier; thread 0 stores the result.
+// whole groups of threads), combines the parts with warp shuffles instead: each thread combines
+// its values with those of the thread s lanes above (warp_shuffle_down, every value shuffled by
+// every lane before the combiner runs) for s = T/2, ..., 1, in registers, with no shared memory
+// and no barrier; thread 0 stores the result.
 ir::Ref<ir::PrimFunc> lower_cross_thread_reduction(const ir::Ref<ir::PrimFunc>& func,
                                                    int64_t warp_size = 0);
 

@@ -3,7 +3,8 @@ reduction iterators and their constant extents, the loads of its body with the i
 depends on and the packed panels it reads, whether it writes an argument of the function,
 whether its body calls transcendental functions (costly to recompute) or guards a load
 (padding), whether it is a sum of products with reuse (a matrix product or a convolution,
-register-tiled), and whether it is a reduction whose partial results GPU threads can combine."""
+register-tiled), and whether it is a reduction whose partial results GPU threads can combine
+(one value, or several such as argmax's index and value)."""
 import dataclasses
 
 from .. import tir
@@ -150,7 +151,9 @@ def analyze_block(sch, block_rv, func):
     if isinstance(body, tir.BufferStore):
         _walk(body.value, visit)
         dtype = body.buffer.dtype
-    else:  # several stores (argmax's value and index): no loads analyzed, no tiling
+    else:  # several values (argmax's index and value): the loads of their updates, no tiling
+        for value in _tuple_update(block) or ():
+            _walk(value, visit)
         flags["guarded"] = True
         dtype = writes[0].dtype if writes else "float32"
     return BlockInfo(
@@ -204,3 +207,27 @@ def is_simple_reduction(sch, block_rv):
         return isinstance(expr, tir.BufferLoad) and expr.buffer.same_as(body.buffer)
 
     return is_self_load(value.a) or is_self_load(value.b)
+
+
+def _tuple_update(block):
+    """The values of a reduction of several values, as te.create_prim_func writes one (each
+    value bound to a LetStmt, then the stores of the bound variables); None for another body."""
+    values, body = [], block.body
+    while isinstance(body, tir.LetStmt):
+        values.append(body.value)
+        body = body.body
+    stores = list(body.seq) if isinstance(body, tir.SeqStmt) else []
+    if len(values) < 2 or len(stores) != len(values) or \
+            not all(isinstance(s, tir.BufferStore) for s in stores):
+        return None
+    return values
+
+
+def is_combinable_reduction(sch, block_rv):
+    """Whether GPU threads can combine the block's partial results: is_simple_reduction's one
+    value, or several values updated together (argmax's index and value, each a select between
+    the stored value and the new one). lower_cross_thread_reduction has the final word."""
+    if is_simple_reduction(sch, block_rv):
+        return True
+    block = sch.get(block_rv)
+    return block.init is not None and _tuple_update(block) is not None

@@ -25,10 +25,11 @@ whatever operators built it:
 4. Every block runs its outer spatial loops in parallel, fused until there is work for the
    runtime's threads, when it has enough work; its innermost spatial loop is vectorized by the
    target's vector lanes when the extent allows.
-5. (Done first.) A reduction along contiguous rows that is not a product (the max and sum of a softmax, the
-   sum of squares of a norm, a row sum) accumulates vectors: its reduction loop is split by a
-   multiple of the vector lanes and the inner part becomes a vector of partial results
-   (rfactor), reduced to one value per row at the end.
+5. (Done first.) A reduction along contiguous rows that is not a product (the max and sum of
+   a softmax, the sum of squares of a norm, a row sum, argmax's (index, value) pairs)
+   accumulates vectors: its reduction loop is split by a multiple of the vector lanes and the
+   inner part becomes a vector of partial results (rfactor), reduced to one value per row at
+   the end.
 
 A step whose preconditions fail is skipped, so the schedule never fails where the unscheduled
 function builds; a vectorized loop that lowering would run serially is not vectorized.

@@ -32,11 +32,12 @@ threads, and a product's shared tiles fit target.max_shared_memory_per_block.
 4. Other reductions: one over the innermost axes of what it reads (sum, max or mean over the
    last axes, global pooling, a matrix-vector product such as dense for one row) is a
    cross-thread reduction as in step 3 (an element-wise consumer, a mean's division or a
-   bias, reads it as a statistic per row: step 3 computes both in one thread block); the
-   others (over outer axes, pooling windows, argmax, whose two values threads cannot combine)
-   give each thread one output, accumulated in a register. A reduction to one value (every
-   axis reduced, sum(x), max(x), mean(x), with or without keepdims) runs in two kernels, as
-   TVM users write it: its reduction loop is split into (steps, thread blocks, threads) and
+   bias, reads it as a statistic per row: step 3 computes both in one thread block); so is
+   argmax or argmin over the last axis, whose threads combine (index, value) pairs. The
+   others (over outer axes, pooling windows) give each thread one output, accumulated in a
+   register. A reduction to one value (every axis reduced, sum(x), max(x), mean(x),
+   argmax(x), with or without keepdims) runs in two kernels, as TVM users write it: its
+   reduction loop is split into (steps, thread blocks, threads) and
    rfactor over the thread blocks gives each block a slice that its threads reduce across
    threads (each thread striding over the slice, so that neighbouring threads read
    neighbouring elements) into a partial result; then one thread block reduces the partial
@@ -53,14 +54,14 @@ The schedule is lowered for the target before it is returned. A block whose sche
 lowering refuses (a reduction its threads cannot combine, shared memory over the limit) gets
 the simpler schedule of a later step, down to one thread per output. A 0-d element-wise block
 (a mean's division) gets one thread (add_unit_loop gives it loops to bind). A reduction to one
-value that threads cannot combine (argmax over all elements) has no GPU schedule:
-KilnValueError names it.
+value that threads cannot combine (an update guarded by a where condition, a combiner that
+lower_cross_thread_reduction does not recognize) has no GPU schedule: KilnValueError names it.
 """
 import re
 
 from .. import tir
 from ..error import KilnError, KilnValueError, ScheduleError
-from ._block_info import is_simple_reduction, is_sum_of_products
+from ._block_info import is_combinable_reduction, is_simple_reduction, is_sum_of_products
 from ._schedule_steps import (block_info, block_names, fold_epilogues, inline_elementwise,
                               product_of, row_statistics)
 from ._util import const_int
@@ -355,7 +356,7 @@ class _Scheduler:
         """Whether a cross-thread reduction suits the block: its update combines across
         threads, and it reduces the innermost axis of what it reads over enough elements.
         (Not a single value: reduce_to_one_value schedules those.)"""
-        if not is_simple_reduction(self.sch, self.sch.get_block(name)):
+        if not is_combinable_reduction(self.sch, self.sch.get_block(name)):
             return False
         info = block_info(self.sch, name)
         if not info.spatial:
@@ -370,7 +371,7 @@ class _Scheduler:
     def reduces_to_one_value(self, name):
         """Whether the block reduces every axis (its spatial loops, if any, have extent 1)
         with an update that threads can combine."""
-        if not is_simple_reduction(self.sch, self.sch.get_block(name)):
+        if not is_combinable_reduction(self.sch, self.sch.get_block(name)):
             return False
         info = block_info(self.sch, name)
         return bool(info.reduce) and all(info.extents[p] == 1 for p in info.spatial)
@@ -448,9 +449,9 @@ class _Scheduler:
         if count == 0:
             raise KilnValueError(
                 "it reduces to a single value with an update that GPU threads cannot combine "
-                "(only sums, products, maxima and minima of one value can be, not argmax), "
-                "and one thread would reduce the whole input alone; keep an axis (reduce "
-                "rows, then the row results) to give it threads")
+                "(they combine a sum, product, max or min, or several values that selects "
+                "update together, as argmax's), and one thread would reduce the whole input "
+                "alone; keep an axis (reduce rows, then the row results) to give it threads")
         if not in_register:
             self.bind_flat(sch, loops[:count])
             return [name]

@@ -149,7 +149,10 @@ def mean(data, axis=None, keepdims=False):
 
 def _arg_reducer(is_max, name):
     """A tuple reducer of (index, value) that keeps the first index of the extreme value, and
-    the first NaN (NumPy's argmax and argmin)."""
+    the first NaN (NumPy's argmax and argmin). Its identity, (the largest index, -inf for a
+    float argmax), loses to every element, ties included: an input of -inf or of the lowest
+    value still gets index 0, and partial results of empty slices (rfactor, GPU threads
+    without elements) combine away."""
     def fcombine(x, y):
         xi, xv = x
         yi, yv = y
@@ -165,8 +168,11 @@ def _arg_reducer(is_max, name):
         return tir.Select(take_y, yi, xi), tir.Select(take_y, yv, xv)
 
     def fidentity(index_dtype, value_dtype):
-        start = te.min_value(value_dtype) if is_max else te.max_value(value_dtype)
-        return te.const(-1, index_dtype), start
+        if value_dtype.startswith(("float", "bfloat")):
+            start = te.const(float("-inf") if is_max else float("inf"), value_dtype)
+        else:
+            start = te.min_value(value_dtype) if is_max else te.max_value(value_dtype)
+        return te.max_value(index_dtype), start
 
     return te.comm_reducer(fcombine, fidentity, name=name)
 

@@ -52,7 +52,8 @@ def default_schedule(func, target="llvm", tensor_intrinsics=None):
         KilnValueError: target is not a valid target string, tensor_intrinsics names no
             registered tensor intrinsic, or, for a GPU target, a block
             has no GPU schedule (a single value computed by a reduction GPU threads cannot
-            combine, such as argmax over all elements; the message names the block).
+            combine, such as a sum with a where condition over all elements; the message
+            names the block).
 
     Example:
         x = te.placeholder((n, 4096), "float32", name="x")
