@@ -47,6 +47,9 @@ struct Member {
   Candidate candidate;
   Scored scored;
   int generation = 0;
+  // The name of the task's baseline schedule when the member is that schedule (no sketch, no
+  // decisions); empty for a candidate of the design space.
+  std::string baseline;
 };
 
 // The tuning state of one task across rounds.
@@ -73,6 +76,7 @@ class TaskSearch {
     // Trials are distinct candidates: the final re-measurements add records, not trials.
     trials_before_ = static_cast<int64_t>(measured_.size());
     load_best_from_database();
+    prepare_baseline();
   }
 
   const TuneTask& task() const { return task_; }
@@ -92,8 +96,15 @@ class TaskSearch {
     // Step 2. Evolve: children of the best-scored candidates.
     evolve();
     double evolve_s = seconds_since(start) - generate_s;
-    // Step 3. Pick: the best-scored candidates never measured, and a few at random.
-    std::vector<Member> batch = pick(static_cast<size_t>(budget));
+    // Step 3. Pick: the best-scored candidates never measured, and a few at random; on the first
+    // round the baseline schedule takes the first place.
+    size_t places = static_cast<size_t>(std::max<int64_t>(budget, 0));
+    std::vector<Member> batch;
+    if (baseline_ && places > 0) {
+      batch.push_back(std::move(*baseline_));
+      baseline_.reset();
+    }
+    for (Member& m : pick(places - batch.size())) batch.push_back(std::move(m));
     if (batch.empty()) {
       exhausted_ = population_.empty() || ++empty_rounds_ >= 3;
       return 0;
@@ -340,13 +351,22 @@ class TaskSearch {
       record.error = r.error;
       if (r.status == RecordStatus::kOk) record.run_secs = r.run_secs;
       record.kiln_version = kKilnVersion;
-      record.search_json = Json{
-          {"stage", stage},
-          {"sketch", m.candidate.sketch},
-          {"decisions_length", m.candidate.decisions.instructions().size()},
-          {"generation", m.generation},
-          {"predicted_score",
-           m.scored.score}}.dump();
+      if (m.baseline.empty()) {
+        record.search_json = Json{
+            {"stage", stage},
+            {"sketch", m.candidate.sketch},
+            {"decisions_length", m.candidate.decisions.instructions().size()},
+            {"generation", m.generation},
+            {"predicted_score",
+             m.scored.score}}.dump();
+      } else {
+        record.search_json = Json{
+            {"stage", "baseline"},
+            {"baseline", m.baseline},
+            {"predicted_score",
+             m.scored.score}}.dump();
+        log_baseline(m.baseline, r);
+      }
       records.push_back(std::move(record));
       measured_.insert(m.candidate.hash);
       if (std::string(stage) == "drift") continue;  // a reference, not a result of the search
@@ -358,8 +378,12 @@ class TaskSearch {
       if (batch_best_ == 0 || seconds < batch_best_) batch_best_ = seconds;
       if (best_seconds_ == 0 || seconds < best_seconds_) {
         best_seconds_ = seconds;
-        best_ = m;
         best_trace_json_ = records.back().trace_json;
+      }
+      // Children and the local search need decisions: a baseline schedule has none.
+      if (m.baseline.empty() && (best_sampled_seconds_ == 0 || seconds < best_sampled_seconds_)) {
+        best_sampled_seconds_ = seconds;
+        best_ = m;
       }
     }
     db_.commit_records(records);
@@ -368,10 +392,12 @@ class TaskSearch {
 
   // Trains the model on the batch; returns its top-k recall on the batch before that.
   double learn(const std::vector<Member>& batch, const std::vector<MeasureResult>& results) {
-    // Failed candidates teach the model too: as the slowest (+inf).
+    // Failed candidates teach the model too: as the slowest (+inf). A baseline schedule whose
+    // features could not be computed teaches nothing.
     std::vector<const Scored*> rows;
     std::vector<double> seconds, ok_seconds, ok_scores;
     for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
+      if (!batch[i].scored.valid) continue;
       rows.push_back(&batch[i].scored);
       bool ok = results[i].status == RecordStatus::kOk;
       double t = ok ? median(results[i].run_secs) : std::numeric_limits<double>::infinity();
@@ -408,11 +434,17 @@ class TaskSearch {
   }
 
   // The best records of the database seed the population (their decisions are the first
-  // instructions of their traces, as search_json records).
+  // instructions of their traces, as search_json records); a baseline schedule's record has no
+  // decisions and sets only the best time.
   void load_best_from_database() {
     if (config_.seeds_from_database <= 0) return;
     for (const Record& record :
          db_.best(workload_.id, target_, config_.seeds_from_database, ThreadMatch::kExact)) {
+      double seconds = record.median.value_or(0);
+      if (seconds > 0 && (best_seconds_ == 0 || seconds < best_seconds_)) {
+        best_seconds_ = seconds;
+        best_trace_json_ = record.trace_json;
+      }
       Json search = Json::parse(record.search_json, nullptr, false);
       Json trace = Json::parse(record.trace_json, nullptr, false);
       if (!search.is_object() || !trace.is_object() || !search.contains("decisions_length")) {
@@ -428,15 +460,84 @@ class TaskSearch {
                                   trace["instructions"].end());
       std::optional<Candidate> c = replay_json(sketch, trace);
       if (!c) continue;
-      double seconds = record.median.value_or(0);
-      if (seconds > 0 && (best_seconds_ == 0 || seconds < best_seconds_)) {
-        best_seconds_ = seconds;
-        best_trace_json_ = record.trace_json;
+      if (seconds > 0 && (best_sampled_seconds_ == 0 || seconds < best_sampled_seconds_)) {
+        best_sampled_seconds_ = seconds;
         best_.candidate = *c;
         best_.scored = scorer_.analyze(c->mod);
       }
       seeds_.push_back(std::move(*c));
     }
+  }
+
+  // The task's baseline schedule, replayed on the function: the first member of the first
+  // batch, unless the database holds its schedule already (a resumed run: the log says its
+  // time) or its trace does not replay (the log says why).
+  void prepare_baseline() {
+    if (!task_.baseline) return;
+    const std::string& name = task_.baseline->name;
+    Member m;
+    m.baseline = name;
+    Json trace = Json::parse(task_.baseline->trace_json, nullptr, false);
+    if (!trace.is_object()) {
+      log_baseline_skipped(name, "its trace is not a JSON object");
+      return;
+    }
+    try {
+      ir::Ref<ir::IRModule> mod = ir::make<ir::IRModule>();
+      mod->functions["main"] = task_.func;
+      schedule::Schedule sch(mod, 0);
+      schedule::Trace::apply_json(trace, &sch);
+      m.candidate.trace = sch.trace();
+      m.candidate.mod = sch.mod();
+      m.candidate.hash = ir::structural_hash(sch.mod()->lookup("main"));
+    } catch (const Error& e) {
+      log_baseline_skipped(name,
+                           std::string("its trace does not replay on the function: ") + e.what());
+      return;
+    }
+    if (measured_.count(m.candidate.hash) != 0) {
+      if (log_ != nullptr) {
+        *log_ << "[" << task_.name << "] baseline (" << name << "): in the database already";
+        double seconds = stored_seconds(m.candidate.hash);
+        if (seconds > 0) *log_ << ", " << 1e3 * seconds << " ms";
+        *log_ << "; not measured again\n";
+      }
+      return;
+    }
+    // The space's own copy of the schedule, if it samples one, is not measured besides it.
+    seen_.insert(m.candidate.hash);
+    m.scored = scorer_.analyze(m.candidate.mod);
+    if (m.scored.valid) scorer_.score(model_, group_, {&m.scored});
+    baseline_ = std::move(m);
+  }
+
+  // The median of the samples of the ok records of a candidate (0: none).
+  double stored_seconds(uint64_t hash) {
+    RecordQuery query;
+    query.workload_id = workload_.id;
+    query.target = target_;
+    query.status = RecordStatus::kOk;
+    std::vector<double> samples;
+    for (const Record& record : db_.records(query)) {
+      if (record.candidate_hash != hash) continue;
+      samples.insert(samples.end(), record.run_secs.begin(), record.run_secs.end());
+    }
+    return median(samples);
+  }
+
+  void log_baseline(const std::string& name, const MeasureResult& r) {
+    if (log_ == nullptr) return;
+    *log_ << "[" << task_.name << "] baseline (" << name << "): ";
+    if (r.status == RecordStatus::kOk) {
+      *log_ << 1e3 * median(r.run_secs) << " ms\n";
+    } else {
+      *log_ << status_name(r.status) << ": " << r.error << "\n";
+    }
+  }
+
+  void log_baseline_skipped(const std::string& name, const std::string& reason) {
+    if (log_ == nullptr) return;
+    *log_ << "[" << task_.name << "] baseline (" << name << ") skipped: " << reason << "\n";
   }
 
   // The candidate of a stored decisions trace, replayed as the space replays its own.
@@ -495,6 +596,7 @@ class TaskSearch {
         db_.best(workload_.id, target_, config_.final_top_k, ThreadMatch::kExact);
     if (top.size() < 2) return;
     std::vector<Member> members;
+    std::vector<Json> searches;  // what each member's record says of it
     std::vector<MeasureInput> inputs;
     for (const Record& record : top) {
       Json search = Json::parse(record.search_json, nullptr, false);
@@ -514,6 +616,7 @@ class TaskSearch {
       m.candidate.hash = record.candidate_hash;
       m.candidate.sketch = search.is_object() ? search.value("sketch", 0) : 0;
       members.push_back(std::move(m));
+      searches.push_back(search.is_object() ? search : Json::object());
       inputs.push_back(MeasureInput{members.back().candidate.mod, ""});
     }
     if (members.size() < 2) return;
@@ -540,7 +643,12 @@ class TaskSearch {
       record.error = r.error;
       if (r.status == RecordStatus::kOk) record.run_secs = r.run_secs;
       record.kiln_version = kKilnVersion;
-      Json search = {{"stage", "final"}, {"sketch", members[i].candidate.sketch}};
+      // The record keeps what a resumed run seeds from (decisions_length) and what the
+      // candidate is (a baseline schedule's name).
+      Json search = {{"stage", "final"}};
+      for (const char* key : {"sketch", "decisions_length", "baseline"}) {
+        if (searches[i].contains(key)) search[key] = searches[i][key];
+      }
       if (static_cast<int>(i) == winner) search["winner"] = true;
       record.search_json = search.dump();
       records.push_back(std::move(record));
@@ -574,11 +682,15 @@ class TaskSearch {
   std::unordered_set<uint64_t> measured_, seen_;
   std::vector<Member> population_, fresh_;
   std::vector<Candidate> seeds_;
+  std::optional<Member> baseline_;  // measured in the first round
+  // best_: the best measured candidate of the design space (the parent of extra children and
+  // the centre of the local search; best_seconds_ may be a baseline schedule's).
   Member best_, reference_;
   double reference_seconds_ = 0;
   int64_t rounds_ = 0, drift_flags_ = 0, analyzed_ = 0;
   std::vector<std::pair<int64_t, double>> drift_;
-  double best_seconds_ = 0, batch_best_ = 0, recall_ = -1, seconds_to_90_ = 0;
+  double best_seconds_ = 0, best_sampled_seconds_ = 0, batch_best_ = 0, recall_ = -1;
+  double seconds_to_90_ = 0;
   std::string best_trace_json_;
   int64_t trials_before_ = 0, trials_this_run_ = 0, rejected_lowering_ = 0;
   int generation_ = 0, empty_rounds_ = 0;

@@ -2,9 +2,11 @@
 
     kiln tune FILE.py:NAME [--target llvm] [--trials 512] [--per-iter 32] [--db tuning.db]
                            [--work-dir DIR] [--seed 1] [--threads N] [--no-progress]
+                           [--no-baseline]
         Tunes what NAME() returns in FILE.py (a PrimFunc, an IRModule, or a list of them) with a
         progress bar per task, then prints a table. Ctrl-C stops cleanly: every measured batch
-        is in the database, and running the same command again resumes.
+        is in the database, and running the same command again resumes. The first round of
+        each task measures topi.default_schedule's schedule too, unless --no-baseline.
     kiln db list  DB                 the workloads, their record counts and thread counts
     kiln db show  DB [--top K]       the best records of every workload, target, device and
                                      thread count
@@ -59,6 +61,8 @@ def _tune(args):
     db = ms.Database(args.db)
     fields = {"max_trials_global": args.trials, "num_trials_per_iter": args.per_iter,
               "seed": args.seed, "num_threads": args.threads}
+    if args.no_baseline:
+        fields["baseline"] = None
     if args.per_task:
         fields["max_trials_per_task"] = args.per_task
     try:
@@ -125,6 +129,8 @@ def main(argv=None):
     tune.add_argument("--seed", type=int, default=1)
     tune.add_argument("--threads", type=int, default=0)
     tune.add_argument("--no-progress", action="store_true")
+    tune.add_argument("--no-baseline", action="store_true",
+                      help="do not measure topi.default_schedule's schedule as a baseline")
     db = commands.add_parser("db", help="inspect or combine tuning databases")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     listing = db_commands.add_parser("list", help="the workloads")

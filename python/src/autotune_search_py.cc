@@ -81,20 +81,29 @@ py::dict dict_of(const autotune::TaskResult& r) {
 void bind_autotune_search(py::module_& m) {
   m.def(
       "tune_tasks",
-      [](py::handle funcs, py::handle names, py::handle weights, py::handle target,
-         py::handle database, py::handle runner, py::handle cost_model, py::handle config,
-         py::handle log_path, py::object progress) {
+      [](py::handle funcs, py::handle names, py::handle weights, py::handle baselines,
+         py::handle target, py::handle database, py::handle runner, py::handle cost_model,
+         py::handle config, py::handle log_path, py::object progress) {
         const char* api = "kiln.autotune.tune_tasks";
         std::vector<autotune::TuneTask> tasks;
         std::string target_text = to_str(target, api, "target");
         py::list func_list = py::reinterpret_borrow<py::list>(funcs);
         py::list name_list = py::reinterpret_borrow<py::list>(names);
         py::list weight_list = py::reinterpret_borrow<py::list>(weights);
+        py::list baseline_list = py::reinterpret_borrow<py::list>(baselines);
         for (size_t i = 0; i < func_list.size(); ++i) {
           tasks.push_back(autotune::make_task(
               to_node<ir::PrimFunc>(func_list[i], api, "a task's function", "a PrimFunc"),
               target_text, to_str(name_list[i], api, "a task's name"),
               to_float(weight_list[i], api, "a task's weight"), api));
+          // (name, trace JSON text) of the task's baseline schedule, or None.
+          py::handle baseline = baseline_list[i];
+          if (!baseline.is_none()) {
+            py::tuple pair = baseline.cast<py::tuple>();
+            tasks.back().baseline =
+                autotune::BaselineSchedule{to_str(pair[0], api, "a baseline's name"),
+                                           to_str(pair[1], api, "a baseline's trace")};
+          }
         }
         if (!py::isinstance<autotune::Database>(database)) {
           raise_type_error(api, "database", "a kiln.autotune.Database", database);
@@ -147,10 +156,12 @@ void bind_autotune_search(py::module_& m) {
         for (const autotune::TaskResult& r : results) out.append(dict_of(r));
         return out;
       },
-      py::arg("funcs"), py::arg("names"), py::arg("weights"), py::arg("target"),
-      py::arg("database"), py::arg("runner"), py::arg("cost_model"), py::arg("config"),
-      py::arg("log_path"), py::arg("progress"),
-      "Tunes functions into a database (see kiln.autotune.tune_tasks); returns result dicts.");
+      py::arg("funcs"), py::arg("names"), py::arg("weights"), py::arg("baselines"),
+      py::arg("target"), py::arg("database"), py::arg("runner"), py::arg("cost_model"),
+      py::arg("config"), py::arg("log_path"), py::arg("progress"),
+      "Tunes functions into a database (see kiln.autotune.tune_tasks); baselines holds, per "
+      "function, None or the (name, trace JSON text) of its baseline schedule. Returns result "
+      "dicts.");
   m.def(
       "best_record",
       [](py::handle database, py::handle func, py::handle target, py::handle num_threads,

@@ -106,6 +106,12 @@ def test_default_schedule_arguments(tensors):
         topi.default_schedule([A, topi.exp(A)], target=80)
     with pytest.raises(KilnValueError, match="-arch must name a CUDA architecture"):
         topi.default_schedule([A, topi.exp(A)], target="cuda -arch=sm_3")
+    with pytest.raises(KilnTypeError, match="topi.default_schedule: num_threads must be an int "
+                                            "or None, found an object of type float"):
+        topi.default_schedule([A, topi.exp(A)], num_threads=2.0)
+    with pytest.raises(KilnValueError, match="topi.default_schedule: num_threads must be at "
+                                             "least 1, found 0"):
+        topi.default_schedule([A, topi.exp(A)], num_threads=0)
 
 
 def test_gpu_default_schedule_of_a_single_value(tensors):

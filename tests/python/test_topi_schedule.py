@@ -120,6 +120,15 @@ def test_a_small_softmax_stays_on_one_thread():
     assert "T.parallel" not in script
 
 
+def test_num_threads_sizes_the_parallel_loops():
+    x = te.placeholder((16, 16, 4096), "float32", name="x")
+    func = te.create_prim_func([x, topi.exp(x)])
+    assert "T.parallel" not in topi.default_schedule(func, num_threads=1).mod["main"].script()
+    assert "T.parallel(256)" in topi.default_schedule(func, num_threads=16).mod["main"].script()
+    here = topi.default_schedule(func, num_threads=kiln.runtime.get_num_threads())
+    assert kiln.ir.structural_equal(here.mod["main"], topi.default_schedule(func).mod["main"])
+
+
 def test_norms():
     x = te.placeholder((64, 512), "float32", name="x")
     g = te.placeholder((512,), "float32", name="g")

@@ -9,7 +9,11 @@
 //   evolve    parents picked by predicted score are mutated (tile sizes, categorical
 //             choices); children never seen before join; the population keeps the best
 //   pick      the best-scored candidates never measured (by structural hash, in this run or
-//             in the database), plus an epsilon share picked at random
+//             in the database), plus an epsilon share picked at random. On the first round,
+//             the task's baseline schedule (TuneTask::baseline) takes the first place unless
+//             the database holds it already: measured and committed like any candidate (its
+//             record's stage is "baseline"), it keeps the best record from being slower than
+//             the schedule written without the search
 //   measure   the runner builds, checks and times them (failures are recorded, never fatal)
 //   commit    one database transaction per batch: a killed run loses at most this batch
 //   retrain   the cost model learns the batch; its top-k recall on the batch, measured before

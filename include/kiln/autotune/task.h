@@ -3,12 +3,21 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kiln/codegen/target.h"
 #include "kiln/ir/function.h"
 
 namespace kiln::autotune {
+
+// A schedule of a task's function written without the search (topi.default_schedule's, or a
+// user's), measured as one candidate of the task's first round so that the best record is never
+// slower than it.
+struct BaselineSchedule {
+  std::string name;        // what it is, for the log and its record: "topi.default_schedule"
+  std::string trace_json;  // its trace as JSON text; it replays on the task's function
+};
 
 struct TuneTask {
   std::string name;            // for logs and tables, e.g. "matmul"
@@ -17,6 +26,7 @@ struct TuneTask {
   double weight = 1.0;         // how often the function runs per run of the whole model
   uint64_t workload_hash = 0;  // ir::structural_hash(func)
   double flops = 0.0;          // the arithmetic operations of one call (count_flops)
+  std::optional<BaselineSchedule> baseline;  // none: the search measures only its own candidates
 };
 
 // A task for `func` on `target` (a target string). Raises a kValue error naming `api` for a

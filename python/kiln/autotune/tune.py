@@ -15,13 +15,18 @@ it) and the log ``tune.log``. Running the same command again resumes: the trials
 database count, so only the rest of the budget is spent. Records keep the thread count they were
 measured with, and only those of the run's own count are resumed: tuning a function for 1 thread
 and then for 2 in one database tunes both, and a build applies the record of its thread count.
+
+The first round of each task also measures a baseline schedule, by default
+topi.default_schedule's, as an ordinary record (its stage is "baseline"; tune.log says
+"baseline (topi.default_schedule): X ms"), so that the best record a build applies is never
+slower than the schedule that needs no tuning.
 """
 import dataclasses
 import json
 import os
 import sys
 
-from .. import ir, tir
+from .. import ir, tir, topi
 from .._kiln import autotune as _core
 from ..error import KilnTypeError, KilnValueError
 from ..tir import Schedule, Trace
@@ -55,6 +60,15 @@ class TuneConfig:
         num_threads: threads the kernels run on (0: the runtime's); the records store the
             count in effect, and the trials already in the database count only when they were
             measured with the same count.
+        tensor_intrinsics: the tensor intrinsics the design space (and the default baseline)
+            may tensorize with; None: the shipped x86 ones.
+        baseline: a schedule measured as the first candidate of each task's first round, like
+            any candidate (it counts as a trial), so that the best record is never slower than
+            it: "default" (topi.default_schedule for the target and num_threads), None (none),
+            or a callable that takes the PrimFunc and returns a tir.Schedule of it. A schedule
+            the database holds already is not measured again; one that cannot be made (the
+            callable raises) or whose trace does not replay on the function is skipped, with
+            the reason in tune.log.
     """
 
     max_trials_global: int = 512
@@ -74,6 +88,7 @@ class TuneConfig:
     seed: int = 1
     num_threads: int = 0
     tensor_intrinsics: list = None
+    baseline: object = "default"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +149,83 @@ def _functions(mod_or_func, api):
                         f"them, found an object of type {type(mod_or_func).__name__}")
 
 
+# TuneConfig.baseline's name of topi.default_schedule.
+_DEFAULT = "default"
+
+
+def _check_baseline(baseline, api):
+    if baseline is None or callable(baseline):
+        return
+    if isinstance(baseline, str) and baseline == _DEFAULT:
+        return
+    expected = '"default", None or a callable func -> tir.Schedule'
+    if isinstance(baseline, str):
+        raise KilnValueError(f"{api}: baseline must be {expected}, found {baseline!r}")
+    raise KilnTypeError(f"{api}: baseline must be {expected}, found an object of type "
+                        f"{type(baseline).__name__}")
+
+
+def _baseline_trace(baseline, func, target, config):
+    """The baseline schedule of ``func``: (its name, its trace as JSON text, None), or (its name,
+    None, why there is none). A baseline that fails is skipped, never fatal: any exception of
+    the callable is a reason."""
+    if isinstance(baseline, str):  # _DEFAULT, as _check_baseline checked
+        name = "topi.default_schedule"
+        # The search refuses a bad num_threads with its own message; here it is the runtime's.
+        threads = config.num_threads if _positive_int(config.num_threads) else None
+
+        def make(f):
+            return topi.default_schedule(f, target=target, num_threads=threads,
+                                         tensor_intrinsics=config.tensor_intrinsics)
+    else:
+        name = getattr(baseline, "__qualname__", None) or type(baseline).__name__
+        make = baseline
+    try:
+        sch = make(func)
+    except Exception as error:  # a user's schedule may raise anything: a reason to skip it
+        return name, None, f"it raised {type(error).__name__}: {error}"
+    if not isinstance(sch, Schedule):
+        return name, None, (f"it returned an object of type {type(sch).__name__}, not a "
+                            "tir.Schedule")
+    scheduled = list(sch.mod.functions.values())
+    if len(scheduled) != 1:
+        return name, None, f"its schedule holds {len(scheduled)} functions, not one"
+    # Records keep traces as JSON, and builds replay them on the function: check both here.
+    try:
+        text = json.dumps(sch.trace.as_json())
+        replayed = Schedule(func)
+        Trace.apply_json_to_schedule(json.loads(text), replayed)
+    except Exception as error:  # the same: skipped, never fatal
+        return name, None, (f"its trace does not replay on the function: "
+                            f"{type(error).__name__}: {error}")
+    if not ir.structural_equal(replayed.mod.functions["main"], scheduled[0]):
+        return name, None, ("its trace replays on the function to another function than the "
+                            "schedule's (was it made for another function?)")
+    return name, text, None
+
+
+def _positive_int(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _baselines(entries, baseline, target, config, log_path):
+    """Per task, None or the (name, trace JSON text) of its baseline schedule; each one skipped
+    is logged with its reason."""
+    if baseline is None:
+        return [None] * len(entries)
+    out = []
+    for task_name, func, _ in entries:
+        name, text, reason = _baseline_trace(baseline, func, target, config)
+        if text is None:
+            if log_path:
+                with open(log_path, "a") as log:
+                    log.write(f"[{task_name}] baseline ({name}) skipped: {reason}\n")
+            out.append(None)
+        else:
+            out.append((name, text))
+    return out
+
+
 def _database(database, work_dir, api):
     if database is None:
         if work_dir is None:
@@ -191,7 +283,8 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
         work_dir (str or os.PathLike): where tuning.db, the cost model and tune.log live
             (created when missing).
         database (Database or path): the database to tune into (default work_dir/tuning.db).
-        config (TuneConfig): the search's settings; keyword arguments override its fields.
+        config (TuneConfig): the search's settings; keyword arguments override its fields
+            (e.g. ``baseline=None``: no baseline schedule is measured).
         runner (LocalRunner): measures the candidates (default: a LocalRunner with
             ``screen_repeat`` repeats).
         cost_model (CostModel): the model (default: the one saved in work_dir, else a new one).
@@ -207,6 +300,7 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
             work_dir nor database.
         KilnRuntimeError: a GPU target without its device on this machine.
         KilnTypeError: an argument of the wrong type.
+        KilnValueError, KilnTypeError: a baseline other than "default", None or a callable.
         KeyboardInterrupt: Ctrl-C; every batch measured before it is in the database.
     """
     api = "kiln.autotune.tune_tasks"
@@ -222,6 +316,7 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
             raise KilnTypeError(f"{api}: unknown TuneConfig field '{name}'; the fields are "
                                 f"{', '.join(sorted(known))}")
     config = dataclasses.replace(config, **config_fields)
+    _check_baseline(config.baseline, api)
     if weights is not None and (not isinstance(weights, (list, tuple))
                                 or len(weights) != len(tasks)):
         raise KilnValueError(f"{api}: weights must be a list with one weight per task "
@@ -266,12 +361,14 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
             cost_model.load(model_dir)
     log_path = os.path.join(os.fspath(work_dir), "tune.log") if work_dir is not None else ""
     per_task = config.max_trials_per_task or config.max_trials_global
+    baselines = _baselines(entries, config.baseline, target, config, log_path)
+    # The baseline is a callable or a name: not one of the search's settings (asdict would copy it).
+    settings = dataclasses.asdict(dataclasses.replace(config, baseline=None))
     bars = _ProgressBars(progress, per_task)
     try:
         raw = _core.tune_tasks([e[1] for e in entries], [e[0] for e in entries],
-                               [e[2] for e in entries], target, db._core, runner._core,
-                               cost_model._core, dataclasses.asdict(config), log_path,
-                               bars.update)
+                               [e[2] for e in entries], baselines, target, db._core,
+                               runner._core, cost_model._core, settings, log_path, bars.update)
     finally:
         bars.close()
         if model_dir is not None:

@@ -10,14 +10,15 @@ from .gpu_schedule import gpu_schedule
 GPU_KINDS = ("cuda", "opencl")
 
 
-def default_schedule(func, target="llvm", tensor_intrinsics=None):
+def default_schedule(func, target="llvm", tensor_intrinsics=None, num_threads=None):
     """A schedule of ``func`` for a CPU or a GPU that needs no tuning (see
     kiln/topi/cpu_schedule.py and kiln/topi/gpu_schedule.py for the steps).
 
     For a CPU ("llvm"): element-wise stages inlined, matrix products and convolutions
     register-tiled after kiln.target.gemm_blocking, row statistics computed per row with their
     consumer, outer loops parallel and inner loops vectorized by the target's vector lanes. The
-    thread count is the runtime's (kiln.runtime.get_num_threads) when this is called.
+    thread count is ``num_threads``, by default the runtime's (kiln.runtime.get_num_threads)
+    when this is called.
 
     For a GPU ("cuda", "opencl"): element-wise stages inlined; matrix products and convolutions
     tiled for thread blocks, each thread accumulating a register tile, the operands' tiles
@@ -42,15 +43,18 @@ def default_schedule(func, target="llvm", tensor_intrinsics=None):
             has; default the shipped x86 ones (AVX-512 VNNI, AVX-VNNI and AVX-512 BF16 dot
             products, e.g. VNNI for dense_int8). [] turns tensorization off. GPU schedules use
             none.
+        num_threads (int, optional): for a CPU, the threads the kernels will run on, which
+            size the parallel loops (default: the runtime's); GPU schedules ignore it.
 
     Returns:
         tir.Schedule: the scheduled function is ``sch.mod``; ``sch.trace`` replays it.
 
     Raises:
         KilnTypeError: func is neither a PrimFunc nor a list of te tensors, target is not a
-            target string or a Target, or tensor_intrinsics is not a list of str.
+            target string or a Target, tensor_intrinsics is not a list of str, or num_threads
+            is not an int.
         KilnValueError: target is not a valid target string, tensor_intrinsics names no
-            registered tensor intrinsic, or, for a GPU target, a block
+            registered tensor intrinsic, num_threads is below 1, or, for a GPU target, a block
             has no GPU schedule (a single value computed by a reduction GPU threads cannot
             combine, such as a sum with a where condition over all elements; the message
             names the block).
@@ -70,9 +74,16 @@ def default_schedule(func, target="llvm", tensor_intrinsics=None):
                             f"\"cuda\", or a kiln.target.Target, found an object of type "
                             f"{type(target).__name__}")
     target = Target(target)
+    if num_threads is not None:
+        if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+            raise KilnTypeError(f"{api}: num_threads must be an int or None, found an object of "
+                                f"type {type(num_threads).__name__}")
+        if num_threads < 1:
+            raise KilnValueError(f"{api}: num_threads must be at least 1, found {num_threads}")
     if target.kind in GPU_KINDS:
         return gpu_schedule(func, target)
     if target.kind != "llvm":
         raise KilnValueError(f"{api}: default schedules are for the target kinds llvm, "
                              f"{', '.join(GPU_KINDS)}, found {target}")
-    return cpu_schedule(func, target, runtime.get_num_threads(), tensor_intrinsics)
+    threads = num_threads if num_threads is not None else runtime.get_num_threads()
+    return cpu_schedule(func, target, threads, tensor_intrinsics)

@@ -1,18 +1,23 @@
 // The search end to end with a fake runner whose times are a deterministic function of each
 // candidate (no measurement noise): it spends its budget, never measures a schedule twice, puts
 // every batch in the database, resumes where it stopped (per thread count), stops when asked,
-// shares trials among tasks, and finds better schedules than random sampling does.
+// shares trials among tasks, finds better schedules than random sampling does, and measures a
+// task's baseline schedule once, as a record of its first round.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "kiln/autotune/cost_model.h"
 #include "kiln/autotune/runner.h"
 #include "kiln/autotune/search.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/structural.h"
+#include "kiln/schedule/for_kind.h"
+#include "kiln/schedule/getters.h"
+#include "kiln/schedule/loop_transformation.h"
 #include "kiln/te/create_prim_func.h"
 #include "kiln/te/reduction.h"
 #include "kiln/te/tensor.h"
@@ -25,6 +30,8 @@ namespace {
 using namespace ir;
 
 using testing::matmul;
+using testing::module_of;
+using testing::sum_rows;
 
 // Times from the analytical prior of each candidate (a deterministic, learnable cost), and a
 // record of everything measured.
@@ -39,6 +46,7 @@ class FakeRunner : public Runner {
       uint64_t hash = structural_hash(f);
       ++measured_[hash];
       double seconds = scale_ * task_.flops / (1e9 * analytical_prior(tir::lower(f), task_.target));
+      if (hash == fast_hash_) seconds *= 0.01;
       MeasureResult r;
       r.status = RecordStatus::kOk;
       r.run_secs.assign(static_cast<size_t>(std::max(repeat, 1)), seconds);
@@ -61,8 +69,9 @@ class FakeRunner : public Runner {
 
   std::map<uint64_t, int> measured_;
   std::vector<double> times_;
-  double scale_ = 1;     // the machine's speed: every time is multiplied by it
-  int num_threads_ = 2;  // the threads the candidates "run" on
+  double scale_ = 1;        // the machine's speed: every time is multiplied by it
+  int num_threads_ = 2;     // the threads the candidates "run" on
+  uint64_t fast_hash_ = 0;  // the candidate with this hash runs 100 times faster
 
  private:
   TuneTask task_;
@@ -102,6 +111,28 @@ class SearchTest : public ::testing::Test {
   std::filesystem::path dir_;
   std::unique_ptr<Database> db_;
 };
+
+// A schedule written without the search, as a baseline: the rows of C split by 8 and parallel,
+// its columns vectorized. The trace JSON text and the hash of the scheduled function.
+std::pair<std::string, uint64_t> hand_schedule(const Ref<PrimFunc>& func) {
+  schedule::Schedule sch(module_of(func), 0);
+  std::vector<schedule::RV> loops = schedule::get_loops(sch, schedule::get_block(sch, "C"));
+  std::vector<schedule::RV> rows = schedule::split(sch, loops[0], {std::monostate{}, int64_t{8}});
+  schedule::parallel(sch, rows[0]);
+  schedule::vectorize(sch, loops[1]);
+  return {sch.trace().as_json().dump(), structural_hash(sch.mod()->lookup("main"))};
+}
+
+// The records of the task's workload whose search_json has `text`.
+std::vector<Record> records_with(Database& db, const TuneTask& task, const std::string& text) {
+  RecordQuery query;
+  query.workload_id = commit_task_workload(db, task).id;
+  std::vector<Record> found;
+  for (Record& r : db.records(query)) {
+    if (r.search_json.find(text) != std::string::npos) found.push_back(r);
+  }
+  return found;
+}
 
 TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
   TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
@@ -265,6 +296,86 @@ TEST_F(SearchTest, AMachineThatSlowsDownIsFlagged) {
   ASSERT_EQ(quiet[0].drift.size(), 2u);
   EXPECT_DOUBLE_EQ(quiet[0].drift[1].second, 1.0);
   EXPECT_EQ(quiet[0].drift_flags, 0);
+}
+
+TEST_F(SearchTest, TheBaselineIsMeasuredOnceAsATrialOfTheFirstRound) {
+  TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
+  auto [trace, hash] = hand_schedule(task.func);
+  task.baseline = BaselineSchedule{"hand", trace};
+  CostModel model;
+  SearchConfig c = config(16);
+  FakeRunner runner;
+  std::ostringstream log;
+  std::vector<TaskResult> results = tune_tasks({task}, *db_, runner, model, c, &log);
+  EXPECT_EQ(results[0].trials, 16);  // the baseline is one of them
+  EXPECT_EQ(runner.measured_[hash], 1);
+  std::vector<Record> baseline = records_with(*db_, task, "\"stage\":\"baseline\"");
+  ASSERT_EQ(baseline.size(), 1u);
+  EXPECT_EQ(baseline[0].candidate_hash, hash);
+  EXPECT_EQ(baseline[0].status, RecordStatus::kOk);
+  EXPECT_NE(baseline[0].search_json.find("\"baseline\":\"hand\""), std::string::npos);
+  EXPECT_NE(log.str().find("[mm] baseline (hand): "), std::string::npos) << log.str();
+  // The best is never slower than the baseline.
+  EXPECT_LE(results[0].best_seconds, *baseline[0].median);
+  // A resumed run with more budget does not measure it again.
+  c.max_trials_per_task = 24;
+  FakeRunner more;
+  std::ostringstream again;
+  std::vector<TaskResult> rest = tune_tasks({task}, *db_, more, model, c, &again);
+  EXPECT_EQ(rest[0].trials_this_run, 8);
+  EXPECT_EQ(more.measured_[hash], 0);
+  EXPECT_EQ(records_with(*db_, task, "\"stage\":\"baseline\"").size(), 1u);
+  EXPECT_NE(again.str().find("[mm] baseline (hand): in the database already"), std::string::npos)
+      << again.str();
+}
+
+TEST_F(SearchTest, ABaselineFasterThanEveryCandidateIsTheBestRecord) {
+  TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
+  auto [trace, hash] = hand_schedule(task.func);
+  task.baseline = BaselineSchedule{"hand", trace};
+  FakeRunner runner;
+  runner.fast_hash_ = hash;
+  CostModel model;
+  std::vector<TaskResult> results = tune_tasks({task}, *db_, runner, model, config(24));
+  // The search goes on around its own best (children, local search) and spends its budget.
+  EXPECT_EQ(results[0].trials, 24);
+  std::optional<Record> best = best_record(*db_, task, runner.target_key());
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->candidate_hash, hash);
+  EXPECT_DOUBLE_EQ(results[0].best_seconds, *best->median);
+  // Its final record still says it is the baseline.
+  std::vector<Record> finals = records_with(*db_, task, "\"stage\":\"final\"");
+  ASSERT_FALSE(finals.empty());
+  bool marked = false;
+  for (const Record& r : finals) {
+    if (r.candidate_hash == hash)
+      marked = r.search_json.find("\"baseline\":\"hand\"") != std::string::npos;
+  }
+  EXPECT_TRUE(marked);
+}
+
+TEST_F(SearchTest, ABaselineThatDoesNotReplayIsSkippedWithTheReason) {
+  TuneTask task = make_task(matmul(32, 32, 32), "llvm", "mm");
+  // A schedule of another function: its block "B" is not the matmul's.
+  schedule::Schedule other(module_of(sum_rows(32, 32)), 0);
+  schedule::get_loops(other, schedule::get_block(other, "B"));
+  task.baseline = BaselineSchedule{"other", other.trace().as_json().dump()};
+  FakeRunner runner;
+  CostModel model;
+  std::ostringstream log;
+  std::vector<TaskResult> results = tune_tasks({task}, *db_, runner, model, config(8), &log);
+  EXPECT_EQ(results[0].trials, 8);
+  EXPECT_TRUE(records_with(*db_, task, "baseline").empty());
+  EXPECT_NE(log.str().find("[mm] baseline (other) skipped: its trace does not replay on the "
+                           "function: "),
+            std::string::npos)
+      << log.str();
+  task.baseline = BaselineSchedule{"text", "not json"};
+  std::ostringstream text_log;
+  tune_tasks({task}, *db_, runner, model, config(16), &text_log);
+  EXPECT_NE(text_log.str().find("[mm] baseline (text) skipped: its trace is not a JSON object"),
+            std::string::npos)
+      << text_log.str();
 }
 
 }  // namespace
