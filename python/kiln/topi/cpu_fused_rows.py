@@ -93,7 +93,7 @@ def _iter_loops(sch, name):
         uses = set()
         for k, value in enumerate(realize.iter_values):
             seen = []
-            _walk_vars(value, lambda v, seen=seen: seen.append(v))
+            _walk_vars(value, seen.append)
             if any(v.same_as(var) for v in seen):
                 uses.add(k)
         found.append(uses)
@@ -101,6 +101,7 @@ def _iter_loops(sch, name):
 
 
 def _walk_vars(expr, visit):
+    """Calls visit on every variable of an index expression (arithmetic of variables)."""
     stack = [expr]
     while stack:
         node = stack.pop()
