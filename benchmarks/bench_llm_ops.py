@@ -185,8 +185,9 @@ def main():
             t_tuned = None
             if args.trials:
                 # The untuned function computes the reference results each candidate is
-                # checked against: minutes for the 2048-token feed-forward layer.
-                runner = ms.LocalRunner(reference_timeout_s=3600.0)
+                # checked against (minutes for the 2048-token feed-forward layer), and a
+                # candidate of that layer runs for seconds, repeats included.
+                runner = ms.LocalRunner(reference_timeout_s=3600.0, timeout_s=120.0)
                 db = ms.tune_tir(func, target="llvm", max_trials_global=args.trials,
                                  work_dir=os.path.join(args.work_dir, f"{name}_{seq}"),
                                  num_trials_per_iter=min(32, args.trials), progress=False,
