@@ -74,13 +74,21 @@ def _children(expr):
                 yield child
 
 
-def _walk(expr, visit):
+def walk_expr(expr, visit):
     """Calls visit on expr and every subexpression, parents first."""
     stack = [expr]
     while stack:
         node = stack.pop()
         visit(node)
         stack.extend(_children(node))
+
+
+def uses_var(expr, var):
+    """Whether the expression expr reads the variable var."""
+    found = []
+    walk_expr(expr, lambda node: found.append(1) if isinstance(node, tir.Var) and
+              node.same_as(var) else None)
+    return bool(found)
 
 
 def _uses(exprs, iter_vars):
@@ -93,7 +101,7 @@ def _uses(exprs, iter_vars):
                     used.add(k)
 
     for expr in exprs:
-        _walk(expr, visit)
+        walk_expr(expr, visit)
     return frozenset(used)
 
 
@@ -107,7 +115,7 @@ def _panels(indices, iter_vars):
                 found[next(iter(uses))] = node.b.value
 
     for index in indices:
-        _walk(index, visit)
+        walk_expr(index, visit)
     return found
 
 
@@ -120,7 +128,7 @@ def _is_call(node, names):
 
 def _has_load(expr):
     found = []
-    _walk(expr, lambda node: found.append(1) if isinstance(node, tir.BufferLoad) else None)
+    walk_expr(expr, lambda node: found.append(1) if isinstance(node, tir.BufferLoad) else None)
     return bool(found)
 
 
@@ -149,11 +157,11 @@ def analyze_block(sch, block_rv, func):
 
     body = block.body
     if isinstance(body, tir.BufferStore):
-        _walk(body.value, visit)
+        walk_expr(body.value, visit)
         dtype = body.buffer.dtype
     else:  # several values (argmax's index and value): the loads of their updates, no tiling
         for value in _tuple_update(block) or ():
-            _walk(value, visit)
+            walk_expr(value, visit)
         flags["guarded"] = True
         dtype = writes[0].dtype if writes else "float32"
     return BlockInfo(
@@ -187,7 +195,7 @@ def is_sum_of_products(sch, block_rv):
         elif isinstance(node, (tir.Call, tir.Select, tir.Div, tir.Sub)):
             loads.append(None)  # anything but products of loads and casts
 
-    _walk(update, visit)
+    walk_expr(update, visit)
     return len(loads) >= 2 and None not in loads and isinstance(update, tir.Mul)
 
 

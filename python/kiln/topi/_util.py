@@ -1,6 +1,8 @@
 """Helpers shared by the operators of kiln.topi: argument checks that raise kiln's errors with the
 operator's name, shape and axis normalization, and integer arithmetic on dimensions that may be
 symbolic (a Python int when every operand is constant, an expression otherwise)."""
+import re
+
 from .. import te, tir
 from ..arith import Analyzer
 from ..error import KilnIndexError, KilnTypeError, KilnValueError
@@ -132,3 +134,9 @@ def floor_div(a, b):
 def accumulation_dtype(dtype):
     """float32 for 16-bit floats (whose sums lose precision), the dtype itself otherwise."""
     return "float32" if dtype in FLOAT16_TYPES else dtype
+
+
+def dtype_bytes(dtype):
+    """The bytes of one element of dtype ("float32": 4; a bool or an unknown type: 1)."""
+    bits = re.search(r"\d+", str(dtype))
+    return max(1, int(bits.group()) // 8) if bits else 1

@@ -18,13 +18,12 @@ accumulate vectors of partial results (rfactor), as step 5 does for a lone reduc
 R is a multiple of MR that divides the rows, as large as lets the score and weight rows of a
 block fit in the L2 cache while leaving work for every thread; MR divides the rows too (the
 block's tiles then need no guard)."""
-import re
-
 from .. import tir
 from ..error import KilnValueError
 from ..target import gemm_blocking
-from ._block_info import is_sum_of_products
+from ._block_info import is_sum_of_products, uses_var, walk_expr
 from ._schedule_steps import block_info, block_names
+from ._util import dtype_bytes
 
 # Row tiles per row block at most: the reuse of a column panel from L1 grows with it, and the
 # rows of the block grow out of L2 with it.
@@ -32,11 +31,11 @@ MAX_TILES_PER_BLOCK = 8
 
 
 def _producers(sch, name):
-    return [sch.get(b).name_hint for b in sch.get_producers(sch.get_block(name))]
+    return [sch.get(b).name_hint for b in sch.get_producers(name)]
 
 
 def _consumers(sch, name):
-    return [sch.get(b).name_hint for b in sch.get_consumers(sch.get_block(name))]
+    return [sch.get(b).name_hint for b in sch.get_consumers(name)]
 
 
 def find_chain(sch):
@@ -90,27 +89,8 @@ def _iter_loops(sch, name):
     found = []
     for loop in loops:
         var = sch.get(loop).loop_var
-        uses = set()
-        for k, value in enumerate(realize.iter_values):
-            seen = []
-            _walk_vars(value, seen.append)
-            if any(v.same_as(var) for v in seen):
-                uses.add(k)
-        found.append(uses)
+        found.append({k for k, value in enumerate(realize.iter_values) if uses_var(value, var)})
     return loops, found
-
-
-def _walk_vars(expr, visit):
-    """Calls visit on every variable of an index expression (arithmetic of variables)."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tir.Var):
-            visit(node)
-        for attr in ("a", "b", "value"):
-            child = getattr(node, attr, None)
-            if isinstance(child, tir.PrimExpr):
-                stack.append(child)
 
 
 def _column_loads(sch, name, column):
@@ -123,24 +103,16 @@ def _column_loads(sch, name, column):
              if k == column or iv.iter_type == "reduce"]
     found = []
 
-    def uses_inner(index):
-        seen = []
-        _walk_vars(index, seen.append)
-        return any(v.same_as(w) for v in seen for w in inner)
-
     def visit(node):
         if isinstance(node, tir.BufferLoad):
             indices = list(node.indices)
             for dim, index in enumerate(indices):
                 if isinstance(index, tir.Var) and index.same_as(var):
-                    first = next(d for d, i in enumerate(indices) if uses_inner(i))
+                    first = next(d for d, i in enumerate(indices)
+                                 if any(uses_var(i, w) for w in inner))
                     found.append((node.buffer, dim, first, len(indices)))
-        for attr in ("a", "b", "value"):
-            child = getattr(node, attr, None)
-            if isinstance(child, tir.PrimExpr):
-                visit(child)
 
-    visit(block.body.value)
+    walk_expr(block.body.value, visit)
     result = []
     for buffer, dim, first, rank in found:
         if any(region.buffer.same_as(buffer) for region in block.writes):
@@ -250,8 +222,7 @@ class RowFusion:
         min_blocks row blocks (for the threads)."""
         target = self.scheduler.target
         l2 = target.l2_cache_bytes or (256 << 10)
-        bits = re.search(r"\d+$", dtype)
-        element = int(bits.group()) // 8 if bits else 4
+        element = dtype_bytes(dtype)
         best = mr
         for tiles in range(1, MAX_TILES_PER_BLOCK + 1):
             r = mr * tiles

@@ -64,7 +64,7 @@ from ..error import KilnError, KilnValueError, ScheduleError
 from ._block_info import is_combinable_reduction, is_simple_reduction, is_sum_of_products
 from ._schedule_steps import (block_info, block_names, fold_epilogues, inline_elementwise,
                               product_of, row_statistics)
-from ._util import const_int
+from ._util import const_int, dtype_bytes
 
 API = "topi.default_schedule"
 # Threads per block, at most: several blocks of 256 threads fit on a multiprocessor, so one
@@ -326,7 +326,7 @@ class _Scheduler:
                 # banks of shared memory.
                 sch.storage_align(copy, 0, axis=-2, factor=2, offset=1)
                 elements += elements // extents[-1]
-            total += elements * _dtype_bytes(sch.get(copy).writes[0].buffer.dtype)
+            total += elements * dtype_bytes(sch.get(copy).writes[0].buffer.dtype)
             fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
             _, cy, cx = sch.split(fused, factors=[None, ty_count, tx_count])
             sch.bind(cy, "threadIdx.y")
@@ -630,8 +630,3 @@ def _power_of_two_at_most(n):
     while power * 2 <= n:
         power *= 2
     return power
-
-
-def _dtype_bytes(dtype):
-    bits = re.search(r"\d+", str(dtype))
-    return max(1, int(bits.group()) // 8) if bits else 1
