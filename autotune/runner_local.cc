@@ -355,6 +355,7 @@ class LocalRunner final : public Runner {
     lane.loaded.clear();
     detail::TaskRequest request;
     request.func_json = task_key_.substr(task_key_.find('\n') + 1);
+    if (task_->reference) request.reference_func_json = ir::save_json(task_->reference->func);
     request.target = task_->target.str();
     request.seed = config_.seed;
     request.num_threads = config_.num_threads;
@@ -409,8 +410,12 @@ class LocalRunner final : public Runner {
     }
     if (detail::type_of(reply) == "task_error") {
       user_error(ErrorKind::kValue)
-          << api << ": the untuned function of task '" << task_->name << "' cannot give "
-          << "reference results on target '" << request.target
+          << api << ": the "
+          << (!task_->reference               ? std::string("untuned function")
+              : task_->reference->name.empty() ? std::string("reference schedule")
+                                               : "reference schedule (" + task_->reference->name + ")")
+          << " of task '" << task_->name << "' cannot give reference results on target '"
+          << request.target
           << "': " << reply.header.value("error", std::string());
     }
     detail::TaskReady ready = detail::task_ready_of(reply);

@@ -165,6 +165,7 @@ Message to_message(const TaskRequest& request) {
   h["rtol"] = request.rtol;
   h["atol"] = request.atol;
   h["has_reference"] = request.reference.has_value();
+  h["has_reference_func"] = !request.reference_func_json.empty();
   h["restore_each_call"] = request.restore_each_call;
   h["libraries"] = request.libraries;
   Json intrinsics = Json::array();
@@ -173,6 +174,7 @@ Message to_message(const TaskRequest& request) {
   }
   h["intrinsics"] = intrinsics;
   message.blobs.push_back(request.func_json);
+  if (!request.reference_func_json.empty()) message.blobs.push_back(request.reference_func_json);
   if (request.reference) message.blobs.push_back(*request.reference);
   for (const TaskRequest::Intrinsic& intrin : request.intrinsics) {
     message.blobs.push_back(intrin.desc_json);
@@ -194,13 +196,15 @@ TaskRequest task_request_of(const Message& message) {
   request.restore_each_call = field<bool>(message, "restore_each_call");
   request.libraries = field<std::vector<std::string>>(message, "libraries");
   bool has_reference = field<bool>(message, "has_reference");
+  bool has_reference_func = field<bool>(message, "has_reference_func");
   Json intrinsics = field<Json>(message, "intrinsics");
-  size_t first_intrinsic = has_reference ? 2 : 1;
+  size_t first_intrinsic = 1 + (has_reference_func ? 1 : 0) + (has_reference ? 1 : 0);
   internal_check(intrinsics.is_array() &&
                  message.blobs.size() == first_intrinsic + 2 * intrinsics.size())
       << "tune worker protocol: a task message with " << message.blobs.size() << " blobs";
   request.func_json = message.blobs[0];
-  if (has_reference) request.reference = message.blobs[1];
+  if (has_reference_func) request.reference_func_json = message.blobs[1];
+  if (has_reference) request.reference = message.blobs[first_intrinsic - 1];
   for (size_t i = 0; i < intrinsics.size(); ++i) {
     TaskRequest::Intrinsic intrin;
     intrin.name = intrinsics[i].at("name").get<std::string>();

@@ -5,7 +5,7 @@
 //
 // The conversation (parent -> worker, worker -> parent):
 //   on start                        <- hello {protocol}
-//   task {target, seed, ...} [func, reference?, (desc, impl) per tensor intrinsic]
+//   task {target, seed, ...} [func, reference func?, reference?, (desc, impl) per intrinsic]
 //                                   <- task_ready {restore_each_call, num_threads} [reference?]
 //                                      | task_error
 //   candidate {slot, fault, timing} [module]
@@ -31,7 +31,7 @@ namespace kiln::autotune::detail {
 using Json = nlohmann::json;
 
 // Bumped whenever a message changes; the parent refuses a worker that says another version.
-constexpr int kProtocolVersion = 3;
+constexpr int kProtocolVersion = 4;
 
 struct Message {
   Json header;                     // an object with "type"
@@ -65,6 +65,9 @@ std::optional<Message> read_message(int fd);
 // What the worker needs to know about the task.
 struct TaskRequest {
   std::string func_json;  // the untuned function (ir::save_json)
+  // A schedule of it that computes the reference results instead (TuneTask::reference; empty:
+  // the untuned function computes them).
+  std::string reference_func_json;
   std::string target;     // canonical target string
   uint64_t seed = 0;
   int num_threads = 0;

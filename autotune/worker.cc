@@ -1,8 +1,10 @@
 // The tune worker's side of the conversation: the task's reference results, then each
-// candidate built, checked against them and timed (see worker.h and runner_protocol.h). For a
-// GPU target the reference comes from a CPU build of the untuned function (which has no thread
-// bindings, so it cannot run on the GPU), and the candidates run on the target's device, on
-// arguments in its memory, each call synchronized before it counts as done.
+// candidate built, checked against them and timed (see worker.h and runner_protocol.h). The
+// reference comes from the untuned function, or from a schedule of it the task names (for
+// workloads whose plain loops take minutes). For a GPU target it comes from a CPU build (the
+// function as written has no thread bindings, so it cannot run on the GPU), and the candidates
+// run on the target's device, on arguments in its memory, each call synchronized before it
+// counts as done.
 #include "autotune/worker.h"
 
 #include <signal.h>
@@ -147,18 +149,30 @@ class Worker {
       if (KilnLoadLibrary(library.c_str()) != 0) return task_error_message(KilnGetLastError());
     }
     // Step 1. Build the untuned function; its spec shapes the arguments. A GPU function as
-    // written binds no loop to threads: its reference is its build for this CPU.
-    std::unique_ptr<driver::BuiltModule> reference;
+    // written binds no loop to threads: its reference is its build for this CPU. A reference
+    // schedule, when given, computes the results instead (the untuned build is cheap; its
+    // plain loops may not be).
+    std::string cpu_target = target.is_gpu() ? "llvm" : request.target;
+    std::unique_ptr<driver::BuiltModule> untuned, scheduled;
     KilnFunctionHandle function = nullptr;
     try {
-      reference = driver::build(ir::load_prim_func(request.func_json),
-                                target.is_gpu() ? "llvm" : request.target, "main");
-      runtime::check_call(KilnModuleGetFunction(reference->runtime_module(), "main", &function));
+      untuned = driver::build(ir::load_prim_func(request.func_json), cpu_target, "main");
+      runtime::check_call(KilnModuleGetFunction(untuned->runtime_module(), "main", &function));
       const KilnFuncSpec* spec = nullptr;
       runtime::check_call(KilnFuncGetSpec(function, &spec));
       task->args = std::make_unique<TaskArguments>(*spec, request.seed);
     } catch (const std::exception& e) {
       return task_error_message(std::string("it does not build: ") + e.what());
+    }
+    if (!request.reference_func_json.empty() && !request.reference) {
+      try {
+        scheduled = driver::build(ir::load_prim_func(request.reference_func_json), cpu_target,
+                                  "main");
+        runtime::check_call(
+            KilnModuleGetFunction(scheduled->runtime_module(), "main", &function));
+      } catch (const std::exception& e) {
+        return task_error_message(std::string("it does not build: ") + e.what());
+      }
     }
     // Step 2. The reference: the results of one call on the random arguments, and whether a
     // second call on them changes them (then every timed call starts from fresh arguments).
@@ -168,8 +182,13 @@ class Worker {
       ready.restore_each_call = request.restore_each_call;
     } else {
       task->args->restore_all();
-      if (call(function, *task->args) != 0) {
-        return task_error_message(std::string("it fails: ") + KilnGetLastError());
+      if (int status = call(function, *task->args); status != 0) {
+        // The runtime refuses a reference schedule of another signature before it runs.
+        bool refused = status == kKilnErrorType || status == kKilnErrorValue;
+        return task_error_message(
+            std::string(scheduled && refused ? "it does not take the function's arguments: "
+                                             : "it fails: ") +
+            KilnGetLastError());
       }
       std::string results = task->args->snapshot_written();
       if (call(function, *task->args) != 0) {

@@ -2,11 +2,12 @@
 
     kiln tune FILE.py:NAME [--target llvm] [--trials 512] [--per-iter 32] [--db tuning.db]
                            [--work-dir DIR] [--seed 1] [--threads N] [--no-progress]
-                           [--no-baseline]
+                           [--no-baseline] [--reference auto|untuned|default]
         Tunes what NAME() returns in FILE.py (a PrimFunc, an IRModule, or a list of them) with a
         progress bar per task, then prints a table. Ctrl-C stops cleanly: every measured batch
         is in the database, and running the same command again resumes. The first round of
-        each task measures topi.default_schedule's schedule too, unless --no-baseline.
+        each task measures topi.default_schedule's schedule too, unless --no-baseline. The
+        candidates' results are checked against those of --reference (TuneConfig.reference).
     kiln db list  DB                 the workloads, their record counts and thread counts
     kiln db show  DB [--top K]       the best records of every workload, target, device and
                                      thread count
@@ -63,6 +64,7 @@ def _tune(args):
               "seed": args.seed, "num_threads": args.threads}
     if args.no_baseline:
         fields["baseline"] = None
+    fields["reference"] = args.reference
     if args.per_task:
         fields["max_trials_per_task"] = args.per_task
     try:
@@ -131,6 +133,10 @@ def main(argv=None):
     tune.add_argument("--no-progress", action="store_true")
     tune.add_argument("--no-baseline", action="store_true",
                       help="do not measure topi.default_schedule's schedule as a baseline")
+    tune.add_argument("--reference", choices=("auto", "untuned", "default"), default="auto",
+                      help="what computes the results the candidates are checked against: the "
+                      "function as written, topi.default_schedule, or the latter for functions "
+                      "of more than 1e10 operations (auto)")
     db = commands.add_parser("db", help="inspect or combine tuning databases")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     listing = db_commands.add_parser("list", help="the workloads")

@@ -121,7 +121,8 @@ void bind_autotune_runner(py::module_& m) {
            "Creates a local runner from a kiln.autotune.RunnerConfig.")
       .def(
           "set_task",
-          [](RunnerHandle& self, py::handle func, py::handle target, py::handle name) {
+          [](RunnerHandle& self, py::handle func, py::handle target, py::handle name,
+             py::handle reference) {
             const char* api = "kiln.autotune.LocalRunner.set_task";
             Runner& runner = live(self, api);
             ir::Ref<ir::IRModule> mod = to_candidate_module(func, api, "func");
@@ -133,6 +134,16 @@ void bind_autotune_runner(py::module_& m) {
                                           : mod->functions.begin()->second;
             autotune::TuneTask task = autotune::make_task(f, to_str(target, api, "target"),
                                                           to_str(name, api, "name"), 1.0, api);
+            if (!reference.is_none()) {
+              // (name, candidate) from LocalRunner.set_task: a schedule of func.
+              py::tuple pair = reference.cast<py::tuple>();
+              ir::Ref<ir::IRModule> scheduled = to_candidate_module(pair[1], api, "reference");
+              user_check(scheduled->functions.size() == 1)
+                  << api << ": reference must hold one function, found a module of "
+                  << scheduled->functions.size();
+              task.reference = autotune::ReferenceSchedule{
+                  to_str(pair[0], api, "reference's name"), scheduled->functions.begin()->second};
+            }
             py::object interrupted = run_interruptible(runner, [&] { runner.set_task(task); });
             if (!interrupted.is_none()) {
               PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(interrupted.ptr())),
@@ -140,7 +151,8 @@ void bind_autotune_runner(py::module_& m) {
               throw py::error_already_set();
             }
           },
-          "Sets the task: computes the reference results of the untuned function.")
+          "Sets the task: computes the reference results of the untuned function, or of the "
+          "(name, schedule) reference.")
       .def(
           "run",
           [](RunnerHandle& self, py::handle candidates, py::handle repeat) {

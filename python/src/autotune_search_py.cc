@@ -82,7 +82,7 @@ void bind_autotune_search(py::module_& m) {
   m.def(
       "tune_tasks",
       [](py::handle funcs, py::handle names, py::handle weights, py::handle baselines,
-         py::handle target, py::handle database, py::handle runner, py::handle cost_model,
+         py::handle references, py::handle target, py::handle database, py::handle runner, py::handle cost_model,
          py::handle config, py::handle log_path, py::object progress) {
         const char* api = "kiln.autotune.tune_tasks";
         std::vector<autotune::TuneTask> tasks;
@@ -91,6 +91,7 @@ void bind_autotune_search(py::module_& m) {
         py::list name_list = py::reinterpret_borrow<py::list>(names);
         py::list weight_list = py::reinterpret_borrow<py::list>(weights);
         py::list baseline_list = py::reinterpret_borrow<py::list>(baselines);
+        py::list reference_list = py::reinterpret_borrow<py::list>(references);
         for (size_t i = 0; i < func_list.size(); ++i) {
           tasks.push_back(autotune::make_task(
               to_node<ir::PrimFunc>(func_list[i], api, "a task's function", "a PrimFunc"),
@@ -103,6 +104,14 @@ void bind_autotune_search(py::module_& m) {
             tasks.back().baseline =
                 autotune::BaselineSchedule{to_str(pair[0], api, "a baseline's name"),
                                            to_str(pair[1], api, "a baseline's trace")};
+          }
+          // (name, scheduled PrimFunc) that computes the task's reference results, or None.
+          py::handle reference = reference_list[i];
+          if (!reference.is_none()) {
+            py::tuple pair = reference.cast<py::tuple>();
+            tasks.back().reference = autotune::ReferenceSchedule{
+                to_str(pair[0], api, "a reference schedule's name"),
+                to_node<ir::PrimFunc>(pair[1], api, "a reference schedule", "a PrimFunc")};
           }
         }
         if (!py::isinstance<autotune::Database>(database)) {
@@ -157,11 +166,21 @@ void bind_autotune_search(py::module_& m) {
         return out;
       },
       py::arg("funcs"), py::arg("names"), py::arg("weights"), py::arg("baselines"),
-      py::arg("target"), py::arg("database"), py::arg("runner"), py::arg("cost_model"),
+      py::arg("references"), py::arg("target"), py::arg("database"), py::arg("runner"), py::arg("cost_model"),
       py::arg("config"), py::arg("log_path"), py::arg("progress"),
       "Tunes functions into a database (see kiln.autotune.tune_tasks); baselines holds, per "
-      "function, None or the (name, trace JSON text) of its baseline schedule. Returns result "
+      "function, None or the (name, trace JSON text) of its baseline schedule; references, None "
+      "or the (name, scheduled PrimFunc) that computes its reference results. Returns result "
       "dicts.");
+  m.def(
+      "count_flops",
+      [](py::handle func) {
+        return autotune::count_flops(
+            *to_node<ir::PrimFunc>(func, "kiln.autotune.count_flops", "func", "a PrimFunc"));
+      },
+      py::arg("func"),
+      "The arithmetic operations of one call of a PrimFunc (a multiply-add counts 2; loops of "
+      "symbolic extent count once).");
   m.def(
       "best_record",
       [](py::handle database, py::handle func, py::handle target, py::handle num_threads,

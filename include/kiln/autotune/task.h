@@ -19,6 +19,15 @@ struct BaselineSchedule {
   std::string trace_json;  // its trace as JSON text; it replays on the task's function
 };
 
+// A schedule of a task's function that computes the reference results the candidates are checked
+// against, instead of the function as written: the plain loops of a large workload take minutes
+// (a 2048-token feed-forward layer: hours). It runs on this CPU, also for a GPU task. A wrong
+// reference cannot pass unseen: every candidate then disagrees with it.
+struct ReferenceSchedule {
+  std::string name;            // what it is, for messages: "topi.default_schedule"
+  ir::Ref<ir::PrimFunc> func;  // the scheduled function, taking the task function's arguments
+};
+
 struct TuneTask {
   std::string name;            // for logs and tables, e.g. "matmul"
   ir::Ref<ir::PrimFunc> func;  // the function as written (the workload); its schedules replay on it
@@ -27,6 +36,7 @@ struct TuneTask {
   uint64_t workload_hash = 0;  // ir::structural_hash(func)
   double flops = 0.0;          // the arithmetic operations of one call (count_flops)
   std::optional<BaselineSchedule> baseline;  // none: the search measures only its own candidates
+  std::optional<ReferenceSchedule> reference;  // none: the function as written gives the results
 };
 
 // A task for `func` on `target` (a target string). Raises a kValue error naming `api` for a

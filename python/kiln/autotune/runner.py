@@ -215,7 +215,7 @@ class LocalRunner:
         """The :class:`RunnerConfig` the runner measures with."""
         return self._config
 
-    def set_task(self, func, target="llvm", name=""):
+    def set_task(self, func, target="llvm", name="", reference=None):
         """Sets the function that the next candidates schedule and the target they are built
         for, and computes its reference results in the worker (reused when the same function
         and target come back).
@@ -224,6 +224,10 @@ class LocalRunner:
             func: the untuned PrimFunc (or a module of one function).
             target (str): the target string, e.g. ``"llvm"``.
             name (str): the task's name in messages.
+            reference: None, or a schedule of ``func`` for this CPU (a tir.Schedule, its
+                module or its PrimFunc) that computes the reference results instead of the
+                untuned function, whose plain loops take minutes on a large workload. It must
+                take the function's arguments.
 
         A GPU target (``"opencl"``, ``"cuda -arch=sm_90"``) is measured on the device it
         stands for, on arguments in the device's memory, each timed span ending when the device
@@ -231,12 +235,13 @@ class LocalRunner:
         (it binds no loop to GPU threads, so it cannot run on the GPU).
 
         Raises:
-            KilnValueError: a symbolic dimension, an unknown target, or an untuned function that
-                does not build or run.
+            KilnValueError: a symbolic dimension, an unknown target, or an untuned function (or
+                reference schedule) that does not build or run.
             KilnRuntimeError: the worker died or passed ``reference_timeout_s``, or a GPU target
                 has no device here (the message names the target and why).
         """
-        self._core.set_task(func, target, name)
+        self._core.set_task(func, target, name,
+                            None if reference is None else ("", reference))
 
     def run(self, candidates, repeat=None):
         """Builds, checks and times each candidate in order.

@@ -20,6 +20,11 @@ The first round of each task also measures a baseline schedule, by default
 topi.default_schedule's, as an ordinary record (its stage is "baseline"; tune.log says
 "baseline (topi.default_schedule): X ms"), so that the best record a build applies is never
 slower than the schedule that needs no tuning.
+
+Every candidate's results are checked against reference results before its time counts. They
+come from the function as written, or, for a function of more than 1e10 operations (whose
+plain loops would take minutes), from topi.default_schedule's schedule of it
+(TuneConfig.reference; tune.log says which).
 """
 import dataclasses
 import json
@@ -29,6 +34,7 @@ import sys
 from .. import ir, tir, topi
 from .._kiln import autotune as _core
 from ..error import KilnTypeError, KilnValueError
+from ..target import Target
 from ..tir import Schedule, Trace
 from .cost_model import CostModel
 from .database import Database, TargetKey, _lookup_threads, _warn_other_threads
@@ -69,6 +75,15 @@ class TuneConfig:
             the database holds already is not measured again; one that cannot be made (the
             callable raises) or whose trace does not replay on the function is skipped, with
             the reason in tune.log.
+        reference: what computes the results every candidate is checked against, on this CPU:
+            "untuned" (the function as written: plain loops), "default"
+            (topi.default_schedule for this CPU), "auto" (the default schedule for a function
+            of more than 1e10 operations, whose plain loops would take minutes, else the
+            function as written), or a callable that takes the PrimFunc and returns a
+            tir.Schedule of it. A wrong reference schedule cannot pass unseen: every candidate
+            would disagree with it. One that cannot be made (it raises, or returns no schedule
+            of one function) falls back to the function as written, with the reason in
+            tune.log; the choice is logged too.
     """
 
     max_trials_global: int = 512
@@ -89,6 +104,7 @@ class TuneConfig:
     num_threads: int = 0
     tensor_intrinsics: list = None
     baseline: object = "default"
+    reference: object = "auto"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,6 +220,75 @@ def _baseline_trace(baseline, func, target, config):
     return name, text, None
 
 
+# TuneConfig.reference's names.
+_REFERENCES = ("auto", "untuned", "default")
+# The operations past which "auto" computes the reference results with the default schedule:
+# plain loops run at a fraction of a GFLOP/s on large operands (a 1024^3 matmul: ~7 s), so
+# 1e10 operations take about half a minute, called twice.
+_REFERENCE_SCHEDULE_FLOPS = 1e10
+
+
+def _check_reference(reference, api):
+    if callable(reference) or (isinstance(reference, str) and reference in _REFERENCES):
+        return
+    expected = '"auto", "untuned", "default" or a callable func -> tir.Schedule'
+    if isinstance(reference, str):
+        raise KilnValueError(f"{api}: reference must be {expected}, found {reference!r}")
+    raise KilnTypeError(f"{api}: reference must be {expected}, found an object of type "
+                        f"{type(reference).__name__}")
+
+
+def _reference_schedule(reference, func, target, config):
+    """What computes the reference results of ``func``: (name, the scheduled PrimFunc, None),
+    (None, None, None) for the function as written, or (name, None, why it falls back to the
+    function as written)."""
+    flops = _core.count_flops(func)
+    if reference == "untuned" or (reference == "auto" and flops <= _REFERENCE_SCHEDULE_FLOPS):
+        return None, None, None
+    if isinstance(reference, str):  # "default", or "auto" for a large function
+        name = "topi.default_schedule"
+        # The reference runs on this CPU, also for a GPU task.
+        cpu_target = target if Target(target).kind == "llvm" else "llvm"
+        threads = config.num_threads if _positive_int(config.num_threads) else None
+
+        def make(f):
+            return topi.default_schedule(f, target=cpu_target, num_threads=threads,
+                                         tensor_intrinsics=config.tensor_intrinsics)
+    else:
+        name = getattr(reference, "__qualname__", None) or type(reference).__name__
+        make = reference
+    try:
+        sch = make(func)
+    except Exception as error:  # a user's schedule may raise anything: a reason to fall back
+        return name, None, f"it raised {type(error).__name__}: {error}"
+    if not isinstance(sch, Schedule):
+        return name, None, (f"it returned an object of type {type(sch).__name__}, not a "
+                            "tir.Schedule")
+    scheduled = list(sch.mod.functions.values())
+    if len(scheduled) != 1:
+        return name, None, f"its schedule holds {len(scheduled)} functions, not one"
+    return name, scheduled[0], None
+
+
+def _references(entries, reference, target, config, log_path):
+    """Per task, None or the (name, scheduled PrimFunc) that computes its reference results;
+    the choice (and a fallback's reason) is logged."""
+    out = []
+    for task_name, func, _ in entries:
+        name, scheduled, reason = _reference_schedule(reference, func, target, config)
+        if name is None:
+            line = "the function as written"
+        elif scheduled is None:
+            line = f"the function as written ({name} falls back: {reason})"
+        else:
+            line = name
+        if log_path:
+            with open(log_path, "a") as log:
+                log.write(f"[{task_name}] reference results: {line}\n")
+        out.append(None if scheduled is None else (name, scheduled))
+    return out
+
+
 def _positive_int(value):
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
@@ -300,7 +385,8 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
             work_dir nor database.
         KilnRuntimeError: a GPU target without its device on this machine.
         KilnTypeError: an argument of the wrong type.
-        KilnValueError, KilnTypeError: a baseline other than "default", None or a callable.
+        KilnValueError, KilnTypeError: a baseline other than "default", None or a callable; a
+            reference other than "auto", "untuned", "default" or a callable.
         KeyboardInterrupt: Ctrl-C; every batch measured before it is in the database.
     """
     api = "kiln.autotune.tune_tasks"
@@ -317,6 +403,7 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
                                 f"{', '.join(sorted(known))}")
     config = dataclasses.replace(config, **config_fields)
     _check_baseline(config.baseline, api)
+    _check_reference(config.reference, api)
     if weights is not None and (not isinstance(weights, (list, tuple))
                                 or len(weights) != len(tasks)):
         raise KilnValueError(f"{api}: weights must be a list with one weight per task "
@@ -362,12 +449,14 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
     log_path = os.path.join(os.fspath(work_dir), "tune.log") if work_dir is not None else ""
     per_task = config.max_trials_per_task or config.max_trials_global
     baselines = _baselines(entries, config.baseline, target, config, log_path)
-    # The baseline is a callable or a name: not one of the search's settings (asdict would copy it).
-    settings = dataclasses.asdict(dataclasses.replace(config, baseline=None))
+    references = _references(entries, config.reference, target, config, log_path)
+    # The baseline and the reference are callables or names: not the search's settings (asdict
+    # would copy them).
+    settings = dataclasses.asdict(dataclasses.replace(config, baseline=None, reference=None))
     bars = _ProgressBars(progress, per_task)
     try:
         raw = _core.tune_tasks([e[1] for e in entries], [e[0] for e in entries],
-                               [e[2] for e in entries], baselines, target, db._core,
+                               [e[2] for e in entries], baselines, references, target, db._core,
                                runner._core, cost_model._core, settings, log_path, bars.update)
     finally:
         bars.close()

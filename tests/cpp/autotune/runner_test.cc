@@ -501,5 +501,44 @@ TEST(Runner, ReturningToATaskReusesItsReference) {
   expect_ok(results.at(1), 1);
 }
 
+TEST(Runner, AReferenceScheduleGivesTheResultsInsteadOfTheUntunedFunction) {
+  // The reference computes x3 while the function computes x2: candidates are checked against
+  // the reference, so the function's own schedule is now the wrong one.
+  TuneTask task = make_task(scale(2.0), "llvm", "scale");
+  task.reference = ReferenceSchedule{"split", split_schedule(scale(3.0))->lookup("main")};
+  std::unique_ptr<Runner> runner = make_local_runner(fast_config());
+  runner->set_task(task);
+  std::vector<MeasureResult> results =
+      runner->run({{split_schedule(scale(3.0))}, {split_schedule(scale(2.0))}}, 1);
+  expect_ok(results.at(0), 1);
+  EXPECT_EQ(results.at(1).status, RecordStatus::kWrongResult);
+}
+
+TEST(Runner, AReferenceScheduleOfAnotherSignatureIsRefusedBySetTask) {
+  // A function of float32[2 * kN]: its argument does not fit the task's.
+  te::Tensor a = te::placeholder({int32_const(2 * kN)}, DataType::float32(), "A");
+  te::Tensor b = te::compute(
+      {int32_const(2 * kN)}, [&](const std::vector<Ref<Var>>& i) { return a({i[0]}) * 2.0; },
+      "B");
+  TuneTask task = make_task(scale(2.0), "llvm", "scale");
+  task.reference = ReferenceSchedule{"wide", te::create_prim_func({a, b})};
+  std::unique_ptr<Runner> runner = make_local_runner(fast_config());
+  std::string message = error_of([&] { runner->set_task(task); }, ErrorKind::kValue);
+  EXPECT_TRUE(contains(message,
+                       "set_task: the reference schedule (wide) of task 'scale' cannot give "
+                       "reference results on target '" +
+                           task.target.str() + "': it does not take the function's arguments: "))
+      << message;
+}
+
+TEST(Runner, AReferenceScheduleThatDoesNotBuildIsRefusedBySetTask) {
+  TuneTask task = make_task(scale(2.0), "llvm", "scale");
+  task.reference = ReferenceSchedule{"bound", gpu_bound(scale(2.0))->lookup("main")};
+  std::unique_ptr<Runner> runner = make_local_runner(fast_config());
+  std::string message = error_of([&] { runner->set_task(task); }, ErrorKind::kValue);
+  EXPECT_TRUE(contains(message, "the reference schedule (bound) of task 'scale'")) << message;
+  EXPECT_TRUE(contains(message, "it does not build: ")) << message;
+}
+
 }  // namespace
 }  // namespace kiln::autotune
