@@ -411,12 +411,12 @@ class LocalRunner final : public Runner {
     if (detail::type_of(reply) == "task_error") {
       user_error(ErrorKind::kValue)
           << api << ": the "
-          << (!task_->reference               ? std::string("untuned function")
-              : task_->reference->name.empty() ? std::string("reference schedule")
-                                               : "reference schedule (" + task_->reference->name + ")")
+          << (!task_->reference ? std::string("untuned function")
+              : task_->reference->name.empty()
+                  ? std::string("reference schedule")
+                  : "reference schedule (" + task_->reference->name + ")")
           << " of task '" << task_->name << "' cannot give reference results on target '"
-          << request.target
-          << "': " << reply.header.value("error", std::string());
+          << request.target << "': " << reply.header.value("error", std::string());
     }
     detail::TaskReady ready = detail::task_ready_of(reply);
     num_threads_ = ready.num_threads;

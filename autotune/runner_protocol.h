@@ -68,7 +68,7 @@ struct TaskRequest {
   // A schedule of it that computes the reference results instead (TuneTask::reference; empty:
   // the untuned function computes them).
   std::string reference_func_json;
-  std::string target;     // canonical target string
+  std::string target;  // canonical target string
   uint64_t seed = 0;
   int num_threads = 0;
   bool flush_cache = false;

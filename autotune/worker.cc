@@ -166,10 +166,9 @@ class Worker {
     }
     if (!request.reference_func_json.empty() && !request.reference) {
       try {
-        scheduled = driver::build(ir::load_prim_func(request.reference_func_json), cpu_target,
-                                  "main");
-        runtime::check_call(
-            KilnModuleGetFunction(scheduled->runtime_module(), "main", &function));
+        scheduled =
+            driver::build(ir::load_prim_func(request.reference_func_json), cpu_target, "main");
+        runtime::check_call(KilnModuleGetFunction(scheduled->runtime_module(), "main", &function));
       } catch (const std::exception& e) {
         return task_error_message(std::string("it does not build: ") + e.what());
       }
@@ -185,10 +184,10 @@ class Worker {
       if (int status = call(function, *task->args); status != 0) {
         // The runtime refuses a reference schedule of another signature before it runs.
         bool refused = status == kKilnErrorType || status == kKilnErrorValue;
-        return task_error_message(
-            std::string(scheduled && refused ? "it does not take the function's arguments: "
-                                             : "it fails: ") +
-            KilnGetLastError());
+        return task_error_message(std::string(scheduled && refused
+                                                  ? "it does not take the function's arguments: "
+                                                  : "it fails: ") +
+                                  KilnGetLastError());
       }
       std::string results = task->args->snapshot_written();
       if (call(function, *task->args) != 0) {

@@ -141,8 +141,8 @@ void bind_autotune_runner(py::module_& m) {
               user_check(scheduled->functions.size() == 1)
                   << api << ": reference must hold one function, found a module of "
                   << scheduled->functions.size();
-              task.reference = autotune::ReferenceSchedule{
-                  to_str(pair[0], api, "reference's name"), scheduled->functions.begin()->second};
+              task.reference = autotune::ReferenceSchedule{to_str(pair[0], api, "reference's name"),
+                                                           scheduled->functions.begin()->second};
             }
             py::object interrupted = run_interruptible(runner, [&] { runner.set_task(task); });
             if (!interrupted.is_none()) {

@@ -82,8 +82,8 @@ void bind_autotune_search(py::module_& m) {
   m.def(
       "tune_tasks",
       [](py::handle funcs, py::handle names, py::handle weights, py::handle baselines,
-         py::handle references, py::handle target, py::handle database, py::handle runner, py::handle cost_model,
-         py::handle config, py::handle log_path, py::object progress) {
+         py::handle references, py::handle target, py::handle database, py::handle runner,
+         py::handle cost_model, py::handle config, py::handle log_path, py::object progress) {
         const char* api = "kiln.autotune.tune_tasks";
         std::vector<autotune::TuneTask> tasks;
         std::string target_text = to_str(target, api, "target");
@@ -166,8 +166,8 @@ void bind_autotune_search(py::module_& m) {
         return out;
       },
       py::arg("funcs"), py::arg("names"), py::arg("weights"), py::arg("baselines"),
-      py::arg("references"), py::arg("target"), py::arg("database"), py::arg("runner"), py::arg("cost_model"),
-      py::arg("config"), py::arg("log_path"), py::arg("progress"),
+      py::arg("references"), py::arg("target"), py::arg("database"), py::arg("runner"),
+      py::arg("cost_model"), py::arg("config"), py::arg("log_path"), py::arg("progress"),
       "Tunes functions into a database (see kiln.autotune.tune_tasks); baselines holds, per "
       "function, None or the (name, trace JSON text) of its baseline schedule; references, None "
       "or the (name, scheduled PrimFunc) that computes its reference results. Returns result "

@@ -189,9 +189,37 @@ llvm::Value* CodeGenLLVM::emit_index(const Expr& index) {
   });
   bool outer = in_index_;
   in_index_ = index_only;
-  llvm::Value* value = emit(index);
+  llvm::Value* value =
+      index_only && widens_index(index->dtype) ? emit_wide_index(index) : emit(index);
   in_index_ = outer;
   return value;
+}
+
+bool CodeGenLLVM::widens_index(DataType dtype) const {
+  return dtype.is_int() && dtype.lanes() == 1 && dtype.bits() < 64 &&
+         module_->getDataLayout().getPointerSizeInBits() == 64;
+}
+
+llvm::Value* CodeGenLLVM::emit_wide_index(const Expr& e) {
+  llvm::Type* i64 = builder_.getInt64Ty();
+  switch (e->kind()) {
+    case NodeKind::IntImm:
+      return llvm::ConstantInt::get(i64, static_cast<uint64_t>(e.as<IntImm>()->value), true);
+    case NodeKind::Add:
+    case NodeKind::Sub:
+    case NodeKind::Mul: {
+      // The value fits the narrower type (nsw there), so the wide operation cannot wrap either.
+      const auto* op = static_cast<const BinaryNode*>(e.get());
+      llvm::Value* a = emit_wide_index(op->a);
+      llvm::Value* b = emit_wide_index(op->b);
+      if (e->kind() == NodeKind::Add) return builder_.CreateAdd(a, b, "", false, true);
+      if (e->kind() == NodeKind::Sub) return builder_.CreateSub(a, b, "", false, true);
+      return builder_.CreateMul(a, b, "", false, true);
+    }
+    default:
+      // Variables, divisions, minima and the rest: their value, sign-extended.
+      return builder_.CreateSExt(emit(e), i64);
+  }
 }
 
 llvm::Value* CodeGenLLVM::visit(const Add* op) {

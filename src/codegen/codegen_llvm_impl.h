@@ -78,7 +78,13 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   // where int32 could overflow; the runtime refuses symbolic dimensions past what int32
   // supports, tir/index_limits.h), and the flag lets LLVM widen the index and fold its constant
   // terms into the addressing (in a GEMM micro-kernel, a third fewer instructions).
+  // A scalar index narrower than a 64-bit target's pointers is computed in int64 (its sums,
+  // differences and products; other terms sign-extended): the addresses need no sign
+  // extension of a sum, which LLVM's loop strength reduction cannot always see through (it
+  // then keeps sign-extension shifts in the inner loop and spends much of the build on it).
   llvm::Value* emit_index(const ir::Expr& index);
+  bool widens_index(ir::DataType dtype) const;
+  llvm::Value* emit_wide_index(const ir::Expr& e);
   // Whether arithmetic of `dtype` here is signed index arithmetic (see emit_index).
   bool signed_index(ir::DataType dtype) const { return in_index_ && dtype.is_int(); }
   // The value of a variable in the current function; a kValue error when unbound.

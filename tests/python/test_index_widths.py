@@ -1,6 +1,7 @@
 """Index widths: offsets of buffers that may span more than 2^31 elements are computed in int64,
 fused loops whose iteration count may not fit int32 get an int64 variable, and nothing wraps."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -131,6 +132,24 @@ def test_tensor_past_2_31_elements_runs():
         assert (b[row] == 4).all(), row
     assert (b[-1] == 8).all()
     del a, b
+
+
+def test_scalar_indices_are_computed_at_the_pointer_width():
+    # An int32 index is computed in int64 on a 64-bit target (its sums and products nsw, its
+    # variables sign-extended): the address is not the sign extension of an int32 sum, which
+    # LLVM's loop strength reduction cannot always see through.
+    n = 64
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.compute((n, n), lambda i, j: A[j, i] * 2.0, name="B")
+    rt = kiln.build(te.create_prim_func([A, B]), target="llvm -opt-level=0")
+    geps = [line for line in rt.get_source("ll").splitlines()
+            if "getelementptr inbounds float" in line]
+    assert len(geps) == 2
+    assert all(re.search(r", i64 %\S+$", line) for line in geps), geps
+    a = np.random.default_rng(0).random((n, n), dtype=np.float32)
+    b = np.zeros_like(a)
+    rt(a, b)
+    np.testing.assert_array_equal(b, a.T * 2)
 
 
 def test_compiled_data_arithmetic_wraps_while_index_arithmetic_is_nsw():

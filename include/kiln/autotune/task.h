@@ -35,7 +35,7 @@ struct TuneTask {
   double weight = 1.0;         // how often the function runs per run of the whole model
   uint64_t workload_hash = 0;  // ir::structural_hash(func)
   double flops = 0.0;          // the arithmetic operations of one call (count_flops)
-  std::optional<BaselineSchedule> baseline;  // none: the search measures only its own candidates
+  std::optional<BaselineSchedule> baseline;    // none: the search measures only its own candidates
   std::optional<ReferenceSchedule> reference;  // none: the function as written gives the results
 };
 

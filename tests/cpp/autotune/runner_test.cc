@@ -518,8 +518,7 @@ TEST(Runner, AReferenceScheduleOfAnotherSignatureIsRefusedBySetTask) {
   // A function of float32[2 * kN]: its argument does not fit the task's.
   te::Tensor a = te::placeholder({int32_const(2 * kN)}, DataType::float32(), "A");
   te::Tensor b = te::compute(
-      {int32_const(2 * kN)}, [&](const std::vector<Ref<Var>>& i) { return a({i[0]}) * 2.0; },
-      "B");
+      {int32_const(2 * kN)}, [&](const std::vector<Ref<Var>>& i) { return a({i[0]}) * 2.0; }, "B");
   TuneTask task = make_task(scale(2.0), "llvm", "scale");
   task.reference = ReferenceSchedule{"wide", te::create_prim_func({a, b})};
   std::unique_ptr<Runner> runner = make_local_runner(fast_config());
