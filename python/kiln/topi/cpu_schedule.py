@@ -12,7 +12,9 @@ whatever operators built it:
    product computed per tile under the write-back's loops, so that a symbolic number of rows
    is tiled too), the rows unrolled, the init split off, and element-wise consumers folded
    into the write-back of the tile (reverse_compute_inline). Where the column loads read packed
-   panels (dense_pack's weight), NR divides the panel width. Where the target has the features
+   panels (dense_pack's weight), NR divides the panel width; elsewhere the argument they read
+   is packed into panels of NR columns under the outer loops that read it (the batch and
+   column strip: inside the parallel loop, reused by every row tile). Where the target has the features
    of a tensor intrinsic whose dot product the block computes over contiguous data (AVX-512
    VNNI on dense_int8's NC16n4c weight, AVX-VNNI on its NC8n4c weight), the tile's dot
    products are tensorized with it, the first of the list that applies.
