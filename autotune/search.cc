@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <set>
@@ -490,6 +491,7 @@ class TaskSearch {
       m.candidate.trace = sch.trace();
       m.candidate.mod = sch.mod();
       m.candidate.hash = ir::structural_hash(sch.mod()->lookup("main"));
+      baseline_hash_ = m.candidate.hash;
     } catch (const Error& e) {
       log_baseline_skipped(name,
                            std::string("its trace does not replay on the function: ") + e.what());
@@ -509,6 +511,24 @@ class TaskSearch {
     m.scored = scorer_.analyze(m.candidate.mod);
     if (m.scored.valid) scorer_.score(model_, group_, {&m.scored});
     baseline_ = std::move(m);
+  }
+
+  // Appends to `top` an ok record of the baseline schedule, when there is one and `top` has
+  // none.
+  void add_baseline_record(std::vector<Record>* top) {
+    if (!baseline_hash_) return;
+    for (const Record& record : *top) {
+      if (record.candidate_hash == *baseline_hash_) return;
+    }
+    RecordQuery query;
+    query.workload_id = workload_.id;
+    query.target = target_;
+    query.status = RecordStatus::kOk;
+    for (const Record& record : db_.records(query)) {
+      if (record.candidate_hash != *baseline_hash_) continue;
+      top->push_back(record);
+      return;
+    }
   }
 
   // The median of the samples of the ok records of a candidate (0: none).
@@ -591,9 +611,13 @@ class TaskSearch {
 
   // The top candidates of this run measured again together, round after round, so that a
   // lucky first measurement does not win: the best is the lowest median of all its samples.
+  // The baseline schedule is among them wherever it was measured: its one early measurement
+  // may have been taken while the machine was slower (a shared host), and the tuned build
+  // must not lose to it.
   void successive_halving() {
     std::vector<Record> top =
         db_.best(workload_.id, target_, config_.final_top_k, ThreadMatch::kExact);
+    add_baseline_record(&top);
     if (top.size() < 2) return;
     std::vector<Member> members;
     std::vector<Json> searches;  // what each member's record says of it
@@ -682,7 +706,8 @@ class TaskSearch {
   std::unordered_set<uint64_t> measured_, seen_;
   std::vector<Member> population_, fresh_;
   std::vector<Candidate> seeds_;
-  std::optional<Member> baseline_;  // measured in the first round
+  std::optional<Member> baseline_;         // measured in the first round
+  std::optional<uint64_t> baseline_hash_;  // its candidate hash, measured now or before
   // best_: the best measured candidate of the design space (the parent of extra children and
   // the centre of the local search; best_seconds_ may be a baseline schedule's).
   Member best_, reference_;

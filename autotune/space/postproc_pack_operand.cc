@@ -2,10 +2,13 @@
 // kiln.pack_read = 1 reads its operand from a packed copy, laid out so that the innermost tile
 // it reads along is contiguous ([n // NR, …, n % NR]); the copy is made with vectors. With
 // kiln.pack_rows = 1 the operand read along the register tile's rows is packed as well
-// ([i // MR, …, k, i % MR]).
+// ([i // MR, …, k, i % MR]). A copy is made under the outer loops that iterate over slices of
+// the operand (the batch of a batch matmul), one slice at a time, else once before the block.
 #include "autotune/space/space_parts.h"
+#include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/schedule/cache_read_write.h"
+#include "kiln/schedule/compute_at.h"
 #include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/index_map.h"
@@ -49,6 +52,49 @@ class PackOperand : public Postproc {
   }
 
  private:
+  // Where the copy of read `index` of block `name` is made: the position in the block's loops
+  // of the innermost of its outermost loops that each iterate only spatial iterators that the
+  // read uses (the batch loops of a batch matmul: each packs the slice of the operand that the
+  // loops inside it read, in the parallel loop, just before they read it), unit loops at the
+  // end left out; -1 when there is none (the outermost loop iterates the rows of a matmul, all
+  // of whose row blocks read all of B): the copy is then one pass over the whole operand.
+  static int copy_location(const schedule::BlockLocation& loc, int64_t index) {
+    const Block& block = *loc.block;
+    std::vector<bool> read_uses(block.iter_vars.size(), false);
+    for (size_t k = 0; k < block.iter_vars.size(); ++k) {
+      const Var* var = block.iter_vars[k].var.get();
+      auto is_iter = [var](const Var* v) { return v == var; };
+      for (const Range& range : block.reads.at(index).region) {
+        read_uses[k] =
+            read_uses[k] || uses_var(range.min, is_iter) || uses_var(range.extent, is_iter);
+      }
+    }
+    int location = -1;
+    for (size_t l = 0; l < loc.loops.size(); ++l) {
+      const Var* loop_var = loc.loops[l]->loop_var.get();
+      auto is_loop_var = [loop_var](const Var* v) { return v == loop_var; };
+      bool iterates = false, only_read_spatial = true;
+      for (size_t k = 0; k < block.iter_vars.size(); ++k) {
+        if (!uses_var(loc.realize->iter_values[k], is_loop_var)) continue;
+        iterates = true;
+        only_read_spatial =
+            only_read_spatial && read_uses[k] && block.iter_vars[k].type == IterType::kDataPar;
+      }
+      if (!iterates || !only_read_spatial) break;
+      if (!is_const_int(loc.loops[l]->extent, 1)) location = static_cast<int>(l);
+    }
+    return location;
+  }
+
+  // Moves the copy `packed` of a read of block `name` under the loop at position `location` of
+  // the block's loops (copy_location), if any.
+  static void place_copy(schedule::Schedule& sch, const std::string& name, const RV& packed,
+                         int location) {
+    if (location < 0) return;
+    std::vector<RV> loops = schedule::get_loops(sch, schedule::get_block(sch, name));
+    schedule::compute_at(sch, packed, loops.at(location), /*preserve_unit_loops=*/true);
+  }
+
   // The copy of read `index` of block `name` (cache_read), laid out by `layout`: the copy's
   // indices from the operand's d0, d1, ….
   template <class Layout>
@@ -67,8 +113,16 @@ class PackOperand : public Postproc {
     return packed;
   }
 
+  // The copy's own loops (one per dimension of the operand, innermost last), below the loops
+  // place_copy put it under.
+  static std::vector<RV> own_loops(schedule::Schedule& sch, const RV& packed, int ndim) {
+    std::vector<RV> loops = schedule::get_loops(sch, packed);
+    return std::vector<RV>(loops.end() - ndim, loops.end());
+  }
+
   // Step 1. The tile: the extent of the block's innermost loop, which must divide the packed
-  // dimension. Step 2. The copy and its layout. Step 3. The copy's innermost tile in vectors.
+  // dimension. Step 2. The copy and its layout, made where copy_location says. Step 3. The
+  // copy's innermost tile in vectors.
   static void pack_read(schedule::Schedule& sch, const std::string& name, int64_t index) {
     const schedule::BlockLocation* loc = sch.index("main").find_block(name);
     // The IR the location points into is replaced by the first primitive: keep what is needed.
@@ -80,6 +134,7 @@ class PackOperand : public Postproc {
       return;  // nothing to gain, or a layout transform_layout cannot make without padding
     }
     int64_t nr = *tile;
+    int location = copy_location(*loc, index);
     RV packed = packed_copy(sch, name, index, operand->ndim(), [nr](const std::vector<Expr>& d) {
       Expr last = d.back();
       std::vector<Expr> finals = {floordiv(last, make_const(last->dtype, nr))};
@@ -87,7 +142,8 @@ class PackOperand : public Postproc {
       finals.push_back(floormod(last, make_const(last->dtype, nr)));
       return finals;
     });
-    std::vector<RV> loops = schedule::get_loops(sch, packed);
+    place_copy(sch, name, packed, location);
+    std::vector<RV> loops = own_loops(sch, packed, operand->ndim());
     schedule::split(sch, loops.back(), {std::monostate{}, nr});
   }
 
@@ -109,6 +165,7 @@ class PackOperand : public Postproc {
     const int64_t* extent = as_const_int(operand->shape[dim]);
     if (tile == nullptr || extent == nullptr || *tile <= 1 || *extent % *tile != 0) return;
     int64_t mr = *tile;
+    int location = copy_location(*loc, index);
     RV packed =
         packed_copy(sch, name, index, operand->ndim(), [mr, dim](const std::vector<Expr>& d) {
           Expr row = d[dim];
@@ -117,7 +174,8 @@ class PackOperand : public Postproc {
           finals.push_back(floormod(row, make_const(row->dtype, mr)));
           return finals;
         });
-    std::vector<RV> loops = schedule::get_loops(sch, packed);
+    place_copy(sch, name, packed, location);
+    std::vector<RV> loops = own_loops(sch, packed, operand->ndim());
     std::vector<RV> halves = schedule::split(sch, loops[dim], {std::monostate{}, mr});
     std::vector<RV> order;
     for (int d = 0; d < static_cast<int>(loops.size()); ++d) {

@@ -108,7 +108,10 @@ class MultiLevelTiling : public ScheduleRule {
   // The candidates of the register tile of this target, for the block's accumulator dtype:
   // NR (columns, whole vectors: a power of two of them) and MR (rows) such that the MR x NR
   // accumulators, the vectors of one row of the operand and one broadcast fit the vector
-  // registers (MR * V + V + 1 <= registers, V = NR / lanes).
+  // registers (MR * V + V + 1 <= registers, V = NR / lanes). MR is a divisor of the rows, or
+  // the most rows that fit with one of the NR (6 x 16 with AVX2's 16 registers): a BLAS's
+  // tile, which uses the registers best, is worth a last partial tile (its split leaves a
+  // guard, and lowering peels the last tile off) where it does not divide the rows (128).
   struct RegisterTiles {
     std::vector<int64_t> columns, rows;
   };
@@ -120,14 +123,17 @@ class MultiLevelTiling : public ScheduleRule {
         dtype.is_scalar() && target.vector_register_bits > 0 ? target.vector_lanes(dtype) : 1;
     int registers = target.num_vector_registers;
     int64_t max_rows = 1;
+    std::vector<int64_t> fullest;  // per NR, the most rows that fit
     for (int64_t vectors = 1; vectors * 2 + 1 < registers; vectors *= 2) {
       int64_t rows = (registers - 1 - vectors) / vectors;
       if (column_extent % (vectors * lanes) != 0 || rows < 1) continue;
       tiles.columns.push_back(vectors * lanes);
       max_rows = std::max(max_rows, rows);
+      fullest.push_back(rows);
     }
-    for (int64_t rows = 1; rows <= max_rows && row_extent > 0; ++rows) {
-      if (row_extent % rows == 0) tiles.rows.push_back(rows);
+    for (int64_t rows = 1; rows <= max_rows && rows <= row_extent; ++rows) {
+      bool is_fullest = std::find(fullest.begin(), fullest.end(), rows) != fullest.end();
+      if (row_extent % rows == 0 || is_fullest) tiles.rows.push_back(rows);
     }
     return tiles;
   }

@@ -159,7 +159,9 @@ class Postproc {
 std::unique_ptr<Postproc> make_refuse_recomputation(const SpaceContext& context);
 // Packs the operand a block annotated kiln.pack_read = 1 reads along its innermost tile: a
 // global copy (cache_read) laid out as [n // NR, …, n % NR] (transform_layout), NR the
-// innermost tile, copied with vectors and in parallel.
+// innermost tile, copied with vectors. The copy is made under the block's outermost loops that
+// iterate over slices of the operand (compute_at: a batch matmul packs one batch's B in its
+// iteration of the parallel loop, while it is in cache), else in one parallel pass before it.
 std::unique_ptr<Postproc> make_pack_operand(const SpaceContext& context);
 // Moves the loop of a reduction block's lanes (its write's last index, read contiguously) inside
 // the reduction loops among the block's own innermost loops, so that it can be a vector: the

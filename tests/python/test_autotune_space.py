@@ -145,6 +145,88 @@ def test_the_register_tile_fits_the_target():
         assert 6 in rows and 16 in columns
 
 
+def batch_matmul(batch, m, n, k):
+    A = te.placeholder((batch, m, k), "float32", name="A")
+    B = te.placeholder((batch, k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((batch, m, n), lambda z, i, j: te.sum(A[z, i, r] * B[z, r, j], axis=r),
+                   name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def categorical_decisions(candidate):
+    """(candidates, chosen value) of each sample_categorical of the candidate's trace."""
+    found = []
+    for inst in candidate.decisions.as_json()["instructions"]:
+        if inst["kind"] == "sample_categorical":
+            values = inst["attrs"]["candidates"]
+            found.append((values, values[inst["decision"]]))
+    return found
+
+
+def test_the_fullest_register_tile_is_drawn_where_it_does_not_divide_the_rows():
+    # 6 x 16 fills AVX2's registers best; 6 does not divide 128 rows, so its last tile is
+    # partial (a guard that lowering peels off). Other rows that do not divide are not drawn.
+    func = matmul(128, 128, 64)
+    space = SpaceGenerator(func, "llvm -mcpu=haswell")
+    rows = eval(space.sketches[1].as_python().split("candidates=")[1].split("]")[0] + "]")  # noqa: S307
+    assert rows == [1, 2, 4, 6, 8, 14], rows
+    drawn = 0
+    for seed in range(40):
+        candidate = space.sample(1, seed)
+        if candidate is None or categorical_decisions(candidate)[0][1] != 6:
+            continue
+        args = random_args(func, seed)
+        expected = reference(func, args)
+        kiln.build(candidate.mod)(*args)
+        np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+        drawn += 1
+        if drawn == 2:
+            break
+    assert drawn == 2
+
+
+def test_a_batch_matmul_packs_each_batch_inside_the_parallel_loop():
+    # The packed copy of B is made under the outermost loop, which iterates batches (one
+    # batch's B at a time, while it is in cache); a matmul's, whose outermost loop iterates
+    # rows that all read the whole of B, is one pass before the product (A's, packed along
+    # the rows, may be made under that loop).
+    func = batch_matmul(4, 24, 32, 16)
+    space = SpaceGenerator(func, "llvm -mcpu=haswell")
+    placed = 0
+    for seed in range(60):
+        candidate = space.sample(1, seed)
+        assert candidate is not None, space.rejections
+        if "B_global" not in str(candidate.mod):
+            continue
+        batch_tiles = next(i["decision"] for i in candidate.decisions.as_json()["instructions"]
+                           if i["kind"] == "sample_perfect_tile")
+        if batch_tiles[0] == 1:
+            continue  # one iteration: no batch loop to make it under
+        sch = tir.Schedule(candidate.mod)
+        copy_loops = sch.get_loops(sch.get_block("B_global"))
+        product_loops = sch.get_loops(sch.get_block("C"))
+        assert sch.get(copy_loops[0]).same_as(sch.get(product_loops[0]))
+        assert sch.get(copy_loops[0]).kind == "parallel"
+        args = random_args(func, seed)
+        expected = reference(func, args)
+        kiln.build(candidate.mod)(*args)
+        np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+        placed += 1
+    assert placed >= 2
+    space = SpaceGenerator(matmul(64, 48, 32), "llvm -mcpu=haswell")
+    packed = 0
+    for seed in range(16):
+        candidate = space.sample(1, seed)
+        if "B_global" in str(candidate.mod):
+            packed += 1
+            sch = tir.Schedule(candidate.mod)
+            copy_loops = sch.get_loops(sch.get_block("B_global"))
+            product_loops = sch.get_loops(sch.get_block("C"))
+            assert not sch.get(copy_loops[0]).same_as(sch.get(product_loops[0]))
+    assert packed >= 1
+
+
 def test_candidates_differ_and_replay_to_the_same_schedule():
     space = SpaceGenerator(matmul(64, 64, 64), "llvm")
     candidates = [space.sample(0, seed) for seed in range(8)]

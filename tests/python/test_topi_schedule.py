@@ -3,6 +3,7 @@ matches NumPy and the unscheduled build, with no VectorizeFallbackWarning at com
 schedule is not the identity where it should not be (parallel loops, vector loops, a register
 tile, row statistics fused with their consumer, element-wise stages inlined); symbolic shapes
 and bad arguments."""
+import re
 import warnings
 
 import numpy as np
@@ -174,6 +175,33 @@ def test_batch_matmul():
     script = check_family([x, y, topi.nn.batch_matmul(x, y)], [xv, yv],
                           xv @ yv.transpose(0, 2, 1), rtol=1e-4, atol=1e-4)
     assert 'scope="local"' in script
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_the_column_operand_of_a_product_is_packed_into_panels_per_batch(transposed):
+    # B (or y of batch_matmul, read [b, j, k]) is copied into panels of NR contiguous columns
+    # ([b, j // NR, k, j % NR]) inside the parallel batch loop, each batch's panels packed
+    # just before its row tiles read them; 45 rows leave a partial last tile.
+    batch, m, n, k = 16, 45, 64, 32
+    x = te.placeholder((batch, m, k), "float32", name="x")
+    xv = rand(RNG, batch, m, k)
+    if transposed:
+        y = te.placeholder((batch, n, k), "float32", name="y")
+        yv = rand(RNG, batch, n, k)
+        out, expected = topi.nn.batch_matmul(x, y), xv @ yv.transpose(0, 2, 1)
+    else:
+        y = te.placeholder((batch, k, n), "float32", name="y")
+        yv = rand(RNG, batch, k, n)
+        r = te.reduce_axis((0, k), name="r")
+        out = te.compute((batch, m, n),
+                         lambda b, i, j: te.sum(x[b, i, r] * y[b, r, j], axis=r), name="bmm")
+        expected = xv @ yv
+    script = check_family([x, y, out], [xv, yv], expected, rtol=1e-4, atol=1e-4)
+    assert "y_global" in blocks(script)
+    copy = script.split('T.block("y_global")')[0]
+    assert "T.parallel(" in copy and copy.count("T.parallel(") == 1
+    # The product reads the panels: [batch, column // NR, reduction, column % NR].
+    assert re.search(r"y_global\[v_b, v_j // (\d+), v_[rk], v_j % \1\]", script), script
 
 
 def np_conv2d_nchw(x, w, pad):

@@ -12,7 +12,9 @@ whatever operators built it:
    product computed per tile under the write-back's loops, so that a symbolic number of rows
    is tiled too), the rows unrolled, the init split off, and element-wise consumers folded
    into the write-back of the tile (reverse_compute_inline). Where the column loads read packed
-   panels (dense_pack's weight), NR divides the panel width. Where the target has the features
+   panels (dense_pack's weight), NR divides the panel width; elsewhere the argument they read
+   is packed into panels of NR columns under the outer loops that read it (the batch and
+   column strip: inside the parallel loop, reused by every row tile). Where the target has the features
    of a tensor intrinsic whose dot product the block computes over contiguous data (AVX-512
    VNNI on dense_int8's NC16n4c weight, AVX-VNNI on its NC8n4c weight), the tile's dot
    products are tensorized with it, the first of the list that applies.
@@ -42,7 +44,7 @@ from .. import tir
 from ..error import KilnError, KilnTypeError, KilnValueError, ScheduleError
 from ..target import gemm_blocking
 from ._block_info import is_sum_of_products
-from .cpu_fused_rows import RowFusion
+from .cpu_fused_rows import RowFusion, _pack_columns
 from ._schedule_steps import (block_info, block_names, fold_epilogues, inline_elementwise,
                               product_of, row_statistics)
 from ._util import const_int
@@ -235,7 +237,9 @@ class _Scheduler:
             if not is_sum_of_products(self.sch, self.sch.get_block(name)):
                 continue
             if any(self.attempt(self.schedule_tensorized_product, name, intrin)
-                   for intrin in self.intrinsics) or self.attempt(self.schedule_product, name):
+                   for intrin in self.intrinsics) or \
+                    self.attempt(self.schedule_product, name, True) or \
+                    self.attempt(self.schedule_product, name, False):
                 self.tiled.add(name)
         for name in reversed(names):
             if name in self.tiled or name in self.placed or name not in self.blocks():
@@ -314,10 +318,12 @@ class _Scheduler:
         sch.reorder(*(reduce_loops + ([rows] if rows is not None else []) + [columns]))
         return outer, outer_extents, rows, columns, reduce_loops, jn, local_name
 
-    def schedule_product(self, sch, name):
+    def schedule_product(self, sch, name, pack):
         """Step 2: the register tile of a sum of products, its columns vectorized. Where the
         column loads read packed panels (dense_pack's weight), NR divides the panel width, so
-        that a vector of the tile reads contiguous columns of one panel."""
+        that a vector of the tile reads contiguous columns of one panel; elsewhere, with pack,
+        the argument the columns are loaded from is packed into such panels where the tile's
+        outer loops allow it (pack_columns)."""
         info = self.info(name, sch)
         i, j, panel = self.product_axes(info)
         columns = info.extents[j]
@@ -347,7 +353,45 @@ class _Scheduler:
             sch.unroll(rows)
         sch.decompose_reduction(name, reduce_loops[0])
         self.placed.update(fold_epilogues(sch, local_name))
+        if pack and panel is None:
+            self.pack_columns(sch, name, info, i, j, nr, outer, outer_extents)
         self.parallelize(sch, outer, outer_extents, info.iterations)
+
+    def pack_columns(self, sch, name, info, i, j, nr, outer, outer_extents):
+        """Packs the argument the tile's columns are loaded from (B of C[i, j] += A[i, k] *
+        B[k, j], also with batch dimensions) into panels of nr contiguous columns, [.., j //
+        nr, k, j % nr], so that each step of k reads the next nr columns instead of a row far
+        from the last (rows at a power-of-two distance share a few sets of the L1 cache).
+        The copy is made under the outer loops whose iterators the argument uses (the batch,
+        the column strips), the innermost of them: each of its iterations packs the panels
+        that the row tiles inside it read again and again, while they are in cache. Raises
+        where there is nothing to gain: no row tiles under those loops, columns no wider than
+        nr, or those loops too few for the threads (the parallel loop would fuse past the
+        copy)."""
+        positions = [p for p in info.spatial if p not in (i, j)] + [j]
+        if len(outer) > len(positions):
+            positions.append(i)
+        params = list(sch.mod["main"].buffer_map.values())
+        loads = [load for load in info.loads if j in load.uses and
+                 any(load.buffer.same_as(param) for param in params)]
+        if len(loads) != 1 or i is None or i not in positions or info.extents[j] <= nr:
+            raise KilnValueError("no argument to pack into panels")
+        count = 0
+        while count < len(positions) and positions[count] in loads[0].uses:
+            count += 1
+        if count == 0 or positions[count:] == []:
+            raise KilnValueError("no row tiles reuse the panels")
+        extents = outer_extents[:count]
+        wanted = self.threads * PARALLEL_ITERATIONS_PER_THREAD if self.threads > 1 else 1
+        if any(e is None for e in extents) or product_of(extents) < wanted:
+            raise KilnValueError("the parallel loop would fuse past the packed copy")
+        (copy_name,) = _pack_columns(sch, name, j, nr, params)
+        sch.compute_at(copy_name, outer[count - 1])
+        loops = sch.get_loops(copy_name)
+        copy_info = self.info(copy_name, sch)
+        self.vectorize_innermost(sch, copy_name, loops[-1], copy_info.extents[-1],
+                                 copy_info.dtype)
+        self.placed.add(copy_name)
 
     def schedule_tensorized_product(self, sch, name, intrin):
         """Step 2 with a tensor intrinsic: the register tile of a sum of products whose columns
