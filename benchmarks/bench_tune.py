@@ -10,7 +10,7 @@ its own, its records kept apart by their thread count), a ResNet-50 3x3 convolut
 LayerNorm over the last dimension, and an int8 (u8 x s8 -> s32) matmul.
 
 Run: python3 benchmarks/bench_tune.py [--trials 512] [--small-trials 256] [--only gemm,conv2d]
-     [--work-dir bench_tune_work] [--rounds 3] [--repeat 7] [--compare-only]
+     [--work-dir bench_tune_work] [--rounds 3] [--repeat 7] [--number 1] [--compare-only]
 PyTorch is optional (`pip install torch`, from PyPI, for the benchmarks only); its
 column reads n/a without it. A work dir that exists resumes the tuning it holds: its
 tuning.db has every workload and thread count; NAME_tTHREADS/ has the cost model and log of each.
@@ -224,8 +224,9 @@ def settle():
     time.sleep(0.5)
 
 
-def compare(spec, work_dir, name, threads, rounds, repeat):
-    """(kiln, NumPy, PyTorch) median seconds, alternating rounds; kiln's result checked."""
+def compare(spec, work_dir, name, threads, rounds, repeat, number):
+    """(kiln, NumPy, PyTorch) median seconds, alternating rounds; kiln's result checked. Each
+    of the `repeat` timings per round is `number` calls back to back."""
     # kiln.build applies the record measured with the thread count in effect.
     kiln.runtime.set_num_threads(threads)
     db = ms.Database(database_path(work_dir))
@@ -242,16 +243,17 @@ def compare(spec, work_dir, name, threads, rounds, repeat):
     runs = {"kiln": [], "numpy": [], "torch": []}
     for _ in range(rounds):
         settle()
-        runs["kiln"].append(kiln_seconds(rt, args, repeat=repeat, number=1))
+        runs["kiln"].append(kiln_seconds(rt, args, repeat=repeat, number=number))
         settle()
         with threadpool_limits(limits=threads):
-            runs["numpy"].append(median_seconds(lambda: spec["numpy"](*inputs), repeat=repeat))
+            runs["numpy"].append(median_seconds(lambda: spec["numpy"](*inputs), repeat=repeat,
+                                                number=number))
         if torch_inputs is not None:
             settle()
             torch.set_num_threads(threads)
             with torch.no_grad():
                 runs["torch"].append(median_seconds(lambda: spec["torch"](*torch_inputs),
-                                                    repeat=repeat))
+                                                    repeat=repeat, number=number))
     return tuple(statistics.median(v) if v else None for v in runs.values())
 
 
@@ -264,6 +266,9 @@ def main():
     parser.add_argument("--work-dir", default="bench_tune_work")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--number", type=int, default=1,
+                        help="calls per timing (1: each call alone, as one call in a model; "
+                        "more: back to back, what a loop of calls costs per call)")
     parser.add_argument("--compare-only", action="store_true",
                         help="no tuning: time what the work dir's databases hold")
     args = parser.parse_args()
@@ -287,7 +292,7 @@ def main():
             else:
                 result, wall = tune(name, spec, threads, trials, args.work_dir)
             t_kiln, t_numpy, t_torch = compare(spec, args.work_dir, name, threads, args.rounds,
-                                               args.repeat)
+                                               args.repeat, args.number)
             gflops = spec["flops"] / t_kiln / 1e9
             peak = peaks.get(threads) if not spec.get("integer") else None
             rows.append([title, str(threads),
