@@ -181,11 +181,12 @@ def _check_baseline(baseline, api):
                         f"{type(baseline).__name__}")
 
 
-def _baseline_trace(baseline, func, target, config):
-    """The baseline schedule of ``func``: (its name, its trace as JSON text, None), or (its name,
-    None, why there is none). A baseline that fails is skipped, never fatal: any exception of
-    the callable is a reason."""
-    if isinstance(baseline, str):  # _DEFAULT, as _check_baseline checked
+def _made_schedule(choice, func, target, config):
+    """A schedule of ``func`` that a TuneConfig field names: a name (topi.default_schedule for
+    ``target``, num_threads and tensor_intrinsics) or a callable func -> tir.Schedule. Returns
+    (its name, the Schedule, None) or (its name, None, why there is none): whatever the callable
+    raises is a reason, never fatal."""
+    if isinstance(choice, str):
         name = "topi.default_schedule"
         # The search refuses a bad num_threads with its own message; here it is the runtime's.
         threads = config.num_threads if _positive_int(config.num_threads) else None
@@ -194,8 +195,8 @@ def _baseline_trace(baseline, func, target, config):
             return topi.default_schedule(f, target=target, num_threads=threads,
                                          tensor_intrinsics=config.tensor_intrinsics)
     else:
-        name = getattr(baseline, "__qualname__", None) or type(baseline).__name__
-        make = baseline
+        name = getattr(choice, "__qualname__", None) or type(choice).__name__
+        make = choice
     try:
         sch = make(func)
     except Exception as error:  # a user's schedule may raise anything: a reason to skip it
@@ -203,9 +204,18 @@ def _baseline_trace(baseline, func, target, config):
     if not isinstance(sch, Schedule):
         return name, None, (f"it returned an object of type {type(sch).__name__}, not a "
                             "tir.Schedule")
+    if len(sch.mod.functions) != 1:
+        return name, None, f"its schedule holds {len(sch.mod.functions)} functions, not one"
+    return name, sch, None
+
+
+def _baseline_trace(baseline, func, target, config):
+    """The baseline schedule of ``func``: (its name, its trace as JSON text, None), or (its name,
+    None, why there is none). A baseline that fails is skipped, never fatal."""
+    name, sch, reason = _made_schedule(baseline, func, target, config)
+    if sch is None:
+        return name, None, reason
     scheduled = list(sch.mod.functions.values())
-    if len(scheduled) != 1:
-        return name, None, f"its schedule holds {len(scheduled)} functions, not one"
     # Records keep traces as JSON, and builds replay them on the function: check both here.
     try:
         text = json.dumps(sch.trace.as_json())
@@ -245,29 +255,10 @@ def _reference_schedule(reference, func, target, config):
     flops = _core.count_flops(func)
     if reference == "untuned" or (reference == "auto" and flops <= _REFERENCE_SCHEDULE_FLOPS):
         return None, None, None
-    if isinstance(reference, str):  # "default", or "auto" for a large function
-        name = "topi.default_schedule"
-        # The reference runs on this CPU, also for a GPU task.
-        cpu_target = target if Target(target).kind == "llvm" else "llvm"
-        threads = config.num_threads if _positive_int(config.num_threads) else None
-
-        def make(f):
-            return topi.default_schedule(f, target=cpu_target, num_threads=threads,
-                                         tensor_intrinsics=config.tensor_intrinsics)
-    else:
-        name = getattr(reference, "__qualname__", None) or type(reference).__name__
-        make = reference
-    try:
-        sch = make(func)
-    except Exception as error:  # a user's schedule may raise anything: a reason to fall back
-        return name, None, f"it raised {type(error).__name__}: {error}"
-    if not isinstance(sch, Schedule):
-        return name, None, (f"it returned an object of type {type(sch).__name__}, not a "
-                            "tir.Schedule")
-    scheduled = list(sch.mod.functions.values())
-    if len(scheduled) != 1:
-        return name, None, f"its schedule holds {len(scheduled)} functions, not one"
-    return name, scheduled[0], None
+    # The reference runs on this CPU, also for a GPU task.
+    cpu_target = target if Target(target).kind == "llvm" else "llvm"
+    name, sch, reason = _made_schedule(reference, func, cpu_target, config)
+    return name, None if sch is None else list(sch.mod.functions.values())[0], reason
 
 
 def _references(entries, reference, target, config, log_path):
