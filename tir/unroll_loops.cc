@@ -32,6 +32,21 @@ struct Settings {
   bool llvm_unroll = true;  // LLVM may unroll the loops that stay loops
 };
 
+// The most stores to memory (buffers other than "local" ones, which become registers) that
+// automatic unrolling (rule 2) may leave in one loop body: LLVM's loop access analysis (for its
+// loop vectorizer and load elimination) compares every pair of them, so a body of hundreds
+// (a packing copy unrolled 256 times) takes a second to build and runs no faster.
+constexpr int64_t kMaxAutoUnrolledStores = 64;
+
+int64_t count_memory_stores(const Stmt& s) {
+  int64_t n = 0;
+  post_order_visit(s, [&n](const Node* node) {
+    if (node->kind() != NodeKind::BufferStore) return;
+    if (static_cast<const BufferStore*>(node)->buffer->scope != "local") ++n;
+  });
+  return n;
+}
+
 int64_t count_nodes(const Stmt& s) {
   int64_t n = 0;
   post_order_visit(s, [&n](const Node*) { ++n; });
@@ -106,7 +121,8 @@ class LoopUnroller : public IRMutator {
     bool marked = op->kind == ForKind::kUnrolled;
     int64_t body_steps = count_steps(body);
     bool automatic = here.automatic && op->kind == ForKind::kSerial && extent != nullptr &&
-                     body_steps >= 0 && *extent * body_steps <= here.max_step;
+                     body_steps >= 0 && *extent * body_steps <= here.max_step &&
+                     *extent * count_memory_stores(body) <= kMaxAutoUnrolledStores;
     bool copies = (marked || automatic) && extent != nullptr && *extent <= here.max_step &&
                   *extent * count_nodes(body) <= kMaxUnrolledNodes && here.copy;
     if (!copies) {

@@ -18,7 +18,9 @@ namespace kiln::tir {
 //     a serial loop with a constant extent is unrolled too when every loop inside it is
 //     unrolled (inner loops are decided first) and its extent times the number of steps its
 //     body runs is at most N: a store or evaluation is a step, a vector store one step per 8
-//     lanes (wide vectors unrolled make long straight-line code that LLVM takes long to build).
+//     lanes (wide vectors unrolled make long straight-line code that LLVM takes long to build);
+//     and the copies store at most 64 times to buffers other than "local" ones (LLVM compares
+//     every pair of a loop body's stores to memory).
 //  3. "pragma_unroll_explicit" = 0 on a loop (or an enclosing one) keeps the loops chosen by 1
 //     and 2 as loops of kind kUnrolled rather than copying them; 1 (the default) copies them.
 //  4. "pragma_llvm_unroll" = 0 on a loop (or an enclosing one) gives every serial loop under it

@@ -120,6 +120,28 @@ TEST(UnrollLoops, AVectorStoreCountsAStepPerEightLanes) {
   }
 }
 
+TEST(UnrollLoops, AutomaticUnrollingLeavesAtMost64StoresToMemoryInABody) {
+  // for i in range(32) [max_step 512]: for j in range(4): B[i * 4 + j] = A[i * 4 + j]: 128
+  // stores to memory unrolled would be 128 steps, within the limit, but more than 64 stores;
+  // the same into a "local" buffer (registers) is unrolled.
+  for (const char* scope : {"global", "local"}) {
+    Ref<Var> i = make_var("i"), j = make_var("j");
+    Ref<Buffer> a = buffer_1d("A", i32(128));
+    Ref<Buffer> b = decl_buffer({i32(128)}, DataType::float32(), "B", scope);
+    Expr index = i * 4 + j;
+    Stmt inner = loop(j, 4, buffer_store(b, buffer_load(a, {index}), {index}));
+    Ref<PrimFunc> result = unroll_loops(make_func(
+        {a, b}, with_annotation(loop(i, 32, inner), "pragma_auto_unroll_max_step", 512)));
+    bool local = std::string(scope) == "local";
+    EXPECT_EQ(count_kind(result->body, NodeKind::For), local ? 0 : 1) << scope;
+    EXPECT_EQ(count_kind(result->body, NodeKind::BufferStore), local ? 128 : 4) << scope;
+    if (!local) {
+      std::vector<float> in = random_floats(128);
+      EXPECT_EQ(run(result, {in, std::vector<float>(128)})[1], in);
+    }
+  }
+}
+
 TEST(UnrollLoops, ExplicitZeroMarksLoopsForTheBackend) {
   Ref<Var> i = make_var("i"), j = make_var("j");
   Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
