@@ -130,8 +130,8 @@ TEST(UnrollLoops, AutomaticUnrollingLeavesAtMost64StoresToMemoryInABody) {
     Ref<Buffer> b = decl_buffer({i32(128)}, DataType::float32(), "B", scope);
     Expr index = i * 4 + j;
     Stmt inner = loop(j, 4, buffer_store(b, buffer_load(a, {index}), {index}));
-    Ref<PrimFunc> result = unroll_loops(make_func(
-        {a, b}, with_annotation(loop(i, 32, inner), "pragma_auto_unroll_max_step", 512)));
+    Ref<PrimFunc> result = unroll_loops(
+        make_func({a, b}, with_annotation(loop(i, 32, inner), "pragma_auto_unroll_max_step", 512)));
     bool local = std::string(scope) == "local";
     EXPECT_EQ(count_kind(result->body, NodeKind::For), local ? 0 : 1) << scope;
     EXPECT_EQ(count_kind(result->body, NodeKind::BufferStore), local ? 128 : 4) << scope;
