@@ -122,12 +122,13 @@ def _column_loads(sch, name, column):
     return result
 
 
-def _pack_columns(sch, name, column, nr, params):
+def pack_columns(sch, name, column, nr, params):
     """Packs the arguments block name reads across iterator position column into panels of
     nr contiguous columns: the panel index comes before the dimensions the column and the
     reduction index, the position in the panel last (key[b, h, j, k] read with column j is
     [b, h, j // nr, k, j % nr]; value[b, h, k, d] read with column d is
-    [b, h, d // nr, k, d % nr]). Returns the names of the copy blocks."""
+    [b, h, d // nr, k, d % nr]). Returns the names of the copy blocks. cpu_schedule packs the
+    column operand of a plain product with it too."""
     copies = set()
     for index, buffer, dim, first, rank in _column_loads(sch, name, column):
         if not any(buffer.same_as(p) for p in params):
@@ -178,8 +179,8 @@ class RowFusion:
             outer *= e
         block_rows = self.block_rows(rows, mr, s_cols, outer, s_info.dtype)
         params = list(sch.mod["main"].buffer_map.values())
-        copies = _pack_columns(sch, s_name, s_col, s_nr, params) | \
-            _pack_columns(sch, p_name, p_col, p_nr, params)
+        copies = pack_columns(sch, s_name, s_col, s_nr, params) | \
+            pack_columns(sch, p_name, p_col, p_nr, params)
         partials = self.rfactor_reductions(chain, s_name)
         # The row blocks: the host's loops down to its rows, in parallel.
         loops = sch.get_loops(host)

@@ -44,7 +44,7 @@ from .. import tir
 from ..error import KilnError, KilnTypeError, KilnValueError, ScheduleError
 from ..target import gemm_blocking
 from ._block_info import is_sum_of_products
-from .cpu_fused_rows import RowFusion, _pack_columns
+from .cpu_fused_rows import RowFusion, pack_columns
 from ._schedule_steps import (block_info, block_names, fold_epilogues, inline_elementwise,
                               product_of, row_statistics)
 from ._util import const_int
@@ -323,7 +323,7 @@ class _Scheduler:
         column loads read packed panels (dense_pack's weight), NR divides the panel width, so
         that a vector of the tile reads contiguous columns of one panel; elsewhere, with pack,
         the argument the columns are loaded from is packed into such panels where the tile's
-        outer loops allow it (pack_columns)."""
+        outer loops allow it (pack_column_operand)."""
         info = self.info(name, sch)
         i, j, panel = self.product_axes(info)
         columns = info.extents[j]
@@ -354,10 +354,10 @@ class _Scheduler:
         sch.decompose_reduction(name, reduce_loops[0])
         self.placed.update(fold_epilogues(sch, local_name))
         if pack and panel is None:
-            self.pack_columns(sch, name, info, i, j, nr, outer, outer_extents)
+            self.pack_column_operand(sch, name, info, i, j, nr, outer, outer_extents)
         self.parallelize(sch, outer, outer_extents, info.iterations)
 
-    def pack_columns(self, sch, name, info, i, j, nr, outer, outer_extents):
+    def pack_column_operand(self, sch, name, info, i, j, nr, outer, outer_extents):
         """Packs the argument the tile's columns are loaded from (B of C[i, j] += A[i, k] *
         B[k, j], also with batch dimensions) into panels of nr contiguous columns, [.., j //
         nr, k, j % nr], so that each step of k reads the next nr columns instead of a row far
@@ -385,7 +385,7 @@ class _Scheduler:
         wanted = self.threads * PARALLEL_ITERATIONS_PER_THREAD if self.threads > 1 else 1
         if any(e is None for e in extents) or product_of(extents) < wanted:
             raise KilnValueError("the parallel loop would fuse past the packed copy")
-        (copy_name,) = _pack_columns(sch, name, j, nr, params)
+        (copy_name,) = pack_columns(sch, name, j, nr, params)
         sch.compute_at(copy_name, outer[count - 1])
         loops = sch.get_loops(copy_name)
         copy_info = self.info(copy_name, sch)
