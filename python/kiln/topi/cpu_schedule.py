@@ -14,10 +14,10 @@ whatever operators built it:
    into the write-back of the tile (reverse_compute_inline). Where the column loads read packed
    panels (dense_pack's weight), NR divides the panel width; elsewhere the argument they read
    is packed into panels of NR columns under the outer loops that read it (the batch and
-   column strip: inside the parallel loop, reused by every row tile). Where the target has the features
-   of a tensor intrinsic whose dot product the block computes over contiguous data (AVX-512
-   VNNI on dense_int8's NC16n4c weight, AVX-VNNI on its NC8n4c weight), the tile's dot
-   products are tensorized with it, the first of the list that applies.
+   column strip: inside the parallel loop, reused by every row tile). Where the target has
+   the features of a tensor intrinsic whose dot product the block computes over contiguous
+   data (AVX-512 VNNI on dense_int8's NC16n4c weight, AVX-VNNI on its NC8n4c weight), the
+   tile's dot products are tensorized with it, the first of the list that applies.
    Two such products joined by row-wise stages (attention's scores, softmax and weighted
    sum) are first computed together, row block by row block, under one parallel loop
    (cpu_fused_rows.py), with the key and value packed into panels of NR columns.
