@@ -3,6 +3,9 @@ the function as written, topi.default_schedule (for large workloads, whose plain
 minutes), or a user's schedule; LocalRunner.set_task(reference=...). A wrong reference cannot
 pass unseen, and one that cannot be made falls back to the function as written. Small budgets:
 these tests check records and log lines, never timings."""
+import subprocess
+import sys
+
 import pytest
 
 from kiln import autotune as ms
@@ -100,3 +103,24 @@ def test_the_runner_takes_a_reference_schedule():
                                                  "give reference results .* it does not take "
                                                  "the function's arguments"):
             runner.set_task(func, "llvm", "mm", reference=matmul(n=16))
+
+
+def test_the_command_line_takes_the_reference(tmp_path):
+    (tmp_path / "ops.py").write_text("from kiln import te\n\n"
+                                     "def mm():\n"
+                                     "    a = te.placeholder((16, 16), 'float32', name='A')\n"
+                                     "    b = te.compute((16, 16), lambda i, j: a[i, j] * 2, "
+                                     "name='B')\n"
+                                     "    return te.create_prim_func([a, b])\n")
+    for choice, expected in (("default", "topi.default_schedule"),
+                             ("untuned", "the function as written")):
+        work = tmp_path / choice
+        done = subprocess.run([sys.executable, "-m", "kiln", "tune", f"{tmp_path / 'ops.py'}:mm",
+                               "--trials", "2", "--per-iter", "2", "--db", str(work) + ".db",
+                               "--work-dir", str(work), "--no-progress", "--reference", choice],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert f"reference results: {expected}\n" in log_of(work)
+    refused = subprocess.run([sys.executable, "-m", "kiln", "tune", f"{tmp_path / 'ops.py'}:mm",
+                              "--reference", "fast"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "invalid choice: 'fast'" in refused.stderr
