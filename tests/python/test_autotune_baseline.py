@@ -14,6 +14,8 @@ from kiln import autotune as ms
 from kiln import te, tir, topi
 from kiln.error import KilnTypeError, KilnValueError
 
+from tune_helpers import write_ops_file
+
 SMALL = dict(num_trials_per_iter=4, population=16, random_per_round=4, children_per_round=8,
              final_top_k=2, final_rounds=2, local_search_trials=0, progress=False)
 
@@ -159,12 +161,7 @@ def test_bad_baselines_name_the_api_and_what_was_found(tmp_path):
 
 
 def test_the_command_line_measures_the_baseline_unless_told_not_to(tmp_path):
-    (tmp_path / "ops.py").write_text("from kiln import te\n\n"
-                                     "def mm():\n"
-                                     "    a = te.placeholder((16, 16), 'float32', name='A')\n"
-                                     "    b = te.compute((16, 16), lambda i, j: a[i, j] * 2, "
-                                     "name='B')\n"
-                                     "    return te.create_prim_func([a, b])\n")
+    write_ops_file(tmp_path / "ops.py")
     for flags, expected in (([], 1), (["--no-baseline"], 0)):
         db = tmp_path / f"t{expected}.db"
         done = subprocess.run([sys.executable, "-m", "kiln", "tune", f"{tmp_path / 'ops.py'}:mm",

@@ -13,6 +13,8 @@ from kiln import te, topi
 from kiln.autotune import tune as tune_module
 from kiln.error import KilnTypeError, KilnValueError
 
+from tune_helpers import write_ops_file
+
 SMALL = dict(num_trials_per_iter=4, population=16, random_per_round=4, children_per_round=8,
              final_top_k=0, final_rounds=2, local_search_trials=0, progress=False)
 
@@ -106,12 +108,7 @@ def test_the_runner_takes_a_reference_schedule():
 
 
 def test_the_command_line_takes_the_reference(tmp_path):
-    (tmp_path / "ops.py").write_text("from kiln import te\n\n"
-                                     "def mm():\n"
-                                     "    a = te.placeholder((16, 16), 'float32', name='A')\n"
-                                     "    b = te.compute((16, 16), lambda i, j: a[i, j] * 2, "
-                                     "name='B')\n"
-                                     "    return te.create_prim_func([a, b])\n")
+    write_ops_file(tmp_path / "ops.py")
     for choice, expected in (("default", "topi.default_schedule"),
                              ("untuned", "the function as written")):
         work = tmp_path / choice
