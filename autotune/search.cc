@@ -520,26 +520,27 @@ class TaskSearch {
     for (const Record& record : *top) {
       if (record.candidate_hash == *baseline_hash_) return;
     }
+    std::vector<Record> records = ok_records(*baseline_hash_);
+    if (!records.empty()) top->push_back(records.front());
+  }
+
+  // The ok records of a candidate of this workload on this target.
+  std::vector<Record> ok_records(uint64_t hash) {
     RecordQuery query;
     query.workload_id = workload_.id;
     query.target = target_;
     query.status = RecordStatus::kOk;
-    for (const Record& record : db_.records(query)) {
-      if (record.candidate_hash != *baseline_hash_) continue;
-      top->push_back(record);
-      return;
+    std::vector<Record> found;
+    for (Record& record : db_.records(query)) {
+      if (record.candidate_hash == hash) found.push_back(std::move(record));
     }
+    return found;
   }
 
   // The median of the samples of the ok records of a candidate (0: none).
   double stored_seconds(uint64_t hash) {
-    RecordQuery query;
-    query.workload_id = workload_.id;
-    query.target = target_;
-    query.status = RecordStatus::kOk;
     std::vector<double> samples;
-    for (const Record& record : db_.records(query)) {
-      if (record.candidate_hash != hash) continue;
+    for (const Record& record : ok_records(hash)) {
       samples.insert(samples.end(), record.run_secs.begin(), record.run_secs.end());
     }
     return median(samples);

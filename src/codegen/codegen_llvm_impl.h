@@ -76,14 +76,17 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   // Emits a buffer index. Signed integer arithmetic in an index over loop variables, let
   // variables and constants is `nsw`: lowering keeps such arithmetic inside its type (int64
   // where int32 could overflow; the runtime refuses symbolic dimensions past what int32
-  // supports, tir/index_limits.h), and the flag lets LLVM widen the index and fold its constant
-  // terms into the addressing (in a GEMM micro-kernel, a third fewer instructions).
-  // A scalar index narrower than a 64-bit target's pointers is computed in int64 (its sums,
-  // differences and products; other terms sign-extended): the addresses need no sign
-  // extension of a sum, which LLVM's loop strength reduction cannot always see through (it
-  // then keeps sign-extension shifts in the inner loop and spends much of the build on it).
+  // supports, tir/index_limits.h), and the flag lets LLVM fold its constant terms into the
+  // addressing (in a GEMM micro-kernel, a third fewer instructions). On a 64-bit target a
+  // scalar index of such arithmetic is computed in int64 from the start (emit_wide_index): an
+  // address that sign-extends an int32 sum is one LLVM's loop strength reduction cannot always
+  // see through (it then keeps shifts in the inner loop and spends much of the build on them).
   llvm::Value* emit_index(const ir::Expr& index);
+  // Whether an index of `dtype` is computed in int64: a scalar signed integer narrower than
+  // the target's 64-bit pointers.
   bool widens_index(ir::DataType dtype) const;
+  // `e` (an index over loop variables, let variables and constants) in int64: its sums,
+  // differences and products `nsw`, every other term sign-extended.
   llvm::Value* emit_wide_index(const ir::Expr& e);
   // Whether arithmetic of `dtype` here is signed index arithmetic (see emit_index).
   bool signed_index(ir::DataType dtype) const { return in_index_ && dtype.is_int(); }

@@ -252,8 +252,8 @@ def _reference_schedule(reference, func, target, config):
     """What computes the reference results of ``func``: (name, the scheduled PrimFunc, None),
     (None, None, None) for the function as written, or (name, None, why it falls back to the
     function as written)."""
-    flops = _core.count_flops(func)
-    if reference == "untuned" or (reference == "auto" and flops <= _REFERENCE_SCHEDULE_FLOPS):
+    if reference == "untuned" or (reference == "auto" and
+                                  _core.count_flops(func) <= _REFERENCE_SCHEDULE_FLOPS):
         return None, None, None
     # The reference runs on this CPU, also for a GPU task.
     cpu_target = target if Target(target).kind == "llvm" else "llvm"
