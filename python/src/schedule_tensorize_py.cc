@@ -48,7 +48,7 @@ Example:
             std::optional<IntrinTarget> known;
             if (!target.is_none()) {
               codegen::Target parsed = codegen::parse_target(to_str(target, api, "target"));
-              known = IntrinTarget{parsed.str(), parsed.isa_features()};
+              known = IntrinTarget{parsed.str(), parsed.intrinsic_features()};
             }
             apply(s, api, [&](Handles& h) {
               schedule::tensorize(s, h.block_or_loop(block_or_loop, "block_or_loop"),
