@@ -9,6 +9,9 @@ the fragment layout (fragment_index_map), and tensorizes the copies and the upda
 intrinsics of get_mma_intrin_group; the implementations loop over the 32 lanes bound to
 threadIdx.x, so the kernel launches threadIdx.x = 32 and spreads warps over threadIdx.y."""
 
+from ...error import KilnTypeError
+from .. import PrimExpr
+
 LOAD_16x16_F16_A = "cuda.mma_load_16x16_f16_a"
 LOAD_16x16_F16_B = "cuda.mma_load_16x16_f16_b"
 LOAD_16x16_F16_B_TRANS = "cuda.mma_load_16x16_f16_b_trans"
@@ -16,6 +19,13 @@ MMA_F16F16F32 = "cuda.mma_f16f16f32"
 MMA_F16F16F32_REFERENCE = "cuda.mma_f16f16f32_reference"
 MMA_FILL_16x16_F32 = "cuda.mma_fill_16x16_f32"
 MMA_STORE_16x16_F32 = "cuda.mma_store_16x16_f32"
+
+
+def _check_indices(api, **indices):
+    for name, value in indices.items():
+        if isinstance(value, bool) or not isinstance(value, (int, PrimExpr)):
+            raise KilnTypeError(f"{api}: {name} must be an int or an integer PrimExpr, found an "
+                                f"object of type {type(value).__name__}")
 
 
 def fragment_layout(row, col):
@@ -33,8 +43,9 @@ def fragment_layout(row, col):
         list: [lane, element], lane in [0, 32) and element in [0, 8).
 
     Raises:
-        TypeError: row or col is not an integer or an integer expression.
+        KilnTypeError: row or col is not an int or a PrimExpr.
     """
+    _check_indices("fragment_layout", row=row, col=col)
     return [row % 8 * 4 + col % 8 // 2, col % 16 // 8 * 4 + row % 16 // 8 * 2 + col % 2]
 
 
@@ -52,8 +63,9 @@ def fragment_index_map(i, j):
         list: the four new indices.
 
     Raises:
-        TypeError: i or j is not an integer expression.
+        KilnTypeError: i or j is not an int or a PrimExpr.
     """
+    _check_indices("fragment_index_map", i=i, j=j)
     return [i // 16, j // 16] + fragment_layout(i, j)
 
 
@@ -70,8 +82,9 @@ def fragment_index_map_trans(k, n):
         list: the four new indices.
 
     Raises:
-        TypeError: k or n is not an integer expression.
+        KilnTypeError: k or n is not an int or a PrimExpr.
     """
+    _check_indices("fragment_index_map_trans", k=k, n=n)
     return [k // 16, n // 16] + fragment_layout(n, k)
 
 
@@ -88,12 +101,12 @@ def get_mma_intrin_group(trans_b=True, reference=False):
         dict: {"init", "load_a", "load_b", "compute", "store"} to intrinsic names.
 
     Raises:
-        TypeError: an argument is not a bool.
+        KilnTypeError: an argument is not a bool.
     """
     for name, value in (("trans_b", trans_b), ("reference", reference)):
         if not isinstance(value, bool):
-            raise TypeError(f"get_mma_intrin_group: {name} must be a bool, found "
-                            f"{type(value).__name__}")
+            raise KilnTypeError(f"get_mma_intrin_group: {name} must be a bool, found an object "
+                                f"of type {type(value).__name__}")
     return {"init": MMA_FILL_16x16_F32,
             "load_a": LOAD_16x16_F16_A,
             "load_b": LOAD_16x16_F16_B_TRANS if trans_b else LOAD_16x16_F16_B,
