@@ -481,7 +481,8 @@ void tensorize(Schedule& sch, const RV& rv, const std::string& intrin_name,
       for (const std::string& f : missing) lacks += (lacks.empty() ? "" : ", ") + f;
       schedule_error("TensorizeTargetError", primitive,
                      "intrinsic '" + intrin_name + "' needs the target features " + needs +
-                         "; the target '" + target_info->name + "' lacks " + lacks,
+                         "; the target '" + target_info->name + "' lacks " + lacks + " (" +
+                         target_features_text(*target_info) + ")",
                      func, target.get());
     }
   }

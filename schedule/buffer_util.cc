@@ -28,16 +28,16 @@ class BufferReplacer : public IRMutator {
 }  // namespace
 
 bool is_valid_storage_scope(const std::string& scope) {
-  return scope == "global" || is_shared_scope(scope) || scope == "local";
+  return scope == "global" || is_shared_scope(scope) || scope == "local" || scope == "warp";
 }
 
 void check_storage_scope(const std::string& scope, const char* primitive, const Ref<PrimFunc>& func,
                          const Node* mark) {
   if (!is_valid_storage_scope(scope)) {
-    schedule_error(
-        "InvalidStorageScopeError", primitive,
-        "storage scope '" + scope + "' is not one of 'global', 'shared', 'shared.dyn', 'local'",
-        func, mark);
+    schedule_error("InvalidStorageScopeError", primitive,
+                   "storage scope '" + scope +
+                       "' is not one of 'global', 'shared', 'shared.dyn', 'local', 'warp'",
+                   func, mark);
   }
 }
 

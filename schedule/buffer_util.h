@@ -14,7 +14,8 @@ namespace kiln::schedule {
 // The storage scopes that cache stages and set_scope accept.
 bool is_valid_storage_scope(const std::string& scope);
 
-// Throws InvalidStorageScopeError unless `scope` is "global", "shared", "shared.dyn" or "local".
+// Throws InvalidStorageScopeError unless `scope` is "global", "shared", "shared.dyn", "local" or
+// "warp" (a warp's registers, see kiln/tir/lower_warp_memory.h).
 void check_storage_scope(const std::string& scope, const char* primitive,
                          const ir::Ref<ir::PrimFunc>& func, const ir::Node* mark);
 

@@ -136,12 +136,19 @@ Registry& registry() {
     register_x86_avx512_vnni_intrinsics(shipped);
     register_x86_avxvnni_intrinsics(shipped);
     register_x86_avx512_bf16_intrinsics(shipped);
+    register_cuda_mma_intrinsics(shipped);
+    register_cuda_mma_reference_intrinsics(shipped);
     return r;
   }();
   return *instance;
 }
 
 }  // namespace
+
+std::string target_features_text(const IntrinTarget& target) {
+  if (target.features.empty()) return "it has no such features";
+  return "its features: " + join(target.features);
+}
 
 void register_tensor_intrin(const std::string& name, const Ref<PrimFunc>& desc,
                             const Ref<PrimFunc>& impl, bool override,
@@ -178,8 +185,8 @@ void check_tensor_intrin_features(const PrimFunc& func, const std::string& func_
             << api << ": function " << func_name << " uses the tensor intrinsic '" << intrin.name
             << "' (block '" << block->name << "'), which needs the target features "
             << join(intrin.required_features) << "; the target '" << target.name << "' lacks "
-            << join(missing)
-            << ". Build for a target that has them (such a module can be exported and run on a "
+            << join(missing) << " (" << target_features_text(target)
+            << "). Build for a target that has them (such a module can be exported and run on a "
                "machine that has them), or schedule without the intrinsic";
       });
 }

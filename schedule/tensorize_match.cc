@@ -144,6 +144,11 @@ class DescMatcher {
       if (!expr(a->iter_values[k], b->iter_values[k])) return false;
       define(x.var, y.var, y.dom);
     }
+    if (is_const_int(a->predicate, 1) && !is_const_int(b->predicate, 1)) {
+      return fail("block '" + db->name + "' runs only where " + to_script(b->predicate) +
+                  ": its tile is cut short (a split whose factors do not divide the extent), and "
+                  "the intrinsic computes whole tiles; pad the buffers to a multiple of the tile");
+    }
     if (!expr(a->predicate, b->predicate)) return false;
     if (db->init.defined()) {
       return fail("block '" + db->name + "' has an init; the description has none");

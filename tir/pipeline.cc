@@ -14,6 +14,7 @@
 #include "kiln/tir/lower_init_block.h"
 #include "kiln/tir/lower_intrinsics.h"
 #include "kiln/tir/lower_opaque_block.h"
+#include "kiln/tir/lower_warp_memory.h"
 #include "kiln/tir/make_packed_api.h"
 #include "kiln/tir/merge_dynamic_shared_memory.h"
 #include "kiln/tir/plan_buffer_allocation.h"
@@ -40,6 +41,9 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   // Blocks to loops: reductions get explicit init statements, intermediate buffers move to
   // where they are used and shrink to what is used there, then blocks disappear.
   f = lower_init_block(f);          log.step("lower_init_block", f);
+  // GPU: a warp's fragments (tensor-core intrinsics) become registers, or shared memory where
+  // lanes read each other's.
+  if (gpu) { f = lower_warp_memory(f); log.step("lower_warp_memory", f); }
   f = plan_buffer_allocation(f);    log.step("plan_buffer_allocation", f);
   f = compact_buffer_allocation(f); log.step("compact_buffer_allocation", f);
   f = lower_opaque_block(f);        log.step("lower_opaque_block", f);

@@ -86,6 +86,7 @@ bool is_elementwise(Builtin op) {
     case Builtin::DeviceAlloc:
     case Builtin::DeviceFree:
     case Builtin::WarpShuffleDown:
+    case Builtin::PtxMma:
     case Builtin::PackedArgDeviceId:
     case Builtin::PackedArgData:
     case Builtin::PackedArgShape:

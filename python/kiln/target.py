@@ -126,6 +126,13 @@ class Target:
         """The vector and matrix ISA features in effect, e.g. ["avx", "avx2", "fma", ...]."""
         return list(self._handle.features)
 
+    @property
+    def intrinsic_features(self):
+        """The features a tensor intrinsic may require of this target's code
+        (TensorIntrin.required_features): ``features`` for llvm; for cuda the architecture
+        levels "sm_50" ... up to -arch, whose instructions its code can use; none for opencl."""
+        return list(self._handle.intrinsic_features)
+
     def has_feature(self, name):
         """Whether the ISA feature ``name`` (as listed in ``features``) is in effect."""
         if not isinstance(name, str):

@@ -190,7 +190,8 @@ the first of them. compute_at then moves it under a tile (packing a GEMM's opera
 Args:
     block (BlockRV or str): a block that reads the buffer, or its name.
     read_buffer_index (int): the position of the buffer in the block's reads.
-    storage_scope (str): "global", "shared", "shared.dyn" (dynamic shared memory) or "local".
+    storage_scope (str): "global", "shared", "shared.dyn" (dynamic shared memory), "local" or
+        "warp" (a warp's registers: the fragments of the cuda.mma_* tensor intrinsics).
     consumer_blocks (list of BlockRV or str, optional): only these readers read the copy (and
         decide its region and place); the others keep reading the original. Default: all.
 
@@ -233,7 +234,8 @@ accumulator).
 Args:
     block (BlockRV or str): the writer, or its name.
     write_buffer_index (int): the position of the buffer in the block's writes.
-    storage_scope (str): "global", "shared", "shared.dyn" (dynamic shared memory) or "local".
+    storage_scope (str): "global", "shared", "shared.dyn" (dynamic shared memory), "local" or
+        "warp" (a warp's registers: the fragments of the cuda.mma_* tensor intrinsics).
 
 Returns:
     BlockRV: the copy block.
@@ -264,7 +266,8 @@ Example:
 Args:
     block (BlockRV or str): the writer, or its name.
     buffer_index (int): the position of the buffer in the block's writes.
-    storage_scope (str): "global", "shared", "shared.dyn" (dynamic shared memory) or "local".
+    storage_scope (str): "global", "shared", "shared.dyn" (dynamic shared memory), "local" or
+        "warp" (a warp's registers: the fragments of the cuda.mma_* tensor intrinsics).
 
 Raises:
     BufferIndexOutOfRangeError: the block writes fewer buffers.

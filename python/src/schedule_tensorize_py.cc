@@ -48,7 +48,7 @@ Example:
             std::optional<IntrinTarget> known;
             if (!target.is_none()) {
               codegen::Target parsed = codegen::parse_target(to_str(target, api, "target"));
-              known = IntrinTarget{parsed.str(), parsed.isa_features()};
+              known = IntrinTarget{parsed.str(), parsed.intrinsic_features()};
             }
             apply(s, api, [&](Handles& h) {
               schedule::tensorize(s, h.block_or_loop(block_or_loop, "block_or_loop"),
@@ -76,7 +76,7 @@ Raises:
     TensorizeLayoutError: a region that the implementation reads as one vector is not
         contiguous.
     TensorizeTargetError: the target lacks features the intrinsic needs (the message names
-        the intrinsic, the target and the missing features).
+        the intrinsic, the target, the missing features and those the target has).
     KilnValueError: no intrinsic of that name.
     blockize's errors when given a loop; BlockNotFoundError, StaleHandleError, KilnTypeError.
 
@@ -95,15 +95,16 @@ A pair of PrimFuncs under a name: ``desc`` says what a hardware instruction comp
 TensorIR over buffers of the tile's shape, and ``impl`` computes the same with the instruction
 (or any other TensorIR). tensorize checks that a block computes what ``desc`` computes and
 replaces its body by ``impl``. kiln ships x86.avx512.vnni.dot_16x4_u8s8s32, its 256-bit AVX-VNNI
-form x86.avxvnni.dot_8x4_u8s8s32 and x86.avx512.bf16.dot_16x2_bf16bf16f32;
-TensorIntrin.names() lists what is registered.)doc")
+form x86.avxvnni.dot_8x4_u8s8s32, x86.avx512.bf16.dot_16x2_bf16bf16f32 and the CUDA tensor-core
+family cuda.mma_* (kiln.tir.tensor_intrin.cuda); TensorIntrin.names() lists what is registered.)doc")
       .def_readonly("name", &TensorIntrin::name, "The name tensorize looks it up by.")
       .def_readonly("desc", &TensorIntrin::desc,
                     "The PrimFunc that describes what the intrinsic computes.")
       .def_readonly("impl", &TensorIntrin::impl,
                     "The PrimFunc whose body replaces a tensorized block's body.")
       .def_readonly("required_features", &TensorIntrin::required_features,
-                    "The target features the implementation needs (LLVM's names, sorted).")
+                    "The target features the implementation needs, sorted: LLVM's names for CPU "
+                    "instructions, a CUDA architecture level such as \"sm_80\" for GPU ones.")
       .def_static(
           "register",
           [](py::handle name, py::handle desc, py::handle impl, py::handle override,
@@ -139,8 +140,9 @@ Args:
     impl (PrimFunc): how it computes it.
     override (bool): replace an intrinsic already registered under the name.
     required_features (list of str, optional): the target features impl needs, as targets
-        name them (e.g. ["avx512f", "avx512vnni"]); tensorize and kiln.build refuse the
-        intrinsic for a target without them.
+        name them (e.g. ["avx512f", "avx512vnni"], or ["sm_80"], which "cuda -arch=sm_80" and
+        later architectures have); tensorize and kiln.build refuse the intrinsic for a target
+        without them.
 
 Raises:
     KilnValueError: the functions do not have the form above (the message says which rule

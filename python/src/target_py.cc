@@ -37,6 +37,10 @@ void bind_target(py::module_& parent) {
       .def_property_readonly("thread_warp_size",
                              [](const Target& t) { return t.gpu.thread_warp_size; })
       .def_property_readonly("features", &Target::isa_features)
+      .def_property_readonly(
+          "intrinsic_features", &Target::intrinsic_features,
+          "The features a tensor intrinsic may require of this target's code: the ISA features "
+          "for llvm, the architecture levels sm_50 ... up to -arch for cuda, none for opencl.")
       .def("has_feature", &Target::has_feature, py::arg("name"))
       .def_readonly("vector_register_bits", &Target::vector_register_bits)
       .def_readonly("preferred_vector_bits", &Target::preferred_vector_bits)

@@ -14,6 +14,7 @@
 #include "kiln/tir/lower_init_block.h"
 #include "kiln/tir/lower_intrinsics.h"
 #include "kiln/tir/lower_opaque_block.h"
+#include "kiln/tir/lower_warp_memory.h"
 #include "kiln/tir/make_packed_api.h"
 #include "kiln/tir/pipeline.h"
 #include "kiln/tir/plan_buffer_allocation.h"
@@ -94,6 +95,13 @@ void bind_tir_passes(py::module_& tir) {
 iterator is at the start of its domain", in front of the block's body.
 
 Returns the very same function when no block has an init.)doc");
+  def_pass(transform, "lower_warp_memory", &tir::lower_warp_memory,
+           R"doc(Gives each "warp" buffer (shape [..., 32, n]: a warp's registers, lane second to
+last) its memory: each thread's registers ("local", the lane dimension dropped) when every
+access indexes the lane with the variable of a threadIdx.x loop over [0, 32) around it, else
+"shared" memory (a lane reads another lane's elements).
+
+Returns the very same function when it has no "warp" buffer.)doc");
   def_pass(transform, "plan_buffer_allocation", &tir::plan_buffer_allocation,
            R"doc(Moves each buffer a block allocates down to the innermost block or loop that
 encloses every access to it, so that compact_buffer_allocation can shrink it to one tile.

@@ -1,5 +1,5 @@
-// Builders shared by the shipped intrinsics: the description of a dot product of vector lanes
-// and the function around an implementation body.
+// Builders shared by the shipped intrinsics: the function around an implementation body and the
+// description of a dot product of vector lanes.
 #include "kiln/ir/buffer.h"
 #include "kiln/ir/op.h"
 #include "schedule/intrin/intrinsics.h"
@@ -12,17 +12,7 @@ namespace {
 
 // A function with `buffers` as parameters and a root block around `body`.
 Ref<PrimFunc> function_of(const DotProductBuffers& buffers, Stmt body) {
-  auto root = make<Block>();
-  root->name = "root";
-  root->body = std::move(body);
-  auto func = make<PrimFunc>();
-  for (const Ref<Buffer>& b : {buffers.a, buffers.b, buffers.c}) {
-    Ref<Var> handle = make_var(b->name, DataType::handle());
-    func->params.push_back(handle);
-    func->buffer_map.emplace_back(handle, b);
-  }
-  func->body = make<BlockRealize>(std::vector<Expr>{}, bool_const(true), root);
-  return func;
+  return intrin_function({buffers.a, buffers.b, buffers.c}, std::move(body));
 }
 
 BufferRegion point(const Ref<Buffer>& buffer, std::vector<Expr> indices) {
@@ -32,6 +22,20 @@ BufferRegion point(const Ref<Buffer>& buffer, std::vector<Expr> indices) {
 }
 
 }  // namespace
+
+Ref<PrimFunc> intrin_function(const std::vector<Ref<Buffer>>& params, Stmt body) {
+  auto root = make<Block>();
+  root->name = "root";
+  root->body = std::move(body);
+  auto func = make<PrimFunc>();
+  for (const Ref<Buffer>& b : params) {
+    Ref<Var> handle = make_var(b->name, DataType::handle());
+    func->params.push_back(handle);
+    func->buffer_map.emplace_back(handle, b);
+  }
+  func->body = make<BlockRealize>(std::vector<Expr>{}, bool_const(true), root);
+  return func;
+}
 
 DotProductBuffers dot_product_buffers(int lanes, int depth, DataType a_dtype, DataType b_dtype,
                                       DataType acc_dtype) {

@@ -402,6 +402,8 @@ std::string CodeGenC::emit_builtin(const Call* op) {
       unsupported("storage_sync inside an expression");
     case Builtin::WarpShuffleDown:
       return warp_shuffle_down(arg(0), arg(1), arg(2));
+    case Builtin::PtxMma:
+      unsupported("ptx_mma outside a store of its result into the accumulator");
     default:
       unsupported(std::string("the builtin ") + builtin_name(op->op) +
                   " has no GPU code (it belongs to CPU or host code)");
@@ -433,6 +435,11 @@ void CodeGenC::emit_stmt(const Stmt& s) {
                   "\") inside a GPU kernel, which cannot report errors");
     case NodeKind::BufferStore: {
       const auto* op = s.as<BufferStore>();
+      const auto* call = op->value.as<Call>();
+      if (call != nullptr && call->op == Builtin::PtxMma) {
+        emit_mma_store(op, call);
+        return;
+      }
       if (op->value->dtype.lanes() > 1) {
         emit_vector_store(op);
         return;

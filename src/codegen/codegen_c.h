@@ -84,6 +84,11 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
                                         const std::string& width) {
     unsupported("warp shuffles exist in CUDA only");
   }
+  // The statement `op`, which stores the float32x4 result of a warp's tensor-core
+  // multiply-accumulate `mma` (the ptx_mma builtin) into four elements; only CUDA has one.
+  virtual void emit_mma_store(const ir::BufferStore* op, const ir::Call* mma) {
+    unsupported("ptx_mma (a warp's tensor-core multiply-accumulate) exists in CUDA code only");
+  }
   // A float constant that is infinite or NaN.
   virtual std::string special_float(double value, ir::DataType dtype) const = 0;
 

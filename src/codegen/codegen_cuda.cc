@@ -8,6 +8,7 @@
 
 #include "codegen_c.h"
 #include "kiln/ir/buffer.h"
+#include "kiln/ir/printer.h"
 
 namespace kiln::codegen {
 
@@ -180,6 +181,68 @@ class CodeGenCUDA : public CodeGenC {
                                      std::vector<std::string>* params) override {
     return "extern __shared__ __align__(" + std::to_string(alignment) + ") unsigned char " + name +
            "[];";
+  }
+
+  // Tensor cores: C[i:i+4] = ptx_mma("m16n8k16.row.col.f32.f16.f16.f32", a0, a1, a2, a3, b0, b1,
+  // C[i:i+4]) becomes one mma.sync in inline PTX. Each float16x2 operand is one .b32 register,
+  // its first half in the low 16 bits (float16 values are stored as their bits); the four float32
+  // of the accumulator are read as inputs and written as outputs.
+  void emit_mma_store(const BufferStore* op, const Call* mma) override {
+    const auto* shape = mma->args.empty() ? nullptr : mma->args[0].as<StringImm>();
+    if (shape == nullptr || shape->value != "m16n8k16.row.col.f32.f16.f16.f32" ||
+        mma->args.size() != 8 || op->indices.size() != 1 ||
+        op->buffer->dtype != DataType::float32()) {
+      unsupported(
+          "ptx_mma expects (\"m16n8k16.row.col.f32.f16.f16.f32\", a0, a1, a2, a3, b0, "
+          "b1, c) stored into four float32 elements of a flattened buffer, found " +
+          to_script(Stmt(op)));
+    }
+    if (compute_capability_ < 80) {
+      unsupported(
+          "mma.sync.aligned.m16n8k16 with float16 operands needs sm_80 or newer; the "
+          "target is sm_" +
+          std::to_string(compute_capability_));
+    }
+    std::vector<std::string> registers;
+    for (size_t k = 1; k <= 6; ++k) {
+      const Expr& pair = mma->args[k];
+      if (pair->dtype != DataType::float_(16, 2)) {
+        unsupported("operand " + std::to_string(k) + " of ptx_mma must be float16x2, found " +
+                    pair->dtype.str());
+      }
+      registers.push_back("((unsigned int)" + half_bits(lane_of(pair, 0)) + " | ((unsigned int)" +
+                          half_bits(lane_of(pair, 1)) + " << 16))");
+    }
+    const Expr& acc = mma->args[7];
+    if (acc->dtype != DataType::float_(32, 4)) {
+      unsupported("the accumulator of ptx_mma must be float32x4, found " + acc->dtype.str());
+    }
+    std::vector<std::string> outputs, inputs;
+    for (int l = 0; l < 4; ++l) {
+      outputs.push_back(data_of(*op->buffer) + "[" + dispatch(lane_of(op->indices[0], l)) + "]");
+      inputs.push_back(dispatch(lane_of(acc, l)));
+    }
+    line() << "asm volatile(\"mma.sync.aligned." << shape->value
+           << " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\"\n";
+    ++indent_;
+    line() << ": \"=f\"(" << outputs[0] << "), \"=f\"(" << outputs[1] << "), \"=f\"(" << outputs[2]
+           << "), \"=f\"(" << outputs[3] << ")\n";
+    line() << ": \"r\"(" << registers[0] << "), \"r\"(" << registers[1] << "),\n";
+    line() << "  \"r\"(" << registers[2] << "), \"r\"(" << registers[3] << "),\n";
+    line() << "  \"r\"(" << registers[4] << "), \"r\"(" << registers[5] << "),\n";
+    line() << "  \"f\"(" << inputs[0] << "), \"f\"(" << inputs[1] << "), \"f\"(" << inputs[2]
+           << "), \"f\"(" << inputs[3] << "));\n";
+    --indent_;
+  }
+
+  // The bits of the float16 value `e`: a stored element as it is, any other value rounded.
+  std::string half_bits(const Expr& e) {
+    uses_half_ = true;
+    const auto* load = e.as<BufferLoad>();
+    if (load != nullptr && load->indices.size() == 1 && load->buffer->dtype.is_float16()) {
+      return data_of(*load->buffer) + "[" + dispatch(load->indices[0]) + "]";
+    }
+    return "kiln_float_to_half(" + dispatch(e) + ")";
   }
 };
 

@@ -358,6 +358,11 @@ llvm::Value* CodeGenLLVM::emit_builtin(const Call* op) {
           << "codegen: function " << symbol_
           << " synchronizes GPU threads (storage_sync), which the CPU backend cannot compile; "
              "build it for a GPU target";
+    case Builtin::PtxMma:
+      user_error(ErrorKind::kValue)
+          << "codegen: function " << symbol_
+          << " uses ptx_mma, a tensor-core instruction of a GPU warp, which the CPU backend cannot "
+             "compile; build it for a CUDA target";
     case Builtin::PackedArgData:
     case Builtin::PackedArgDeviceId:
     case Builtin::PackedArgShape:

@@ -480,6 +480,24 @@ bool Target::has_feature(const std::string& name) const {
   return std::find(isa.begin(), isa.end(), name) != isa.end();
 }
 
+std::vector<std::string> Target::intrinsic_features() const {
+  if (kind == "llvm") return isa;
+  if (kind != "cuda") return {};
+  // The architectures NVRTC knows, oldest first; an architecture includes the instructions of
+  // every older one (not of the arch-specific "a" variants).
+  static const int levels[] = {50, 52, 53, 60, 61,  62,  70,  72,  75,  80,
+                               86, 87, 89, 90, 100, 101, 103, 110, 120, 121};
+  int capability = compute_capability();
+  std::vector<std::string> features;
+  for (int level : levels) {
+    if (level <= capability) features.push_back("sm_" + std::to_string(level));
+  }
+  std::string own = "sm_" + std::to_string(capability);
+  if (std::find(features.begin(), features.end(), own) == features.end()) features.push_back(own);
+  if (arch != own) features.push_back(arch);
+  return features;
+}
+
 int Target::vector_lanes(const ir::DataType& dtype) const {
   user_check(dtype.is_scalar() && !dtype.is_handle())
       << "Target.vector_lanes: expected a scalar element dtype such as float32, found "

@@ -229,7 +229,7 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
     if (env != nullptr) dump_dir = env;
   }
   Clock::time_point lower_start = Clock::now();
-  schedule::IntrinTarget intrin_target{result->target_.str(), result->target_.isa_features()};
+  schedule::IntrinTarget intrin_target{result->target_.str(), result->target_.intrinsic_features()};
   const codegen::Target& target_info = result->target_;
   std::vector<Ref<PrimFunc>> kernels;
   for (const auto& [name, func] : mod->functions) {

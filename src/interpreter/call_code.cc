@@ -262,6 +262,9 @@ const char* unsupported_reason(Builtin op) {
       return "the interpreter has no LLVM; interpret the function before tensorization";
     case Builtin::AddressOf:
       return "the interpreter does not model pointers";
+    case Builtin::PtxMma:
+      return "it is a tensor-core instruction of a whole warp, which only CUDA code runs; check "
+             "the schedule with the plain-code intrinsic cuda.mma_f16f16f32_reference instead";
     case Builtin::StorageSync:
       return "a barrier between GPU threads has a meaning only with GPU semantics (interpret "
              "with gpu=True, the default for a function that contains storage_sync), and only "

@@ -7,9 +7,10 @@ import kiln
 from kiln import arith, autotune, ir, te, tir, topi
 from kiln.tir import schedule as tir_schedule
 from kiln.tir import transform
+from kiln.tir.tensor_intrin import cuda as tensor_intrin_cuda
 
-MODULES = [kiln, kiln.error, ir, te, tir, tir_schedule, transform, arith, kiln.driver, autotune,
-           topi, topi.nn]
+MODULES = [kiln, kiln.error, ir, te, tir, tir_schedule, transform, tensor_intrin_cuda, arith,
+           kiln.driver, autotune, topi, topi.nn]
 
 # Modules left out of the walk, with what they hold: the runtime's Python API (modules, devices,
 # kiln.nd arrays). Remove an entry to check that module too.

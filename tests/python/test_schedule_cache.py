@@ -319,7 +319,7 @@ def test_cache_read_errors():
                  "cache_read: read buffer index 1 is out of range: block 'C' reads 1 buffer(s) (B)")
     assert_fails(sch, "InvalidStorageScopeError", lambda: sch.cache_read(block, 0, "texture"),
                  "cache_read: storage scope 'texture' is not one of 'global', 'shared', 'shared.dyn', "
-                 "'local'")
+                 "'local', 'warp'")
 
 
 def test_cache_read_error_when_two_blocks_write_the_buffer():

@@ -68,6 +68,12 @@ struct Target {
   const std::vector<std::string>& isa_features() const { return isa; }
   // Whether an ISA feature (a name as in isa_features()) is in effect.
   bool has_feature(const std::string& name) const;
+  // The features a tensor intrinsic may require of this target's code (TensorIntrin's
+  // required_features): for "llvm" the ISA features; for "cuda" the architecture levels whose
+  // instructions code for -arch can use, "sm_50" up to the arch itself ({"sm_50", ..., "sm_80",
+  // "sm_86"} for sm_86; an arch-specific "sm_90a" adds itself to those of sm_90); for "opencl"
+  // none. A GPU target's host CPU features are not among them: intrinsics run in kernels.
+  std::vector<std::string> intrinsic_features() const;
 
   // What schedules need to know about the vector unit, from LLVM's cost model
   // (TargetTransformInfo) of this CPU with these features; properties of the target, not of

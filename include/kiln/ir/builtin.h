@@ -67,6 +67,11 @@ namespace kiln::ir {
   /* warp_shuffle_down(value, offset, width): the value of the lane `offset` above this one */    \
   /* within its segment of `width` lanes of the warp (CUDA's __shfl_down_sync). */                \
   X(WarpShuffleDown, "warp_shuffle_down", 3, false)                                               \
+  /* ptx_mma("m16n8k16.row.col.f32.f16.f16.f32", a0, a1, a2, a3, b0, b1, c): one warp-wide */     \
+  /* matrix multiply-accumulate (PTX mma.sync.aligned) on this lane's fragments: a_i and b_i */   \
+  /* are float16x2 (one .b32 register of two halves), c and the result float32x4. The result */   \
+  /* depends on every lane's fragments: only CUDA code has it (schedule/intrin/cuda_mma.cc). */   \
+  X(PtxMma, "ptx_mma", -1, false)                                                                 \
   /* Access to the packed arguments of a compiled function (see make_packed_api): the data */     \
   /* pointer of DLTensor argument i (byte_offset applied), extent k of its shape (int64), */      \
   /* and scalar argument i as int64 / float64. Only the packed entry point uses them. */          \

@@ -173,7 +173,7 @@ struct Buffer : Node {
   std::vector<Expr> strides;     // empty: compact row-major
   Expr elem_offset;              // offset of element 0 from `data`, in elements
   std::string name;              // a hint for printing; identity is the object
-  std::string scope = "global";  // "global", "local", "shared"
+  std::string scope = "global";  // "global", "local", "shared", "shared.dyn", "warp"
   // Bytes the data is known to be aligned to; the argument checks ensure it. 0 (the default):
   // only the element's own size, which every array (NumPy's included) has, so that callers' arrays
   // are used in place. The runtime still allocates buffers 64-byte aligned.

@@ -16,7 +16,7 @@ namespace kiln::schedule {
 // Every use of the buffer in the function names the new declaration.
 // Preconditions:
 //  1. The block writes at least buffer_index + 1 buffers (BufferIndexOutOfRangeError).
-//  2. The scope is "global", "shared" or "local" (InvalidStorageScopeError).
+//  2. The scope is "global", "shared", "shared.dyn", "local" or "warp" (InvalidStorageScopeError).
 //  3. The buffer is allocated in the function, not a parameter (FunctionParamBufferError).
 void set_scope(Schedule& sch, const RV& block, int64_t buffer_index,
                const std::string& storage_scope);

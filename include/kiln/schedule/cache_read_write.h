@@ -28,7 +28,7 @@ namespace kiln::schedule {
 // its region and place); the other consumers keep reading the original. Returns the copy block.
 // Preconditions:
 //  1. The block reads at least read_buffer_index + 1 buffers (BufferIndexOutOfRangeError).
-//  2. The scope is "global", "shared" or "local" (InvalidStorageScopeError).
+//  2. The scope is "global", "shared", "shared.dyn", "local" or "warp" (InvalidStorageScopeError).
 //  3. The block does not also write the buffer (ReadWriteBufferError).
 //  4. At most one block of the scope writes the buffer (NotSingleWriteBlockError).
 //  5. The producer's statement precedes, and is apart from, the first consumer's at the place
@@ -51,7 +51,7 @@ RV cache_read(Schedule& sch, const RV& block, int64_t read_buffer_index,
 // statement in the scope block when nothing reads it. Returns the copy block.
 // Preconditions:
 //  1. The block writes at least write_buffer_index + 1 buffers (BufferIndexOutOfRangeError).
-//  2. The scope is "global", "shared" or "local" (InvalidStorageScopeError).
+//  2. The scope is "global", "shared", "shared.dyn", "local" or "warp" (InvalidStorageScopeError).
 //  3. No other block of the scope writes the buffer (NotSingleWriteBlockError).
 //  4. The writer's statement precedes, and is apart from, the first reader's at the place of
 //     the copy (CacheLocationError).

@@ -11,10 +11,13 @@
 //  * An intrinsic is the update step of a reduction (C += …); the init of a block in either
 //    function (te.create_prim_func gives a reduction one) is dropped at registration, since the
 //    block being tensorized keeps its own init.
-//  * An intrinsic declares the target features its implementation needs (LLVM's names, e.g.
-//    "avx512vnni"). tensorize refuses it for a target that lacks them when told the target, and
-//    so does kiln.build (through the "kiln.tensor_intrin" annotation tensorize leaves on the
-//    block): code generators never see an instruction the target cannot select.
+//  * An intrinsic declares the target features its implementation needs: LLVM's names for CPU
+//    instructions (e.g. "avx512vnni"), a CUDA architecture level for GPU ones (e.g. "sm_80",
+//    which "cuda -arch=sm_80" and newer architectures have; codegen::Target::
+//    intrinsic_features() lists what a target has). tensorize refuses it for a target that
+//    lacks them when told the target, and so does kiln.build (through the "kiln.tensor_intrin"
+//    annotation tensorize leaves on the block): code generators never see an instruction the
+//    target cannot select.
 // Shipped, registered before the first look-up:
 //   x86.avx512.vnni.dot_16x4_u8s8s32       C[i] (int32, 16) += sum_k<4 A[k] (uint8) * B[i, k]
 //                                          (int8, 16x4), with llvm.x86.avx512.vpdpbusd.512;
@@ -24,6 +27,15 @@
 //   x86.avx512.bf16.dot_16x2_bf16bf16f32   C[i] (float32, 16) += sum_k<2 A[k] * B[i, k]
 //                                          (bfloat16), with llvm.x86.avx512bf16.dpbf16ps.512;
 //                                          needs avx512bw, avx512bf16
+//   cuda.mma_f16f16f32                     C (float32) += A * B^T on 16x16x16 tiles of a warp's
+//                                          fragments, two mma.sync m16n8k16; needs sm_80
+//   cuda.mma_f16f16f32_reference           the same in plain per-lane code (any GPU target)
+//   cuda.mma_load_16x16_f16_a, _b_trans    a 16x16 float16 tile of memory into a fragment
+//   cuda.mma_load_16x16_f16_b              ... of a tile of B stored as [K, N], transposed
+//   cuda.mma_fill_16x16_f32                zeros into an accumulator fragment
+//   cuda.mma_store_16x16_f32               an accumulator fragment into a 16x16 float32 tile
+// The cuda.mma_* fragments are [32, 8] "warp" buffers whose layout schedule/intrin/intrinsics.h
+// gives; their implementations loop over the warp's lanes bound to threadIdx.x (extent 32).
 #pragma once
 
 #include <string>
@@ -44,7 +56,8 @@ struct TensorIntrin {
 // The annotation tensorize puts on a tensorized block: the intrinsic's name (a StringImm).
 constexpr const char* kTensorIntrinAnnotation = "kiln.tensor_intrin";
 
-// A target as the feature checks see it: its canonical string (for messages) and its features.
+// A target as the feature checks see it: its canonical string (for messages) and its features
+// (codegen::Target::intrinsic_features()).
 struct IntrinTarget {
   std::string name;
   std::vector<std::string> features;
@@ -55,6 +68,9 @@ struct IntrinTarget {
 void register_tensor_intrin(const std::string& name, const ir::Ref<ir::PrimFunc>& desc,
                             const ir::Ref<ir::PrimFunc>& impl, bool override = false,
                             std::vector<std::string> required_features = {});
+
+// "its features: avx, avx2" (what `target` has, for messages; "it has no such features").
+std::string target_features_text(const IntrinTarget& target);
 
 // The features of `intrin` that `target` lacks, in the intrinsic's order (empty: none).
 std::vector<std::string> missing_features(const TensorIntrin& intrin, const IntrinTarget& target);

@@ -45,6 +45,7 @@ interpret = _tir_tools.interpret
 from .schedule import Schedule, Trace, BlockRV, LoopRV, ExprRV, ScheduleError  # noqa: E402,F401
 from .schedule import IndexMap  # noqa: E402,F401
 from .schedule import TensorIntrin  # noqa: E402,F401
+from . import tensor_intrin  # noqa: E402,F401
 
 # Lowering: the pipeline from a scheduled PrimFunc to the flat loop program, and its passes.
 from . import transform  # noqa: E402,F401

@@ -8,6 +8,7 @@ from .._kiln import tir as _tir_tools
 _passes = _tir_tools.transform
 
 lower_init_block = _passes.lower_init_block
+lower_warp_memory = _passes.lower_warp_memory
 plan_buffer_allocation = _passes.plan_buffer_allocation
 compact_buffer_allocation = _passes.compact_buffer_allocation
 lower_opaque_block = _passes.lower_opaque_block
@@ -21,6 +22,6 @@ lower_intrinsics = _passes.lower_intrinsics
 make_packed_api = _passes.make_packed_api
 verify_ir = _passes.verify_ir
 
-__all__ = ["lower_init_block", "plan_buffer_allocation", "compact_buffer_allocation",
+__all__ = ["lower_init_block", "lower_warp_memory", "plan_buffer_allocation", "compact_buffer_allocation",
            "lower_opaque_block", "flatten_buffers", "simplify", "storage_rewrite", "verify_ir",
            "loop_partition", "vectorize_loops", "unroll_loops", "lower_intrinsics", "make_packed_api"]

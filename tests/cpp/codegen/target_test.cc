@@ -95,6 +95,24 @@ TEST(Target, AttrsAddAndRemoveFeatures) {
   EXPECT_TRUE(off.has_feature("avx2"));
 }
 
+// What tensor intrinsics may require: CPU features for llvm, architecture levels for cuda.
+TEST(Target, IntrinsicFeaturesByKind) {
+  Target znver4 = parse_target("llvm -mcpu=znver4");
+  EXPECT_EQ(znver4.intrinsic_features(), znver4.isa_features());
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(
+      parse_target("cuda -arch=sm_75").intrinsic_features(),
+      (Names{"sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75"}));
+  Names sm86 = parse_target("cuda -arch=sm_86").intrinsic_features();
+  EXPECT_EQ(sm86.back(), "sm_86");
+  EXPECT_NE(std::find(sm86.begin(), sm86.end(), "sm_80"), sm86.end());
+  EXPECT_EQ(std::find(sm86.begin(), sm86.end(), "sm_87"), sm86.end());
+  Names sm90a = parse_target("cuda -arch=sm_90a").intrinsic_features();
+  EXPECT_EQ(Names(sm90a.end() - 2, sm90a.end()), (Names{"sm_90", "sm_90a"}));
+  // A GPU target's host CPU runs no intrinsic of a kernel.
+  EXPECT_TRUE(parse_target("opencl").intrinsic_features().empty());
+}
+
 TEST(Target, OptLevel) {
   EXPECT_EQ(parse_target("llvm -opt-level=2").opt_level, 2);
   EXPECT_EQ(parse_target("llvm -opt-level=0").str().find("-opt-level=0") != std::string::npos,

@@ -1,0 +1,109 @@
+"""Tensor-core GEMMs: float16 workloads accumulated in float32 and their warp-tiled schedule
+tensorized with the cuda.mma_* intrinsics (kiln.tir.tensor_intrin.cuda), with the real
+mma.sync or with its plain-code reference."""
+import numpy as np
+
+from kiln import te, tir
+from kiln.tir.tensor_intrin import cuda as mma
+
+
+def gemm_fp16(m, n, k, trans_b=True, dtype="float16", acc_dtype="float32"):
+    """C (acc_dtype, m x n) = A (m x k) times B, B stored as [n, k] (C = A B^T, as
+    topi.nn.dense) when trans_b, else as [k, n]."""
+    A = te.placeholder((m, k), dtype, name="A")
+    B = te.placeholder((n, k) if trans_b else (k, n), dtype, name="B")
+    r = te.reduce_axis((0, k), name="k")
+    if trans_b:
+        def product(i, j):
+            return te.sum(A[i, r].astype(acc_dtype) * B[j, r].astype(acc_dtype), axis=r)
+    else:
+        def product(i, j):
+            return te.sum(A[i, r].astype(acc_dtype) * B[r, j].astype(acc_dtype), axis=r)
+    C = te.compute((m, n), product, name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def schedule_mma_gemm(func, trans_b=True, reference=False, block=(64, 64), warps=(2, 2),
+                      k_step=32, tensorize=True):
+    """The tensor-core schedule of a gemm_fp16 function: thread blocks of block[0] x block[1]
+    outputs (blockIdx.x), warps[0] x warps[1] warps per block (threadIdx.y), each warp a tile of
+    16x16 fragments of the accumulator in its registers; A and B staged through shared memory
+    k_step columns at a time by all the block's threads, then loaded into fragments 16 columns
+    at a time. Tensorized with mma.sync, or its plain-code reference when `reference`; with
+    tensorize=False the schedule stops before tensorizing (the blocks the intrinsics match)."""
+    intrins = mma.get_mma_intrin_group(trans_b=trans_b, reference=reference)
+    sch = tir.Schedule(func)
+    C = sch.get_block("C")
+    i, j, k = sch.get_loops(C)
+    warp_m, warp_n = block[0] // warps[0], block[1] // warps[1]
+    i0, i1, i2, i3 = sch.split(i, factors=[None, warps[0], warp_m // 16, 16])
+    j0, j1, j2, j3 = sch.split(j, factors=[None, warps[1], warp_n // 16, 16])
+    k0, k1, k2 = sch.split(k, factors=[None, k_step // 16, 16])
+    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2, i3, j3, k2)
+    sch.bind(sch.fuse(i0, j0), "blockIdx.x")
+    warp = sch.fuse(i1, j1)
+    sch.bind(warp, "threadIdx.y")
+    # The accumulator in the warp's registers, stored into C after the k loop.
+    C_warp = sch.cache_write(C, 0, "warp")
+    sch.reverse_compute_at(C_warp, warp)
+    # A and B through shared memory, one k step at a time, fetched by all the block's threads.
+    for index in (0, 1):
+        shared = sch.cache_read(C, index, "shared")
+        sch.compute_at(shared, k0)
+        fused = sch.fuse(*sch.get_loops(shared)[-2:])
+        _, ty, tx = sch.split(fused, factors=[None, warps[0] * warps[1], 32])
+        sch.bind(ty, "threadIdx.y")
+        sch.bind(tx, "threadIdx.x")
+    # The fragments of A and B, 16 columns of k at a time; then the fragments' layout (after
+    # the compute locations, which follow the loops through the buffers' logical indices).
+    A_warp = sch.cache_read(C, 0, "warp")
+    B_warp = sch.cache_read(C, 1, "warp")
+    sch.compute_at(A_warp, k1)
+    sch.compute_at(B_warp, k1)
+    sch.transform_layout(A_warp, ("write", 0), mma.fragment_index_map)
+    sch.transform_layout(B_warp, ("write", 0),
+                         mma.fragment_index_map if trans_b else mma.fragment_index_map_trans)
+    sch.transform_layout(C_warp, ("read", 0), mma.fragment_index_map)
+    init = sch.decompose_reduction(C, k0)
+    # The loops of 16x16 tiles that the intrinsics replace.
+    a0, a1 = sch.get_loops(A_warp)[-2:]
+    a_tile = sch.split(a0, factors=[None, 16])[1]
+    b0, b1 = sch.get_loops(B_warp)[-2:]
+    if trans_b:
+        b_tile = sch.split(b0, factors=[None, 16])[1]
+    else:
+        b1o, _ = sch.split(b1, factors=[None, 16])
+        sch.reorder(b1o, b0)
+        b_tile = b0
+    s0, s1 = sch.get_loops(C_warp)[-2:]
+    s0o, s0i = sch.split(s0, factors=[None, 16])
+    s1o, _ = sch.split(s1, factors=[None, 16])
+    sch.reorder(s0o, s1o, s0i)
+    init_tile = sch.get_loops(init)[-2]
+    if tensorize:
+        sch.tensorize(a_tile, intrins["load_a"])
+        sch.tensorize(b_tile, intrins["load_b"])
+        sch.tensorize(i3, intrins["compute"])
+        sch.tensorize(init_tile, intrins["init"])
+        sch.tensorize(s0i, intrins["store"])
+    return sch
+
+
+def gemm_args(func, seed=0):
+    """Random float16 inputs in [-1, 1) and a C full of garbage, as NumPy arrays."""
+    rng = np.random.default_rng(seed)
+    args = []
+    for param in func.params:
+        buffer = func.buffer_map[param]
+        shape = [int(d) for d in buffer.shape]
+        if buffer.dtype == "float32":
+            args.append(np.full(shape, np.nan, "float32"))
+        else:
+            args.append(rng.uniform(-1, 1, size=shape).astype(buffer.dtype))
+    return args
+
+
+def gemm_expected(a, b, trans_b=True):
+    """The product in float64 of the float16 inputs, as float32."""
+    b = b.astype("float64")
+    return (a.astype("float64") @ (b.T if trans_b else b)).astype("float32")

@@ -1,0 +1,333 @@
+"""Tensor cores on the CUDA target: the cuda.mma_* intrinsics (mma.sync m16n8k16, float16
+operands, float32 accumulation) and a warp-tiled GEMM tensorized with them.
+
+Without a GPU the tests prove what can be proved: the fragment layout of every load, fill and
+store against the PTX ISA's table of which elements each lane holds; the same GEMM schedule
+tensorized with cuda.mma_f16f16f32_reference (the multiply-accumulate in plain per-lane code,
+over the same fragments) on the interpreter and on OpenCL (PoCL) against NumPy; the real
+schedule compiled by NVRTC for sm_80 and sm_90, with mma.sync in its PTX; and the refusals of
+targets and blocks that cannot take the intrinsics. The real kernel runs against NumPy where a
+CUDA device is present."""
+import numpy as np
+import pytest
+
+import kiln
+from kiln import tir
+from kiln.tir.tensor_intrin import cuda as mma
+
+from gpu_helpers import nvrtc_missing, opencl_missing, skip_unless
+from mma_helpers import gemm_args, gemm_expected, gemm_fp16, schedule_mma_gemm
+from schedule_helpers import assert_trace_roundtrip
+
+MMA_PTX = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+FAMILY = [mma.LOAD_16x16_F16_A, mma.LOAD_16x16_F16_B, mma.LOAD_16x16_F16_B_TRANS,
+          mma.MMA_F16F16F32, mma.MMA_F16F16F32_REFERENCE, mma.MMA_FILL_16x16_F32,
+          mma.MMA_STORE_16x16_F32]
+
+# (m, n, k, trans_b, schedule options): square; a rectangle whose sides are different multiples
+# of the tiles; and sides that are multiples of 16 but not of 64, with smaller thread blocks.
+SHAPES = [(128, 128, 128, True, {}), (128, 128, 128, False, {}), (64, 192, 96, True, {}),
+          (64, 192, 96, False, {}),
+          (80, 48, 112, True, dict(block=(16, 48), warps=(1, 3), k_step=16)),
+          (80, 48, 112, False, dict(block=(16, 48), warps=(1, 3), k_step=16))]
+
+
+def ptx_fragment(operand, lane, register):
+    """(row, col) of element `register` of lane `lane` in the m16n8k16 float16 operand A (16x16),
+    B (16x8, K x N) or C (16x8, float32), as the PTX ISA's "Matrix Fragments for mma.m16n8k16
+    with floating point type" gives them."""
+    group, thread = lane >> 2, lane % 4
+    i = register
+    if operand == "A":
+        row = group if (i < 2 or 4 <= i < 6) else group + 8
+        col = thread * 2 + (i & 1) + (8 if i >= 4 else 0)
+        return row, col
+    if operand == "B":
+        return thread * 2 + (i & 1) + (8 if i >= 2 else 0), group
+    return (group if i < 2 else group + 8), thread * 2 + (i & 1)
+
+
+def tile_of_fragment(fragment, operand):
+    """The 16x16 tile that a [32, 8] fragment of kiln's layout holds, read through the PTX
+    registers: A's a0..a7 are elements 0..7; B (as [N, K]) is two m16n8k16 operands, its
+    columns 0-7 of N in elements 0, 1, 4, 5 (b0..b3) and 8-15 in 2, 3, 6, 7; the accumulator's
+    columns 0-7 in elements 0..3 (c0..c3) and 8-15 in 4..7."""
+    tile = np.full((16, 16), np.nan, fragment.dtype)
+    for lane in range(32):
+        if operand == "A":
+            for r in range(8):
+                tile[ptx_fragment("A", lane, r)] = fragment[lane, r]
+        elif operand == "B":
+            for half, elements in ((0, (0, 1, 4, 5)), (1, (2, 3, 6, 7))):
+                for r, e in enumerate(elements):
+                    k, n = ptx_fragment("B", lane, r)
+                    tile[n + 8 * half, k] = fragment[lane, e]
+        else:
+            for half in (0, 1):
+                for r in range(4):
+                    row, col = ptx_fragment("C", lane, r)
+                    tile[row, col + 8 * half] = fragment[lane, 4 * half + r]
+    return tile
+
+
+def test_the_family_is_registered_with_its_features():
+    names = tir.TensorIntrin.names()
+    for name in FAMILY:
+        assert name in names
+    assert tir.TensorIntrin.get(mma.MMA_F16F16F32).required_features == ["sm_80"]
+    for name in set(FAMILY) - {mma.MMA_F16F16F32}:
+        assert tir.TensorIntrin.get(name).required_features == [], name
+    impl = tir.TensorIntrin.get(mma.MMA_F16F16F32).impl.script()
+    assert impl.count('T.ptx_mma("m16n8k16.row.col.f32.f16.f16.f32"') == 2
+    assert 'T.thread_binding(32, thread="threadIdx.x")' in impl
+    assert "ptx_mma" not in tir.TensorIntrin.get(mma.MMA_F16F16F32_REFERENCE).impl.script()
+    fragment = tir.TensorIntrin.get(mma.MMA_F16F16F32).desc.buffer_map
+    assert all((b.scope(), [int(d) for d in b.shape]) == ("warp", [32, 8])
+               for b in fragment.values())
+
+
+@pytest.mark.parametrize("name, operand", [(mma.LOAD_16x16_F16_A, "A"),
+                                           (mma.LOAD_16x16_F16_B_TRANS, "B")])
+def test_loads_put_each_element_where_the_ptx_isa_says(name, operand):
+    # The implementation runs on the interpreter (its lanes one after the other).
+    tile = np.arange(256, dtype="float16").reshape(16, 16)
+    fragment = np.zeros((32, 8), "float16")
+    tir.interpret(tir.TensorIntrin.get(name).impl, tile, fragment)
+    np.testing.assert_array_equal(tile_of_fragment(fragment, operand), tile)
+
+
+def test_load_of_b_stored_as_k_by_n_transposes_it():
+    tile = np.arange(256, dtype="float16").reshape(16, 16)  # B[k, n]
+    fragment = np.zeros((32, 8), "float16")
+    tir.interpret(tir.TensorIntrin.get(mma.LOAD_16x16_F16_B).impl, tile, fragment)
+    np.testing.assert_array_equal(tile_of_fragment(fragment, "B"), tile.T)
+
+
+def test_store_reads_each_element_where_the_ptx_isa_puts_it():
+    fragment = np.arange(256, dtype="float32").reshape(32, 8)
+    tile = np.zeros((16, 16), "float32")
+    tir.interpret(tir.TensorIntrin.get(mma.MMA_STORE_16x16_F32).impl, fragment, tile)
+    np.testing.assert_array_equal(tile, tile_of_fragment(fragment, "C"))
+
+
+def test_fill_zeroes_every_element():
+    fragment = np.full((32, 8), np.nan, "float32")
+    tir.interpret(tir.TensorIntrin.get(mma.MMA_FILL_16x16_F32).impl, fragment)
+    np.testing.assert_array_equal(fragment, np.zeros((32, 8), "float32"))
+
+
+def test_reference_multiplies_the_tiles_the_fragments_hold():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (16, 16)).astype("float16")
+    b = rng.uniform(-1, 1, (16, 16)).astype("float16")  # B as [N, K]
+    c = rng.uniform(-1, 1, (16, 16)).astype("float32")
+    frags = []
+    for tile, name in ((a, mma.LOAD_16x16_F16_A), (b, mma.LOAD_16x16_F16_B_TRANS)):
+        fragment = np.zeros((32, 8), "float16")
+        tir.interpret(tir.TensorIntrin.get(name).impl, tile, fragment)
+        frags.append(fragment)
+    acc = np.zeros((32, 8), "float32")
+    for lane in range(32):
+        for e in range(8):
+            half, r = divmod(e, 4)
+            row, col = ptx_fragment("C", lane, r)
+            acc[lane, e] = c[row, col + 8 * half]
+    tir.interpret(tir.TensorIntrin.get(mma.MMA_F16F16F32_REFERENCE).impl, *frags, acc)
+    expected = c.astype("float64") + a.astype("float64") @ b.astype("float64").T
+    np.testing.assert_allclose(tile_of_fragment(acc, "C"), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_targets_have_the_architecture_levels_of_their_arch():
+    assert kiln.target.Target("cuda -arch=sm_90").intrinsic_features[-3:] == ["sm_87", "sm_89",
+                                                                              "sm_90"]
+    assert "sm_80" not in kiln.target.Target("cuda -arch=sm_75").intrinsic_features
+    assert kiln.target.Target("opencl").intrinsic_features == []
+
+
+def test_fragment_layout_is_a_bijection_onto_lanes_and_elements():
+    places = {tuple(mma.fragment_layout(i, j)) for i in range(16) for j in range(16)}
+    assert places == {(lane, e) for lane in range(32) for e in range(8)}
+    assert mma.fragment_index_map(35, 18) == [2, 1] + mma.fragment_layout(3, 2)
+    assert mma.fragment_index_map_trans(18, 35) == [1, 2] + mma.fragment_layout(3, 2)
+    with pytest.raises(kiln.KilnTypeError, match="trans_b must be a bool"):
+        mma.get_mma_intrin_group(trans_b="yes")
+
+
+# ---------------------------------------------------------------------------------------------
+# The GEMM schedule
+
+def test_schedule_tensorizes_every_stage():
+    sch = schedule_mma_gemm(gemm_fp16(128, 128, 128))
+    text = sch.mod["main"].script()
+    for name in (mma.LOAD_16x16_F16_A, mma.LOAD_16x16_F16_B_TRANS, mma.MMA_F16F16F32,
+                 mma.MMA_FILL_16x16_F32, mma.MMA_STORE_16x16_F32):
+        assert f'"kiln.tensor_intrin": "{name}"' in text, name
+    assert 'scope="warp"' in text
+
+
+@pytest.mark.parametrize("m, n, k, trans_b, options", SHAPES)
+def test_reference_schedule_runs_on_the_interpreter(m, n, k, trans_b, options):
+    func = gemm_fp16(m, n, k, trans_b)
+    sch = schedule_mma_gemm(func, trans_b=trans_b, reference=True, **options)
+    a, b, c = gemm_args(func)
+    tir.interpret(sch.mod["main"], a, b, c)
+    np.testing.assert_allclose(c, gemm_expected(a, b, trans_b), rtol=1e-4, atol=1e-4)
+
+
+def test_reference_schedule_runs_lowered_with_gpu_semantics():
+    # The lowered kernels, threads in lock step from barrier to barrier: fragments of the
+    # accumulator in registers, those of A and B (read across lanes) in shared memory.
+    func = gemm_fp16(64, 64, 64)
+    sch = schedule_mma_gemm(func, reference=True, block=(32, 64), warps=(1, 2))
+    lowered = tir.lower(sch.mod, target="opencl")
+    text = lowered.script()
+    assert 'scope="local"' in text and "storage_sync" in text
+    a, b, c = gemm_args(func)
+    tir.interpret(lowered, a, b, c)
+    np.testing.assert_allclose(c, gemm_expected(a, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m, n, k, trans_b, options", SHAPES)
+def test_reference_schedule_runs_on_opencl(m, n, k, trans_b, options):
+    skip_unless(opencl_missing())
+    func = gemm_fp16(m, n, k, trans_b)
+    sch = schedule_mma_gemm(func, trans_b=trans_b, reference=True, **options)
+    rt = kiln.build(sch.mod, target="opencl")
+    a, b, c = gemm_args(func)
+    dev = kiln.opencl(0)
+    c_dev = kiln.nd.array(c, device=dev)
+    rt["main"](kiln.nd.array(a, device=dev), kiln.nd.array(b, device=dev), c_dev)
+    np.testing.assert_allclose(c_dev.numpy(), gemm_expected(a, b, trans_b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("m, n, k, trans_b, options", SHAPES)
+def test_cuda_compiles_with_mma_sync(m, n, k, trans_b, options, arch):
+    skip_unless(nvrtc_missing())
+    sch = schedule_mma_gemm(gemm_fp16(m, n, k, trans_b), trans_b=trans_b, **options)
+    rt = kiln.build(sch.mod, target=f"cuda -arch={arch}")
+    source = rt.get_source("cuda")
+    # Per warp and k step of 16: 2 x 2 fragments of the accumulator, two mma.sync each.
+    assert source.count(f'asm volatile("{MMA_PTX}') == 2
+    assert "__shared__" in source and "__syncthreads();" in source
+    ptx = rt.get_source("ptx")
+    assert f".target {arch}" in ptx
+    # NVVM unrolls the loop over the warp's fragments of the accumulator, two mma.sync each.
+    block, warps = options.get("block", (64, 64)), options.get("warps", (2, 2))
+    fragments = (block[0] // warps[0] // 16) * (block[1] // warps[1] // 16)
+    assert ptx.count(MMA_PTX) >= 2 * fragments
+    # The fragments are registers: nothing is spilled to local memory.
+    assert ".local" not in ptx
+
+
+def test_cuda_fragments_are_registers():
+    skip_unless(nvrtc_missing())
+    sch = schedule_mma_gemm(gemm_fp16(128, 128, 128))
+    source = kiln.build(sch.mod, target="cuda -arch=sm_80").get_source("cuda")
+    # Each thread holds its lane's elements: 2 x 8 halves of A and of B per k step, 2 x 2 x 8
+    # floats of the accumulator; no fragment lives in shared memory.
+    assert "unsigned short A_shared_warp[16];" in source
+    assert "unsigned short B_shared_warp[16];" in source
+    assert "float C_warp[32];" in source
+    assert "__shared__ unsigned short A_shared[" in source
+    assert "__shared__ unsigned short A_shared_warp" not in source
+
+
+@pytest.mark.parametrize("m, n, k, trans_b, options", SHAPES)
+def test_cuda_runs_like_numpy(m, n, k, trans_b, options):
+    skip_unless(nvrtc_missing())
+    device = kiln.cuda(0)
+    if not device.exist:
+        pytest.skip("no CUDA device: the mma.sync kernel is compiled here but not run")
+    if int(device.compute_version.split(".")[0]) < 8:
+        pytest.skip(f"the CUDA device has compute capability {device.compute_version}; "
+                    "mma.sync m16n8k16 with float16 operands needs 8.0 or newer")
+    func = gemm_fp16(m, n, k, trans_b)
+    sch = schedule_mma_gemm(func, trans_b=trans_b, **options)
+    rt = kiln.build(sch.mod, target="cuda")
+    a, b, c = gemm_args(func)
+    c_dev = kiln.nd.array(c, device=device)
+    rt["main"](kiln.nd.array(a, device=device), kiln.nd.array(b, device=device), c_dev)
+    # Tensor cores accumulate in float32 in their own order.
+    np.testing.assert_allclose(c_dev.numpy(), gemm_expected(a, b, trans_b), rtol=1e-3,
+                               atol=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+@pytest.mark.parametrize("target, has", [
+    ("cuda -arch=sm_75", r"its features: sm_50, sm_52, sm_53, sm_60, sm_61, sm_62, sm_70, sm_72, "
+                         r"sm_75"),
+    ("cuda -arch=sm_70", r"its features: sm_50, sm_52, sm_53, sm_60, sm_61, sm_62, sm_70"),
+    ("opencl", r"it has no such features"),
+    ("llvm", r"its features: [^)]*")])
+def test_build_refuses_a_target_without_sm_80(target, has):
+    sch = schedule_mma_gemm(gemm_fp16(128, 128, 128))
+    with pytest.raises(kiln.KilnValueError,
+                       match=rf"build: function main uses the tensor intrinsic "
+                             rf"'cuda.mma_f16f16f32' \(block 'C_o'\), which needs the target "
+                             rf"features sm_80; the target '{target.split()[0]}[^']*' lacks sm_80 "
+                             rf"\({has}\)\. Build for a target that has them"):
+        kiln.build(sch.mod, target=target)
+
+
+def test_tensorize_with_a_target_refuses_sm_75():
+    sch = schedule_mma_gemm(gemm_fp16(128, 128, 128), tensorize=False)
+    i3 = sch.get_loops("C")[-3]
+    mod, length = sch.mod, len(sch.trace)
+    with pytest.raises(tir.schedule.TensorizeTargetError,
+                       match=r"tensorize: intrinsic 'cuda.mma_f16f16f32' needs the target "
+                             r"features sm_80; the target 'cuda -arch=sm_75 .*' lacks sm_80 "
+                             r"\(its features: sm_50, sm_52, sm_53, sm_60, sm_61, sm_62, sm_70, "
+                             r"sm_72, sm_75\)"):
+        sch.tensorize(i3, mma.MMA_F16F16F32, target="cuda -arch=sm_75")
+    kiln.ir.assert_structural_equal(sch.mod, mod)
+    assert len(sch.trace) == length
+    sch.tensorize(i3, mma.MMA_F16F16F32, target="cuda -arch=sm_90")
+
+
+def test_tensorize_refuses_float32_operands():
+    sch = schedule_mma_gemm(gemm_fp16(128, 128, 128, dtype="float32"), tensorize=False)
+    i3 = sch.get_loops("C")[-3]
+    with pytest.raises(tir.schedule.TensorizeMismatchError,
+                       match=r"block 'C_o' does not match the description of intrinsic "
+                             r"'cuda.mma_f16f16f32': the description computes `T.Cast\(\"float32\", "
+                             r"A\[.*\]\)` where the block computes `A_shared_warp\[.*\]`"):
+        sch.tensorize(i3, mma.MMA_F16F16F32)
+
+
+def test_tensorize_refuses_a_float16_accumulator():
+    sch = schedule_mma_gemm(gemm_fp16(128, 128, 128, acc_dtype="float16"), tensorize=False)
+    i3 = sch.get_loops("C")[-3]
+    with pytest.raises(tir.schedule.TensorizeMismatchError,
+                       match=r"the description stores to C\[.*\] with dtype float32; the block "
+                             r"stores to C_warp\[.*\] with dtype float16"):
+        sch.tensorize(i3, mma.MMA_F16F16F32)
+
+
+def test_tensorize_refuses_a_tile_of_another_shape():
+    sch = schedule_mma_gemm(gemm_fp16(128, 128, 128), tensorize=False)
+    j3 = sch.get_loops("C")[-2]  # the loops j, k of a tile, where the description has i, j, k
+    with pytest.raises(tir.schedule.TensorizeMismatchError,
+                       match=r"the description has a For where the block has a BlockRealize:\n"
+                             r"  description: for k in range\(16\):\n"
+                             r"  block:       with T.block\(\"C\"\):"):
+        sch.tensorize(j3, mma.MMA_F16F16F32)
+
+
+def test_fragments_need_whole_16x16_tiles():
+    # 100 rows are not whole tiles: the fragment layout refuses the accumulator.
+    sch = tir.Schedule(gemm_fp16(100, 128, 128))
+    C_warp = sch.cache_write("C", 0, "warp")
+    with pytest.raises(tir.schedule.NonBijectiveIndexMapError,
+                       match=r"transform_layout: index map .* is not a bijection over the shape "
+                             r"\(100, 128\) of buffer C_warp:\n  index 2 .*: in i % 8: the "
+                             r"extent 100 of i is not divisible by 8"):
+        sch.transform_layout(C_warp, ("read", 0), mma.fragment_index_map)
+
+
+def test_schedule_trace_replays():
+    func = gemm_fp16(64, 64, 64, trans_b=False)
+    sch = schedule_mma_gemm(func, trans_b=False)
+    assert_trace_roundtrip(sch, func)
