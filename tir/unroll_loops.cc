@@ -3,6 +3,7 @@
 #include "kiln/tir/unroll_loops.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "kiln/ir/functor.h"
@@ -23,13 +24,15 @@ constexpr int64_t kMaxUnrolledNodes = 4096;
 constexpr const char* kAutoMaxStep = "pragma_auto_unroll_max_step";
 constexpr const char* kExplicit = "pragma_unroll_explicit";
 constexpr const char* kLlvmUnroll = "pragma_llvm_unroll";
+constexpr const char* kLlvmVectorize = "pragma_llvm_vectorize";
 
 // What the enclosing annotations ask for.
 struct Settings {
   int64_t max_step = kDefaultMaxStep;
-  bool automatic = false;   // serial loops are unrolled too (rule 2)
-  bool copy = true;         // copy bodies, or only mark loops kUnrolled
-  bool llvm_unroll = true;  // LLVM may unroll the loops that stay loops
+  bool automatic = false;      // serial loops are unrolled too (rule 2)
+  bool copy = true;            // copy bodies, or only mark loops kUnrolled
+  bool llvm_unroll = true;     // LLVM may unroll the loops that stay loops
+  bool llvm_vectorize = true;  // LLVM may vectorize them
 };
 
 // The most stores to memory (buffers other than "local" ones, which become registers) that
@@ -127,8 +130,13 @@ class LoopUnroller : public IRMutator {
                   *extent * count_nodes(body) <= kMaxUnrolledNodes && here.copy;
     if (!copies) {
       if (automatic) loop->kind = ForKind::kUnrolled;
-      if (!here.llvm_unroll && loop->kind == ForKind::kSerial) {
-        loop->annotations[kLlvmUnrollDisableAnnotation] = make_const(DataType::int32(), 1);
+      if (loop->kind == ForKind::kSerial && !(here.llvm_unroll && here.llvm_vectorize)) {
+        if (!here.llvm_unroll) {
+          loop->annotations[kLlvmUnrollDisableAnnotation] = make_const(DataType::int32(), 1);
+        }
+        if (!here.llvm_vectorize) {
+          loop->annotations[kLlvmVectorizeDisableAnnotation] = make_const(DataType::int32(), 1);
+        }
         return loop;
       }
       if (!annotated && body.same_as(op->body) && loop->kind == op->kind) return op;
@@ -147,32 +155,34 @@ class LoopUnroller : public IRMutator {
   // Reads and removes the annotations of `loop`; returns whether it had one.
   bool take_settings(For* loop) {
     bool found = false;
-    if (auto it = loop->annotations.find(kAutoMaxStep); it != loop->annotations.end()) {
-      const int64_t* value = as_const_int(it->second);
-      user_check(value != nullptr) << "unroll_loops: annotation " << kAutoMaxStep << " of loop "
-                                   << loop->loop_var->name << " must be an integer constant";
+    if (std::optional<int64_t> value = take_integer(loop, kAutoMaxStep, &found)) {
       settings_.max_step = *value;
       settings_.automatic = *value > 0;
-      loop->annotations.erase(it);
-      found = true;
     }
-    if (auto it = loop->annotations.find(kLlvmUnroll); it != loop->annotations.end()) {
-      const int64_t* value = as_const_int(it->second);
-      user_check(value != nullptr) << "unroll_loops: annotation " << kLlvmUnroll << " of loop "
-                                   << loop->loop_var->name << " must be an integer constant";
+    if (std::optional<int64_t> value = take_integer(loop, kLlvmUnroll, &found)) {
       settings_.llvm_unroll = *value != 0;
-      loop->annotations.erase(it);
-      found = true;
     }
-    if (auto it = loop->annotations.find(kExplicit); it != loop->annotations.end()) {
-      const int64_t* value = as_const_int(it->second);
-      user_check(value != nullptr) << "unroll_loops: annotation " << kExplicit << " of loop "
-                                   << loop->loop_var->name << " must be an integer constant";
+    if (std::optional<int64_t> value = take_integer(loop, kLlvmVectorize, &found)) {
+      settings_.llvm_vectorize = *value != 0;
+    }
+    if (std::optional<int64_t> value = take_integer(loop, kExplicit, &found)) {
       settings_.copy = *value != 0;
-      loop->annotations.erase(it);
-      found = true;
     }
     return found;
+  }
+
+  // The integer value of annotation `key` of `loop`, removed from it (*found set), or nothing
+  // when the loop has none.
+  static std::optional<int64_t> take_integer(For* loop, const char* key, bool* found) {
+    auto it = loop->annotations.find(key);
+    if (it == loop->annotations.end()) return std::nullopt;
+    const int64_t* value = as_const_int(it->second);
+    user_check(value != nullptr) << "unroll_loops: annotation " << key << " of loop "
+                                 << loop->loop_var->name << " must be an integer constant";
+    int64_t result = *value;
+    loop->annotations.erase(it);
+    *found = true;
+    return result;
   }
 
   Settings settings_;

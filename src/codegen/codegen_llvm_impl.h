@@ -173,9 +173,10 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   void emit_for(const ir::For* op);
   // What a loop asks of LLVM's unroller: nothing, a full unrolling, or none at all.
   enum class LoopUnroll { kLlvmDecides, kFull, kNever };
-  // A serial loop over [begin, end) binding `var`.
+  // A serial loop over [begin, end) binding `var`; `llvm_vectorize` false keeps LLVM's loop
+  // vectorizer off it.
   void emit_serial_loop(const ir::Var* var, llvm::Value* begin, llvm::Value* end,
-                        const ir::Stmt& body, LoopUnroll unroll);
+                        const ir::Stmt& body, LoopUnroll unroll, bool llvm_vectorize = true);
   // The address of element `index` of `buffer` (a vector of addresses for a vector index).
   llvm::Value* element_address(const ir::Buffer& buffer, llvm::Value* index,
                                ir::DataType index_dtype);

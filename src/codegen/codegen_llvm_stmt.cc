@@ -244,7 +244,7 @@ void CodeGenLLVM::emit_allocate(const Allocate* op) {
 }
 
 void CodeGenLLVM::emit_serial_loop(const Var* var, llvm::Value* begin, llvm::Value* end,
-                                   const Stmt& body, LoopUnroll unroll) {
+                                   const Stmt& body, LoopUnroll unroll, bool llvm_vectorize) {
   llvm::BasicBlock* preheader = builder_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(context_, "for_" + var->name, fn_.function);
   auto* loop_body = llvm::BasicBlock::Create(context_, "for_body_" + var->name, fn_.function);
@@ -276,6 +276,11 @@ void CodeGenLLVM::emit_serial_loop(const Var* var, llvm::Value* begin, llvm::Val
         unroll == LoopUnroll::kFull ? "llvm.loop.unroll.full" : "llvm.loop.unroll.disable";
     properties.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, what)}));
   }
+  if (!llvm_vectorize) {
+    properties.push_back(
+        llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.vectorize.enable"),
+                                     llvm::ConstantAsMetadata::get(builder_.getFalse())}));
+  }
   llvm::MDNode* loop_id = llvm::MDNode::getDistinct(context_, properties);
   loop_id->replaceOperandWith(0, loop_id);
   back_edge->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
@@ -302,7 +307,8 @@ void CodeGenLLVM::emit_for(const For* op) {
   } else if (op->annotations.count(tir::kLlvmUnrollDisableAnnotation) != 0) {
     unroll = LoopUnroll::kNever;
   }
-  emit_serial_loop(op->loop_var.get(), begin, end, op->body, unroll);
+  bool llvm_vectorize = op->annotations.count(tir::kLlvmVectorizeDisableAnnotation) == 0;
+  emit_serial_loop(op->loop_var.get(), begin, end, op->body, unroll, llvm_vectorize);
 }
 
 void CodeGenLLVM::emit_stmt(const Stmt& s) {

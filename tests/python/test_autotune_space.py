@@ -120,12 +120,13 @@ def test_both_operands_of_a_matmul_can_be_packed(sketch):
 
 def test_the_register_tile_rows_are_unrolled_and_llvm_unrolls_nothing_else():
     # The tiled sketches unroll the register tile's rows themselves; every nest of a candidate
-    # tells LLVM not to unroll what stays a loop (kiln decided).
+    # tells LLVM not to unroll or vectorize what stays a loop (kiln decided).
     space = SpaceGenerator(matmul(64, 48, 32), "llvm")
     for sketch in space.sketches:
         assert "sch.unroll(" in sketch.as_python()
     candidate = space.sample(0, 1)
     assert 'ann_key="pragma_llvm_unroll", ann_val=0' in candidate.trace.as_python()
+    assert 'ann_key="pragma_llvm_vectorize", ann_val=0' in candidate.trace.as_python()
 
 
 def test_the_register_tile_fits_the_target():

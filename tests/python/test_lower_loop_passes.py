@@ -2,6 +2,8 @@
 run through kiln.tir.lower on scheduled te operators and one at a time through
 kiln.tir.transform. Each checks the IR and the numbers on the reference interpreter against
 NumPy."""
+import re
+
 import numpy as np
 
 import kiln
@@ -113,6 +115,23 @@ def test_llvm_unroll_zero_keeps_llvm_from_unrolling_the_loops_left():
     assert "kiln.llvm_unroll_disable" in tir.lower(sch.mod["main"]).script()
     rt = kiln.build(sch.mod)
     assert "llvm.loop.unroll.disable" in rt.get_source("ll")
+    a = np.arange(1024, dtype="float32")
+    b = np.zeros(1024, "float32")
+    rt(a, b)
+    np.testing.assert_array_equal(b, a * np.float32(2) + np.float32(1))
+
+
+def test_llvm_vectorize_zero_keeps_llvm_from_vectorizing_the_loops_left():
+    # pragma_llvm_vectorize = 0 (the tuner's nests): a serial scalar loop that LLVM's loop
+    # vectorizer would vectorize stays scalar, and the result is unchanged.
+    sch = tir.Schedule(elementwise(1024))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    sch.annotate(i, "pragma_llvm_vectorize", 0)
+    assert "kiln.llvm_vectorize_disable" in tir.lower(sch.mod["main"]).script()
+    rt = kiln.build(sch.mod)
+    ll = rt.get_source("ll")
+    assert "llvm.loop.vectorize.enable" in ll
+    assert not re.search(r"<\d+ x float>", ll)
     a = np.arange(1024, dtype="float32")
     b = np.zeros(1024, "float32")
     rt(a, b)
