@@ -379,9 +379,7 @@ class LoopPartitioner : public IRMutator {
     };
     DataType vt = op->loop_var->dtype;
     Expr end = ana.simplify(add(op->min, op->extent));
-    auto clamp = [&](const Expr& p) {
-      return ana.simplify(min(max(cast(vt, p), op->min), end));
-    };
+    auto clamp = [&](const Expr& p) { return ana.simplify(min(max(cast(vt, p), op->min), end)); };
     Expr first_point = clamp(point(c.k < 0 ? c.h_min : c.h_max));
     Expr second_point = clamp(point(c.k < 0 ? c.h_max : c.h_min));
     Range first{op->min, ana.simplify(sub(first_point, op->min))};

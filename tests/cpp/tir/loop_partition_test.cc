@@ -262,8 +262,8 @@ TEST(LoopPartition, CheckedPartSplitsItsInnerLoopAndDropsWhatFails) {
 
 TEST(LoopPartition, PartThatFailsTheCheckKeepsTheElseBranch) {
   Triangle t;
-  Ref<PrimFunc> func = t.func(buffer_store(t.b, make_const(DataType::float32(), 0.0),
-                                           {t.i * 8 + t.j}));
+  Ref<PrimFunc> func =
+      t.func(buffer_store(t.b, make_const(DataType::float32(), 0.0), {t.i * 8 + t.j}));
   Ref<PrimFunc> result = loop_partition(func);
   EXPECT_EQ(count_kind(result->body, NodeKind::IfThenElse), 0) << to_script(result->body);
   verify_ir(result, "loop_partition");
@@ -277,8 +277,8 @@ TEST(LoopPartition, LikelyIfThenElseCallTakesItsElseValueWhereTheCheckFails) {
   Expr index = t.i * 8 + t.j;
   Expr value = if_then_else(likely(le(Expr(t.j), Expr(t.i))), buffer_load(t.a, {index}),
                             make_const(DataType::float32(), 0.0));
-  Ref<PrimFunc> func = make_func({t.a, t.b}, loop(t.i, 8, loop(t.j, 8,
-                                                               buffer_store(t.b, value, {index}))));
+  Ref<PrimFunc> func =
+      make_func({t.a, t.b}, loop(t.i, 8, loop(t.j, 8, buffer_store(t.b, value, {index}))));
   Ref<PrimFunc> result = loop_partition(func);
   EXPECT_EQ(count_calls(result->body, Builtin::IfThenElse), 0) << to_script(result->body);
   EXPECT_EQ(to_script(result->body),
@@ -324,8 +324,8 @@ TEST(LoopPartition, BoundsOfABlockOfRowsDependOnAnOuterVariable) {
   Expr index = ir * 32 + column;
   Stmt store = buffer_store(b, buffer_load(a, {index}), {index});
   Stmt check = make<IfThenElse>(le(column, r + ir), store);
-  Stmt body = loop(jo, 8, loop(ir, 4, loop(jn, int32_const(0), int32_const(4), check,
-                                            ForKind::kVectorized)));
+  Stmt body = loop(
+      jo, 8, loop(ir, 4, loop(jn, int32_const(0), int32_const(4), check, ForKind::kVectorized)));
   Ref<PrimFunc> result = loop_partition(make_func({a, b, r}, body));
   // Steady tiles: jo * 4 + 3 <= r; tiles from jo * 4 > r + 3 on fail the check in every row.
   // The checked tiles split their rows the same way (the vector loop keeps its check).
