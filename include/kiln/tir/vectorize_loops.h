@@ -31,10 +31,10 @@ namespace kiln::tir {
 // whose index does not vary across lanes (e.g. the reduction `C[0] = C[0] + A[i]`) or whose
 // vector index is not a ramp with a nonzero stride (distinct addresses); a buffer both stored and
 // accessed at different indices in the body (lanes could depend on each other); an if statement
-// (but the private store above) or assert whose condition varies across lanes; an inner loop whose range varies across lanes,
-// or of kind parallel, vectorized or thread-bound; if_then_else whose arms are not safe; calls
-// with side effects (call_extern, storage_sync) or extern calls with arguments that vary across
-// lanes; vector expressions already in the body; blocks.
+// (but the private store above) or assert whose condition varies across lanes; an inner loop whose
+// range varies across lanes, or of kind parallel, vectorized or thread-bound; if_then_else whose
+// arms are not safe; calls with side effects (call_extern, storage_sync) or extern calls with
+// arguments that vary across lanes; vector expressions already in the body; blocks.
 //
 // The pass trusts the schedule that the loop is data parallel, as the `vectorize` primitive
 // checks; the cases above are the ones that lowering can still produce.
