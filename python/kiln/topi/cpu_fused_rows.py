@@ -21,7 +21,7 @@ block's tiles then need no guard)."""
 from .. import tir
 from ..error import KilnValueError
 from ..target import gemm_blocking
-from ._block_info import is_sum_of_products, uses_var, walk_expr
+from ._block_info import is_sum_of_products, update_store, uses_var, walk_expr
 from ._schedule_steps import block_info, block_names
 from ._util import dtype_bytes
 
@@ -112,7 +112,7 @@ def _column_loads(sch, name, column):
                                  if any(uses_var(i, w) for w in inner))
                     found.append((node.buffer, dim, first, len(indices)))
 
-    walk_expr(block.body.value, visit)
+    walk_expr(update_store(block).value, visit)
     result = []
     for buffer, dim, first, rank in found:
         if any(region.buffer.same_as(buffer) for region in block.writes):
