@@ -304,6 +304,19 @@ def test_default_cpu_schedule_of_causal_attention(rng, case):
     assert np.all(out[:, :, hidden_rows] == 0)
 
 
+def test_default_cpu_schedule_of_causal_attention_with_a_bool_mask_too(rng):
+    # Both masks hide keys: the causal one decides the loops, the bool one selects per key.
+    q, k, v = causal_attention_inputs(rng, 4, 2, 32, 48, 16)
+    mask = rng.uniform(size=(32, 48)) > 0.3
+    mask[5, :] = False
+    sch = scheduled_attention((q.shape, k.shape, v.shape), mask=mask, is_causal=True)
+    out = np.full(q.shape, np.nan, "float32")
+    kiln.build(sch.mod, target="llvm")(q, k, v, mask, out)
+    ref = sdpa_ref(q, k, v, mask=mask, causal="bottom_right")
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=2e-6)
+    assert np.all(out[:, :, 5] == 0)
+
+
 def test_default_cpu_schedule_of_a_causal_kv_cache_of_symbolic_length(rng):
     s = te.var("s")
     Q = te.placeholder((1, 4, 8, 16), name="Q")
