@@ -1,9 +1,11 @@
-// loop_partition: splits loops at the point where an affine bound check in their body becomes
-// (or stops being) provably true, and removes the check from the steady part.
+// loop_partition: splits loops at the points where an affine bound check in their body becomes
+// (or stops being) provably true or provably false, and decides the check in the parts where it
+// is known.
 #include "kiln/tir/loop_partition.h"
 
 #include <optional>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "kiln/arith/analyzer.h"
@@ -24,13 +26,24 @@ struct LoopInfo {
   Range range;
 };
 
-// A comparison that can split a loop v: it holds exactly when k * v + h >= 0, and h_min is the
-// least value of h over the loops between v and the comparison.
+// A comparison that can split a loop v: it holds exactly when k * v + h >= 0, and h_min and
+// h_max are the least and the greatest value of h over the loops between v and the comparison.
 struct Candidate {
   Expr atom;
   int64_t k;
   Expr h_min;
+  Expr h_max;
 };
+
+// `T.evaluate(0)`, the statement without effect that a check decided false leaves.
+Stmt no_op() {
+  return make<Evaluate>(int32_const(0));
+}
+
+bool is_no_op(const Stmt& s) {
+  const auto* e = s.as<Evaluate>();
+  return e != nullptr && e->value.is<IntImm>();
+}
 
 // `atom` as an expression g with atom <=> g >= 0, when it is a scalar integer comparison.
 Expr as_nonnegative(const Expr& atom) {
@@ -178,20 +191,26 @@ class CandidateCollector : public IRVisitor {
     Expr h = ana_.simplify(
         sub(g, mul(make_const(g->dtype, coefficient), cast(g->dtype, Expr(loop_->loop_var)))));
     if (uses(h, v)) return std::nullopt;
-    // The least value of h: each inner loop variable, innermost first, at the end of its range
-    // that makes h smallest.
+    // The least and the greatest value of h: each inner loop variable, innermost first, at the
+    // end of its range that makes h smallest (largest).
+    Expr h_min = h, h_max = h;
     for (auto it = inner_.rbegin(); it != inner_.rend(); ++it) {
       const LoopInfo& info = *it;
-      if (!uses(h, info.var.get())) continue;
+      if (!uses(h_min, info.var.get()) && !uses(h_max, info.var.get())) continue;
       if (uses(info.range.min, v) || uses(info.range.extent, v)) return std::nullopt;
-      const int64_t* c = constant_step(&ana_, h, info.var, &step);
-      if (c == nullptr) return std::nullopt;
-      Expr end = *c >= 0 ? info.range.min : info.range.min + info.range.extent - 1;
-      h = ana_.simplify(substitute(h, {{info.var.get(), cast(info.var->dtype, end)}}));
+      Expr last = info.range.min + info.range.extent - 1;
+      for (Expr* bound : {&h_min, &h_max}) {
+        if (!uses(*bound, info.var.get())) continue;
+        const int64_t* c = constant_step(&ana_, *bound, info.var, &step);
+        if (c == nullptr) return std::nullopt;
+        bool at_min = (*c >= 0) == (bound == &h_min);
+        Expr end = at_min ? info.range.min : last;
+        *bound = ana_.simplify(substitute(*bound, {{info.var.get(), cast(info.var->dtype, end)}}));
+      }
     }
-    bool settled = !uses_var(h, [&](const Var* var) { return defined_inside_.count(var) > 0; });
-    if (!settled) return std::nullopt;
-    return Candidate{atom, coefficient, h};
+    auto inside = [&](const Var* var) { return defined_inside_.count(var) > 0; };
+    if (uses_var(h_min, inside) || uses_var(h_max, inside)) return std::nullopt;
+    return Candidate{atom, coefficient, h_min, h_max};
   }
 
   const For* loop_;
@@ -202,10 +221,12 @@ class CandidateCollector : public IRVisitor {
   std::vector<Candidate> found_;
 };
 
-// Replaces a comparison by true wherever it appears and folds what that decides.
-class AtomRemover : public IRMutator {
+// Replaces a comparison by a truth value wherever it appears, folds what that decides, and drops
+// the statements left without effect (a check decided false without an else branch, and the
+// loops, sequences and allocations around nothing).
+class AtomReplacer : public IRMutator {
  public:
-  explicit AtomRemover(Expr atom) : atom_(std::move(atom)) {}
+  AtomReplacer(Expr atom, bool value) : atom_(std::move(atom)), value_(value) {}
   using IRMutator::mutate;
 
  protected:
@@ -219,24 +240,59 @@ class AtomRemover : public IRMutator {
   Expr visit(const And* op) override {
     Expr a = mutate(op->a);
     Expr b = mutate(op->b);
+    if (is_const_int(a, 0) || is_const_int(b, 0)) return bool_const(false);
     if (is_const_int(a, 1)) return b;
     if (is_const_int(b, 1)) return a;
     if (a.same_as(op->a) && b.same_as(op->b)) return op;
     return make<And>(op->dtype, a, b);
   }
 
+  Expr visit(const Or* op) override {
+    Expr a = mutate(op->a);
+    Expr b = mutate(op->b);
+    if (is_const_int(a, 1) || is_const_int(b, 1)) return bool_const(true);
+    if (is_const_int(a, 0)) return b;
+    if (is_const_int(b, 0)) return a;
+    if (a.same_as(op->a) && b.same_as(op->b)) return op;
+    return make<Or>(op->dtype, a, b);
+  }
+
+  Expr visit(const Not* op) override {
+    Expr a = mutate(op->a);
+    if (const int64_t* c = as_const_int(a); c != nullptr && a->dtype.is_scalar()) {
+      return bool_const(*c == 0);
+    }
+    if (a.same_as(op->a)) return op;
+    return make<Not>(op->dtype, a);
+  }
+
+  Expr visit(const Select* op) override {
+    Expr result = IRMutator::visit(op);
+    const auto* select = result.as<Select>();
+    if (select == nullptr || !select->condition->dtype.is_scalar()) return result;
+    if (is_const_int(select->condition, 1)) return select->true_value;
+    if (is_const_int(select->condition, 0)) return select->false_value;
+    return result;
+  }
+
   Expr visit(const Call* op) override {
     Expr result = IRMutator::visit(op);
     const auto* call = result.as<Call>();
     if (call == nullptr || result.same_as(Expr(op))) return result;
-    if (call->op == Builtin::Likely && is_const_int(call->args[0], 1)) return call->args[0];
+    if (call->op == Builtin::Likely && as_const_int(call->args[0]) != nullptr) {
+      return call->args[0];
+    }
     if (call->op == Builtin::IfThenElse && is_const_int(call->args[0], 1)) return call->args[1];
+    if (call->op == Builtin::IfThenElse && is_const_int(call->args[0], 0)) return call->args[2];
     return result;
   }
 
   Stmt visit(const IfThenElse* op) override {
     Expr condition = mutate(op->condition);
     if (is_const_int(condition, 1)) return mutate(op->then_case);
+    if (is_const_int(condition, 0)) {
+      return op->else_case.defined() ? mutate(op->else_case) : no_op();
+    }
     Stmt then_case = mutate(op->then_case);
     Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
     if (condition.same_as(op->condition) && then_case.same_as(op->then_case) &&
@@ -246,14 +302,40 @@ class AtomRemover : public IRMutator {
     return make<IfThenElse>(condition, then_case, else_case);
   }
 
+  Stmt visit(const SeqStmt* op) override {
+    Stmt visited = IRMutator::visit(op);
+    const auto* sequence = visited.as<SeqStmt>();
+    if (sequence == nullptr || visited.same_as(Stmt(op))) return visited;
+    std::vector<Stmt> kept;
+    for (const Stmt& s : sequence->seq) {
+      if (!is_no_op(s)) kept.push_back(s);
+    }
+    return kept.size() == sequence->seq.size() ? visited : seq(std::move(kept));
+  }
+
+  Stmt visit(const For* op) override { return no_op_if_empty(IRMutator::visit(op), op); }
+  Stmt visit(const Allocate* op) override { return no_op_if_empty(IRMutator::visit(op), op); }
+  Stmt visit(const LetStmt* op) override { return no_op_if_empty(IRMutator::visit(op), op); }
+
  private:
   Expr replace(const ExprNode* op) {
     Expr e(op);
-    if (op->kind() == atom_->kind() && structural_equal(e, atom_)) return bool_const(true);
+    if (op->kind() == atom_->kind() && structural_equal(e, atom_)) return bool_const(value_);
     return e;
   }
 
+  // `s`, the visited `original`, or a no-op when a body became one here.
+  static Stmt no_op_if_empty(const Stmt& s, const StmtNode* original) {
+    if (s.same_as(Stmt(original))) return s;
+    Stmt body;
+    if (const auto* loop = s.as<For>()) body = loop->body;
+    if (const auto* alloc = s.as<Allocate>()) body = alloc->body;
+    if (const auto* let = s.as<LetStmt>()) body = let->body;
+    return body.defined() && is_no_op(body) ? no_op() : s;
+  }
+
   Expr atom_;
+  bool value_;
 };
 
 class LoopPartitioner : public IRMutator {
@@ -265,9 +347,14 @@ class LoopPartitioner : public IRMutator {
 
   Stmt visit(const For* op) override {
     bool splittable = op->kind != ForKind::kVectorized && op->kind != ForKind::kThreadBinding &&
-                      !is_const_int(op->extent, 0) && !is_const_int(op->extent, 1);
+                      op->kind != ForKind::kUnrolled && !is_const_int(op->extent, 0) &&
+                      !is_const_int(op->extent, 1);
     if (splittable) {
-      for (const Candidate& c : CandidateCollector(op, outer_, excluded_).collect()) {
+      std::vector<Expr> excluded = excluded_;
+      for (const auto& [var, atom] : checked_) {
+        if (var == op->loop_var.get()) excluded.push_back(atom);
+      }
+      for (const Candidate& c : CandidateCollector(op, outer_, excluded).collect()) {
         if (Stmt s = partition(op, c); s.defined()) return s;
       }
     }
@@ -278,54 +365,88 @@ class LoopPartitioner : public IRMutator {
   }
 
  private:
-  // The loop split on `c`, or null when its steady part would be empty.
+  // The loop split on `c`, or null when neither a steady nor a decided-false part would remain.
   Stmt partition(const For* op, const Candidate& c) {
     arith::Analyzer ana;
     for (const LoopInfo& info : outer_) ana.bind(info.var, info.range, true);
-    // Step 1. The split point: the first value of v where the comparison stops holding for
-    // every inner iteration (k < 0), or the first where it starts to (k > 0).
+    // Step 1. The split points. With k < 0 the comparison holds for every inner iteration up
+    // to floor(h_min / -k) and for none from floor(h_max / -k) + 1 on; with k > 0 it holds for
+    // none below ceil(-h_max / k) and for every one from ceil(-h_min / k) on.
     DataType t = c.h_min->dtype;
-    Expr split = c.k < 0 ? floordiv(c.h_min, make_const(t, -c.k)) + 1
-                         : floordiv(add(neg(c.h_min), make_const(t, c.k - 1)), make_const(t, c.k));
+    auto point = [&](const Expr& h) {
+      return c.k < 0 ? floordiv(h, make_const(t, -c.k)) + 1
+                     : floordiv(add(neg(h), make_const(t, c.k - 1)), make_const(t, c.k));
+    };
     DataType vt = op->loop_var->dtype;
     Expr end = ana.simplify(add(op->min, op->extent));
-    split = ana.simplify(min(max(cast(vt, split), op->min), end));
-    Range first{op->min, ana.simplify(sub(split, op->min))};
-    Range second{split, ana.simplify(sub(end, split))};
-    const Range& steady = c.k < 0 ? first : second;
-    const Range& checked = c.k < 0 ? second : first;
-    if (ana.can_prove(le(steady.extent, make_zero(vt)))) return Stmt();
+    auto clamp = [&](const Expr& p) { return ana.simplify(min(max(cast(vt, p), op->min), end)); };
+    Expr first_point = clamp(point(c.k < 0 ? c.h_min : c.h_max));
+    Expr second_point = clamp(point(c.k < 0 ? c.h_max : c.h_min));
+    Range first{op->min, ana.simplify(sub(first_point, op->min))};
+    Range middle{first_point, ana.simplify(sub(second_point, first_point))};
+    Range last{second_point, ana.simplify(sub(end, second_point))};
+    const Range& steady = c.k < 0 ? first : last;
+    const Range& decided_false = c.k < 0 ? last : first;
+    auto empty = [&](const Range& r) { return ana.can_prove(le(r.extent, make_zero(vt))); };
+    if (empty(steady) && empty(decided_false)) return Stmt();
 
     // Step 2. The steady part without the comparison; it is searched again for other bounds.
-    auto steady_loop = copy(op);
-    steady_loop->min = steady.min;
-    steady_loop->extent = steady.extent;
-    steady_loop->body = AtomRemover(c.atom).mutate(op->body);
-    Stmt steady_part = mutate(Stmt(steady_loop));
+    Stmt steady_part;
+    if (!empty(steady)) {
+      steady_part = mutate(part(op, steady, AtomReplacer(c.atom, true).mutate(op->body)));
+    }
 
-    // Step 3. The checked part, peeled when it has one iteration, with fresh definitions.
+    // Step 3. The part where the comparison fails everywhere: what the check leaves there, and
+    // nothing when that has no effect.
+    Stmt false_part;
+    Stmt false_body = AtomReplacer(c.atom, false).mutate(op->body);
+    if (!empty(decided_false) && !is_no_op(false_body)) {
+      false_part = renew_definitions(mutate(part(op, decided_false, false_body)));
+    }
+
+    // Step 4. The checked part, with fresh definitions. One iteration is a boundary: it is
+    // peeled and not split on the comparison again. A longer part is not split on it again
+    // either, but the loops inside it may be.
     Stmt checked_part;
-    if (!ana.can_prove(le(checked.extent, make_zero(vt)))) {
-      auto checked_loop = copy(op);
-      checked_loop->min = checked.min;
-      checked_loop->extent = checked.extent;
-      excluded_.push_back(c.atom);
-      checked_part = mutate(Stmt(checked_loop));
-      excluded_.pop_back();
+    if (!empty(middle)) {
+      bool peeled = is_const_int(middle.extent, 1);
+      if (peeled) {
+        excluded_.push_back(c.atom);
+      } else {
+        checked_.emplace_back(op->loop_var.get(), c.atom);
+      }
+      checked_part = mutate(part(op, middle, op->body));
+      if (peeled) {
+        excluded_.pop_back();
+      } else {
+        checked_.pop_back();
+      }
       // A loop of extent 1 is never split, so it is still the loop of v here.
       const auto* single = checked_part.as<For>();
-      if (is_const_int(checked.extent, 1) && single != nullptr &&
-          single->loop_var.same_as(op->loop_var)) {
-        checked_part = substitute(single->body, {{op->loop_var.get(), checked.min}});
+      if (peeled && single != nullptr && single->loop_var.same_as(op->loop_var)) {
+        checked_part = substitute(single->body, {{op->loop_var.get(), middle.min}});
       }
       checked_part = renew_definitions(checked_part);
     }
-    if (c.k < 0) return seq({steady_part, checked_part});
-    return seq({checked_part, steady_part});
+    if (c.k < 0) return seq({steady_part, checked_part, false_part});
+    return seq({false_part, checked_part, steady_part});
+  }
+
+  // The loop `op` over `range` with `body`.
+  static Stmt part(const For* op, const Range& range, const Stmt& body) {
+    auto loop = copy(op);
+    loop->min = range.min;
+    loop->extent = range.extent;
+    loop->body = body;
+    return loop;
   }
 
   std::vector<LoopInfo> outer_;
+  // Comparisons that peeled checked parts are not split on again, at any depth.
   std::vector<Expr> excluded_;
+  // (loop variable, comparison): the checked parts being searched, which are not split on their
+  // own comparison again.
+  std::vector<std::pair<const Var*, Expr>> checked_;
 };
 
 }  // namespace

@@ -101,8 +101,9 @@ bool is_elementwise(Builtin op) {
 // Rewrites the body of one vectorized loop on `lanes` lanes; throws VectorizeFailure.
 class Vectorizer : public IRMutator {
  public:
-  Vectorizer(const For* loop, int lanes, arith::Analyzer* ana)
-      : loop_(loop), lanes_(lanes), ana_(ana) {
+  Vectorizer(const For* loop, int lanes, arith::Analyzer* ana,
+             const std::unordered_set<const Var*>& private_buffers)
+      : loop_(loop), lanes_(lanes), ana_(ana), private_(private_buffers) {
     DataType t = loop->loop_var->dtype;
     ramp_ = make<Ramp>(t.with_lanes(lanes), cast(t, loop->min), make_const(t, 1), lanes);
   }
@@ -314,6 +315,7 @@ class Vectorizer : public IRMutator {
   Stmt visit(const IfThenElse* op) override {
     Expr c = mutate(op->condition);
     if (lanes_of(c) > 1) {
+      if (Stmt blended = blend_guarded_store(op); blended.defined()) return blended;
       fail("an if statement's condition ", to_script(op->condition),
            " varies across lanes and its branches have side effects");
     }
@@ -411,6 +413,22 @@ class Vectorizer : public IRMutator {
     return safe;
   }
 
+  // `if c: B[i] = v` with c varying across lanes, as `B[i] = select(c, v, B[i])`: every lane
+  // stores, the old value where c fails. Only for a buffer that no other thread can access
+  // meanwhile (private_), with every lane's index in bounds and v safe to evaluate on every
+  // lane; null otherwise.
+  Stmt blend_guarded_store(const IfThenElse* op) {
+    const auto* store = op->then_case.as<BufferStore>();
+    if (op->else_case.defined() || store == nullptr) return Stmt();
+    bool local = per_lane_.count(store->buffer->data.get()) > 0;
+    if (!local && private_.count(store->buffer->data.get()) == 0) return Stmt();
+    Expr old = make<BufferLoad>(store->buffer->dtype, store->buffer, store->indices);
+    if (!loads_in_bounds(old) || !loads_in_bounds(store->value)) return Stmt();
+    Stmt blended =
+        make<BufferStore>(store->buffer, select(op->condition, store->value, old), store->indices);
+    return mutate(blended);
+  }
+
   Expr vectorize_if_then_else(const Call* op) {
     Expr c = mutate(op->args[0]);
     Expr t = mutate(op->args[1]);
@@ -460,6 +478,7 @@ class Vectorizer : public IRMutator {
   const For* loop_;
   int lanes_;
   arith::Analyzer* ana_;
+  const std::unordered_set<const Var*>& private_;  // data variables of thread-private buffers
   Expr ramp_;
   std::unordered_map<const Var*, Ref<Var>> let_vars_;
   std::unordered_map<const Var*, Ref<Buffer>> per_lane_;
@@ -477,7 +496,10 @@ class LoopVectorizer : public IRMutator {
 
   Stmt visit(const For* op) override {
     ana_.bind(op->loop_var, Range{op->min, op->extent}, true);
+    bool threads = op->kind == ForKind::kParallel || op->kind == ForKind::kThreadBinding;
+    if (threads) frames_.push_back({{}, op->kind == ForKind::kParallel});
     Stmt result = IRMutator::visit(op);
+    if (threads) frames_.pop_back();
     const auto* loop = result.as<For>();
     if (loop == nullptr || loop->kind != ForKind::kVectorized) return result;
     try {
@@ -506,7 +528,21 @@ class LoopVectorizer : public IRMutator {
       fail("its extent ", *extent, " is not a lane count of the target's vector types (", counts,
            "); split the loop so that the vectorized part has one of them");
     }
-    return Vectorizer(loop, static_cast<int>(*extent), &ana_).run(loop->body);
+    return Vectorizer(loop, static_cast<int>(*extent), &ana_, frames_.back().buffers)
+        .run(loop->body);
+  }
+
+  // A buffer allocated here is private to the innermost loop of threads around it (to the
+  // function's one thread outside them): GPU "local" memory under a thread loop, any memory but
+  // GPU shared memory under a parallel loop of the CPU.
+  Stmt visit(const Allocate* op) override {
+    const std::string& scope = op->buffer->scope;
+    bool is_private = scope == "local" || (!is_shared_scope(scope) && frames_.back().cpu);
+    const Var* data = op->buffer->data.get();
+    if (is_private) frames_.back().buffers.insert(data);
+    Stmt result = IRMutator::visit(op);
+    frames_.back().buffers.erase(data);
+    return result;
   }
 
   Stmt fall_back(const For* loop, const std::string& reason) {
@@ -517,8 +553,16 @@ class LoopVectorizer : public IRMutator {
     return serial;
   }
 
+  // The buffers private to the threads of a parallel or GPU thread loop (the function's body
+  // first), innermost last.
+  struct Frame {
+    std::unordered_set<const Var*> buffers;
+    bool cpu;  // the function's body or a parallel loop, not a GPU thread loop
+  };
+
   std::vector<int> lanes_;  // the lane counts allowed; empty for any
   arith::Analyzer ana_;
+  std::vector<Frame> frames_{Frame{{}, true}};
   nlohmann::ordered_json fallbacks_ = nlohmann::ordered_json::array();
 };
 

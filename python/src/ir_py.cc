@@ -273,6 +273,27 @@ Raises:
       "A conversion of value to dtype (float to int truncates toward zero; a narrower int "
       "wraps). PrimExpr.astype makes one.")
       .def_readonly("value", &Cast::value, "The converted expression.");
+  m.def(
+      "likely",
+      [](py::handle cond) {
+        Expr c = to_expr(cond, "tir.likely", "the condition");
+        type_check(c->dtype.is_bool() && c->dtype.is_scalar())
+            << "tir.likely: the condition must be a bool, found dtype " << c->dtype;
+        return call(Builtin::Likely, {c});
+      },
+      py::arg("cond"),
+      R"doc(cond, marked as usually true: lowering's loop_partition splits the loops around an
+if_then_else whose condition is marked this way where the condition is decided (as it always
+does for if statements), and computes only the chosen value there.
+
+Args:
+    cond (PrimExpr): a bool condition.
+
+Raises:
+    KilnTypeError: cond is not a bool expression.
+
+Example:
+    B = te.compute((n, n), lambda i, j: te.if_then_else(tir.likely(j <= i), A[i, j], 0.0)))doc");
   auto bind_extern_call = [&m](const char* name, Builtin op, const char* doc) {
     m.def(
         name,

@@ -104,6 +104,10 @@ void Analyzer::Impl::bind_range(const Ref<Var>& v, const Range& range, bool scop
   int64_t hi = bmin.max_value == kPosInf || bext.max_value == kPosInf
                    ? kPosInf
                    : bound_add(bound_add(bmin.max_value, bext.max_value), -1);
+  // The end may be tighter than the sum of the bounds: a loop from a to a + (b - a) ends at b,
+  // wherever a is.
+  ConstIntBound bend = bound(simplify(add(min, extent), 4));
+  if (bend.max_value != kPosInf) hi = std::min(hi, bound_add(bend.max_value, -1));
   // An empty range (a loop that never runs) gives no bound.
   info.bound =
       hi < bmin.min_value ? ConstIntBound::everything() : ConstIntBound{bmin.min_value, hi};

@@ -147,6 +147,7 @@ def test_every_schedule_primitive_has_a_case():
     (lambda: te.create_prim_func(3), "te.create_prim_func", ["expected a list of tensors"]),
     (lambda: te.comm_reducer(1, 2), "te.comm_reducer", ["fcombine must be callable"]),
     (lambda: te.exp("x"), "te.exp", ["must be an expression or a number"]),
+    (lambda: tir.likely(3.5), "tir.likely", ["the condition must be a bool, found dtype float32"]),
     (lambda: tir.lower(3), "tir.lower",
      ["func must be a PrimFunc, an IRModule or a tir.Schedule, found an object of type int"]),
     (lambda: tir.lower(matmul(), dump_ir=3), "tir.lower", ["dump_ir must be a path"]),

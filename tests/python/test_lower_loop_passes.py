@@ -1,7 +1,7 @@
 """The loop passes of lowering from Python: loop_partition, vectorize_loops and unroll_loops,
 run through kiln.tir.lower on scheduled te operators and one at a time through
-kiln.tir.transform. Each checks the IR and the numbers on the reference interpreter against
-NumPy."""
+kiln.tir.transform, including triangular checks (a causal mask) whose hidden part is left out.
+Each checks the IR and the numbers on the reference interpreter against NumPy."""
 import re
 
 import numpy as np
@@ -136,3 +136,83 @@ def test_llvm_vectorize_zero_keeps_llvm_from_vectorizing_the_loops_left():
     b = np.zeros(1024, "float32")
     rt(a, b)
     np.testing.assert_array_equal(b, a * np.float32(2) + np.float32(1))
+
+
+# --- Triangular checks (a causal mask): loop_partition drops what the check rules out. -------
+
+def test_reduction_with_a_triangular_where_runs_over_the_visible_part_only():
+    # C[i] = sum of A[i, j] for j <= i: the j loop stops at i; no check is left.
+    n = 16
+    A = te.placeholder((n, n), "float32", name="A")
+    j = te.reduce_axis((0, n), name="j")
+    C = te.compute((n,), lambda i: te.sum(A[i, j], axis=j, where=j <= i), name="C")
+    lowered = tir.lower(te.create_prim_func([A, C]))
+    text = lowered.script()
+    assert "for j in range(i + 1):" in text, text
+    assert "<=" not in text, text
+    a = np.random.default_rng(1).standard_normal((n, n)).astype("float32")
+    c = np.zeros(n, "float32")
+    tir.interpret(lowered, a, c)
+    np.testing.assert_allclose(c, np.tril(a).sum(1), rtol=1e-6, atol=1e-6)
+
+
+def test_likely_if_then_else_takes_each_value_where_the_condition_is_decided():
+    # B[i, j] = A[i, j] * 2 where j <= i, else 0, in vectors of 4 columns: the vectors below the
+    # diagonal multiply without a select, the one across it selects per lane, the ones above
+    # it store zeros.
+    n = 16
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.compute((n, n), lambda i, j: te.if_then_else(tir.likely(j <= i), A[i, j] * 2.0, 0.0),
+                   name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    _, j = sch.get_loops("B")
+    _, lanes = sch.split(j, factors=[None, 4])
+    sch.vectorize(lanes)
+    lowered = tir.lower(sch.mod)
+    text = lowered.script()
+    assert ("for j_0 in range((i + 1) // 4):\n"
+            "                B_1[T.Ramp(i * 16 + j_0 * 4, 1, 4)] = A_1[T.Ramp(i * 16 + j_0 * 4, "
+            "1, 4)] * T.Broadcast(T.float32(2), 4)") in text, text
+    assert text.count("T.Select") == 1, text
+    assert "= T.Broadcast(T.float32(0), 4)" in text, text
+    a = np.random.default_rng(2).standard_normal((n, n)).astype("float32")
+    b = np.full((n, n), 7.0, "float32")
+    tir.interpret(lowered, a, b)
+    np.testing.assert_array_equal(b, np.tril(a * np.float32(2)))
+
+
+def test_masked_register_tile_blends_its_boundary_vectors():
+    # S[i, j] = sum_k Q[i, k] * K[j, k] for j <= i (a causal score product), accumulated in a
+    # "local" tile of 4 rows x 4 vector columns per block of rows: tiles above the diagonal
+    # skip the products, tiles below it have no check, and the tile across it blends each
+    # vector update with the old value (vectorize_loops), never falling back to scalars.
+    n, d = 16, 8
+    Q = te.placeholder((n, d), "float32", name="Q")
+    K = te.placeholder((n, d), "float32", name="K")
+    k = te.reduce_axis((0, d), name="k")
+    S = te.compute((n, n), lambda i, j: te.sum(Q[i, k] * K[j, k], axis=k, where=j <= i),
+                   name="S")
+    sch = tir.Schedule(te.create_prim_func([Q, K, S]))
+    local = sch.cache_write("S", 0, "local")
+    rows, columns = sch.get_loops(local)
+    row_block, row = sch.split(rows, factors=[None, 4])
+    column_block, column = sch.split(columns, factors=[None, 4])
+    sch.reorder(row_block, column_block, row, column)
+    sch.compute_at("S", column_block)
+    tile_row, tile_column, reduction = sch.get_loops("S")[-3:]
+    sch.reorder(reduction, tile_row, tile_column)
+    sch.vectorize(tile_column)
+    sch.vectorize(column)
+    lowered = tir.lower(sch.mod)
+    text = lowered.script()
+    assert "kiln.vectorize_fallback" not in text, text
+    updates = [line for line in text.splitlines() if "K_1[" in line]
+    # Below the diagonal (column blocks before the row block) and across it (blended).
+    assert len(updates) == 2, text
+    assert "T.Select(" not in updates[0] and "T.Select(" in updates[1], text
+    assert "for ax1_0 in range(ax0_0):" in text, text
+    rng = np.random.default_rng(3)
+    q, key = (rng.standard_normal((n, d)).astype("float32") for _ in range(2))
+    s = np.full((n, n), 7.0, "float32")
+    tir.interpret(lowered, q, key, s)
+    np.testing.assert_allclose(s, np.tril(q @ key.T), rtol=1e-5, atol=1e-5)

@@ -2,14 +2,17 @@
 NumPy: rotate-half (Hugging Face's apply_rotary_pos_emb) and interleaved RoPE with a symbolic
 position offset, attention with scale, causal masks (top-left and bottom-right for a KV cache
 of symbolic length), boolean and additive masks, grouped-query heads (repeat_interleave), a fully
-masked row (zeros), float16 inputs, and the (batch, seq, heads, dim) layout of attention."""
+masked row (zeros), float16 inputs, and the (batch, seq, heads, dim) layout of attention; the
+default CPU schedule row block by row block, and with a causal mask the work it leaves out
+(counted on the lowered program)."""
+import operator
 import re
 
 import numpy as np
 import pytest
 
 import kiln
-from kiln import te, topi
+from kiln import te, tir, topi
 from topi_helpers import check, rand
 
 
@@ -94,6 +97,12 @@ def test_rope_default_schedule_reads_contiguous_vectors():
     assert all(index.startswith("T.Ramp(") for _, index in loads), loads
 
 
+def visible_keys(rows, columns, causal):
+    """The (rows, columns) bool array of the keys a causal mask shows to each query."""
+    shift = columns - rows if causal == "bottom_right" else 0
+    return np.tril(np.ones((rows, columns), bool), k=shift)
+
+
 def sdpa_ref(q, k, v, mask=None, causal=None, scale=None):
     """PyTorch's math: repeat_interleave the KV heads, softmax(q k^T * scale + mask) v; a
     fully masked row is 0 here (kiln's definition)."""
@@ -104,10 +113,8 @@ def sdpa_ref(q, k, v, mask=None, causal=None, scale=None):
     s = q @ k.transpose(0, 1, 3, 2) * scale
     L, S = s.shape[-2:]
     keep = np.ones(s.shape, bool)
-    if causal == "top_left":
-        keep &= np.tril(np.ones((L, S), bool))
-    elif causal == "bottom_right":
-        keep &= np.tril(np.ones((L, S), bool), k=S - L)
+    if causal is not None:
+        keep &= visible_keys(L, S, causal)
     if mask is not None and mask.dtype == np.bool_:
         keep &= mask
     elif mask is not None:
@@ -264,3 +271,202 @@ def test_default_cpu_schedule_of_float16_attention_row_blocks(rng):
     np.testing.assert_allclose(out.astype("float64"),
                                sdpa_ref(q16, k16, v16, causal="bottom_right"),
                                rtol=5e-3, atol=5e-3)
+
+
+# --- Causal attention: the default schedule leaves out the key blocks the mask hides. --------
+
+def causal_attention_inputs(rng, heads, kv_heads, rows, columns, depth, dtype="float32"):
+    q = rand(rng, 1, heads, rows, depth)
+    k, v = rand(rng, 1, kv_heads, columns, depth), rand(rng, 1, kv_heads, columns, depth)
+    return [t.astype(dtype) for t in (q, k, v)]
+
+
+@pytest.mark.parametrize("case", [
+    # (heads, kv heads, query rows, keys, head dim, alignment)
+    (8, 2, 64, 64, 32, "bottom_right"),  # grouped-query heads, as many queries as keys
+    (4, 4, 40, 40, 16, "bottom_right"),  # rows that are no multiple of a register tile's
+    (2, 1, 24, 88, 16, "bottom_right"),  # a KV cache longer than the queries
+    (4, 1, 1, 96, 64, "bottom_right"),   # one new token, which sees every key
+    (4, 2, 37, 37, 16, "bottom_right"),  # no vector tile divides the keys
+    (2, 1, 48, 48, 16, "top_left"),
+    (2, 1, 48, 32, 16, "top_left"),      # more queries than keys: the last see every key
+    (2, 1, 40, 24, 16, "bottom_right"),  # more queries than keys: the first see none (zeros)
+])
+def test_default_cpu_schedule_of_causal_attention(rng, case):
+    heads, kv_heads, rows, columns, depth, causal = case
+    q, k, v = causal_attention_inputs(rng, heads, kv_heads, rows, columns, depth)
+    sch = scheduled_attention((q.shape, k.shape, v.shape), is_causal=True,
+                              causal_alignment=causal)
+    out = np.full(q.shape, np.nan, "float32")
+    kiln.build(sch.mod, target="llvm")(q, k, v, out)
+    np.testing.assert_allclose(out, sdpa_ref(q, k, v, causal=causal), rtol=1e-5, atol=2e-6)
+    hidden_rows = ~visible_keys(rows, columns, causal).any(1)
+    assert np.all(out[:, :, hidden_rows] == 0)
+
+
+def test_default_cpu_schedule_of_causal_attention_with_a_bool_mask_too(rng):
+    # Both masks hide keys: the causal one decides the loops, the bool one selects per key.
+    q, k, v = causal_attention_inputs(rng, 4, 2, 32, 48, 16)
+    mask = rng.uniform(size=(32, 48)) > 0.3
+    mask[5, :] = False
+    sch = scheduled_attention((q.shape, k.shape, v.shape), mask=mask, is_causal=True)
+    out = np.full(q.shape, np.nan, "float32")
+    kiln.build(sch.mod, target="llvm")(q, k, v, mask, out)
+    ref = sdpa_ref(q, k, v, mask=mask, causal="bottom_right")
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=2e-6)
+    assert np.all(out[:, :, 5] == 0)
+
+
+def test_default_cpu_schedule_of_a_causal_kv_cache_of_symbolic_length(rng):
+    s = te.var("s")
+    Q = te.placeholder((1, 4, 8, 16), name="Q")
+    K, V = te.placeholder((1, 2, s, 16), name="K"), te.placeholder((1, 2, s, 16), name="V")
+    out = topi.nn.scaled_dot_product_attention(Q, K, V, is_causal=True)
+    sch = topi.default_schedule(te.create_prim_func([Q, K, V, out]), target=HASWELL)
+    rt = kiln.build(sch.mod, target="llvm")
+    for length in (8, 13, 40):
+        q, k, v = causal_attention_inputs(rng, 4, 2, 8, length, 16)
+        result = np.zeros(q.shape, "float32")
+        rt(q, k, v, result)
+        np.testing.assert_allclose(result, sdpa_ref(q, k, v, causal="bottom_right"), rtol=1e-5,
+                                   atol=2e-6)
+
+
+def test_default_cpu_schedule_of_float16_causal_attention_with_a_kv_cache(rng):
+    q, k, v = causal_attention_inputs(rng, 4, 2, 24, 56, 16, "float16")
+    sch = scheduled_attention((q.shape, k.shape, v.shape), "float16", is_causal=True)
+    out = np.zeros(q.shape, "float16")
+    kiln.build(sch.mod, target="llvm")(q, k, v, out)
+    np.testing.assert_allclose(out.astype("float64"), sdpa_ref(q, k, v, causal="bottom_right"),
+                               rtol=5e-3, atol=5e-3)
+
+
+_BINARY = {tir.Add: operator.add, tir.Sub: operator.sub, tir.Mul: operator.mul,
+           tir.FloorDiv: operator.floordiv, tir.FloorMod: operator.mod, tir.Min: min,
+           tir.Max: max, tir.LT: operator.lt, tir.LE: operator.le, tir.GT: operator.gt,
+           tir.GE: operator.ge, tir.EQ: operator.eq, tir.NE: operator.ne,
+           tir.And: lambda a, b: a and b, tir.Or: lambda a, b: a or b}
+
+
+def _evaluate(expr, values):
+    """An integer or bool expression of a lowered program; values: hash(var) -> value."""
+    if isinstance(expr, tir.IntImm):
+        return expr.value
+    if isinstance(expr, tir.Var):
+        return values[hash(expr)]
+    if isinstance(expr, tir.Cast):
+        return _evaluate(expr.value, values)
+    if isinstance(expr, tir.Not):
+        return not _evaluate(expr.a, values)
+    if isinstance(expr, tir.Call) and expr.op == "likely":
+        return _evaluate(expr.args[0], values)
+    return _BINARY[type(expr)](_evaluate(expr.a, values), _evaluate(expr.b, values))
+
+
+def _work_kind(store):
+    """What a store of the lowered attention computes: "scores" (a step of the dot products
+    of the scores), "exps" (weights), "weighted" (a step of the weighted sum) or None."""
+    names, stack = set(), [store.value]
+    while stack:
+        e = stack.pop()
+        names.add(e.op if isinstance(e, tir.Call) else type(e).__name__)
+        stack.extend(c for c in (getattr(e, n, None) for n in ("a", "b", "value", "condition",
+                                                                "true_value", "false_value"))
+                     if isinstance(c, tir.PrimExpr))
+        stack.extend(a for a in (getattr(e, "args", None) or []) if isinstance(a, tir.PrimExpr))
+    name = store.buffer.name
+    if name.startswith("T_attention_score") and "Mul" in names:
+        return "scores"
+    if name == "T_attention_weight" and "exp" in names:
+        return "exps"
+    if name.startswith("T_attention_weighted") and "Mul" in names:
+        return "weighted"
+    return None
+
+
+def computed_work(func):
+    """Runs the loops of a lowered attention (its loop bounds and conditions only) and counts
+    the lanes of the stores of each _work_kind: the work the program does."""
+    counts = {"scores": 0, "exps": 0, "weighted": 0}
+    has_work = {}
+
+    def counts_here(stmt):
+        key = hash(stmt)
+        if key not in has_work:
+            if isinstance(stmt, tir.BufferStore):
+                has_work[key] = _work_kind(stmt) is not None
+            elif isinstance(stmt, tir.SeqStmt):
+                has_work[key] = any(counts_here(s) for s in stmt.seq)
+            elif isinstance(stmt, tir.IfThenElse):
+                has_work[key] = counts_here(stmt.then_case) or (
+                    stmt.else_case is not None and counts_here(stmt.else_case))
+            elif isinstance(stmt, (tir.For, tir.Allocate, tir.LetStmt)):
+                has_work[key] = counts_here(stmt.body)
+            else:
+                has_work[key] = False
+        return has_work[key]
+
+    def run(stmt, values):
+        if not counts_here(stmt):
+            return
+        if isinstance(stmt, tir.For):
+            start = _evaluate(stmt.min, values)
+            for value in range(start, start + _evaluate(stmt.extent, values)):
+                values[hash(stmt.loop_var)] = value
+                run(stmt.body, values)
+        elif isinstance(stmt, tir.SeqStmt):
+            for s in stmt.seq:
+                run(s, values)
+        elif isinstance(stmt, tir.IfThenElse):
+            if _evaluate(stmt.condition, values):
+                run(stmt.then_case, values)
+            elif stmt.else_case is not None:
+                run(stmt.else_case, values)
+        elif isinstance(stmt, tir.LetStmt):
+            values[hash(stmt.var)] = _evaluate(stmt.value, values)
+            run(stmt.body, values)
+        elif isinstance(stmt, tir.Allocate):
+            run(stmt.body, values)
+        else:
+            dtype = str(stmt.value.dtype)
+            counts[_work_kind(stmt)] += int(dtype.split("x")[1]) if "x" in dtype else 1
+
+    run(func.body, {})
+    return counts
+
+
+@pytest.mark.parametrize("rows, columns, causal", [
+    (64, 64, "bottom_right"), (64, 64, "top_left"), (32, 96, "bottom_right"),
+    (48, 32, "top_left")])
+def test_default_cpu_schedule_leaves_out_the_work_a_causal_mask_hides(rows, columns, causal):
+    # Counted on the lowered program: the weighted sum runs over exactly the visible keys, the
+    # exponentials over them and the one vector (8 lanes) of each row that crosses the
+    # diagonal, the scores over them and the register tiles that cross it (the key strips of
+    # 16 that a block of 16 rows partly sees): at 64 x 64, 10 of the 16 tiles of a head.
+    heads, depth = 2, 8
+    shape = (1, heads, rows, depth)
+    kv_shape = (1, 1, columns, depth)
+    sch = scheduled_attention((shape, kv_shape, kv_shape), is_causal=True,
+                              causal_alignment=causal)
+    work = computed_work(tir.lower(sch.mod)["main"])
+    pairs = heads * rows * columns
+    visible = heads * int(visible_keys(rows, columns, causal).sum())
+    assert work["weighted"] == visible * depth, work
+    assert visible * depth <= work["scores"] < pairs * depth, work
+    assert visible <= work["exps"] <= visible + heads * rows * 8, work
+    if rows == columns:
+        assert work["scores"] == 10 / 16 * pairs * depth, work
+
+
+@pytest.mark.parametrize("mask_kind", ["bool", "bias"])
+def test_default_cpu_schedule_computes_every_score_of_a_mask_that_is_not_causal(rng,
+                                                                                 mask_kind):
+    heads, rows, columns, depth = 2, 64, 64, 8
+    mask = rng.uniform(size=(rows, columns)) > 0.5
+    if mask_kind == "bias":
+        mask = rand(rng, 1, 1, rows, columns)
+    shape, kv_shape = (1, heads, rows, depth), (1, 1, columns, depth)
+    sch = scheduled_attention((shape, kv_shape, kv_shape), mask=mask)
+    work = computed_work(tir.lower(sch.mod)["main"])
+    pairs = heads * rows * columns
+    assert work == {"scores": pairs * depth, "exps": pairs, "weighted": pairs * depth}

@@ -37,10 +37,12 @@ def stages(func):
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):
+    # The search's own candidates, without the default schedule's baseline record: that one
+    # keeps the RMSNorm stages apart and, in 12 trials, may be the fastest record.
     func = rms_norm_matmul_swiglu()
     work_dir = tmp_path_factory.mktemp("tune_block")
     db = ms.tune_tir(func, target="llvm", work_dir=str(work_dir), max_trials_global=12,
-                     num_trials_per_iter=12)
+                     num_trials_per_iter=12, baseline=None)
     return func, db
 
 

@@ -45,7 +45,9 @@ class Analyzer {
   // variable again with different information is a kValue error unless `allow_override`.
 
   // v lies in [range.min, range.min + range.extent). Symbolic ranges are recorded as the
-  // conditions `min <= v` and `v < min + extent`; a range of extent 1 binds v to its min.
+  // conditions `min <= v` and `v < min + extent`; a range of extent 1 binds v to its min. v's
+  // constant bound ends at the least of max(min) + max(extent) - 1 and max(min + extent) - 1,
+  // min + extent simplified (a range from a to a + (b - a) ends at b whatever a is).
   void bind(const ir::Ref<ir::Var>& v, const ir::Range& range, bool allow_override = false);
   // v equals `value` (simplified and substituted for v by the simplifiers).
   void bind(const ir::Ref<ir::Var>& v, const ir::Expr& value, bool allow_override = false);

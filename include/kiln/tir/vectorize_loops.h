@@ -13,7 +13,12 @@ namespace kiln::tir {
 // widened lane-wise (loop-invariant operands are broadcast; `ramp + x` and `ramp * c` stay
 // ramps); loads and stores get vector indices; if_then_else with a condition that varies across
 // lanes becomes a Select when both arms are safe to evaluate on every lane (no load, or loads
-// provably in bounds). Serial and unrolled loops inside are vectorized through when their range
+// provably in bounds). An if statement without else whose condition varies across lanes and
+// whose branch is one store to a buffer private to this thread (allocated inside the innermost
+// parallel loop around it, or in the function when there is none; on a GPU, "local" memory)
+// becomes a store on every lane of select(condition, value, the old value), when every lane's
+// index is in bounds and the value is safe to evaluate on every lane (the partial tile of a
+// masked register tile). Serial and unrolled loops inside are vectorized through when their range
 // does not vary across lanes; a buffer allocated inside gets one copy per lane (its accesses
 // must not vary across lanes). A loop of extent 1 becomes its body at the loop's min.
 //
@@ -26,10 +31,10 @@ namespace kiln::tir {
 // whose index does not vary across lanes (e.g. the reduction `C[0] = C[0] + A[i]`) or whose
 // vector index is not a ramp with a nonzero stride (distinct addresses); a buffer both stored and
 // accessed at different indices in the body (lanes could depend on each other); an if statement
-// or assert whose condition varies across lanes; an inner loop whose range varies across lanes,
-// or of kind parallel, vectorized or thread-bound; if_then_else whose arms are not safe; calls
-// with side effects (call_extern, storage_sync) or extern calls with arguments that vary across
-// lanes; vector expressions already in the body; blocks.
+// (but the private store above) or assert whose condition varies across lanes; an inner loop whose
+// range varies across lanes, or of kind parallel, vectorized or thread-bound; if_then_else whose
+// arms are not safe; calls with side effects (call_extern, storage_sync) or extern calls with
+// arguments that vary across lanes; vector expressions already in the body; blocks.
 //
 // The pass trusts the schedule that the loop is data parallel, as the `vectorize` primitive
 // checks; the cases above are the ones that lowering can still produce.

@@ -27,6 +27,8 @@ Block, BlockRealize, BufferRegion = _ir.Block, _ir.BlockRealize, _ir.BufferRegio
 # Calls of C functions by name (an extern library: kiln.runtime.load_library), and constants
 # of a given dtype for their arguments (as tvm.tir.const).
 call_extern, call_pure_extern = _ir.call_extern, _ir.call_pure_extern
+# A condition marked as usually true (loop_partition splits loops where it is decided).
+likely = _ir.likely
 from .._kiln import te as _te  # noqa: E402
 
 const = _te.const

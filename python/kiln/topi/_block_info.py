@@ -132,6 +132,16 @@ def _has_load(expr):
     return bool(found)
 
 
+def update_store(block):
+    """The store of a block's body: the body itself, or the one store that an if statement
+    without else guards (the update of a reduction with a ``where`` condition, such as a causal
+    mask's products); None for any other body."""
+    body = block.body
+    if isinstance(body, tir.IfThenElse) and body.else_case is None:
+        body = body.then_case
+    return body if isinstance(body, tir.BufferStore) else None
+
+
 def analyze_block(sch, block_rv, func):
     """The BlockInfo of a block of sch (func is sch.mod["main"])."""
     block = sch.get(block_rv)
@@ -155,9 +165,11 @@ def analyze_block(sch, block_rv, func):
             if _has_load(node.true_value) or _has_load(node.false_value):
                 flags["guarded"] = True
 
-    body = block.body
-    if isinstance(body, tir.BufferStore):
+    body = update_store(block)
+    if body is not None:
         walk_expr(body.value, visit)
+        if isinstance(block.body, tir.IfThenElse):  # the condition's loads too
+            walk_expr(block.body.condition, visit)
         dtype = body.buffer.dtype
     else:  # several values (argmax's index and value): the loads of their updates, no tiling
         for value in _tuple_update(block) or ():
@@ -176,10 +188,11 @@ def analyze_block(sch, block_rv, func):
 
 def is_sum_of_products(sch, block_rv):
     """Whether the block's update is ``C[...] = C[...] + a * b`` (casts and constant factors
-    allowed): the reduction of a matrix product or a convolution."""
+    allowed), or such an update under a condition (update_store): the reduction of a matrix
+    product or a convolution."""
     block = sch.get(block_rv)
-    body = block.body
-    if block.init is None or not isinstance(body, tir.BufferStore):
+    body = update_store(block)
+    if block.init is None or body is None:
         return False
     value = body.value
     if not isinstance(value, tir.Add):

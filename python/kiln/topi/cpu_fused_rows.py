@@ -17,11 +17,20 @@ accumulate vectors of partial results (rfactor), as step 5 does for a lone reduc
 
 R is a multiple of MR that divides the rows, as large as lets the score and weight rows of a
 block fit in the L2 cache while leaving work for every thread; MR divides the rows too (the
-block's tiles then need no guard)."""
+block's tiles then need no guard).
+
+A causal mask costs the schedule nothing: attention's products then reduce over the visible
+keys only (a where condition) and its weights select where the mask holds (likely), so that
+lowering's loop_partition bounds the key loops of each row block by the last key its rows see,
+from the row block's variable. The order of the loops above makes that work: S's column strips
+are outside its row tiles (the strips past the block's diagonal are left out, the ones before
+it have no check), P's row tiles are outside its reduction over the keys (each stops at the
+tile's diagonal), and the register tile across the diagonal blends its vector updates with
+the old values (vectorize_loops)."""
 from .. import tir
 from ..error import KilnValueError
 from ..target import gemm_blocking
-from ._block_info import is_sum_of_products, uses_var, walk_expr
+from ._block_info import is_sum_of_products, update_store, uses_var, walk_expr
 from ._schedule_steps import block_info, block_names
 from ._util import dtype_bytes
 
@@ -112,7 +121,7 @@ def _column_loads(sch, name, column):
                                  if any(uses_var(i, w) for w in inner))
                     found.append((node.buffer, dim, first, len(indices)))
 
-    walk_expr(block.body.value, visit)
+    walk_expr(update_store(block).value, visit)
     result = []
     for buffer, dim, first, rank in found:
         if any(region.buffer.same_as(buffer) for region in block.writes):

@@ -110,6 +110,20 @@ TEST(Analyzer, BindRangeOfExtentOneBindsTheMinimum) {
   EXPECT_TRUE(structural_equal(ana.simplify(x + 1), c32(6)));
 }
 
+TEST(Analyzer, BindRangeBoundsTheVariableByTheEndOfItsRange) {
+  // A loop from a = r // 32 to a + (1 - a + r // 64) (a part that loop_partition splits off)
+  // ends at r // 64 + 1: the variable is at most r // 64, though a and the extent each reach
+  // further.
+  Analyzer ana;
+  Ref<Var> r = make_var("r"), v = make_var("v");
+  ana.bind(r, range(0, 64));
+  Expr start = floordiv(r, c32(32));
+  ana.bind(v, Range{start, c32(1) - start + floordiv(r, c32(64))});
+  ConstIntBound bound = ana.const_int_bound(v);
+  EXPECT_EQ(bound.min_value, 0);
+  EXPECT_EQ(bound.max_value, 0);
+}
+
 TEST(Analyzer, RebindingWithDifferentInformationIsAnError) {
   Analyzer ana;
   Ref<Var> i = make_var("i");

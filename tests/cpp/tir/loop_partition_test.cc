@@ -64,7 +64,9 @@ TEST(LoopPartition, SymbolicExtentSplitsAtAnExpression) {
   // The steady loop has no check; the tail keeps it.
   EXPECT_EQ(to_script(loops[0]->extent), "n // 8");
   EXPECT_EQ(count_kind(Stmt(loops[0]), NodeKind::IfThenElse), 0);
-  EXPECT_EQ(count_kind(Stmt(loops[2]), NodeKind::IfThenElse), 1);
+  // The tail is searched again: its inner loop stops at the bound instead of checking it.
+  EXPECT_EQ(to_script(loops[3]->extent), "T.max(T.min(n - io * 8, 8), 0)");
+  EXPECT_EQ(count_kind(result->body, NodeKind::IfThenElse), 0);
   verify_ir(result, "loop_partition");
   for (int64_t size : {0, 1, 7, 8, 9, 64, 100}) {
     std::vector<float> a = random_floats(static_cast<size_t>(size), static_cast<unsigned>(size));
@@ -85,8 +87,9 @@ TEST(LoopPartition, PlainConditionFromABlockPredicate) {
   EXPECT_EQ(run(result, {a, std::vector<float>(30, 0.0f)})[1], doubled(a));
 }
 
-TEST(LoopPartition, LowerBoundKeepsTheCheckInTheHead) {
+TEST(LoopPartition, LowerBoundDropsTheFalseHeadAndPeelsTheCheckedIteration) {
   // for i in range(10): for j in range(4): if likely(i * 4 + j >= 6): B[i * 4 + j] = A[...]
+  // i = 0 fails the check everywhere (nothing is left of it), i = 1 is checked.
   Ref<Var> i = make_var("i"), j = make_var("j");
   Ref<Buffer> a = buffer_1d("A", i32(40)), b = buffer_1d("B", i32(40));
   Expr index = i * 4 + j;
@@ -94,12 +97,12 @@ TEST(LoopPartition, LowerBoundKeepsTheCheckInTheHead) {
   Stmt body = loop(i, 10, loop(j, 4, make<IfThenElse>(likely(ge(index, i32(6))), store)));
   Ref<PrimFunc> result = loop_partition(make_func({a, b}, body));
   EXPECT_EQ(to_script(result->body),
-            "for i, j in T.grid(2, 4):\n"
-            "    if T.likely(i * 4 + j >= 6):\n"
-            "        B[i * 4 + j] = A[i * 4 + j]\n"
-            "for i_1 in range(2, 10):\n"
+            "for j in range(4):\n"
+            "    if T.likely(1 * 4 + j >= 6):\n"
+            "        B[1 * 4 + j] = A[1 * 4 + j]\n"
+            "for i in range(2, 10):\n"
             "    for j_1 in range(4):\n"
-            "        B[i_1 * 4 + j_1] = A[i_1 * 4 + j_1]");
+            "        B[i * 4 + j_1] = A[i * 4 + j_1]");
   verify_ir(result, "loop_partition");
   std::vector<float> in = random_floats(40);
   std::vector<float> expected(40, 0.0f);
@@ -185,18 +188,15 @@ TEST(LoopPartition, UnchangedWithoutAffineChecks) {
 }
 
 TEST(LoopPartition, OuterLoopWithEmptySteadyPartSplitsTheInnerLoop) {
-  // 5 elements in one outer iteration of 8: the outer loop cannot be split, the inner one is.
+  // 5 elements in one outer iteration of 8: the outer loop cannot be split, the inner one is,
+  // and its iterations past the bound, where the check fails, are gone.
   SplitLoop s(i32(5), i32(1));
   Ref<PrimFunc> result = loop_partition(s.func);
   std::vector<const For*> loops = loops_of(result->body);
-  ASSERT_EQ(loops.size(), 3u);
+  ASSERT_EQ(loops.size(), 2u);
   EXPECT_EQ(to_script(Stmt(loops[0])),
-            "for io in range(1):\n"
-            "    for ii in range(5):\n"
-            "        B[io * 8 + ii] = A[io * 8 + ii] * T.float32(2)\n"
-            "    for ii_1 in range(5, 8):\n"
-            "        if T.likely(io * 8 + ii_1 < 5):\n"
-            "            B[io * 8 + ii_1] = A[io * 8 + ii_1] * T.float32(2)");
+            "for io, ii in T.grid(1, 5):\n"
+            "    B[io * 8 + ii] = A[io * 8 + ii] * T.float32(2)");
   std::vector<float> a = random_floats(5);
   EXPECT_EQ(run(result, {a, std::vector<float>(5, 0.0f)})[1], doubled(a));
 }
@@ -218,6 +218,136 @@ TEST(LoopPartition, VectorizedLoopsAreNotSplitButSearched) {
   EXPECT_EQ(count_kind(Stmt(loops[1]), NodeKind::IfThenElse), 0);
   EXPECT_EQ(loops[2]->kind, ForKind::kVectorized);
   EXPECT_EQ(count_kind(Stmt(loops[2]), NodeKind::IfThenElse), 1);
+}
+
+// for i in range(8): for j in range(8): if j <= i: B[i * 8 + j] = A[i * 8 + j] (a lower
+// triangle, as a causal mask hides the keys after each query).
+struct Triangle {
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  Ref<Buffer> a = buffer_1d("A", i32(64)), b = buffer_1d("B", i32(64));
+
+  Ref<PrimFunc> func(Stmt else_case = Stmt(), ForKind inner = ForKind::kSerial) {
+    Expr index = i * 8 + j;
+    Stmt store = buffer_store(b, buffer_load(a, {index}), {index});
+    Stmt check = make<IfThenElse>(le(Expr(j), Expr(i)), store, else_case);
+    return make_func({a, b}, loop(i, 8, loop(j, int32_const(0), int32_const(8), check, inner)));
+  }
+
+  // A's lower triangle, `other` elsewhere.
+  static std::vector<float> expected(const std::vector<float>& in, float other) {
+    std::vector<float> out(64, other);
+    for (int r = 0; r < 8; ++r) {
+      for (int c = 0; c <= r; ++c) out[r * 8 + c] = in[r * 8 + c];
+    }
+    return out;
+  }
+};
+
+TEST(LoopPartition, CheckedPartSplitsItsInnerLoopAndDropsWhatFails) {
+  // Rows 0-6 are checked (row 7 sees every column): there the column loop stops at the
+  // diagonal, and the columns past it, where the check fails, are not emitted at all.
+  Triangle t;
+  Ref<PrimFunc> result = loop_partition(t.func());
+  EXPECT_EQ(to_script(result->body),
+            "for i in range(7):\n"
+            "    for j in range(i + 1):\n"
+            "        B[i * 8 + j] = A[i * 8 + j]\n"
+            "for i_1 in range(7, 8):\n"
+            "    for j_1 in range(8):\n"
+            "        B[i_1 * 8 + j_1] = A[i_1 * 8 + j_1]");
+  verify_ir(result, "loop_partition");
+  std::vector<float> in = random_floats(64);
+  EXPECT_EQ(run(result, {in, std::vector<float>(64, -5.0f)})[1], Triangle::expected(in, -5.0f));
+}
+
+TEST(LoopPartition, PartThatFailsTheCheckKeepsTheElseBranch) {
+  Triangle t;
+  Ref<PrimFunc> func =
+      t.func(buffer_store(t.b, make_const(DataType::float32(), 0.0), {t.i * 8 + t.j}));
+  Ref<PrimFunc> result = loop_partition(func);
+  EXPECT_EQ(count_kind(result->body, NodeKind::IfThenElse), 0) << to_script(result->body);
+  verify_ir(result, "loop_partition");
+  std::vector<float> in = random_floats(64);
+  EXPECT_EQ(run(result, {in, std::vector<float>(64, -5.0f)})[1], Triangle::expected(in, 0.0f));
+}
+
+TEST(LoopPartition, LikelyIfThenElseCallTakesItsElseValueWhereTheCheckFails) {
+  // B[i * 8 + j] = if_then_else(likely(j <= i), A[i * 8 + j], 0).
+  Triangle t;
+  Expr index = t.i * 8 + t.j;
+  Expr value = if_then_else(likely(le(Expr(t.j), Expr(t.i))), buffer_load(t.a, {index}),
+                            make_const(DataType::float32(), 0.0));
+  Ref<PrimFunc> func =
+      make_func({t.a, t.b}, loop(t.i, 8, loop(t.j, 8, buffer_store(t.b, value, {index}))));
+  Ref<PrimFunc> result = loop_partition(func);
+  EXPECT_EQ(count_calls(result->body, Builtin::IfThenElse), 0) << to_script(result->body);
+  EXPECT_EQ(to_script(result->body),
+            "for i in range(7):\n"
+            "    for j in range(i + 1):\n"
+            "        B[i * 8 + j] = A[i * 8 + j]\n"
+            "    for j_1 in range(i + 1, i + 1 + (7 - i)):\n"
+            "        B[i * 8 + j_1] = T.float32(0)\n"
+            "for i_1 in range(7, 8):\n"
+            "    for j_2 in range(8):\n"
+            "        B[i_1 * 8 + j_2] = A[i_1 * 8 + j_2]");
+  std::vector<float> in = random_floats(64);
+  EXPECT_EQ(run(result, {in, std::vector<float>(64, -5.0f)})[1], Triangle::expected(in, 0.0f));
+}
+
+TEST(LoopPartition, UnrolledLoopsAreNotSplitButSearched) {
+  // An unrolled loop keeps its constant extent (a register tile's rows): it keeps the check.
+  Triangle t;
+  Ref<PrimFunc> result = loop_partition(t.func(Stmt(), ForKind::kUnrolled));
+  std::vector<const For*> loops = loops_of(result->body);
+  EXPECT_EQ(to_script(result->body),
+            "for i in range(7):\n"
+            "    for j in T.unroll(8):\n"
+            "        if j <= i:\n"
+            "            B[i * 8 + j] = A[i * 8 + j]\n"
+            "for i_1 in range(7, 8):\n"
+            "    for j_1 in T.unroll(8):\n"
+            "        B[i_1 * 8 + j_1] = A[i_1 * 8 + j_1]");
+  std::vector<float> in = random_floats(64);
+  EXPECT_EQ(run(result, {in, std::vector<float>(64, -5.0f)})[1], Triangle::expected(in, -5.0f));
+}
+
+TEST(LoopPartition, BoundsOfABlockOfRowsDependOnAnOuterVariable) {
+  // A block of 4 rows starting at row r (a scalar here, the row block of a parallel loop in a
+  // schedule) over 8 column tiles of 4 vector lanes, columns c <= row visible:
+  //   for jo in range(8): for ir in range(4): for jn in T.vectorized(4):
+  //     if jo * 4 + jn <= r + ir: B[ir * 32 + jo * 4 + jn] = A[...]
+  // The tiles past the block's last row are not emitted; those before its first row have no
+  // check; the ones in between are checked row by row.
+  Ref<Var> r = make_var("r"), jo = make_var("jo"), ir = make_var("ir"), jn = make_var("jn");
+  Ref<Buffer> a = buffer_1d("A", i32(128)), b = buffer_1d("B", i32(128));
+  Expr column = jo * 4 + jn;
+  Expr index = ir * 32 + column;
+  Stmt store = buffer_store(b, buffer_load(a, {index}), {index});
+  Stmt check = make<IfThenElse>(le(column, r + ir), store);
+  Stmt body = loop(
+      jo, 8, loop(ir, 4, loop(jn, int32_const(0), int32_const(4), check, ForKind::kVectorized)));
+  Ref<PrimFunc> result = loop_partition(make_func({a, b, r}, body));
+  // Steady tiles: jo * 4 + 3 <= r; tiles from jo * 4 > r + 3 on fail the check in every row.
+  // The checked tiles split their rows the same way (the vector loop keeps its check).
+  std::vector<const For*> loops = loops_of(result->body);
+  ASSERT_EQ(loops.size(), 8u) << to_script(result->body);
+  EXPECT_EQ(to_script(loops[0]->extent), "T.max(T.min((r + 1) // 4, 8), 0)");
+  EXPECT_EQ(count_kind(Stmt(loops[0]), NodeKind::IfThenElse), 0);
+  EXPECT_EQ(to_script(loops[3]->min), "T.max(T.min((r + 1) // 4, 8), 0)");
+  EXPECT_EQ(count_kind(Stmt(loops[4]), NodeKind::IfThenElse), 1);
+  EXPECT_EQ(count_kind(Stmt(loops[6]), NodeKind::IfThenElse), 0);
+  verify_ir(result, "loop_partition");
+  for (int64_t row : {-5, 0, 1, 3, 4, 13, 28, 40}) {
+    std::vector<float> in = random_floats(128);
+    std::vector<float> expected(128, -5.0f);
+    for (int k = 0; k < 4; ++k) {
+      for (int c = 0; c < 32; ++c) {
+        if (c <= row + k) expected[k * 32 + c] = in[k * 32 + c];
+      }
+    }
+    EXPECT_EQ(run(result, {in, std::vector<float>(128, -5.0f)}, {row})[1], expected)
+        << "r = " << row;
+  }
 }
 
 }  // namespace

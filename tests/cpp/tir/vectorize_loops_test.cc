@@ -123,6 +123,62 @@ TEST(VectorizeLoops, AllocationInsideGetsOneCopyPerLane) {
   EXPECT_EQ(run(result, {in, std::vector<float>(4)})[1], run(func, {in, std::vector<float>(4)})[1]);
 }
 
+// allocate t(8): t[i] = A[i]; if i <= 2: t[i] = t[i] + 1; B[i] = t[i], each over a vector loop
+// of 8 lanes; `outer` wraps the three loops (a parallel loop of threads, say) and `inside` says
+// whether t is allocated within it.
+Ref<PrimFunc> guarded_update(const std::string& scope, ForKind outer, bool inside) {
+  Ref<Var> i = make_var("i"), j = make_var("j"), k = make_var("k"), r = make_var("r");
+  Ref<Buffer> a = buffer_1d("A", i32(16)), b = buffer_1d("B", i32(16));
+  Ref<Buffer> t = decl_buffer({i32(8)}, DataType::float32(), "t", scope);
+  Expr row = r * 8;
+  Stmt update =
+      make<IfThenElse>(le(Expr(j), i32(2)), buffer_store(t, add(buffer_load(t, {j}), f32(1)), {j}));
+  Stmt body = seq({vectorized(i, 8, buffer_store(t, buffer_load(a, {row + i}), {i})),
+                   vectorized(j, 8, update),
+                   vectorized(k, 8, buffer_store(b, buffer_load(t, {k}), {row + k}))});
+  if (inside) return make_func({a, b}, loop(r, 2, make<Allocate>(t, body), outer));
+  return make_func({a, b}, make<Allocate>(t, loop(r, 2, body, outer)));
+}
+
+TEST(VectorizeLoops, GuardedStoreToAPrivateBufferBlendsTheOldValue) {
+  // t is allocated inside the parallel loop: each thread has its own, so every lane may store
+  // (the old value where the condition fails).
+  Ref<PrimFunc> func = guarded_update("global", ForKind::kParallel, true);
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "");
+  EXPECT_NE(to_script(result->body)
+                .find("t[T.Ramp(0, 1, 8)] = T.Select(T.Ramp(0, 1, 8) <= T.Broadcast(2, 8), "
+                      "t[T.Ramp(0, 1, 8)] + T.Broadcast(T.float32(1), 8), t[T.Ramp(0, 1, 8)])"),
+            std::string::npos)
+      << to_script(result->body);
+  verify_ir(result, "vectorize_loops");
+  std::vector<float> in = random_floats(16);
+  EXPECT_EQ(run(result, {in, std::vector<float>(16)})[1],
+            run(func, {in, std::vector<float>(16)})[1]);
+  // Without a parallel loop the function's own allocation is private too; GPU "local" memory
+  // under a thread loop as well.
+  EXPECT_EQ(fallback_reason(vectorize_loops(guarded_update("global", ForKind::kSerial, false))),
+            "");
+  EXPECT_EQ(
+      fallback_reason(vectorize_loops(guarded_update("local", ForKind::kThreadBinding, true))), "");
+}
+
+TEST(VectorizeLoopsFallback, GuardedStoreToABufferThatOtherThreadsShare) {
+  // t allocated outside the parallel loop: a lane whose condition fails must not store.
+  std::string reason =
+      "an if statement's condition j <= 2 varies across lanes and its branches "
+      "have side effects";
+  EXPECT_EQ(fallback_reason(vectorize_loops(guarded_update("global", ForKind::kParallel, false))),
+            reason);
+  // GPU shared memory belongs to the whole thread block, and so may memory other than "local"
+  // allocated under a GPU thread loop.
+  EXPECT_EQ(fallback_reason(vectorize_loops(guarded_update("shared", ForKind::kSerial, false))),
+            reason);
+  EXPECT_EQ(
+      fallback_reason(vectorize_loops(guarded_update("global", ForKind::kThreadBinding, true))),
+      reason);
+}
+
 TEST(VectorizeLoops, LoopOfExtentOneBecomesItsBody) {
   Ref<Var> i = make_var("i");
   Ref<Buffer> a = buffer_1d("A", i32(4)), b = buffer_1d("B", i32(4));
