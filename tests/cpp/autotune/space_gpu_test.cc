@@ -1,8 +1,11 @@
 // The GPU design space: which workloads get the sketches of auto_bind and cross_thread_reduction
 // (a scalar sum among them), that the thread counts they draw respect the target's limit, and that
 // the postprocessor verify_gpu_code refuses, under a counted reason, a block left unbound, a kernel
-// with too many threads and one with too much shared memory. No device is needed: the targets give
-// their limits. tests/python/test_autotune_space_gpu.py runs the candidates on an OpenCL device.
+// with too many threads and one with too much shared memory. multi_level_tiling_gpu: the sketch a
+// matmul, a batch matmul and a conv2d get, sampled and mutated tiles within the target's threads,
+// shared memory and the register tile (check_gpu_tiles names each limit), and the copies that
+// rewrite_cooperative_fetch spreads over the threads. No device is needed: the targets give their
+// limits. tests/python/test_autotune_space_gpu.py runs the candidates on an OpenCL device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -376,6 +379,60 @@ TEST(GpuTiling, TheSharedCopiesAreSpreadOverTheThreads) {
   EXPECT_EQ(count_of(candidate->trace, "unannotate"), 2u);
   std::string text = to_script(candidate->mod->lookup("main"));
   EXPECT_EQ(text.find("kiln.cooperative_fetch"), std::string::npos) << text;
+}
+
+// The loops of block `name` below its `skip` outer ones, as "extent:kind" ("16:threadIdx.x",
+// "4:vectorized", "2:serial").
+std::vector<std::string> inner_loops(schedule::Schedule& sch, const std::string& name,
+                                     size_t skip) {
+  std::vector<std::string> out;
+  const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+  for (size_t l = skip; l < loc->loops.size(); ++l) {
+    const For* loop = loc->loops[l];
+    std::string kind = loop->kind == ForKind::kThreadBinding ? loop->thread_tag
+                       : loop->kind == ForKind::kVectorized  ? "vectorized"
+                                                             : "serial";
+    out.push_back(std::to_string(*as_const_int(loop->extent)) + ":" + kind);
+  }
+  return out;
+}
+
+TEST(GpuCooperativeFetch, SpreadsEachCopyOverTheThreadsWithTheWidthThatFits) {
+  // A 16 x 16 matmul in 2 x 2 thread blocks of 4 x 4 threads (fused: 16 threads), each thread
+  // 2 x 2 outputs; k in steps of `step`. A's copy of one step is 8 rows of `step`.
+  auto staged = [](int64_t step, int64_t lanes) {
+    schedule::Schedule sch(module_of(matmul(16, 16, 16)), 0);
+    schedule::RV block = schedule::get_block(sch, "C");
+    std::vector<schedule::RV> loops = schedule::get_loops(sch, block);
+    std::vector<schedule::RV> i =
+        schedule::split(sch, loops[0], {int64_t{2}, int64_t{4}, int64_t{2}});
+    std::vector<schedule::RV> j =
+        schedule::split(sch, loops[1], {int64_t{2}, int64_t{4}, int64_t{2}});
+    std::vector<schedule::RV> k = schedule::split(sch, loops[2], {std::monostate{}, step});
+    schedule::reorder(sch, {i[0], j[0], i[1], j[1], k[0], k[1], i[2], j[2]});
+    schedule::bind_loop(sch, schedule::fuse(sch, {i[0], j[0]}), "blockIdx.x");
+    schedule::bind_loop(sch, schedule::fuse(sch, {i[1], j[1]}), "threadIdx.x");
+    schedule::RV copy = schedule::cache_read(sch, block, 0, "shared", {block});
+    schedule::compute_at(sch, copy, k[0]);
+    schedule::annotate(sch, copy, kCooperativeFetchAnnotation, int32_const(lanes));
+    TuneTask task = make_task(matmul(16, 16, 16), "cuda");
+    SpaceContext context;
+    context.task = &task;
+    make_rewrite_cooperative_fetch(context)->apply(sch);
+    return sch;
+  };
+  // 8 x 8 = 64 elements: 16 threads copy four at a time, once.
+  schedule::Schedule vector = staged(8, 4);
+  EXPECT_EQ(inner_loops(vector, "A_shared", 3),
+            (std::vector<std::string>{"1:serial", "16:threadIdx.x", "4:vectorized"}));
+  EXPECT_EQ(vector.index("main")
+                .find_block("A_shared")
+                ->block->annotations.count(kCooperativeFetchAnnotation),
+            0u);
+  // Rows of 2 do not hold vectors of 4: one element per thread, in two passes.
+  schedule::Schedule scalar = staged(2, 4);
+  EXPECT_EQ(inner_loops(scalar, "A_shared", 3),
+            (std::vector<std::string>{"1:serial", "16:threadIdx.x"}));
 }
 
 TEST(GpuTiling, CheckGpuTilesNamesEachLimit) {
