@@ -110,9 +110,7 @@ class CopySelector : public IRMutator {
  protected:
   using IRMutator::visit;
 
-  Expr visit(const Var* op) override {
-    return op == thread_ ? Expr(loop_var_) : Expr(op);
-  }
+  Expr visit(const Var* op) override { return op == thread_ ? Expr(loop_var_) : Expr(op); }
 
   Expr visit(const BufferLoad* op) override {
     Expr e = IRMutator::visit(op);
@@ -127,8 +125,7 @@ class CopySelector : public IRMutator {
     const auto* store = s.as<BufferStore>();
     auto it = copies_.find(store->buffer->data.get());
     if (it == copies_.end()) return s;
-    return make<BufferStore>(it->second, store->value,
-                             select_copy(*store->buffer, store->indices));
+    return make<BufferStore>(it->second, store->value, select_copy(*store->buffer, store->indices));
   }
 
  private:
@@ -140,8 +137,8 @@ class CopySelector : public IRMutator {
       indices.insert(indices.begin(), thread);
       return indices;
     }
-    indices.back() = analyzer_.simplify(
-        add(mul(thread, cast(thread->dtype, buffer.shape[0])), indices.back()));
+    indices.back() =
+        analyzer_.simplify(add(mul(thread, cast(thread->dtype, buffer.shape[0])), indices.back()));
     return indices;
   }
 

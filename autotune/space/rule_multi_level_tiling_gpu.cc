@@ -144,8 +144,8 @@ class MultiLevelTilingGpu : public ScheduleRule {
     for (int64_t r : operands) {
       RV copy = schedule::cache_read(sch, block, r, "shared", {block});
       schedule::compute_at(sch, copy, step);
-      RV lanes = schedule::sample_categorical(
-          sch, kFetchLanes, std::vector<double>(kFetchLanes.size(), 1.0));
+      RV lanes = schedule::sample_categorical(sch, kFetchLanes,
+                                              std::vector<double>(kFetchLanes.size(), 1.0));
       schedule::annotate(sch, copy, kCooperativeFetchAnnotation, lanes);
     }
     // Step 7. The accumulators start at zero before the reduction loops; the thread's nest is

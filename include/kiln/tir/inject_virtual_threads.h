@@ -32,14 +32,16 @@ namespace kiln::tir {
 // same number of times. Runs on flattened buffers (one index each); a vthread loop of symbolic
 // extent is an error (kValue) naming the loop. Returns `func` itself when it binds no vthread.
 //
-//   for v in T.thread_binding(2, "vthread.x"):        for tx in T.thread_binding(4, "threadIdx.x"):
-//     for tx in T.thread_binding(4, "threadIdx.x"):     acc = T.allocate([2], "float32", "local")
-//       acc = T.allocate([1], "float32", "local")       for v in T.unroll(2): acc[v] = 0
-//       acc[0] = 0                                      for k0 in range(4):
-//       for k0 in range(4):                      =>       S[tx] = A[k0 * 4 + tx]
-//         S[tx] = A[k0 * 4 + tx]                          for v in T.unroll(2):
-//         acc[0] = acc[0] + S[v * 2]                        acc[v] = acc[v] + S[v * 2]
-//       C[v * 4 + tx] = acc[0]                          for v in T.unroll(2): C[v * 4 + tx] = acc[v]
+//   for v in T.thread_binding(2, "vthread.x"):      for tx in T.thread_binding(4, "threadIdx.x"):
+//     for tx in T.thread_binding(4, "threadIdx.x"):   acc = T.allocate([2], "float32", "local")
+//       acc = T.allocate([1], "float32", "local")     for v in T.unroll(2):
+//       acc[0] = 0                                      acc[v] = 0
+//       for k0 in range(4):                    =>     for k0 in range(4):
+//         S[tx] = A[k0 * 4 + tx]                        S[tx] = A[k0 * 4 + tx]
+//         acc[0] = acc[0] + S[v * 2]                    for v in T.unroll(2):
+//       C[v * 4 + tx] = acc[0]                            acc[v] = acc[v] + S[v * 2]
+//                                                     for v in T.unroll(2):
+//                                                       C[v * 4 + tx] = acc[v]
 //
 // Tested by tests/cpp/tir/inject_virtual_threads_test.cc and
 // tests/python/test_lower_virtual_threads.py.

@@ -24,12 +24,12 @@ Ref<PrimFunc> shared_fetch_under_vthread() {
   Ref<Buffer> s = buffer({4}, "S", DataType::float32(), "shared");
   Ref<Buffer> acc = buffer({1}, "acc", DataType::float32(), "local");
   Ref<Var> bx = make_var("bx"), v = make_var("v"), tx = make_var("tx"), k0 = make_var("k0");
-  Stmt step = seq({buffer_store(s, buffer_load(a, {k0 * c(4) + tx}), {tx}),
-                   buffer_store(acc, buffer_load(acc, {c(0)}) + buffer_load(s, {v * c(2)}),
-                                {c(0)})});
-  Stmt body = make<Allocate>(acc, seq({buffer_store(acc, f32(0), {c(0)}), loop(k0, 4, step),
-                                       buffer_store(out, buffer_load(acc, {c(0)}),
-                                                    {v * c(4) + tx})}));
+  Stmt step =
+      seq({buffer_store(s, buffer_load(a, {k0 * c(4) + tx}), {tx}),
+           buffer_store(acc, buffer_load(acc, {c(0)}) + buffer_load(s, {v * c(2)}), {c(0)})});
+  Stmt body =
+      make<Allocate>(acc, seq({buffer_store(acc, f32(0), {c(0)}), loop(k0, 4, step),
+                               buffer_store(out, buffer_load(acc, {c(0)}), {v * c(4) + tx})}));
   Stmt nest = thread_loop(v, 2, "vthread.x", thread_loop(tx, 4, "threadIdx.x", body));
   return make_func({a, out}, thread_loop(bx, 1, "blockIdx.x", make<Allocate>(s, nest)));
 }
@@ -76,15 +76,14 @@ TEST(InjectVirtualThreads, NestedVirtualThreadsEachCopyTheAccumulator) {
   Ref<Buffer> acc = buffer({1}, "acc", DataType::float32(), "local");
   Ref<Var> vy = make_var("vy"), vx = make_var("vx"), tx = make_var("tx"), k0 = make_var("k0");
   Expr v = vy * c(3) + vx;
-  Stmt step = seq({buffer_store(s, buffer_load(a, {k0 * c(4) + tx}), {tx}),
-                   buffer_store(acc, buffer_load(acc, {c(0)}) + buffer_load(s, {floormod(v, c(4))}),
-                                {c(0)})});
-  Stmt body = make<Allocate>(
-      acc, seq({buffer_store(acc, f32(0), {c(0)}), loop(k0, 4, step),
-                buffer_store(out, buffer_load(acc, {c(0)}), {v * c(4) + tx})}));
-  Stmt nest = thread_loop(
-      vy, 2, "vthread.y",
-      thread_loop(vx, 3, "vthread.x", thread_loop(tx, 4, "threadIdx.x", body)));
+  Stmt step = seq(
+      {buffer_store(s, buffer_load(a, {k0 * c(4) + tx}), {tx}),
+       buffer_store(acc, buffer_load(acc, {c(0)}) + buffer_load(s, {floormod(v, c(4))}), {c(0)})});
+  Stmt body =
+      make<Allocate>(acc, seq({buffer_store(acc, f32(0), {c(0)}), loop(k0, 4, step),
+                               buffer_store(out, buffer_load(acc, {c(0)}), {v * c(4) + tx})}));
+  Stmt nest = thread_loop(vy, 2, "vthread.y",
+                          thread_loop(vx, 3, "vthread.x", thread_loop(tx, 4, "threadIdx.x", body)));
   Ref<PrimFunc> after = inject_virtual_threads(
       make_func({a, out}, thread_loop(make_var("bx"), 1, "blockIdx.x", make<Allocate>(s, nest))));
   std::string text = to_script(after->body);
@@ -110,8 +109,8 @@ TEST(InjectVirtualThreads, WithoutVirtualThreadsTheFunctionIsReturnedAsItIs) {
 TEST(InjectVirtualThreads, ASymbolicExtentIsAnError) {
   Ref<Buffer> a = buffer({8}, "A");
   Ref<Var> n = make_var("n"), v = make_var("v");
-  auto loop_of_n = make<For>(v, c(0), n, ForKind::kThreadBinding,
-                             buffer_store(a, f32(1), {floormod(v, c(8))}));
+  auto loop_of_n =
+      make<For>(v, c(0), n, ForKind::kThreadBinding, buffer_store(a, f32(1), {floormod(v, c(8))}));
   loop_of_n->thread_tag = "vthread.x";
   auto f = make_func({a}, loop_of_n);
   f->params.push_back(n);
