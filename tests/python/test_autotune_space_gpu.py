@@ -201,8 +201,19 @@ def conv2d(ci=8, hw=14, co=16):
     return te.create_prim_func([data, weight, out]), expected
 
 
+def gemm_bias_relu(m=48, n=40, k=24):
+    """relu(A @ B + bias): the epilogue is inlined into the tiled product's write-back."""
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    bias = te.placeholder((n,), "float32", name="bias")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    D = te.compute((m, n), lambda i, j: te.max(C[i, j] + bias[j], 0.0), name="D")
+    return te.create_prim_func([A, B, bias, D]), lambda a, b, c: np.maximum(a @ b + c, 0)
+
+
 TILED = {"gemm_128": lambda: matmul(128, 128, 128), "gemm_100x60x70": lambda: matmul(100, 60, 70),
-         "batch_matmul": batch_matmul, "conv2d": conv2d}
+         "batch_matmul": batch_matmul, "conv2d": conv2d, "gemm_bias_relu": gemm_bias_relu}
 
 
 def first_candidates(space, count, seeds=range(40)):

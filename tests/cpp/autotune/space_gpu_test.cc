@@ -2,10 +2,11 @@
 // (a scalar sum among them), that the thread counts they draw respect the target's limit, and that
 // the postprocessor verify_gpu_code refuses, under a counted reason, a block left unbound, a kernel
 // with too many threads and one with too much shared memory. multi_level_tiling_gpu: the sketch a
-// matmul, a batch matmul and a conv2d get, sampled and mutated tiles within the target's threads,
-// shared memory and the register tile (check_gpu_tiles names each limit), and the copies that
-// rewrite_cooperative_fetch spreads over the threads. No device is needed: the targets give their
-// limits. tests/python/test_autotune_space_gpu.py runs the candidates on an OpenCL device.
+// matmul (with an element-wise epilogue too), a batch matmul and a conv2d get, sampled and mutated
+// tiles within the target's threads, shared memory and the register tile (check_gpu_tiles names
+// each limit), and the copies that rewrite_cooperative_fetch spreads over the threads. No device is
+// needed: the targets give their limits. tests/python/test_autotune_space_gpu.py runs the
+// candidates on an OpenCL device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -209,6 +210,26 @@ Ref<PrimFunc> conv2d(int64_t ci, int64_t hw, int64_t co) {
   return te::create_prim_func({x, w, out});
 }
 
+// D[i, j] = max(C[i, j], 0) of the m x n x k matmul C.
+Ref<PrimFunc> matmul_relu(int64_t m, int64_t n, int64_t k) {
+  te::Tensor a = te::placeholder({c(m), c(k)}, DataType::float32(), "A");
+  te::Tensor b = te::placeholder({c(k), c(n)}, DataType::float32(), "B");
+  IterVar r = te::reduce_axis(Range{c(0), c(k)}, "k");
+  te::Tensor product = te::compute(
+      {c(m), c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return te::sum(a({i[0], r.var}) * b({r.var, i[1]}), {r});
+      },
+      "C");
+  te::Tensor relu = te::compute(
+      {c(m), c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return max(product({i[0], i[1]}), make_const(DataType::float32(), 0.0));
+      },
+      "D");
+  return te::create_prim_func({a, b, relu});
+}
+
 // The decisions of the sample_perfect_tile instructions of a trace, with their n.
 std::vector<std::vector<int64_t>> tiles_of(const schedule::Trace& trace) {
   std::vector<std::vector<int64_t>> out;
@@ -272,6 +293,19 @@ TEST(GpuTiling, ABatchMatmulAndAConvolutionAreTiledToo) {
   std::vector<Ref<PrimFunc>> kernels;
   tir::lower(candidate->mod->lookup("main"), driver::lower_options_for(conv_task.target, &kernels));
   EXPECT_EQ(kernels.size(), 1u);
+}
+
+TEST(GpuTiling, AnElementwiseEpilogueIsInlinedIntoTheWriteBack) {
+  TuneTask task = make_task(matmul_relu(64, 64, 32), "cuda -arch=sm_80");
+  SpaceGenerator space(task, {});
+  ASSERT_EQ(space.sketches().size(), 1u);
+  EXPECT_EQ(count_of(space.sketches()[0], "reverse_compute_inline"), 1u);
+  std::optional<Candidate> candidate;
+  for (uint64_t seed = 0; seed < 8 && !candidate; ++seed) candidate = space.sample(0, seed);
+  ASSERT_TRUE(candidate);
+  std::vector<Ref<PrimFunc>> kernels;
+  tir::lower(candidate->mod->lookup("main"), driver::lower_options_for(task.target, &kernels));
+  EXPECT_EQ(kernels.size(), 1u);  // no kernel of its own for the ReLU
 }
 
 // The threads per block, the outputs per thread and the shared bytes of each kernel of a
