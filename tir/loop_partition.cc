@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kiln/arith/analyzer.h"
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/structural.h"
@@ -272,7 +273,9 @@ class LoopPartitioner : public IRMutator {
       }
     }
     outer_.push_back({op->loop_var, Range{op->min, op->extent}});
+    if (is_thread_loop(*op)) thread_vars_.insert(op->loop_var.get());
     Stmt result = IRMutator::visit(op);
+    thread_vars_.erase(op->loop_var.get());
     outer_.pop_back();
     return result;
   }
@@ -295,6 +298,9 @@ class LoopPartitioner : public IRMutator {
     const Range& steady = c.k < 0 ? first : second;
     const Range& checked = c.k < 0 ? second : first;
     if (ana.can_prove(le(steady.extent, make_zero(vt)))) return Stmt();
+    // On a GPU the threads of a block may synchronize inside the loop (a shared fetch, a loop of
+    // its threads): each of them must run it as often as the others.
+    if (uses_any(split, thread_vars_) && synchronizes(op->body)) return Stmt();
 
     // Step 2. The steady part without the comparison; it is searched again for other bounds.
     auto steady_loop = copy(op);
@@ -324,7 +330,24 @@ class LoopPartitioner : public IRMutator {
     return seq({checked_part, steady_part});
   }
 
+  // Whether the threads of a block may wait for each other in `body`: it holds a loop of them,
+  // or reads or writes "shared" memory (insert_barriers puts its barriers there later).
+  static bool synchronizes(const Stmt& body) {
+    bool found = false;
+    post_order_visit(body, [&found](const Node* node) {
+      if (node->kind() == NodeKind::For) {
+        found = found || is_thread_loop(*static_cast<const For*>(node));
+      } else if (node->kind() == NodeKind::BufferStore) {
+        found = found || is_shared_scope(static_cast<const BufferStore*>(node)->buffer->scope);
+      } else if (node->kind() == NodeKind::BufferLoad) {
+        found = found || is_shared_scope(static_cast<const BufferLoad*>(node)->buffer->scope);
+      }
+    });
+    return found;
+  }
+
   std::vector<LoopInfo> outer_;
+  std::unordered_set<const Var*> thread_vars_;  // of the enclosing threadIdx loops
   std::vector<Expr> excluded_;
 };
 

@@ -61,20 +61,6 @@ class MultiLevelTilingGpu : public ScheduleRule {
   }
 
  private:
-  // An operand of the contraction (a read that uses a reduction iterator) leaves out a spatial
-  // iterator.
-  static bool has_operand_reuse(const BlockAnalysis& a) {
-    for (const std::vector<bool>& uses : a.read_uses) {
-      bool operand = false, reused = false;
-      for (size_t k = 0; k < uses.size(); ++k) {
-        operand = operand || (a.is_reduce[k] && uses[k]);
-        reused = reused || (!a.is_reduce[k] && !uses[k]);
-      }
-      if (operand && reused) return true;
-    }
-    return false;
-  }
-
   void tile(schedule::Schedule& sch, const std::string& block_name, const BlockAnalysis& a) {
     RV block = schedule::get_block(sch, block_name);
     std::vector<RV> loops = schedule::get_loops(sch, block);

@@ -22,8 +22,10 @@ namespace kiln::tir {
 // the other bound of a two-sided check), the checked part is not split again on the same part.
 // A checked part of one iteration is peeled (its loop variable replaced by the value). A part
 // that is provably empty is not emitted; nothing is split when the steady part would be empty.
-// Vectorized and GPU thread loops are not split (their bodies are searched). The copied part
-// gets fresh variables for the loops and lets it defines.
+// Vectorized and GPU thread loops are not split (their bodies are searched), nor is a loop at a
+// split point that depends on a threadIdx variable when its body may synchronize the block's
+// threads (it holds a thread loop or accesses "shared" memory): every thread must run such a
+// loop equally often. The copied part gets fresh variables for the loops and lets it defines.
 //
 //   for io in range(13):                          for io in range(12):
 //     for ii in range(8):                           for ii in range(8):
