@@ -201,8 +201,10 @@ std::unique_ptr<Postproc> make_partial_result_lanes(const SpaceContext& context)
 std::unique_ptr<Postproc> make_verify_gpu_code(const SpaceContext& context);
 // GPU targets: spreads each copy annotated kiln.cooperative_fetch over the threads of its
 // thread block: the copy's own loops (those its consumer is not under) are fused, split into
-// (steps, the threadIdx.x extent around it, lanes) and bound, the lanes vectorized, where the
-// annotated width divides the copied rows and the operand's rows (else no vector):
+// (steps, the threadIdx.x extent around it, lanes) and bound, the lanes vectorized where the
+// annotated width divides the copied rows, the operand's rows and what the threads copy in one
+// pass, and the copy is a plain load (a padded copy's guarded reads make no vector access);
+// else it copies one element per thread and pass:
 //   l20 = sch.fuse(l17, l18)
 //   l21, l22, l23 = sch.split(loop=l20, factors=[None, 64, 4])
 //   sch.bind(loop=l22, thread_axis="threadIdx.x")
