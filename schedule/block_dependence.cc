@@ -270,7 +270,8 @@ std::vector<Range> relaxed_region(const BlockLocation& block, const BufferRegion
     const For* loop = block.loops[k];
     bool thread_bound = loop->kind == ForKind::kThreadBinding;
     bool shared_by_threads =
-        thread_bound && is_shared_scope(gpu_scope) && loop->thread_tag.rfind("threadIdx", 0) == 0;
+        thread_bound && is_shared_scope(gpu_scope) &&
+        (loop->thread_tag.rfind("threadIdx", 0) == 0 || loop->thread_tag.rfind("vthread", 0) == 0);
     if (k >= depth || shared_by_threads) {
       relaxed[loop->loop_var.get()] = Range{loop->min, loop->extent};
     }

@@ -63,9 +63,9 @@ void bind_loops(const std::vector<const ir::For*>& loops, arith::Analyzer* analy
 // block's bindings are substituted and those loops relaxed, so the result is in the variables
 // of the outer `depth` loops (and of the function's parameters). Dimensions whose set is
 // unbounded cover the buffer's shape. The caller binds the block's loops in `analyzer`.
-// With `gpu_scope` "shared", outer loops bound to threadIdx are relaxed too: the threads of a
-// block share a "shared" buffer, so what one thread needs of it is what all of them need (as in
-// TVM).
+// With `gpu_scope` "shared", outer loops bound to threadIdx or vthread are relaxed too: the
+// threads of a block (and their virtual threads) share a "shared" buffer, so what one thread
+// needs of it is what all of them need (as in TVM).
 std::vector<ir::Range> relaxed_region(const BlockLocation& block, const ir::BufferRegion& region,
                                       size_t depth, arith::Analyzer* analyzer,
                                       const std::string& gpu_scope = "");

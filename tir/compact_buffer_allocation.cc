@@ -34,8 +34,8 @@ struct Compaction {
 class RegionCollector : public IRVisitor {
  public:
   // `scope`'s buffers, only those in shared memory when `shared_only`; `thread_loops` are loops
-  // around the scope relaxed too (the threadIdx loops around a "shared" buffer: all of a block's
-  // threads share it).
+  // around the scope relaxed too (the threadIdx and vthread loops around a "shared" buffer: all
+  // of a block's threads share it).
   RegionCollector(const Block* scope, Analyzer* analyzer, bool shared_only = false,
                   const std::vector<const For*>& thread_loops = {})
       : analyzer_(analyzer) {
@@ -234,7 +234,7 @@ class CompactionPlanner : public IRVisitor {
 
   void visit(const For* op) override {
     analyzer_.bind(op->loop_var, Range{op->min, op->extent}, true);
-    bool thread = is_thread_loop(*op);
+    bool thread = is_thread_loop(*op) || is_vthread_loop(*op);
     if (thread) thread_loops_.push_back(op);
     IRVisitor::visit(op);
     if (thread) thread_loops_.pop_back();
@@ -279,7 +279,7 @@ class CompactionPlanner : public IRVisitor {
 
  private:
   Analyzer analyzer_;
-  std::vector<const For*> thread_loops_;  // the threadIdx loops around the current node
+  std::vector<const For*> thread_loops_;  // the threadIdx and vthread loops around the node
 };
 
 // Replaces the compacted buffers and shifts their indices.

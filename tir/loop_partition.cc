@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kiln/arith/analyzer.h"
+#include "kiln/ir/buffer.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/structural.h"
@@ -359,7 +360,9 @@ class LoopPartitioner : public IRMutator {
       }
     }
     outer_.push_back({op->loop_var, Range{op->min, op->extent}});
+    if (is_thread_loop(*op)) thread_vars_.insert(op->loop_var.get());
     Stmt result = IRMutator::visit(op);
+    thread_vars_.erase(op->loop_var.get());
     outer_.pop_back();
     return result;
   }
@@ -389,6 +392,12 @@ class LoopPartitioner : public IRMutator {
     const Range& decided_false = c.k < 0 ? last : first;
     auto empty = [&](const Range& r) { return ana.can_prove(le(r.extent, make_zero(vt))); };
     if (empty(steady) && empty(decided_false)) return Stmt();
+    // On a GPU the threads of a block may synchronize inside the loop (a shared fetch, a loop of
+    // its threads): each of them must run it as often as the others.
+    if ((uses_any(first_point, thread_vars_) || uses_any(second_point, thread_vars_)) &&
+        synchronizes(op->body)) {
+      return Stmt();
+    }
 
     // Step 2. The steady part without the comparison; it is searched again for other bounds.
     Stmt steady_part;
@@ -441,7 +450,24 @@ class LoopPartitioner : public IRMutator {
     return loop;
   }
 
+  // Whether the threads of a block may wait for each other in `body`: it holds a loop of them,
+  // or reads or writes "shared" memory (insert_barriers puts its barriers there later).
+  static bool synchronizes(const Stmt& body) {
+    bool found = false;
+    post_order_visit(body, [&found](const Node* node) {
+      if (node->kind() == NodeKind::For) {
+        found = found || is_thread_loop(*static_cast<const For*>(node));
+      } else if (node->kind() == NodeKind::BufferStore) {
+        found = found || is_shared_scope(static_cast<const BufferStore*>(node)->buffer->scope);
+      } else if (node->kind() == NodeKind::BufferLoad) {
+        found = found || is_shared_scope(static_cast<const BufferLoad*>(node)->buffer->scope);
+      }
+    });
+    return found;
+  }
+
   std::vector<LoopInfo> outer_;
+  std::unordered_set<const Var*> thread_vars_;  // of the enclosing threadIdx loops
   // Comparisons that peeled checked parts are not split on again, at any depth.
   std::vector<Expr> excluded_;
   // (loop variable, comparison): the checked parts being searched, which are not split on their

@@ -33,4 +33,10 @@ inline bool is_thread_loop(const ir::For& loop) {
   return loop.kind == ir::ForKind::kThreadBinding && loop.thread_tag.rfind("threadIdx", 0) == 0;
 }
 
+// Whether `loop` is bound to a virtual thread (vthread.x/y/z), which inject_virtual_threads runs
+// inside the thread; until then it shares "shared" buffers as a threadIdx loop does.
+inline bool is_vthread_loop(const ir::For& loop) {
+  return loop.kind == ir::ForKind::kThreadBinding && loop.thread_tag.rfind("vthread", 0) == 0;
+}
+
 }  // namespace kiln::tir

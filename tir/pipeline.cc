@@ -8,6 +8,7 @@
 #include "kiln/tir/compact_buffer_allocation.h"
 #include "kiln/tir/flatten_buffers.h"
 #include "kiln/tir/guard_redundant_stores.h"
+#include "kiln/tir/inject_virtual_threads.h"
 #include "kiln/tir/insert_barriers.h"
 #include "kiln/tir/loop_partition.h"
 #include "kiln/tir/lower_cross_thread_reduction.h"
@@ -50,6 +51,9 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   // Memory becomes one-dimensional.
   f = flatten_buffers(f);           log.step("flatten_buffers", f);
   f = simplify(f);                  log.step("simplify", f);
+  // Virtual threads (vthread loops) run inside their thread, each with its own copy of the
+  // buffers it keeps, around the statements they share.
+  f = inject_virtual_threads(f);    log.step("inject_virtual_threads", f);
   // Loops: bound checks leave the steady state, vector loops become vector code (on GPUs only
   // of the lane counts the language has vector types for), small unrolled loops become copies
   // of their bodies.

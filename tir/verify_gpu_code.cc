@@ -71,7 +71,11 @@ class KernelChecker : public IRVisitor {
 
   void visit(const For* op) override {
     if (!is_thread_loop(*op)) {
+      // A loop whose bounds depend on the thread runs a different number of times per thread.
+      bool divergent = uses_any(op->min, thread_vars_) || uses_any(op->extent, thread_vars_);
+      if (divergent) ++divergent_;
       IRVisitor::visit(op);
+      if (divergent) --divergent_;
       return;
     }
     thread_vars_.insert(op->loop_var.get());
@@ -117,8 +121,9 @@ class KernelChecker : public IRVisitor {
       if (divergent_ != 0) {
         fail(GpuCodeViolation::kDivergentBarrier)
             << "a barrier (storage_sync) is in code that not every thread of the block reaches "
-               "(under a condition on a threadIdx variable, or in a threadIdx loop shorter than "
-               "the block); threads that skip it leave the others waiting forever. Make the "
+               "(under a condition on a threadIdx variable, in a loop whose bounds depend on one, "
+               "or in a threadIdx loop shorter than the block); threads that skip it leave the "
+               "others waiting forever. Make the "
                "loops that pass values through shared memory span the whole block";
       }
     }

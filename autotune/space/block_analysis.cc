@@ -209,4 +209,16 @@ std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const sch
   return useful;
 }
 
+bool has_operand_reuse(const BlockAnalysis& a) {
+  for (const std::vector<bool>& uses : a.read_uses) {
+    bool operand = false, reused = false;
+    for (size_t k = 0; k < uses.size(); ++k) {
+      operand = operand || (a.is_reduce[k] && uses[k]);
+      reused = reused || (!a.is_reduce[k] && !uses[k]);
+    }
+    if (operand && reused) return true;
+  }
+  return false;
+}
+
 }  // namespace kiln::autotune

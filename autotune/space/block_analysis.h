@@ -44,6 +44,11 @@ struct BlockAnalysis {
 // The analysis of the block `name` of function "main" of `sch`.
 BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name);
 
+// Whether an operand of the block's contraction (a read that uses a reduction iterator) leaves
+// out a spatial iterator, so that a tile of the output reuses it (A and B of a matmul; not a
+// per-row value such as a softmax's maximum, read by its sum).
+bool has_operand_reuse(const BlockAnalysis& a);
+
 // Whether the block `name` calls an external C function (te.extern): it is fixed, and no rule
 // or postprocessor changes it (no tiling, no inlining into or out of it, no compute location).
 bool is_extern_block(schedule::Schedule& sch, const std::string& name);

@@ -2,10 +2,15 @@
 // lower it and each kernel is checked against the target's limits, so that a candidate no GPU
 // of the target could run (a block left to the host, too many threads per block, too much
 // shared memory, a barrier some threads skip) is dropped before it is measured, counted under
-// the reason.
+// the reason. A tiled block's own limits (check_gpu_tiles) come first: they need no lowering.
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+
 #include "autotune/space/space_parts.h"
 #include "kiln/driver/build.h"
 #include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
 #include "kiln/tir/pipeline.h"
 #include "kiln/tir/verify_gpu_code.h"
 
@@ -59,6 +64,129 @@ std::string error_class(tir::GpuCodeViolation violation) {
   internal_error << "verify_gpu_code: no error class for a kernel without a violation";
 }
 
+// The extent of a loop the schedule made (a constant), or 0.
+int64_t constant_extent(const For* loop) {
+  const int64_t* extent = as_const_int(loop->extent);
+  return extent != nullptr ? *extent : 0;
+}
+
+int64_t annotation_value(const Block& block, const char* key) {
+  auto it = block.annotations.find(key);
+  const int64_t* value = it == block.annotations.end() ? nullptr : as_const_int(it->second);
+  return value != nullptr ? *value : 0;
+}
+
+// The threads per block around `loc`: per threadIdx axis the largest extent of its loops.
+int64_t threads_around(const schedule::BlockLocation& loc) {
+  std::map<std::string, int64_t> axes;
+  for (const For* loop : loc.loops) {
+    if (loop->kind != ForKind::kThreadBinding || loop->thread_tag.rfind("threadIdx.", 0) != 0) {
+      continue;
+    }
+    int64_t& extent = axes[loop->thread_tag];
+    extent = std::max(extent, constant_extent(loop));
+  }
+  int64_t threads = 1;
+  for (const auto& [tag, extent] : axes) threads *= extent;
+  return threads;
+}
+
+// The outputs one thread computes: the vthread loops around the block and, inside its innermost
+// threadIdx loop, the loops that bind no reduction iterator.
+int64_t register_tile(const schedule::BlockLocation& loc) {
+  std::unordered_set<const Var*> reduce_vars;
+  for (size_t k = 0; k < loc.block->iter_vars.size(); ++k) {
+    if (loc.block->iter_vars[k].type == IterType::kDataPar) continue;
+    post_order_visit(loc.realize->iter_values[k], [&](const Node* node) {
+      if (node->kind() == NodeKind::Var) reduce_vars.insert(static_cast<const Var*>(node));
+    });
+  }
+  size_t inner = 0;
+  for (size_t l = 0; l < loc.loops.size(); ++l) {
+    const For* loop = loc.loops[l];
+    if (loop->kind == ForKind::kThreadBinding && loop->thread_tag.rfind("threadIdx.", 0) == 0) {
+      inner = l + 1;
+    }
+  }
+  int64_t outputs = 1;
+  for (size_t l = 0; l < loc.loops.size(); ++l) {
+    const For* loop = loc.loops[l];
+    bool vthread =
+        loop->kind == ForKind::kThreadBinding && loop->thread_tag.rfind("vthread", 0) == 0;
+    bool spatial_inside = l >= inner && reduce_vars.count(loop->loop_var.get()) == 0;
+    if (vthread || spatial_inside) outputs *= constant_extent(loop);
+  }
+  return outputs;
+}
+
+// The bytes of the shared copies the block at `loc` reads: per block that writes a "shared"
+// buffer it reads, the extents of the writer's loops that are not around it. (Read from the
+// schedule's index: a check records nothing in the trace.)
+int64_t shared_tile_bytes(const schedule::FunctionIndex& index,
+                          const schedule::BlockLocation& loc) {
+  std::unordered_set<const Buffer*> reads;
+  for (const BufferRegion& read : loc.block->reads) {
+    if (is_shared_scope(read.buffer->scope)) reads.insert(read.buffer.get());
+  }
+  std::unordered_set<const For*> around(loc.loops.begin(), loc.loops.end());
+  int64_t bytes = 0;
+  for (const std::string& name : index.block_names()) {
+    const schedule::BlockLocation* writer = index.find_block(name);
+    if (writer->block->writes.size() != 1 ||
+        reads.count(writer->block->writes[0].buffer.get()) == 0) {
+      continue;
+    }
+    int64_t elements = 1;
+    for (const For* loop : writer->loops) {
+      if (around.count(loop) == 0) elements *= constant_extent(loop);
+    }
+    bytes += elements * writer->block->writes[0].buffer->dtype.bytes();
+  }
+  return bytes;
+}
+
+}  // namespace
+
+void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target) {
+  std::vector<Ref<PrimFunc>> kernels;
+  tir::GpuLimits limits = driver::lower_options_for(target, &kernels).gpu_limits;
+  int64_t shared_limit = limits.max_shared_memory_per_block;
+  if (limits.max_static_shared_memory_per_block > 0) {
+    shared_limit = std::min(shared_limit, limits.max_static_shared_memory_per_block);
+  }
+  const schedule::FunctionIndex& index = sch.index("main");
+  for (const std::string& name : index.block_names()) {
+    const schedule::BlockLocation* loc = index.find_block(name);
+    int64_t low = annotation_value(*loc->block, kThreadExtentLowAnnotation);
+    if (low == 0) continue;
+    int64_t threads = threads_around(*loc);
+    if (threads < low || threads > limits.max_threads_per_block) {
+      schedule::schedule_error("GpuThreadExtentError", kName,
+                               "block " + name + " runs on " + std::to_string(threads) +
+                                   " threads per block; its " + "tiling asks for " +
+                                   std::to_string(low) + " to " +
+                                   std::to_string(limits.max_threads_per_block));
+    }
+    int64_t outputs = register_tile(*loc);
+    int64_t most = annotation_value(*loc->block, kRegisterTileAnnotation);
+    if (most > 0 && outputs > most) {
+      schedule::schedule_error("GpuRegisterTileError", kName,
+                               "a thread of block " + name + " accumulates " +
+                                   std::to_string(outputs) + " outputs; its tiling allows " +
+                                   std::to_string(most));
+    }
+    int64_t bytes = shared_tile_bytes(index, *loc);
+    if (bytes > shared_limit) {
+      schedule::schedule_error("GpuSharedMemoryError", kName,
+                               "the shared tiles block " + name + " reads take " +
+                                   std::to_string(bytes) + " bytes; the target has " +
+                                   std::to_string(shared_limit) + " per block");
+    }
+  }
+}
+
+namespace {
+
 class VerifyGpuCode : public Postproc {
  public:
   explicit VerifyGpuCode(const SpaceContext& context) : context_(context) {}
@@ -76,7 +204,9 @@ class VerifyGpuCode : public Postproc {
                                    "function runs only bound loops",
                                func, finder.found);
     }
-    // Step 2. Lower as the build does, but check the kernels here, to name the violation.
+    // Step 2. The limits of the tiled blocks, before the costlier lowering.
+    check_gpu_tiles(sch, context_.task->target);
+    // Step 3. Lower as the build does, but check the kernels here, to name the violation.
     std::vector<Ref<PrimFunc>> kernels;
     tir::LowerOptions options = driver::lower_options_for(context_.task->target, &kernels);
     options.verify_gpu_kernels = false;
@@ -87,7 +217,7 @@ class VerifyGpuCode : public Postproc {
           "GpuLoweringError", kName,
           std::string("the candidate does not lower for the target: ") + e.what());
     }
-    // Step 3. Each kernel within the target's limits.
+    // Step 4. Each kernel within the target's limits.
     for (const Ref<PrimFunc>& kernel : kernels) {
       tir::GpuCodeCheck check = tir::check_gpu_code(*kernel, options.gpu_limits);
       if (check.violation != tir::GpuCodeViolation::kNone) {

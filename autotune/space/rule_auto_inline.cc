@@ -9,7 +9,7 @@
 // buffer of one row. Likewise one whose single consumer iterates more often than it does (a
 // table of RoPE's cosines, read by every head): inlined, it is computed again for each use. (On a
 // GPU, where a kept stage is a kernel of its own and writes its result to global memory, it is
-// always inlined.)
+// always inlined.) A copy into "shared" or "local" memory, which a tiling made, stays.
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/schedule/compute_inline.h"
@@ -30,6 +30,11 @@ class AutoInline : public ScheduleRule {
     if (result.index("main").find_block(block_name) == nullptr) return {sch};
     BlockAnalysis analysis = analyze_block(result, block_name);
     if (!analysis.injective || analysis.writes_output) return {sch};
+    // A copy into another memory (a tiling's "shared" or "local" stage) is there on purpose.
+    const ir::Block& block = *result.index("main").find_block(block_name)->block;
+    for (const ir::BufferRegion& write : block.writes) {
+      if (write.buffer->scope != "global") return {sch};
+    }
     try {
       schedule::RV block = schedule::get_block(result, block_name);
       if (!schedule::can_compute_inline(result, block)) return {sch};
@@ -37,7 +42,7 @@ class AutoInline : public ScheduleRule {
     } catch (const schedule::ScheduleError&) {
       return {sch};
     }
-    if (analysis.guarded_read) return {result, sch};
+    if (analysis.guarded_read && !gpu_) return {result, sch};
     if (analysis.expensive && !gpu_) {
       schedule::Schedule probe = sch.copy();
       std::vector<schedule::RV> consumers =

@@ -35,7 +35,7 @@ class MultiLevelTiling : public ScheduleRule {
     // iterator, so a tile of the output reuses it.
     BlockAnalysis a = analyze_block(result, block_name);
     bool has_reduce = std::find(a.is_reduce.begin(), a.is_reduce.end(), true) != a.is_reduce.end();
-    if (!a.has_init || !a.trivial_bindings || !has_reduce || !has_reuse(a)) return {sch};
+    if (!a.has_init || !a.trivial_bindings || !has_reduce || !has_operand_reuse(a)) return {sch};
     schedule::Schedule resident = sch.copy();
     std::vector<schedule::Schedule> sketches;
     Tiled tiled;
@@ -89,20 +89,6 @@ class MultiLevelTiling : public ScheduleRule {
       return;
     }
     sketches->push_back(std::move(fused));
-  }
-
-  // An operand of the contraction (a read that uses a reduction iterator) leaves out a spatial
-  // iterator. (A per-row value such as a softmax's maximum, read by its sum, is no operand.)
-  static bool has_reuse(const BlockAnalysis& a) {
-    for (const std::vector<bool>& uses : a.read_uses) {
-      bool operand = false, reused = false;
-      for (size_t k = 0; k < uses.size(); ++k) {
-        operand = operand || (a.is_reduce[k] && uses[k]);
-        reused = reused || (!a.is_reduce[k] && !uses[k]);
-      }
-      if (operand && reused) return true;
-    }
-    return false;
   }
 
   // The candidates of the register tile of this target, for the block's accumulator dtype:

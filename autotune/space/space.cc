@@ -16,6 +16,31 @@ using schedule::Json;
 using schedule::Schedule;
 using schedule::Trace;
 
+namespace {
+
+// How many draws a sample of a GPU sketch takes at most to find tiles within their limits, and
+// how far apart the seeds of two draws are. (Tiles drawn one prime factor at a time meet a
+// warp's threads and the register tile together in some 5 to 10% of the draws.)
+constexpr int kGpuTileDraws = 64;
+constexpr uint64_t kDrawSeedStride = 0x9e3779b97f4a7c15ULL;
+
+// The number of leading instructions of a trace (JSON) up to its last annotation of a tile
+// limit, which multi_level_tiling_gpu writes right after the loops the limits constrain; 0 when
+// it has none.
+size_t limits_prefix(const Json& json) {
+  size_t prefix = 0;
+  const Json& instructions = json.at("instructions");
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Json& inst = instructions[i];
+    if (inst.value("kind", "") != "annotate" || !inst.contains("attrs")) continue;
+    std::string key = inst["attrs"].value("ann_key", "");
+    if (key == kThreadExtentLowAnnotation || key == kRegisterTileAnnotation) prefix = i + 1;
+  }
+  return prefix;
+}
+
+}  // namespace
+
 struct SpaceGenerator::Impl {
   SpaceContext context;
   ir::Ref<ir::IRModule> mod;  // the task's function as "main"
@@ -29,12 +54,19 @@ struct SpaceGenerator::Impl {
 
   // Step 1 of a candidate: the trace replayed on a fresh schedule (decisions that are null are
   // drawn with `seed`). Step 2: the postprocessors. Any kiln error refuses the candidate.
-  std::optional<Candidate> finish(int sketch, const Json& trace_json, uint64_t seed) {
+  // On a GPU target a draw whose tiles exceed their limits (check_gpu_tiles) is refused before
+  // the postprocessors, and `*redraw` says so.
+  std::optional<Candidate> finish(int sketch, const Json& trace_json, uint64_t seed,
+                                  bool* redraw = nullptr) {
     Schedule sch(mod, seed);
     try {
       Trace::apply_json(trace_json, &sch, /*redraw_invalid_decisions=*/true);
     } catch (const Error& e) {
       reject("replay", e);
+      return std::nullopt;
+    }
+    if (!within_gpu_tiles(sch, "sample")) {
+      if (redraw != nullptr) *redraw = true;
       return std::nullopt;
     }
     Candidate candidate;
@@ -54,6 +86,51 @@ struct SpaceGenerator::Impl {
     return candidate;
   }
 
+  // Whether `sch` keeps the limits of its GPU tiles (always on a CPU target); a refusal is
+  // counted under `where`.
+  bool within_gpu_tiles(Schedule& sch, const std::string& where) {
+    if (!context.task->target.is_gpu()) return true;
+    try {
+      check_gpu_tiles(sch, context.task->target);
+    } catch (const Error& e) {
+      reject(where, e);
+      return false;
+    }
+    return true;
+  }
+
+  // Replays the first `prefix` instructions of `*json`, drawing their null decisions with
+  // `seed`, and checks the limits of the GPU tiles made so far (the threads and the outputs per
+  // thread; the shared copies come later). Within them, the drawn decisions go into `*json`.
+  // A refusal is counted under `where`. Replaying the loops alone costs a fraction of the
+  // whole sketch, and most draws fail here.
+  bool draw_within_gpu_tiles(Json* json, size_t prefix, uint64_t seed, const std::string& where) {
+    Json head = *json;
+    Json& instructions = head.at("instructions");
+    instructions.erase(instructions.begin() + static_cast<std::ptrdiff_t>(prefix),
+                       instructions.end());
+    Schedule sch(mod, seed);
+    try {
+      Trace::apply_json(head, &sch, /*redraw_invalid_decisions=*/true);
+    } catch (const Error& e) {
+      reject("replay", e);
+      return false;
+    }
+    if (!within_gpu_tiles(sch, where)) return false;
+    Json decided = sch.trace().as_json();
+    for (size_t i = 0; i < prefix; ++i) {
+      (*json)["instructions"][i]["decision"] = decided["instructions"][i]["decision"];
+    }
+    return true;
+  }
+
+  // Whether the decisions of `trace` keep the limits of their GPU tiles.
+  bool replays_within_gpu_tiles(const Trace& trace) {
+    Json json = trace.as_json();
+    size_t prefix = limits_prefix(json);
+    return prefix == 0 || draw_within_gpu_tiles(&json, prefix, 0, "mutate");
+  }
+
   void reject(const std::string& where, const Error& e) {
     const auto* schedule_error = dynamic_cast<const schedule::ScheduleError*>(&e);
     std::string what = schedule_error != nullptr ? schedule_error->error_class() : "error";
@@ -70,12 +147,15 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
   s.mod = ir::make<ir::IRModule>();
   s.mod->functions["main"] = task.func;
   if (task.target.is_gpu()) {
-    // GPU: every block ends up bound to thread blocks and threads, one element per thread or
-    // (reductions of few elements) a block of threads per element; the verifier drops what the
-    // GPU could not run. There is no root rule.
+    // GPU: every block ends up bound to thread blocks and threads: products with reuse tiled
+    // for thread blocks, virtual threads and threads with shared-memory staging, reductions of
+    // few elements a block of threads per element, the rest one element per thread; the
+    // verifier drops what the GPU could not run. There is no root rule.
     s.block_rules.push_back(make_auto_inline(s.context));
     s.block_rules.push_back(make_cross_thread_reduction(s.context));
+    s.block_rules.push_back(make_multi_level_tiling_gpu(s.context));
     s.block_rules.push_back(make_auto_bind(s.context));
+    s.postprocs.push_back(make_rewrite_cooperative_fetch(s.context));
     s.postprocs.push_back(make_verify_gpu_code(s.context));
   } else {
     s.block_rules.push_back(make_auto_inline(s.context));
@@ -149,7 +229,21 @@ std::optional<Candidate> SpaceGenerator::sample(int sketch, uint64_t seed) {
       << "SpaceGenerator::sample: no sketch " << sketch;
   Json json = impl_->sketches[sketch].as_json();
   for (Json& inst : json.at("instructions")) inst["decision"] = nullptr;
-  return impl_->finish(sketch, json, seed);
+  if (!impl_->context.task->target.is_gpu()) return impl_->finish(sketch, json, seed);
+  // GPU tiles drawn outside their limits (most draws, with a thread count below a warp or too
+  // many outputs per thread) are drawn again with the next seeds; each refused draw is counted.
+  size_t prefix = limits_prefix(json);
+  for (int draw = 0; draw < kGpuTileDraws; ++draw) {
+    uint64_t draw_seed = seed + static_cast<uint64_t>(draw) * kDrawSeedStride;
+    Json drawn = json;
+    if (prefix > 0 && !impl_->draw_within_gpu_tiles(&drawn, prefix, draw_seed, "sample")) {
+      continue;
+    }
+    bool redraw = false;
+    std::optional<Candidate> candidate = impl_->finish(sketch, drawn, draw_seed, &redraw);
+    if (!redraw) return candidate;
+  }
+  return std::nullopt;
 }
 
 std::optional<Candidate> SpaceGenerator::replay(int sketch, const Trace& decisions) {
@@ -159,20 +253,27 @@ std::optional<Candidate> SpaceGenerator::replay(int sketch, const Trace& decisio
 std::optional<Trace> SpaceGenerator::mutate(const Trace& decisions, std::mt19937_64& rng) {
   Impl& s = *impl_;
   std::discrete_distribution<size_t> pick(s.mutator_weights.begin(), s.mutator_weights.end());
-  for (int attempt = 0; attempt < 4; ++attempt) {
+  // On a GPU target a proposal counts only when its tiles keep their limits (the mutators see
+  // one decision, not the thread count that several of them multiply into).
+  bool gpu = s.context.task->target.is_gpu();
+  for (int attempt = 0; attempt < (gpu ? kGpuTileDraws : 4); ++attempt) {
     size_t index = 0;
     Json decision;
     if (s.mutators[pick(rng)]->propose(decisions, rng, &index, &decision)) {
-      return decisions.with_decision(index, decision);
+      Trace mutated = decisions.with_decision(index, decision);
+      if (!gpu || s.replays_within_gpu_tiles(mutated)) return mutated;
     }
   }
   return std::nullopt;
 }
 
 std::vector<Trace> SpaceGenerator::neighbours(const Trace& decisions) {
+  Impl& s = *impl_;
+  bool gpu = s.context.task->target.is_gpu();
   std::vector<Trace> out;
   for (const auto& [index, decision] : tile_size_neighbours(decisions)) {
-    out.push_back(decisions.with_decision(index, decision));
+    Trace neighbour = decisions.with_decision(index, decision);
+    if (!gpu || s.replays_within_gpu_tiles(neighbour)) out.push_back(std::move(neighbour));
   }
   return out;
 }

@@ -33,6 +33,12 @@ constexpr const char* kPackRowsDimAnnotation = "kiln.pack_rows_dim";      // blo
 constexpr const char* kParallelMaxAnnotation = "kiln.parallel_max";       // root: max extent
 constexpr const char* kVectorizeMaxAnnotation = "kiln.vectorize_max";     // root: max extent
 constexpr const char* kUnrollMaxAnnotation = "kiln.unroll_max_step";      // root: unroll depth
+// GPU: a shared-memory copy that rewrite_cooperative_fetch spreads over the block's threads, its
+// value the vector width to copy with; on a tiled block, the fewest threads per block and the
+// most outputs per thread that verify_gpu_code accepts (check_gpu_tiles).
+constexpr const char* kCooperativeFetchAnnotation = "kiln.cooperative_fetch";  // block: lanes
+constexpr const char* kThreadExtentLowAnnotation = "kiln.thread_extent_low";   // block: threads
+constexpr const char* kRegisterTileAnnotation = "kiln.max_register_tile";      // block: outputs
 
 // ---------------------------------------------------------------------------------------------
 // Schedule rules
@@ -136,6 +142,24 @@ std::unique_ptr<ScheduleRule> make_auto_bind(const SpaceContext& context);
 //   sch.bind(loop=l1, thread_axis="blockIdx.x")
 std::unique_ptr<ScheduleRule> make_cross_thread_reduction(const SpaceContext& context);
 
+// Tiles a reduction block with data reuse (matmul, batch matmul, convolution) in the GPU
+// structure SSSRRSRS (MetaSchedule's): each spatial loop in five levels and each reduction loop
+// in three, drawn by sample_perfect_tile (innermost at most max_innermost_factor), ordered
+// S0 S1 S2 R0 R1 S3 R2 S4; the fused S0, S1 and S2 loops bound to blockIdx.x, vthread.x and
+// threadIdx.x. The accumulators of a thread live in a "local" cache written back under the thread
+// loop (an element-wise consumer inlined into the write-back); each operand's tile of one R0
+// step is copied into "shared" memory under the last R0 loop, annotated for
+// rewrite_cooperative_fetch with a sampled vector width; the init leaves the reduction loops
+// (decompose_reduction) and the thread loop gets a sampled unroll depth. The block carries the
+// limits check_gpu_tiles holds its samples to (a warp of threads at least, kMaxRegisterTile
+// outputs per thread at most):
+//   v5, v6, v7, v8, v9 = sch.sample_perfect_tile(loop=l1, n=5, max_innermost_factor=64)
+//   l10, l11, l12, l13, l14 = sch.split(loop=l1, factors=[v5, v6, v7, v8, v9])
+std::unique_ptr<ScheduleRule> make_multi_level_tiling_gpu(const SpaceContext& context);
+// The most outputs one thread of a GPU tiling accumulates (its register tile over its virtual
+// threads): more would spill registers on a GPU.
+constexpr int64_t kMaxRegisterTile = 64;
+
 // The thread counts the GPU rules draw from: the powers of two from `smallest` up to `largest`
 // (at most the target's -max_threads_per_block), those past twice `extent` left out (at least
 // one stays).
@@ -168,12 +192,33 @@ std::unique_ptr<Postproc> make_pack_operand(const SpaceContext& context);
 // partial result of add_rfactor's row sketch after compute_at.
 std::unique_ptr<Postproc> make_partial_result_lanes(const SpaceContext& context);
 // GPU targets: refuses a candidate that no GPU of the target could run as scheduled, with the
-// reason as the error class: a block under no loop bound to blockIdx/threadIdx
-// (UnboundBlockError), a schedule that does not lower for the target (GpuLoweringError), a
-// kernel with more threads per block than -max_threads_per_block (GpuTooManyThreadsError), more
-// shared memory than -max_shared_memory_per_block or of a size that is not a constant
-// (GpuSharedMemoryError), or a barrier that some threads skip (GpuDivergentBarrierError).
+// reason as the error class: a tiled block outside its limits (check_gpu_tiles), a block under
+// no loop bound to blockIdx/threadIdx (UnboundBlockError), a schedule that does not lower for the
+// target (GpuLoweringError), a kernel with more threads per block than -max_threads_per_block
+// (GpuTooManyThreadsError), more shared memory than -max_shared_memory_per_block or of a size that
+// is not a constant (GpuSharedMemoryError), or a barrier that some threads skip
+// (GpuDivergentBarrierError).
 std::unique_ptr<Postproc> make_verify_gpu_code(const SpaceContext& context);
+// GPU targets: spreads each copy annotated kiln.cooperative_fetch over the threads of its
+// thread block: the copy's own loops (those its consumer is not under) are fused, split into
+// (steps, the threadIdx.x extent around it, lanes) and bound, the lanes vectorized where the
+// annotated width divides the copied rows, the operand's rows and what the threads copy in one
+// pass, and the copy is a plain load (a padded copy's guarded reads make no vector access);
+// else it copies one element per thread and pass:
+//   l20 = sch.fuse(l17, l18)
+//   l21, l22, l23 = sch.split(loop=l20, factors=[None, 64, 4])
+//   sch.bind(loop=l22, thread_axis="threadIdx.x")
+//   sch.vectorize(loop=l23)
+std::unique_ptr<Postproc> make_rewrite_cooperative_fetch(const SpaceContext& context);
+// The limits a tiled block's annotations ask for (multi_level_tiling_gpu): between
+// kiln.thread_extent_low and the target's -max_threads_per_block threads around it
+// (GpuThreadExtentError), at most kiln.max_register_tile outputs per thread: the extents of the
+// vthread loops around it and of its spatial loops inside its innermost thread loop
+// (GpuRegisterTileError), and its operands' shared copies within the target's shared memory
+// (GpuSharedMemoryError). Raises the ScheduleError of the first limit a block exceeds. Reads
+// only the loops of the schedule: cheap enough to check each draw before it is finished.
+void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target);
+
 // Moves the init of every reduction block out of its reduction loops (decompose_reduction).
 std::unique_ptr<Postproc> make_rewrite_reduction_block(const SpaceContext& context);
 // Applies the root's annotations: fuses and parallelizes the outer spatial loops of each nest,

@@ -68,7 +68,9 @@ void bind_autotune_space(py::module_& m) {
                                    static_cast<uint64_t>(to_int(seed, api, "seed")));
           },
           py::arg("sketch"), py::arg("seed"),
-          "A random candidate of a sketch, or None when it is refused (see rejections).")
+          "A random candidate of a sketch, or None when it is refused (see rejections). On a "
+          "GPU target, tiles drawn outside their limits (threads per block, outputs per thread, "
+          "shared memory) are drawn again, each refused draw counted.")
       .def(
           "replay",
           [](PySpace& s, py::handle sketch, const schedule::Trace& decisions) {
@@ -85,7 +87,8 @@ void bind_autotune_space(py::module_& m) {
             return s.space->mutate(decisions, rng);
           },
           py::arg("decisions"), py::arg("seed"),
-          "A trace with one decision changed, or None when no mutator finds a change.")
+          "A trace with one decision changed, or None when no mutator finds a change (on a GPU "
+          "target, one whose tiles keep their limits).")
       .def(
           "neighbours", [](PySpace& s, const schedule::Trace& t) { return s.space->neighbours(t); },
           py::arg("decisions"), "The traces that move one prime factor of one tile size.")

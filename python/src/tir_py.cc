@@ -10,6 +10,7 @@
 #include "kiln/support/error.h"
 #include "kiln/tir/compact_buffer_allocation.h"
 #include "kiln/tir/flatten_buffers.h"
+#include "kiln/tir/inject_virtual_threads.h"
 #include "kiln/tir/loop_partition.h"
 #include "kiln/tir/lower_init_block.h"
 #include "kiln/tir/lower_intrinsics.h"
@@ -131,6 +132,14 @@ when every buffer is already flat.)doc");
 conditions, lets) and drops decided branches and statements without effect.
 
 Returns the very same function when nothing simplifies.)doc");
+  def_pass(transform, "inject_virtual_threads", &tir::inject_virtual_threads,
+           R"doc(Runs the iterations of each loop bound to vthread.x/y/z inside their thread:
+statements that depend on the virtual thread are wrapped in an unrolled loop over it, the
+statements the virtual threads share (a shared-memory fetch) run once, and a buffer a virtual
+thread keeps across them (an accumulator tile) gets one copy per virtual thread.
+
+Runs on the flat program (after flatten_buffers). Raises KilnValueError for a vthread loop of
+symbolic extent. Returns the very same function when no loop is bound to a vthread.)doc");
   def_pass(transform, "storage_rewrite", &tir::storage_rewrite,
            R"doc(Reuses the storage of intermediate buffers whose lifetimes do not overlap, and
 hoists allocations out of serial loops. Runs on the flat program (after flatten_buffers).

@@ -271,6 +271,38 @@ def gpu_tiled_matmul(m=32, n=32, k=32, tile=8):
     return func, sch.mod
 
 
+def gpu_vthread_tiled_matmul(m=32, n=32, k=16):
+    """A GEMM with virtual threads: each thread block computes a 16 x 16 tile of C with 4 x 4
+    threads and 2 x 2 virtual threads, each thread a 2 x 2 register tile per virtual thread
+    (C_local, four copies after inject_virtual_threads, interleaved: a thread's rows are 8
+    apart); the block's A and B tiles of one k step are copied into shared memory once for
+    all virtual threads, by the block's threads together."""
+    func = matmul(m, n, k)
+    sch = tir.Schedule(func)
+    block = sch.get_block("C")
+    i, j, r = sch.get_loops(block)
+    bi, vi, ti, ii = sch.split(i, factors=[None, 2, 4, 2])
+    bj, vj, tj, jj = sch.split(j, factors=[None, 2, 4, 2])
+    ko, ki = sch.split(r, factors=[None, 4])
+    sch.reorder(bi, bj, vi, vj, ti, tj, ko, ki, ii, jj)
+    sch.bind(bi, "blockIdx.y")
+    sch.bind(bj, "blockIdx.x")
+    sch.bind(vi, "vthread.y")
+    sch.bind(vj, "vthread.x")
+    sch.bind(ti, "threadIdx.y")
+    sch.bind(tj, "threadIdx.x")
+    local = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(local, tj)
+    for index in (0, 1):
+        shared = sch.cache_read(block, index, "shared")
+        sch.compute_at(shared, ko)
+        fused = sch.fuse(*sch.get_loops(shared)[7:])
+        _, ty, tx = sch.split(fused, factors=[None, 4, 4])
+        sch.bind(ty, "threadIdx.y")
+        sch.bind(tx, "threadIdx.x")
+    return func, sch.mod
+
+
 def gpu_vector_tiled_matmul(m=32, n=32, k=16, func=None, scope="shared"):
     """A GEMM with vector memory accesses: each thread block computes a 16 x 16 tile of C with
     4 x 4 threads, each thread a 4 x 4 register tile (C_local) written back four elements at a
@@ -388,6 +420,7 @@ GPU_WORKLOADS = {
     "block_reverse": gpu_block_reverse,
     "tiled_matmul": gpu_tiled_matmul,
     "vector_tiled_matmul": gpu_vector_tiled_matmul,
+    "vthread_tiled_matmul": gpu_vthread_tiled_matmul,
     "vector_elementwise_fp16": gpu_vector_elementwise_fp16,
     "vector_misaligned": gpu_vector_misaligned,
     "matmul_fp16": gpu_matmul_fp16,

@@ -2,9 +2,10 @@
 ``--target opencl`` measure candidates on the OpenCL device (PoCL on a CPU here) against the
 untuned function's CPU build, store records under the device, and kiln.build(database=) applies
 the best one (an argmax over all elements among them, whose threads combine (index, value)
-pairs); the local runner reports a candidate that does not build or computes a wrong result
-on the device; ``--target cuda`` without a CUDA device fails with a message, not a crash. Tests
-that run kernels skip without an OpenCL device. (PoCL's times only show that timing runs.)"""
+pairs, and a GEMM tiled for thread blocks, virtual threads and threads); the local runner
+reports a candidate that does not build or computes a wrong result on the device;
+``--target cuda`` without a CUDA device fails with a message, not a crash. Tests that run
+kernels skip without an OpenCL device. (PoCL's times only show that timing runs.)"""
 import subprocess
 import sys
 
@@ -111,6 +112,32 @@ def test_tune_tir_on_opencl_gives_argmax_over_all_elements_threads(tmp_path):
     arrays = [kiln.nd.array(x, device=device), kiln.nd.array(np.zeros((), "int32"), device=device)]
     kiln.build(func, target="opencl", database=db)["main"](*arrays)
     assert arrays[1].numpy() == np.argmax(x)
+
+
+def test_tune_tir_on_opencl_tiles_a_gemm_and_builds_a_correct_best_record(tmp_path):
+    """The tiled sketch of multi_level_tiling_gpu (thread blocks, virtual threads, threads,
+    shared-memory staging) is measured on the device; the best record, whichever it is,
+    computes the product."""
+    skip_unless(opencl_missing())
+    m, n, k = 64, 48, 32
+    A = te.placeholder((m, k), "float32", name="A")
+    B = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), name="k")
+    func = te.create_prim_func([A, B, te.compute(
+        (m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")])
+    # PoCL compiles each tiled kernel in about a second: few trials.
+    options = dict(SMALL, num_trials_per_iter=4)
+    db = ms.tune_tir(func, target="opencl", work_dir=tmp_path, max_trials_global=6, **options)
+    ok = [rec for rec in db.records(db.workloads()[0]) if rec.status == "ok"]
+    tiled = [rec for rec in ok if "vthread.x" in rec.trace and "kiln.cooperative_fetch" in rec.trace]
+    assert tiled, [(rec.status, rec.error) for rec in db.records(db.workloads()[0])]
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (m, k)).astype("float32")
+    b = rng.uniform(-1, 1, (k, n)).astype("float32")
+    device = kiln.opencl(0)
+    arrays = [kiln.nd.array(x, device=device) for x in (a, b, np.zeros((m, n), "float32"))]
+    kiln.build(func, target="opencl", database=db)["main"](*arrays)
+    np.testing.assert_allclose(arrays[2].numpy(), a @ b, rtol=1e-4, atol=1e-4)
 
 
 def test_runner_on_the_device_reports_build_errors_and_wrong_results():

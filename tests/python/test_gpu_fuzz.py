@@ -5,7 +5,8 @@ split over threadIdx.x (a cross-thread reduction), random compute_inline of elem
 producers, and producers either computed inside their consumer's kernel (in local or shared
 memory) or given their own kernel; some inner loops (a thread's serial part, the shared copy's
 innermost part, the local write-back) are vectorized, with 2, 3 or 4 lanes (3 stays a loop),
-and some shared buffers are dynamic shared memory ("shared.dyn").
+some shared buffers are dynamic shared memory ("shared.dyn"), and some tiled kernels put
+virtual threads (vthread.y/x, 2 or 3 each) between the thread blocks and the threads.
 Every schedule must compute what the unscheduled function
 computes on the reference interpreter, and then on OpenCL (PoCL on the CPU); some also compile
 with NVRTC.
@@ -71,14 +72,16 @@ class GpuFuzzer:
     shared memory inside a kernel is spread over every thread axis of the kernel; without it,
     the threads of an axis it does not bind leave it to one of them (guard_redundant_stores)."""
 
-    def __init__(self, rng, sch, cover_thread_axes=True, extra_rng=None):
+    def __init__(self, rng, sch, cover_thread_axes=True, extra_rng=None, vthread_rng=None):
         self.rng = rng
         self.sch = sch
         self.cover_thread_axes = cover_thread_axes
         self.threads = {}  # thread tag -> extent of the kernel being scheduled
         # Vectorization and dynamic shared memory draw from their own generator, so that the
-        # other choices of a seed stay what they were without them; None uses neither.
+        # other choices of a seed stay what they were without them; None uses neither. So do
+        # virtual threads.
         self.extra_rng = extra_rng
+        self.vthread_rng = vthread_rng
 
     def shared_scope(self):
         """"shared", or sometimes "shared.dyn" (dynamic shared memory)."""
@@ -87,7 +90,8 @@ class GpuFuzzer:
         return "shared"
 
     def maybe_vectorize(self, loop, chance=0.7):
-        if self.extra_rng is not None and self.extra_rng.random() < chance:
+        """Vectorizes loop (None: none; the draw is made all the same) with the chance."""
+        if self.extra_rng is not None and self.extra_rng.random() < chance and loop is not None:
             self.sch.vectorize(loop)
 
     def vector_lanes(self):
@@ -95,6 +99,12 @@ class GpuFuzzer:
         if self.extra_rng is None or self.extra_rng.random() < 0.3:
             return 1
         return self.extra_rng.choice([2, 3, 4])
+
+    def vthreads(self):
+        """Virtual threads along one axis of a tiled kernel (1: none)."""
+        if self.vthread_rng is None:
+            return 1
+        return self.vthread_rng.choice([1, 1, 2, 3])
 
     def count(self):
         """A random thread count; rarely over the OpenCL target's limit of 256 per block."""
@@ -127,16 +137,22 @@ class GpuFuzzer:
             return self.bind_fused(block)
         ty, tx = self.count(), self.count()
         si, sj = rng.choice([1, 1, 2, 3]), rng.choice([1, 1, 2])
-        bi, tyl, ii = sch.split(spatial[0], factors=[None, ty, si])
-        bj, txl, ji = sch.split(spatial[1], factors=[None, tx, sj])
+        vi, vj = self.vthreads(), self.vthreads()
+        i_parts = sch.split(spatial[0], factors=[None] + ([vi] if vi > 1 else []) + [ty, si])
+        j_parts = sch.split(spatial[1], factors=[None] + ([vj] if vj > 1 else []) + [tx, sj])
+        (bi, tyl, ii), (bj, txl, ji) = [(p[0], p[-2], p[-1]) for p in (i_parts, j_parts)]
+        virtual = [(p[1], tag) for p, tag in ((i_parts, "vthread.y"), (j_parts, "vthread.x"))
+                   if len(p) == 4]
         inner = [ii, ji] + spatial[2:]
         reduce_outer = []
         if reduce and rng.random() < 0.7:
             ko, ki = sch.split(reduce[0], factors=[None, rng.choice([2, 3, 4, 8])])
             reduce_outer, reduce = [ko], [ki] + reduce[1:]
-        sch.reorder(bi, bj, tyl, txl, *reduce_outer, *reduce, *inner)
+        sch.reorder(bi, bj, *[v for v, _ in virtual], tyl, txl, *reduce_outer, *reduce, *inner)
         sch.bind(bi, "blockIdx.y")
         sch.bind(bj, "blockIdx.x")
+        for loop, tag in virtual:
+            sch.bind(loop, tag)
         sch.bind(tyl, "threadIdx.y")
         sch.bind(txl, "threadIdx.x")
         self.threads = {"threadIdx.y": ty, "threadIdx.x": tx}
@@ -148,7 +164,11 @@ class GpuFuzzer:
         if rng.random() < 0.3:
             local = sch.cache_write(block, 0, "local")
             sch.reverse_compute_at(local, txl)
-            self.maybe_vectorize(sch.get_loops(local)[-1])
+            # A write-back of one element per thread has no loop of its own: its last loop is
+            # the thread loop, which stays one.
+            loops = sch.get_loops(local)
+            own = len(loops) > len(self.ancestors(txl))
+            self.maybe_vectorize(loops[-1] if own else None)
         return bj, txl
 
     def stage_in_shared(self, block, loop):
@@ -260,10 +280,10 @@ class GpuFuzzer:
         self.threads = saved
 
 
-def random_gpu_schedule(rng, func, cover_thread_axes=True, extra_rng=None):
+def random_gpu_schedule(rng, func, cover_thread_axes=True, extra_rng=None, vthread_rng=None):
     """Applies a random GPU schedule to func; raises Skip for a schedule kiln refuses."""
     sch = tir.Schedule(func, seed=rng.randrange(1 << 30))
-    fuzzer = GpuFuzzer(rng, sch, cover_thread_axes, extra_rng)
+    fuzzer = GpuFuzzer(rng, sch, cover_thread_axes, extra_rng, vthread_rng)
     try:
         names = block_names(func)
         for name in names[:-1]:
@@ -289,11 +309,12 @@ def build(mod, target):
 def run_schedule(seed, references, stats, nvrtc, cover_thread_axes=True, extras=True):
     rng = random.Random(seed)
     extra_rng = random.Random(seed + 1) if extras else None
+    vthread_rng = random.Random(seed + 2) if extras else None
     name = rng.choice(sorted(WORKLOADS))
     func, expected = references[name]
     sch = None
     try:
-        sch = random_gpu_schedule(rng, func, cover_thread_axes, extra_rng)
+        sch = random_gpu_schedule(rng, func, cover_thread_axes, extra_rng, vthread_rng)
         actual = random_args(func, 0)
         tir.interpret(sch.mod["main"], *actual)
         for e, a in zip(expected, actual):
@@ -309,6 +330,8 @@ def run_schedule(seed, references, stats, nvrtc, cover_thread_axes=True, extras=
             stats["vectorized"] += 1
         if "shared.dyn" in sch.trace.as_python():
             stats["dynamic_shared"] += 1
+        if "vthread" in sch.trace.as_python():
+            stats["vthread"] += 1
         if nvrtc and seed % 5 == 0:
             rt = build(sch.mod, "cuda -arch=sm_80")
             assert ".entry main_kernel0" in rt.get_source("ptx")
@@ -335,7 +358,8 @@ def test_random_gpu_schedules():
     skip_unless(opencl_missing())
     nvrtc = not nvrtc_missing()
     references = reference_results()
-    stats = {"interpreter": 0, "opencl": 0, "nvrtc": 0, "vectorized": 0, "dynamic_shared": 0}
+    stats = {"interpreter": 0, "opencl": 0, "nvrtc": 0, "vectorized": 0, "dynamic_shared": 0,
+             "vthread": 0}
     rng = random.Random(SEED)
     for index in range(SCHEDULES):
         seed = rng.randrange(1 << 40)
@@ -348,6 +372,7 @@ def test_random_gpu_schedules():
     assert stats["opencl"] > SCHEDULES // 3  # the fuzzer must mostly produce valid schedules
     assert stats["vectorized"] > SCHEDULES // 10
     assert stats["dynamic_shared"] > SCHEDULES // 30
+    assert stats["vthread"] > SCHEDULES // 30
 
 
 def test_unbound_thread_axis_reduction_in_shared():

@@ -74,15 +74,19 @@ class SpaceGenerator {
   const std::vector<schedule::Trace>& sketches() const;
 
   // A random candidate of sketch `sketch`: its decisions drawn anew with `seed`. Nothing when
-  // the replay or a postprocessor refuses it; the reason is counted (rejections()).
+  // the replay or a postprocessor refuses it; the reason is counted (rejections()). On a GPU
+  // target, decisions whose tiles exceed their limits (a thread count below a warp, say) are
+  // drawn again, up to 64 draws, each refused draw counted under "sample: ...".
   std::optional<Candidate> sample(int sketch, uint64_t seed);
   // The candidate of sketch `sketch` with the decisions of `decisions` (a trace of the sketch).
   std::optional<Candidate> replay(int sketch, const schedule::Trace& decisions);
   // A trace like `decisions` with one decision changed by a mutator (tile sizes, categorical
-  // choices, compute locations); nothing when no mutator finds a change.
+  // choices, compute locations); nothing when no mutator finds a change. On a GPU target only a
+  // change whose tiles keep their limits counts (a refused one under "mutate: ...").
   std::optional<schedule::Trace> mutate(const schedule::Trace& decisions, std::mt19937_64& rng);
   // The neighbours of `decisions` that move one prime factor of one tile between two levels:
-  // the local search around the best candidate.
+  // the local search around the best candidate (on a GPU target, those within the tiles'
+  // limits).
   std::vector<schedule::Trace> neighbours(const schedule::Trace& decisions);
 
   // Why candidates were refused, with counts ("postproc pack_operand: …": 3).

@@ -27,8 +27,11 @@ namespace kiln::tir {
 // unless it is one iteration: that is peeled (its loop variable replaced by the value) and
 // keeps the check in its loops. A part that is provably empty is not emitted; nothing is split
 // when neither a steady part nor a failing part would remain. Vectorized, unrolled and GPU
-// thread loops are not split (their bodies are searched): their extents stay constants. The
-// copied parts get fresh variables for the loops and lets they define.
+// thread loops are not split (their bodies are searched): their extents stay constants. Nor is
+// a loop at a split point that depends on a threadIdx variable when its body may synchronize
+// the block's threads (it holds a thread loop or accesses "shared" memory): every thread must
+// run such a loop equally often. The copied parts get fresh variables for the loops and lets
+// they define.
 //
 //   for io in range(13):                          for io in range(12):
 //     for ii in range(8):                           for ii in range(8):

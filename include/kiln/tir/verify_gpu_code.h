@@ -52,8 +52,9 @@ GpuCodeCheck check_gpu_code(const ir::PrimFunc& kernel, const GpuLimits& limits)
 //  2. more shared memory (the sum of its "shared" and "shared.dyn" allocations) than the limit,
 //     more "shared" memory than the static limit, or a shared allocation whose size is not a
 //     constant;
-//  3. a barrier (storage_sync) in code that not every thread of the block reaches: under a
-//     condition on a threadIdx variable, or in a threadIdx loop shorter than the launch extent.
+//  3. a barrier (storage_sync) in code that not every thread of the block reaches as often as
+//     the others: under a condition on a threadIdx variable, in a loop whose bounds depend on
+//     one, or in a threadIdx loop shorter than the launch extent.
 // Tested by tests/cpp/tir/gpu_lowering_test.cc and tests/python/test_gpu_build.py.
 void verify_gpu_code(const ir::PrimFunc& kernel, const GpuLimits& limits);
 

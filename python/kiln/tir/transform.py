@@ -14,6 +14,7 @@ compact_buffer_allocation = _passes.compact_buffer_allocation
 lower_opaque_block = _passes.lower_opaque_block
 flatten_buffers = _passes.flatten_buffers
 simplify = _passes.simplify
+inject_virtual_threads = _passes.inject_virtual_threads
 storage_rewrite = _passes.storage_rewrite
 loop_partition = _passes.loop_partition
 vectorize_loops = _passes.vectorize_loops
@@ -22,6 +23,7 @@ lower_intrinsics = _passes.lower_intrinsics
 make_packed_api = _passes.make_packed_api
 verify_ir = _passes.verify_ir
 
-__all__ = ["lower_init_block", "lower_warp_memory", "plan_buffer_allocation", "compact_buffer_allocation",
-           "lower_opaque_block", "flatten_buffers", "simplify", "storage_rewrite", "verify_ir",
+__all__ = ["lower_init_block", "lower_warp_memory", "plan_buffer_allocation",
+           "compact_buffer_allocation", "lower_opaque_block", "flatten_buffers", "simplify",
+           "inject_virtual_threads", "storage_rewrite", "verify_ir",
            "loop_partition", "vectorize_loops", "unroll_loops", "lower_intrinsics", "make_packed_api"]

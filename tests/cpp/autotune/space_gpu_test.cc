@@ -1,14 +1,22 @@
 // The GPU design space: which workloads get the sketches of auto_bind and cross_thread_reduction
 // (a scalar sum among them), that the thread counts they draw respect the target's limit, and that
 // the postprocessor verify_gpu_code refuses, under a counted reason, a block left unbound, a kernel
-// with too many threads and one with too much shared memory. No device is needed: the targets give
-// their limits. tests/python/test_autotune_space_gpu.py runs the candidates on an OpenCL device.
+// with too many threads and one with too much shared memory. multi_level_tiling_gpu: the sketch a
+// matmul (with an element-wise epilogue too), a batch matmul and a conv2d get, sampled and mutated
+// tiles within the target's threads, shared memory and the register tile (check_gpu_tiles names
+// each limit), and the copies that rewrite_cooperative_fetch spreads over the threads. No device is
+// needed: the targets give their limits. tests/python/test_autotune_space_gpu.py runs the
+// candidates on an OpenCL device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "autotune/space/space_parts.h"
 #include "kiln/autotune/space.h"
+#include "kiln/driver/build.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/printer.h"
+#include "kiln/schedule/annotation.h"
 #include "lowered_workloads.h"
 
 namespace kiln::autotune {
@@ -157,6 +165,347 @@ TEST(GpuVerifyPostproc, AcceptsWhatTheGpuRunsAndNamesWhatItCannot) {
   EXPECT_EQ(verify(bound_add_one(true), "opencl -max_shared_memory_per_block=128"),
             "GpuSharedMemoryError");
   EXPECT_EQ(verify(module_of(add_one(16, 64)), "opencl"), "UnboundBlockError");
+}
+
+// --- multi_level_tiling_gpu ------------------------------------------------------------------
+
+// C[b, i, j] = sum_k A[b, i, k] * B[b, k, j].
+Ref<PrimFunc> batch_matmul(int64_t batch, int64_t m, int64_t n, int64_t k) {
+  te::Tensor a = te::placeholder({c(batch), c(m), c(k)}, DataType::float32(), "A");
+  te::Tensor b = te::placeholder({c(batch), c(k), c(n)}, DataType::float32(), "B");
+  IterVar r = te::reduce_axis(Range{c(0), c(k)}, "k");
+  te::Tensor out = te::compute(
+      {c(batch), c(m), c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return te::sum(a({i[0], i[1], r.var}) * b({i[0], r.var, i[2]}), {r});
+      },
+      "C");
+  return te::create_prim_func({a, b, out});
+}
+
+// conv2d NCHW, 3 x 3 window, stride 1, padding 1 (a padding stage), ci -> co channels.
+Ref<PrimFunc> conv2d(int64_t ci, int64_t hw, int64_t co) {
+  te::Tensor x = te::placeholder({c(1), c(ci), c(hw), c(hw)}, DataType::float32(), "X");
+  te::Tensor w = te::placeholder({c(co), c(ci), c(3), c(3)}, DataType::float32(), "W");
+  te::Tensor pad = te::compute(
+      {c(1), c(ci), c(hw + 2), c(hw + 2)},
+      [&](const std::vector<Ref<Var>>& v) {
+        Expr inside = logical_and(logical_and(ge(v[2], c(1)), lt(v[2], c(hw + 1))),
+                                  logical_and(ge(v[3], c(1)), lt(v[3], c(hw + 1))));
+        return if_then_else(inside, x({v[0], v[1], v[2] - c(1), v[3] - c(1)}),
+                            make_const(DataType::float32(), 0.0));
+      },
+      "pad");
+  IterVar rc = te::reduce_axis(Range{c(0), c(ci)}, "rc");
+  IterVar ry = te::reduce_axis(Range{c(0), c(3)}, "ry");
+  IterVar rx = te::reduce_axis(Range{c(0), c(3)}, "rx");
+  te::Tensor out = te::compute(
+      {c(1), c(co), c(hw), c(hw)},
+      [&](const std::vector<Ref<Var>>& v) {
+        return te::sum(
+            pad({v[0], rc.var, v[2] + ry.var, v[3] + rx.var}) * w({v[1], rc.var, ry.var, rx.var}),
+            {rc, ry, rx});
+      },
+      "conv");
+  return te::create_prim_func({x, w, out});
+}
+
+// D[i, j] = max(C[i, j], 0) of the m x n x k matmul C.
+Ref<PrimFunc> matmul_relu(int64_t m, int64_t n, int64_t k) {
+  te::Tensor a = te::placeholder({c(m), c(k)}, DataType::float32(), "A");
+  te::Tensor b = te::placeholder({c(k), c(n)}, DataType::float32(), "B");
+  IterVar r = te::reduce_axis(Range{c(0), c(k)}, "k");
+  te::Tensor product = te::compute(
+      {c(m), c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return te::sum(a({i[0], r.var}) * b({r.var, i[1]}), {r});
+      },
+      "C");
+  te::Tensor relu = te::compute(
+      {c(m), c(n)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return max(product({i[0], i[1]}), make_const(DataType::float32(), 0.0));
+      },
+      "D");
+  return te::create_prim_func({a, b, relu});
+}
+
+// The decisions of the sample_perfect_tile instructions of a trace, with their n.
+std::vector<std::vector<int64_t>> tiles_of(const schedule::Trace& trace) {
+  std::vector<std::vector<int64_t>> out;
+  for (const schedule::Instruction& inst : trace.instructions()) {
+    if (inst.kind == "sample_perfect_tile") {
+      out.push_back(inst.decision.get<std::vector<int64_t>>());
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> thread_axes(const schedule::Trace& trace) {
+  std::vector<std::string> out;
+  for (const schedule::Instruction& inst : trace.instructions()) {
+    if (inst.kind == "bind") out.push_back(inst.attrs.at("thread_axis").get<std::string>());
+  }
+  return out;
+}
+
+TEST(GpuTiling, AMatmulGetsOneSketchSSSRRSRS) {
+  TuneTask task = make_task(matmul(128, 128, 128), "cuda -arch=sm_80");
+  SpaceGenerator space(task, {});
+  ASSERT_EQ(space.sketches().size(), 1u);
+  const schedule::Trace& sketch = space.sketches()[0];
+  // i and j in five levels, k in three; S0, S1 and S2 fused and bound.
+  std::vector<std::vector<int64_t>> tiles = tiles_of(sketch);
+  ASSERT_EQ(tiles.size(), 3u);
+  EXPECT_EQ(tiles[0].size(), 5u);
+  EXPECT_EQ(tiles[1].size(), 5u);
+  EXPECT_EQ(tiles[2].size(), 3u);
+  EXPECT_EQ(thread_axes(sketch),
+            (std::vector<std::string>{"blockIdx.x", "vthread.x", "threadIdx.x"}));
+  EXPECT_EQ(count_of(sketch, "cache_write"), 1u);
+  EXPECT_EQ(count_of(sketch, "cache_read"), 2u);
+  EXPECT_EQ(count_of(sketch, "decompose_reduction"), 1u);
+  std::string text = sketch.as_python();
+  EXPECT_NE(text.find(R"(storage_scope="local")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(storage_scope="shared")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(ann_key="kiln.cooperative_fetch")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(ann_key="pragma_auto_unroll_max_step")"), std::string::npos) << text;
+}
+
+TEST(GpuTiling, ABatchMatmulAndAConvolutionAreTiledToo) {
+  TuneTask batch_task = make_task(batch_matmul(4, 32, 48, 40), "cuda -arch=sm_80");
+  SpaceGenerator batch(batch_task, {});
+  ASSERT_EQ(batch.sketches().size(), 1u);
+  EXPECT_EQ(tiles_of(batch.sketches()[0]).size(), 4u);  // b, i, j, then k
+  EXPECT_EQ(count_of(batch.sketches()[0], "fuse"), 3u);
+  // The convolution's padding is inlined into the shared copy of its input: one kernel.
+  TuneTask conv_task = make_task(conv2d(8, 14, 16), "cuda -arch=sm_80");
+  SpaceGenerator conv(conv_task, {});
+  ASSERT_EQ(conv.sketches().size(), 1u);
+  const schedule::Trace& sketch = conv.sketches()[0];
+  std::vector<std::vector<int64_t>> tiles = tiles_of(sketch);
+  ASSERT_EQ(tiles.size(), 7u);  // n, co, h, w in five levels, rc, ry, rx in three
+  for (size_t t = 0; t < tiles.size(); ++t) EXPECT_EQ(tiles[t].size(), t < 4 ? 5u : 3u);
+  EXPECT_EQ(count_of(sketch, "compute_inline"), 1u);
+  std::optional<Candidate> candidate;
+  for (uint64_t seed = 0; seed < 8 && !candidate; ++seed) candidate = conv.sample(0, seed);
+  ASSERT_TRUE(candidate);
+  std::vector<Ref<PrimFunc>> kernels;
+  tir::lower(candidate->mod->lookup("main"), driver::lower_options_for(conv_task.target, &kernels));
+  EXPECT_EQ(kernels.size(), 1u);
+}
+
+TEST(GpuTiling, AnElementwiseEpilogueIsInlinedIntoTheWriteBack) {
+  TuneTask task = make_task(matmul_relu(64, 64, 32), "cuda -arch=sm_80");
+  SpaceGenerator space(task, {});
+  ASSERT_EQ(space.sketches().size(), 1u);
+  EXPECT_EQ(count_of(space.sketches()[0], "reverse_compute_inline"), 1u);
+  std::optional<Candidate> candidate;
+  for (uint64_t seed = 0; seed < 8 && !candidate; ++seed) candidate = space.sample(0, seed);
+  ASSERT_TRUE(candidate);
+  std::vector<Ref<PrimFunc>> kernels;
+  tir::lower(candidate->mod->lookup("main"), driver::lower_options_for(task.target, &kernels));
+  EXPECT_EQ(kernels.size(), 1u);  // no kernel of its own for the ReLU
+}
+
+// The threads per block, the outputs per thread and the shared bytes of each kernel of a
+// candidate, read from its lowered kernels.
+struct KernelShape {
+  int64_t threads = 1;
+  int64_t shared_bytes = 0;
+};
+std::vector<KernelShape> kernel_shapes(const Candidate& candidate, const codegen::Target& target) {
+  std::vector<Ref<PrimFunc>> kernels;
+  tir::lower(candidate.mod->lookup("main"), driver::lower_options_for(target, &kernels));
+  std::vector<KernelShape> out;
+  for (const Ref<PrimFunc>& kernel : kernels) {
+    KernelShape shape;
+    for (const char* axis : {"x", "y", "z"}) {
+      auto it = kernel->attrs.find(std::string("kiln.launch.threadIdx.") + axis);
+      if (it != kernel->attrs.end()) shape.threads *= *as_const_int(it->second);
+    }
+    post_order_visit(kernel->body, [&](const Node* node) {
+      if (node->kind() != NodeKind::Allocate) return;
+      const Buffer& b = *static_cast<const Allocate*>(node)->buffer;
+      if (b.scope == "shared") shape.shared_bytes += *as_const_int(b.shape[0]) * b.dtype.bytes();
+    });
+    out.push_back(shape);
+  }
+  return out;
+}
+
+TEST(GpuTiling, SampledTilesKeepTheTargetsLimits) {
+  // A warp (32) to 256 threads per block, 8 KiB of shared memory: draws outside are drawn
+  // again, each counted.
+  for (const char* target : {"cuda -arch=sm_80 -max_threads_per_block=256",
+                             "cuda -arch=sm_80 -max_shared_memory_per_block=8192"}) {
+    TuneTask task = make_task(matmul(128, 128, 128), target);
+    SpaceGenerator space(task, {});
+    int sampled = 0;
+    for (uint64_t seed = 0; seed < 12; ++seed) {
+      std::optional<Candidate> candidate = space.sample(0, seed);
+      if (!candidate) continue;
+      ++sampled;
+      for (const KernelShape& shape : kernel_shapes(*candidate, task.target)) {
+        EXPECT_GE(shape.threads, 32) << target << " seed " << seed;
+        EXPECT_LE(shape.threads, task.target.gpu.max_threads_per_block) << target;
+        EXPECT_LE(shape.shared_bytes, task.target.gpu.max_shared_memory_per_block) << target;
+      }
+    }
+    EXPECT_GE(sampled, 8) << target;
+    EXPECT_GT(space.rejections().count("sample: GpuThreadExtentError"), 0u) << target;
+    for (const auto& [reason, count] : space.rejections()) {
+      EXPECT_EQ(reason.rfind("sample: Gpu", 0), 0u) << reason;
+    }
+  }
+}
+
+TEST(GpuTiling, EveryThreadAccumulatesAtMostTheRegisterTile) {
+  TuneTask task = make_task(matmul(128, 128, 128), "cuda -arch=sm_80");
+  SpaceGenerator space(task, {});
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    std::optional<Candidate> candidate = space.sample(0, seed);
+    if (!candidate) continue;
+    // S1 (virtual threads) x S3 x S4 of i and of j.
+    std::vector<std::vector<int64_t>> tiles = tiles_of(candidate->decisions);
+    int64_t outputs = 1;
+    for (size_t axis = 0; axis < 2; ++axis)
+      outputs *= tiles[axis][1] * tiles[axis][3] * tiles[axis][4];
+    EXPECT_LE(outputs, kMaxRegisterTile) << "seed " << seed;
+  }
+}
+
+TEST(GpuTiling, MutatedTilesStayWithinTheLimits) {
+  TuneTask task = make_task(matmul(64, 96, 64), "cuda -arch=sm_80");
+  SpaceGenerator space(task, {});
+  std::optional<Candidate> parent;
+  for (uint64_t seed = 0; seed < 8 && !parent; ++seed) parent = space.sample(0, seed);
+  ASSERT_TRUE(parent);
+  std::mt19937_64 rng(5);
+  int changed = 0;
+  for (int round = 0; round < 12; ++round) {
+    std::optional<schedule::Trace> mutated = space.mutate(parent->decisions, rng);
+    if (!mutated) continue;
+    std::optional<Candidate> child = space.replay(0, *mutated);
+    ASSERT_TRUE(child) << "round " << round;
+    changed += child->hash != parent->hash;
+    for (const KernelShape& shape : kernel_shapes(*child, task.target)) {
+      EXPECT_GE(shape.threads, 32);
+      EXPECT_LE(shape.threads, 1024);
+    }
+  }
+  EXPECT_GT(changed, 0);
+  for (const schedule::Trace& neighbour : space.neighbours(parent->decisions)) {
+    EXPECT_TRUE(space.replay(0, neighbour));
+  }
+}
+
+TEST(GpuTiling, TheSharedCopiesAreSpreadOverTheThreads) {
+  TuneTask task = make_task(matmul(128, 128, 128), "cuda -arch=sm_80");
+  SpaceGenerator space(task, {});
+  std::optional<Candidate> candidate;
+  for (uint64_t seed = 0; seed < 8 && !candidate; ++seed) candidate = space.sample(0, seed);
+  ASSERT_TRUE(candidate);
+  // The postprocessor's instructions follow the sketch's: per copy a fuse, a split by the
+  // thread count and a bind to threadIdx.x (and a vectorize where a vector width was drawn).
+  std::vector<std::string> axes = thread_axes(candidate->trace);
+  EXPECT_EQ(std::count(axes.begin(), axes.end(), "threadIdx.x"), 3);
+  EXPECT_EQ(count_of(candidate->trace, "unannotate"), 2u);
+  std::string text = to_script(candidate->mod->lookup("main"));
+  EXPECT_EQ(text.find("kiln.cooperative_fetch"), std::string::npos) << text;
+}
+
+// The loops of block `name` below its `skip` outer ones, as "extent:kind" ("16:threadIdx.x",
+// "4:vectorized", "2:serial").
+std::vector<std::string> inner_loops(schedule::Schedule& sch, const std::string& name,
+                                     size_t skip) {
+  std::vector<std::string> out;
+  const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+  for (size_t l = skip; l < loc->loops.size(); ++l) {
+    const For* loop = loc->loops[l];
+    std::string kind = loop->kind == ForKind::kThreadBinding ? loop->thread_tag
+                       : loop->kind == ForKind::kVectorized  ? "vectorized"
+                                                             : "serial";
+    out.push_back(std::to_string(*as_const_int(loop->extent)) + ":" + kind);
+  }
+  return out;
+}
+
+TEST(GpuCooperativeFetch, SpreadsEachCopyOverTheThreadsWithTheWidthThatFits) {
+  // A 16 x 16 matmul in 2 x 2 thread blocks of 4 x 4 threads (fused: 16 threads), each thread
+  // 2 x 2 outputs; k in steps of `step`. A's copy of one step is 8 rows of `step`.
+  auto staged = [](int64_t step, int64_t lanes) {
+    schedule::Schedule sch(module_of(matmul(16, 16, 16)), 0);
+    schedule::RV block = schedule::get_block(sch, "C");
+    std::vector<schedule::RV> loops = schedule::get_loops(sch, block);
+    std::vector<schedule::RV> i =
+        schedule::split(sch, loops[0], {int64_t{2}, int64_t{4}, int64_t{2}});
+    std::vector<schedule::RV> j =
+        schedule::split(sch, loops[1], {int64_t{2}, int64_t{4}, int64_t{2}});
+    std::vector<schedule::RV> k = schedule::split(sch, loops[2], {std::monostate{}, step});
+    schedule::reorder(sch, {i[0], j[0], i[1], j[1], k[0], k[1], i[2], j[2]});
+    schedule::bind_loop(sch, schedule::fuse(sch, {i[0], j[0]}), "blockIdx.x");
+    schedule::bind_loop(sch, schedule::fuse(sch, {i[1], j[1]}), "threadIdx.x");
+    schedule::RV copy = schedule::cache_read(sch, block, 0, "shared", {block});
+    schedule::compute_at(sch, copy, k[0]);
+    schedule::annotate(sch, copy, kCooperativeFetchAnnotation, int32_const(lanes));
+    TuneTask task = make_task(matmul(16, 16, 16), "cuda");
+    SpaceContext context;
+    context.task = &task;
+    make_rewrite_cooperative_fetch(context)->apply(sch);
+    return sch;
+  };
+  // 8 x 8 = 64 elements: 16 threads copy four at a time, once.
+  schedule::Schedule vector = staged(8, 4);
+  EXPECT_EQ(inner_loops(vector, "A_shared", 3),
+            (std::vector<std::string>{"1:serial", "16:threadIdx.x", "4:vectorized"}));
+  EXPECT_EQ(vector.index("main")
+                .find_block("A_shared")
+                ->block->annotations.count(kCooperativeFetchAnnotation),
+            0u);
+  // Rows of 2 do not hold vectors of 4: one element per thread, in two passes.
+  schedule::Schedule scalar = staged(2, 4);
+  EXPECT_EQ(inner_loops(scalar, "A_shared", 3),
+            (std::vector<std::string>{"1:serial", "16:threadIdx.x"}));
+}
+
+TEST(GpuTiling, CheckGpuTilesNamesEachLimit) {
+  // A 16 x 16 tiled matmul by hand: 4 x 4 threads, each 2 x 2 outputs of each of 2 x 2 virtual
+  // threads, the 16 x 8 tiles of A and B of each k step in shared memory (1 KiB).
+  auto tiled = [](int64_t low, int64_t register_tile) {
+    schedule::Schedule sch(module_of(matmul(16, 16, 16)), 0);
+    schedule::RV block = schedule::get_block(sch, "C");
+    std::vector<schedule::RV> loops = schedule::get_loops(sch, block);
+    std::vector<schedule::RV> i =
+        schedule::split(sch, loops[0], {int64_t{2}, int64_t{4}, int64_t{2}});
+    std::vector<schedule::RV> j =
+        schedule::split(sch, loops[1], {int64_t{2}, int64_t{4}, int64_t{2}});
+    std::vector<schedule::RV> k = schedule::split(sch, loops[2], {int64_t{2}, int64_t{8}});
+    schedule::reorder(sch, {i[0], j[0], i[1], j[1], k[0], k[1], i[2], j[2]});
+    schedule::bind_loop(sch, schedule::fuse(sch, {i[0], j[0]}), "vthread.x");
+    schedule::bind_loop(sch, schedule::fuse(sch, {i[1], j[1]}), "threadIdx.x");
+    for (int64_t r : {0, 1}) {
+      schedule::RV copy = schedule::cache_read(sch, block, r, "shared", {block});
+      schedule::compute_at(sch, copy, k[0]);
+    }
+    schedule::annotate(sch, block, kThreadExtentLowAnnotation, int32_const(low));
+    schedule::annotate(sch, block, kRegisterTileAnnotation, int32_const(register_tile));
+    return sch;
+  };
+  auto error = [](schedule::Schedule sch, const std::string& target) -> std::string {
+    try {
+      check_gpu_tiles(sch, codegen::parse_target(target));
+    } catch (const schedule::ScheduleError& e) {
+      return e.error_class();
+    }
+    return "";
+  };
+  EXPECT_EQ(error(tiled(16, 16), "cuda"), "");
+  EXPECT_EQ(error(tiled(32, 16), "cuda"), "GpuThreadExtentError");
+  EXPECT_EQ(error(tiled(16, 16), "cuda -max_threads_per_block=8"), "GpuThreadExtentError");
+  EXPECT_EQ(error(tiled(16, 8), "cuda"), "GpuRegisterTileError");
+  EXPECT_EQ(error(tiled(16, 16), "cuda -max_shared_memory_per_block=1024"), "");
+  EXPECT_EQ(error(tiled(16, 16), "cuda -max_shared_memory_per_block=1000"), "GpuSharedMemoryError");
 }
 
 }  // namespace

@@ -211,5 +211,20 @@ TEST(VerifyGpuCode, BarrierUnderAThreadConditionIsRefused) {
       << msg;
 }
 
+TEST(VerifyGpuCode, BarrierInALoopWhoseTripCountDependsOnTheThreadIsRefused) {
+  Ref<Buffer> a = buffer({64}, "A");
+  Ref<Var> tx = make_var("tx"), k = make_var("k");
+  Stmt sync = make<Evaluate>(make<Call>(DataType::int32(), Builtin::StorageSync,
+                                        std::vector<Expr>{make<StringImm>("shared")}));
+  // Thread tx runs the loop tx / 16 + 1 times: thread 0 leaves while thread 63 waits.
+  Stmt body = thread_loop(tx, 64, "threadIdx.x",
+                          make<For>(k, c(0), floordiv(tx, c(16)) + c(1), ForKind::kSerial,
+                                    seq({buffer_store(a, f32(1), {tx}), sync})));
+  std::vector<Ref<PrimFunc>> kernels;
+  split_host_device(make_func({a}, body), "main", &kernels);
+  GpuCodeCheck check = check_gpu_code(*kernels[0], GpuLimits{});
+  EXPECT_EQ(check.violation, GpuCodeViolation::kDivergentBarrier) << check.message;
+}
+
 }  // namespace
 }  // namespace kiln::tir::testing
