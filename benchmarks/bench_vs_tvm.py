@@ -166,35 +166,31 @@ def read_json_lines(path):
 
 @dataclasses.dataclass
 class Sessions:
-    """The tuning runs of one tuner in a work dir: (start, end) in seconds since the epoch; end
-    is None for a run that was killed."""
+    """The tuning runs of one tuner in a work dir: [start, end] in seconds since the epoch. A run
+    that was killed ends at its last trial's time."""
     spans: list
 
     @staticmethod
-    def load(tuner_dir):
+    def load(tuner_dir, trial_times):
         spans = []
         for event in read_json_lines(os.path.join(tuner_dir, "sessions.jsonl")):
             if "start" in event:
                 spans.append([event["start"], None])
             elif "end" in event and spans:
                 spans[-1][1] = event["end"]
+        for i, span in enumerate(spans):
+            if span[1] is None:
+                until = spans[i + 1][0] if i + 1 < len(spans) else float("inf")
+                span[1] = max([t for t in trial_times if span[0] <= t < until], default=span[0])
         return Sessions(spans)
 
     def elapsed(self, when):
-        """Tuning seconds before `when`, over all runs (the gaps between runs do not count)."""
-        total = 0.0
-        for i, (start, end) in enumerate(self.spans):
-            stop = end if end is not None else (
-                self.spans[i + 1][0] if i + 1 < len(self.spans) else when)
-            total += max(0.0, min(when, stop) - start)
-        return total
+        """Tuning seconds before `when`, over all runs (the time between runs does not count)."""
+        return sum(max(0.0, min(when, end) - start) for start, end in self.spans)
 
-    def wall(self, last_data_time):
-        """Seconds of all runs; a killed run counts until its last data."""
-        if not self.spans:
-            return None
-        ends = [e for _, e in self.spans if e is not None]
-        return self.elapsed(max(ends + [last_data_time or 0.0]))
+    def wall(self):
+        """Seconds of all runs, or None when the work dir has no record of them."""
+        return self.elapsed(float("inf")) if self.spans else None
 
 
 def record_session(tuner_dir, event):
@@ -214,8 +210,8 @@ class Trial:
 
 
 def iso_seconds(text):
-    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
+    """Seconds since the epoch of an ISO 8601 UTC time ("2026-11-29T03:31:57.407Z")."""
+    return datetime.datetime.fromisoformat(text).timestamp()
 
 
 def kiln_trials(tuner_dir, threads):
@@ -589,9 +585,8 @@ class Outcome:
 
 def tuner_outcome(tuner, spec, tuner_dir, args):
     trials = kiln_trials(tuner_dir, args.threads) if tuner == "kiln" else tvm_trials(tuner_dir)
-    sessions = Sessions.load(tuner_dir)
-    last = max((t.time for t in trials if t.time), default=None)
-    outcome = Outcome(tuner, trials, sessions.wall(last), sessions)
+    sessions = Sessions.load(tuner_dir, [t.time for t in trials if t.time])
+    outcome = Outcome(tuner, trials, sessions.wall(), sessions)
     if not any(t.seconds for t in trials):
         outcome.error = f"no successful trial in {tuner_dir}"
         return outcome
@@ -633,9 +628,8 @@ def report(name, spec, outcomes, numpy, peak, args):
         other = [t for t in finals if t != o.tuner]
         own, theirs = finals[o.tuner], (finals[other[0]] if other else None)
         tuner_best = min((t.seconds for t in o.trials if t.seconds), default=None)
-        own_reach = reach_text(o.reach(flops, REACH * own) if own else None)
-        other_reach = (reach_text(o.reach(flops, REACH * theirs) if own else None) if theirs
-                       else ("-", "-"))
+        own_reach = reach_text(o.reach(flops, REACH * own)) if own else ("-", "-")
+        other_reach = reach_text(o.reach(flops, REACH * theirs)) if own and theirs else ("-", "-")
         rows.append([o.tuner, str(len(o.trials)), text(o.wall, "{:.0f}"),
                      text(flops / tuner_best / 1e9 if tuner_best else None, "{:.1f}"),
                      text(own, "{:.1f}"),
@@ -686,6 +680,8 @@ HEADER = ["tuner", "trials", "tune s", "GFLOP/s in tuning", "GFLOP/s", "vs NumPy
 
 
 def save(path, name, spec, outcomes, numpy, peak, args):
+    """Writes the comparison's numbers to `path` (JSON): every round's seconds, each trial's
+    time in tuning and tuning seconds so far, each tuner's curve."""
     flops = spec["flops"]
     value = dict(workload=name, title=spec["title"], threads=args.threads, flops=flops,
                  fma_peak_gflops=peak, numpy_seconds_by_round=numpy.seconds, tuners={})
@@ -695,15 +691,16 @@ def save(path, name, spec, outcomes, numpy, peak, args):
             final_seconds_by_round=o.final.seconds if o.final else None,
             best_so_far_seconds_by_round={i: t.seconds if t else None
                                           for i, t in sorted((o.points or {}).items())},
-            tuning_seconds_by_trial=[[t.index, t.seconds,
-                                      o.sessions.elapsed(t.time) if t.time else None]
-                                     for t in o.trials],
+            trials_measured=[dict(trial=t.index, seconds=t.seconds,
+                                  tuning_seconds=o.sessions.elapsed(t.time) if t.time else None)
+                             for t in o.trials],
             curve=o.curve(flops))
     with open(path, "w") as f:
         json.dump(value, f, indent=1)
 
 
 def compare(name, spec, wdir, tvm_reason, peak, args):
+    """Builds, checks and times what the work dir holds; prints the table and saves it."""
     outcomes = [tuner_outcome("kiln", spec, os.path.join(wdir, "kiln"), args)]
     if tvm_reason is None:
         outcomes.append(tuner_outcome("TVM", spec, os.path.join(wdir, "tvm"), args))
@@ -716,6 +713,7 @@ def compare(name, spec, wdir, tvm_reason, peak, args):
     print(f"[{name}] timing {len(entries)} builds in {args.rounds} rounds", flush=True)
     time_in_rounds(entries, args.rounds)
     report(name, spec, outcomes, numpy, peak, args)
+    os.makedirs(wdir, exist_ok=True)
     save(os.path.join(wdir, "compare.json"), name, spec, outcomes, numpy, peak, args)
 
 
