@@ -24,15 +24,13 @@ constexpr int64_t kMaxUnrolledNodes = 4096;
 constexpr const char* kAutoMaxStep = "pragma_auto_unroll_max_step";
 constexpr const char* kExplicit = "pragma_unroll_explicit";
 constexpr const char* kLlvmUnroll = "pragma_llvm_unroll";
-constexpr const char* kLlvmVectorize = "pragma_llvm_vectorize";
 
 // What the enclosing annotations ask for.
 struct Settings {
   int64_t max_step = kDefaultMaxStep;
-  bool automatic = false;      // serial loops are unrolled too (rule 2)
-  bool copy = true;            // copy bodies, or only mark loops kUnrolled
-  bool llvm_unroll = true;     // LLVM may unroll the loops that stay loops
-  bool llvm_vectorize = true;  // LLVM may vectorize them
+  bool automatic = false;   // serial loops are unrolled too (rule 2)
+  bool copy = true;         // copy bodies, or only mark loops kUnrolled
+  bool llvm_unroll = true;  // LLVM may unroll and vectorize the loops that stay loops
 };
 
 // The most stores to memory (buffers other than "local" ones, which become registers) that
@@ -130,13 +128,8 @@ class LoopUnroller : public IRMutator {
                   *extent * count_nodes(body) <= kMaxUnrolledNodes && here.copy;
     if (!copies) {
       if (automatic) loop->kind = ForKind::kUnrolled;
-      if (loop->kind == ForKind::kSerial && !(here.llvm_unroll && here.llvm_vectorize)) {
-        if (!here.llvm_unroll) {
-          loop->annotations[kLlvmUnrollDisableAnnotation] = make_const(DataType::int32(), 1);
-        }
-        if (!here.llvm_vectorize) {
-          loop->annotations[kLlvmVectorizeDisableAnnotation] = make_const(DataType::int32(), 1);
-        }
+      if (!here.llvm_unroll && loop->kind == ForKind::kSerial) {
+        loop->annotations[kLlvmLoopFixedAnnotation] = make_const(DataType::int32(), 1);
         return loop;
       }
       if (!annotated && body.same_as(op->body) && loop->kind == op->kind) return op;
@@ -161,9 +154,6 @@ class LoopUnroller : public IRMutator {
     }
     if (std::optional<int64_t> value = take_integer(loop, kLlvmUnroll, &found)) {
       settings_.llvm_unroll = *value != 0;
-    }
-    if (std::optional<int64_t> value = take_integer(loop, kLlvmVectorize, &found)) {
-      settings_.llvm_vectorize = *value != 0;
     }
     if (std::optional<int64_t> value = take_integer(loop, kExplicit, &found)) {
       settings_.copy = *value != 0;

@@ -180,9 +180,9 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
     // What is unrolled is this decision's (and the register tile's, which multi_level_tiling
     // unrolls): LLVM's own unrolling of the nest would cost most of the build for nothing.
     // What is vectorized is the space's too: LLVM's loop vectorizer would only add masked
-    // versions of loops the schedule left scalar on purpose (a guarded padding row).
+    // versions of loops the schedule left scalar on purpose (a guarded padding row). The
+    // pragma keeps LLVM from doing either (tir/unroll_loops.h, rule 4).
     schedule::annotate(sch, outer, "pragma_llvm_unroll", make_const(DataType::int32(), 0));
-    schedule::annotate(sch, outer, "pragma_llvm_vectorize", make_const(DataType::int32(), 0));
   }
 
   int64_t lanes_;

@@ -171,12 +171,12 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   void emit_store(const ir::BufferStore* op);
   void emit_allocate(const ir::Allocate* op);
   void emit_for(const ir::For* op);
-  // What a loop asks of LLVM's unroller: nothing, a full unrolling, or none at all.
+  // What a loop asks of LLVM: nothing (its unroller and loop vectorizer decide), a full
+  // unrolling, or to be left as it is (neither unrolled nor vectorized: the schedule decided).
   enum class LoopUnroll { kLlvmDecides, kFull, kNever };
-  // A serial loop over [begin, end) binding `var`; `llvm_vectorize` false keeps LLVM's loop
-  // vectorizer off it.
+  // A serial loop over [begin, end) binding `var`.
   void emit_serial_loop(const ir::Var* var, llvm::Value* begin, llvm::Value* end,
-                        const ir::Stmt& body, LoopUnroll unroll, bool llvm_vectorize = true);
+                        const ir::Stmt& body, LoopUnroll unroll);
   // The address of element `index` of `buffer` (a vector of addresses for a vector index).
   llvm::Value* element_address(const ir::Buffer& buffer, llvm::Value* index,
                                ir::DataType index_dtype);

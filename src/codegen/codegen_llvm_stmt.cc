@@ -244,7 +244,7 @@ void CodeGenLLVM::emit_allocate(const Allocate* op) {
 }
 
 void CodeGenLLVM::emit_serial_loop(const Var* var, llvm::Value* begin, llvm::Value* end,
-                                   const Stmt& body, LoopUnroll unroll, bool llvm_vectorize) {
+                                   const Stmt& body, LoopUnroll unroll) {
   llvm::BasicBlock* preheader = builder_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(context_, "for_" + var->name, fn_.function);
   auto* loop_body = llvm::BasicBlock::Create(context_, "for_body_" + var->name, fn_.function);
@@ -276,7 +276,7 @@ void CodeGenLLVM::emit_serial_loop(const Var* var, llvm::Value* begin, llvm::Val
         unroll == LoopUnroll::kFull ? "llvm.loop.unroll.full" : "llvm.loop.unroll.disable";
     properties.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, what)}));
   }
-  if (!llvm_vectorize) {
+  if (unroll == LoopUnroll::kNever) {
     properties.push_back(
         llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.vectorize.enable"),
                                      llvm::ConstantAsMetadata::get(builder_.getFalse())}));
@@ -304,11 +304,10 @@ void CodeGenLLVM::emit_for(const For* op) {
   LoopUnroll unroll = LoopUnroll::kLlvmDecides;
   if (op->kind == ForKind::kUnrolled) {
     unroll = LoopUnroll::kFull;
-  } else if (op->annotations.count(tir::kLlvmUnrollDisableAnnotation) != 0) {
+  } else if (op->annotations.count(tir::kLlvmLoopFixedAnnotation) != 0) {
     unroll = LoopUnroll::kNever;
   }
-  bool llvm_vectorize = op->annotations.count(tir::kLlvmVectorizeDisableAnnotation) == 0;
-  emit_serial_loop(op->loop_var.get(), begin, end, op->body, unroll, llvm_vectorize);
+  emit_serial_loop(op->loop_var.get(), begin, end, op->body, unroll);
 }
 
 void CodeGenLLVM::emit_stmt(const Stmt& s) {

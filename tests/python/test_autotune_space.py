@@ -126,7 +126,6 @@ def test_the_register_tile_rows_are_unrolled_and_llvm_unrolls_nothing_else():
         assert "sch.unroll(" in sketch.as_python()
     candidate = space.sample(0, 1)
     assert 'ann_key="pragma_llvm_unroll", ann_val=0' in candidate.trace.as_python()
-    assert 'ann_key="pragma_llvm_vectorize", ann_val=0' in candidate.trace.as_python()
 
 
 def test_the_register_tile_fits_the_target():

@@ -112,7 +112,7 @@ def test_llvm_unroll_zero_keeps_llvm_from_unrolling_the_loops_left():
     outer, _ = sch.split(i, factors=[None, 4])
     sch.annotate(outer, "pragma_auto_unroll_max_step", 4)
     sch.annotate(outer, "pragma_llvm_unroll", 0)
-    assert "kiln.llvm_unroll_disable" in tir.lower(sch.mod["main"]).script()
+    assert "kiln.llvm_loop_fixed" in tir.lower(sch.mod["main"]).script()
     rt = kiln.build(sch.mod)
     assert "llvm.loop.unroll.disable" in rt.get_source("ll")
     a = np.arange(1024, dtype="float32")
@@ -121,13 +121,12 @@ def test_llvm_unroll_zero_keeps_llvm_from_unrolling_the_loops_left():
     np.testing.assert_array_equal(b, a * np.float32(2) + np.float32(1))
 
 
-def test_llvm_vectorize_zero_keeps_llvm_from_vectorizing_the_loops_left():
-    # pragma_llvm_vectorize = 0 (the tuner's nests): a serial scalar loop that LLVM's loop
-    # vectorizer would vectorize stays scalar, and the result is unchanged.
+def test_llvm_unroll_zero_keeps_llvm_from_vectorizing_the_loops_left():
+    # The same pragma keeps LLVM's loop vectorizer off the loops that stay loops: a serial
+    # scalar loop that it would vectorize stays scalar, and the result is unchanged.
     sch = tir.Schedule(elementwise(1024))
     (i,) = sch.get_loops(sch.get_block("B"))
-    sch.annotate(i, "pragma_llvm_vectorize", 0)
-    assert "kiln.llvm_vectorize_disable" in tir.lower(sch.mod["main"]).script()
+    sch.annotate(i, "pragma_llvm_unroll", 0)
     rt = kiln.build(sch.mod)
     ll = rt.get_source("ll")
     assert "llvm.loop.vectorize.enable" in ll

@@ -24,14 +24,12 @@ namespace kiln::tir {
 //  3. "pragma_unroll_explicit" = 0 on a loop (or an enclosing one) keeps the loops chosen by 1
 //     and 2 as loops of kind kUnrolled rather than copying them; 1 (the default) copies them.
 //  4. "pragma_llvm_unroll" = 0 on a loop (or an enclosing one) gives every serial loop under it
-//     that stays a loop the annotation kLlvmUnrollDisableAnnotation: the code generator tells
-//     LLVM not to unroll it (kiln decided what to unroll; LLVM's own unrolling of a tuned nest
-//     costs most of its build time). 1 (the default) leaves them to LLVM.
-//  5. "pragma_llvm_vectorize" = 0 likewise gives them kLlvmVectorizeDisableAnnotation: LLVM's
-//     loop vectorizer leaves them as they are (kiln decided what to vectorize; a guarded
-//     padding row that LLVM vectorizes with masks ran up to 1.3x slower than its scalar
-//     copies). 1 (the default) leaves them to LLVM.
-// The four annotations are removed from the loops that carry them. Extent 0 becomes a no-op.
+//     that stays a loop the annotation kLlvmLoopFixedAnnotation: the code generator tells LLVM
+//     neither to unroll it nor to vectorize it. The schedule decided both (the tuner puts the
+//     pragma on every nest it schedules): LLVM's own unrolling of a tuned nest costs most of
+//     its build time, and its loop vectorizer made masked copies of a guarded padding row that
+//     the schedule left scalar, up to 1.35x slower. 1 (the default) leaves them to LLVM.
+// The three annotations are removed from the loops that carry them. Extent 0 becomes a no-op.
 //
 //   for i in T.unroll(3):           =>    A[0] = B[0]
 //     A[i] = B[i]                          A[1] = B[1]
@@ -41,8 +39,7 @@ namespace kiln::tir {
 // and tests/python/test_lower_loop_passes.py.
 ir::Ref<ir::PrimFunc> unroll_loops(const ir::Ref<ir::PrimFunc>& func);
 
-// The loop annotations of rules 4 and 5, read by the LLVM code generator.
-constexpr const char* kLlvmUnrollDisableAnnotation = "kiln.llvm_unroll_disable";
-constexpr const char* kLlvmVectorizeDisableAnnotation = "kiln.llvm_vectorize_disable";
+// The loop annotation of rule 4, read by the LLVM code generator.
+constexpr const char* kLlvmLoopFixedAnnotation = "kiln.llvm_loop_fixed";
 
 }  // namespace kiln::tir

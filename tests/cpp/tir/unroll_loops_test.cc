@@ -173,26 +173,10 @@ TEST(UnrollLoops, LlvmUnrollZeroMarksTheLoopsThatStayLoops) {
   EXPECT_EQ(loops[0]->loop_var.get(), i.get());
   EXPECT_EQ(loops[0]->kind, ForKind::kSerial);
   ASSERT_EQ(loops[0]->annotations.size(), 1u);
-  EXPECT_EQ(loops[0]->annotations.count(kLlvmUnrollDisableAnnotation), 1u);
+  EXPECT_EQ(loops[0]->annotations.count(kLlvmLoopFixedAnnotation), 1u);
   EXPECT_EQ(loops[1]->kind, ForKind::kUnrolled);
   EXPECT_TRUE(loops[1]->annotations.empty());
   EXPECT_EQ(count_kind(loops[0]->body, NodeKind::BufferStore), 4);
-}
-
-TEST(UnrollLoops, LlvmVectorizeZeroMarksTheLoopsThatStayLoops) {
-  // Under pragma_llvm_vectorize = 0 (and LLVM's unrolling allowed): the serial loop that stays
-  // carries only the vectorizer's mark; a loop outside the annotated one carries none.
-  Ref<Var> i = make_var("i"), k = make_var("k");
-  Ref<Buffer> a = buffer_1d("A", i32(1024)), b = buffer_1d("B", i32(1024));
-  Stmt marked = with_annotation(loop(i, 200, buffer_store(b, buffer_load(a, {i}), {i})),
-                                "pragma_llvm_vectorize", 0);
-  Stmt free = loop(k, 100, buffer_store(b, buffer_load(a, {k}), {k}));
-  Ref<PrimFunc> result = unroll_loops(make_func({a, b}, seq({marked, free})));
-  std::vector<const For*> loops = loops_of(result->body);
-  ASSERT_EQ(loops.size(), 2u);
-  ASSERT_EQ(loops[0]->annotations.size(), 1u);
-  EXPECT_EQ(loops[0]->annotations.count(kLlvmVectorizeDisableAnnotation), 1u);
-  EXPECT_TRUE(loops[1]->annotations.empty());
 }
 
 TEST(UnrollLoops, ExtentZeroBecomesANoOp) {
