@@ -711,6 +711,33 @@ bool can_reverse_compute_at(Schedule& sch, const RV& block, const RV& loop,
   return can_move(sch, block, loop, preserve_unit_loops, Move{true, "reverse_compute_at"});
 }
 
+namespace {
+
+// Whether `location` (kInlineMark, kRootMark or the number of a loop of `loops`, the loops of
+// the block's scope in pre-order) is a compute location of the block: the planner of the move
+// runs and nothing changes.
+bool is_compute_location(Schedule& sch, const RV& block_rv, const BlockLocation& block,
+                         const std::string& func_name, const std::vector<const For*>& loops,
+                         int64_t location, const char* primitive) {
+  try {
+    if (location == kInlineMark) {
+      plan_compute_inline(sch, block_rv, primitive);
+    } else if (location >= 0) {
+      if (location >= static_cast<int64_t>(loops.size())) return false;
+      const LoopLocation* loc =
+          sch.index(func_name).find_loop(loops[static_cast<size_t>(location)]->loop_var.get());
+      ComputeAtPlanner(sch, func_name, block, *loc, false, Move{false, primitive}).plan();
+    } else if (location != kRootMark) {
+      return false;
+    }
+  } catch (const ScheduleError&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<int64_t> compute_location_candidates(Schedule& sch, const RV& block_rv) {
   const char* primitive = "sample_compute_location";
   const BlockLocation& block = sch.block(block_rv, primitive);
@@ -718,18 +745,11 @@ std::vector<int64_t> compute_location_candidates(Schedule& sch, const RV& block_
   ScopeLoopCollector collector;
   if (block.scope != nullptr) collector.visit_stmt(block.scope->body);
   std::vector<int64_t> candidates;
-  try {
-    plan_compute_inline(sch, block_rv, primitive);
-    candidates.push_back(kInlineMark);
-  } catch (const ScheduleError&) {
-  }
-  candidates.push_back(kRootMark);
-  for (size_t k = 0; k < collector.loops.size(); ++k) {
-    const LoopLocation* loc = sch.index(func_name).find_loop(collector.loops[k]->loop_var.get());
-    try {
-      ComputeAtPlanner(sch, func_name, block, *loc, false, Move{false, primitive}).plan();
-      candidates.push_back(static_cast<int64_t>(k));
-    } catch (const ScheduleError&) {
+  for (int64_t location = kInlineMark; location < static_cast<int64_t>(collector.loops.size());
+       ++location) {
+    if (is_compute_location(sch, block_rv, block, func_name, collector.loops, location,
+                            primitive)) {
+      candidates.push_back(location);
     }
   }
   return candidates;
@@ -743,16 +763,17 @@ RV sample_compute_location(Schedule& sch, const RV& block_rv,
   std::string func_name = sch.func_name(block_rv);
   ScopeLoopCollector collector;
   if (block.scope != nullptr) collector.visit_stmt(block.scope->body);
-  std::vector<const For*> loops = collector.loops;
-  // Step 2. Collect the candidates: every location where the block can go.
-  std::vector<int64_t> candidates = compute_location_candidates(sch, block_rv);
-  // Step 3. Take or draw the decision.
+  const std::vector<const For*>& loops = collector.loops;
+  // Step 2. Take the decision when it is a location (one move planned: a replay checks only the
+  // location it is given), or draw one among all the candidates.
   int64_t chosen = 0;
   if (decision.has_value()) {
     chosen = *decision;
-    if (std::find(candidates.begin(), candidates.end(), chosen) == candidates.end()) {
+    if (!is_compute_location(sch, block_rv, block, func_name, loops, chosen, primitive)) {
       std::string list;
-      for (int64_t c : candidates) list += (list.empty() ? "" : ", ") + std::to_string(c);
+      for (int64_t c : compute_location_candidates(sch, block_rv)) {
+        list += (list.empty() ? "" : ", ") + std::to_string(c);
+      }
       schedule_error("InvalidDecisionError", primitive,
                      "decision " + std::to_string(chosen) +
                          " is not a compute location of block '" + block.block->name +
@@ -760,9 +781,10 @@ RV sample_compute_location(Schedule& sch, const RV& block_rv,
                          "] (-2 inline, -1 root, k the k-th loop of its scope in pre-order)");
     }
   } else {
+    std::vector<int64_t> candidates = compute_location_candidates(sch, block_rv);
     chosen = candidates[sch.next_random() % candidates.size()];
   }
-  // Step 4. Make the handle and record.
+  // Step 3. Make the handle and record.
   Ref<Var> loop_var =
       chosen >= 0 ? loops[chosen]->loop_var : make_var(chosen == kRootMark ? "root" : "inline");
   RV out = sch.new_loop_rv(func_name, loop_var);
