@@ -56,13 +56,25 @@ int64_t count_nodes(const Stmt& s) {
 
 // The steps of one statement: one per kLanesPerStep lanes of the value it stores (a vector
 // statement becomes an instruction per register of lanes, and LLVM's build time grows with
-// the instructions of the straight-line code unrolling makes).
+// the instructions of the straight-line code unrolling makes), and kStepsPerMathCall more per
+// transcendental call (exp, tanh, ...: code generators expand each into a polynomial of some
+// twenty instructions, so unrolling a loop of them saves nothing worth its build: 64 copies of
+// a 64-lane exp took LLVM two seconds to compile).
 constexpr int64_t kLanesPerStep = 8;
+constexpr int64_t kStepsPerMathCall = 8;
 
 int64_t statement_steps(const Stmt& s) {
   int lanes = 1;
   if (const auto* store = s.as<BufferStore>()) lanes = store->value->dtype.lanes();
-  return std::max<int64_t>(1, (lanes + kLanesPerStep - 1) / kLanesPerStep);
+  int64_t math_calls = 0;
+  post_order_visit(s, [&math_calls](const Node* node) {
+    if (node->kind() == NodeKind::Call &&
+        builtin_is_transcendental(static_cast<const Call*>(node)->op)) {
+      ++math_calls;
+    }
+  });
+  int64_t registers = std::max<int64_t>(1, (lanes + kLanesPerStep - 1) / kLanesPerStep);
+  return registers * (1 + kStepsPerMathCall * math_calls);
 }
 
 // How many steps (statements: stores and evaluations, statement_steps each) `s` runs once its

@@ -95,23 +95,8 @@ BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name) {
   if (store != nullptr) {
     post_order_visit(store->value, [&](const Node* node) {
       if (node->kind() != NodeKind::Call) return;
-      switch (static_cast<const Call*>(node)->op) {
-        case Builtin::Exp:
-        case Builtin::Exp2:
-        case Builtin::Log:
-        case Builtin::Log2:
-        case Builtin::Log1p:
-        case Builtin::Sin:
-        case Builtin::Cos:
-        case Builtin::Tan:
-        case Builtin::Tanh:
-        case Builtin::Sigmoid:
-        case Builtin::Erf:
-        case Builtin::Pow:
-          result.expensive = true;
-          break;
-        default:
-          break;
+      if (ir::builtin_is_transcendental(static_cast<const Call*>(node)->op)) {
+        result.expensive = true;
       }
     });
   }

@@ -63,6 +63,26 @@ bool builtin_is_pure(Builtin op) {
   return kBuiltins[static_cast<int>(op)].pure;
 }
 
+bool builtin_is_transcendental(Builtin op) {
+  switch (op) {
+    case Builtin::Exp:
+    case Builtin::Exp2:
+    case Builtin::Log:
+    case Builtin::Log2:
+    case Builtin::Log1p:
+    case Builtin::Sin:
+    case Builtin::Cos:
+    case Builtin::Tan:
+    case Builtin::Tanh:
+    case Builtin::Sigmoid:
+    case Builtin::Erf:
+    case Builtin::Pow:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::optional<Builtin> builtin_from_name(const std::string& name) {
   for (size_t i = 0; i < sizeof(kBuiltins) / sizeof(kBuiltins[0]); ++i) {
     if (name == kBuiltins[i].name) return static_cast<Builtin>(i);

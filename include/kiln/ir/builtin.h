@@ -92,6 +92,10 @@ const char* builtin_name(Builtin op);
 // -1 when the builtin takes any number of arguments.
 int builtin_arity(Builtin op);
 bool builtin_is_pure(Builtin op);
+// Whether the builtin is a float math function that code generators expand into a long
+// instruction sequence (exp, log, sin, tanh, erf, pow, ...): what makes a stage expensive to
+// recompute and a loop body expensive to unroll. sqrt, fabs, floor and the like are not.
+bool builtin_is_transcendental(Builtin op);
 // The builtin printed as `name`, if there is one.
 std::optional<Builtin> builtin_from_name(const std::string& name);
 

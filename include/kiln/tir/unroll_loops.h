@@ -18,7 +18,9 @@ namespace kiln::tir {
 //     a serial loop with a constant extent is unrolled too when every loop inside it is
 //     unrolled (inner loops are decided first) and its extent times the number of steps its
 //     body runs is at most N: a store or evaluation is a step, a vector store one step per 8
-//     lanes (wide vectors unrolled make long straight-line code that LLVM takes long to build);
+//     lanes (wide vectors unrolled make long straight-line code that LLVM takes long to build),
+//     and each transcendental call (exp, tanh, ...; builtin_is_transcendental) 8 more steps per
+//     such register of lanes (each expands into a polynomial of some twenty instructions);
 //     and the copies store at most 64 times to buffers other than "local" ones (LLVM compares
 //     every pair of a loop body's stores to memory).
 //  3. "pragma_unroll_explicit" = 0 on a loop (or an enclosing one) keeps the loops chosen by 1

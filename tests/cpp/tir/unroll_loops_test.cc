@@ -120,6 +120,28 @@ TEST(UnrollLoops, AVectorStoreCountsAStepPerEightLanes) {
   }
 }
 
+TEST(UnrollLoops, ATranscendentalCallCountsEightStepsMorePerRegister) {
+  // for i in range(8) [max_step 64]: B[i * 8 : i * 8 + 8] = exp(A[...]): each store of one
+  // register is 1 step and its exp 8 more, 72 in all: kept a loop; with max_step 72, unrolled.
+  // The same copy without exp is 8 steps, unrolled under 64.
+  for (int max_step : {64, 72}) {
+    for (bool with_exp : {true, false}) {
+      Ref<Var> i = make_var("i");
+      Ref<Buffer> a = buffer_1d("A", i32(64)), b = buffer_1d("B", i32(64));
+      Expr index = ramp(i * 8, i32(1), 8);
+      Expr value = buffer_load(a, {index});
+      if (with_exp) value = call(Builtin::Exp, {value});
+      Ref<PrimFunc> func = make_func(
+          {a, b}, with_annotation(loop(i, 8, buffer_store(b, value, {index})),
+                                  "pragma_auto_unroll_max_step", max_step));
+      Ref<PrimFunc> result = unroll_loops(func);
+      bool unrolled = !with_exp || max_step == 72;
+      EXPECT_EQ(count_kind(result->body, NodeKind::For), unrolled ? 0 : 1)
+          << max_step << " " << with_exp;
+    }
+  }
+}
+
 TEST(UnrollLoops, AutomaticUnrollingLeavesAtMost64StoresToMemoryInABody) {
   // for i in range(32) [max_step 512]: for j in range(4): B[i * 4 + j] = A[i * 4 + j]: 128
   // stores to memory unrolled would be 128 steps, within the limit, but more than 64 stores;
