@@ -131,9 +131,9 @@ TEST(UnrollLoops, ATranscendentalCallCountsEightStepsMorePerRegister) {
       Expr index = ramp(i * 8, i32(1), 8);
       Expr value = buffer_load(a, {index});
       if (with_exp) value = call(Builtin::Exp, {value});
-      Ref<PrimFunc> func = make_func(
-          {a, b}, with_annotation(loop(i, 8, buffer_store(b, value, {index})),
-                                  "pragma_auto_unroll_max_step", max_step));
+      Ref<PrimFunc> func =
+          make_func({a, b}, with_annotation(loop(i, 8, buffer_store(b, value, {index})),
+                                            "pragma_auto_unroll_max_step", max_step));
       Ref<PrimFunc> result = unroll_loops(func);
       bool unrolled = !with_exp || max_step == 72;
       EXPECT_EQ(count_kind(result->body, NodeKind::For), unrolled ? 0 : 1)
