@@ -233,6 +233,16 @@ def test_no_worker_outlives_the_runner():
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_stops_the_batch_and_keeps_what_was_measured(workers):
+    # Python's Ctrl-C handler, which Python does not install when it starts with SIGINT ignored
+    # (a test run started in the background).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        check_ctrl_c_stops_the_batch(workers)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def check_ctrl_c_stops_the_batch(workers):
     before = child_processes()
     with ms.LocalRunner(repeat=1, min_repeat_ms=1, timeout_s=60, build_workers=workers) as runner:
         runner.set_task(scale(2.0))

@@ -273,8 +273,11 @@ def test_a_stopped_run_keeps_its_batches_and_resumes(tmp_path, how):
     db_path = tmp_path / "t.db"
     args = ["tune", f"{path}:matmul", "--trials", 400, "--per-iter", 4, "--db", db_path,
             "--no-progress"]
+    # Ctrl-C's default action in the child, whatever this process inherited (a test run started
+    # in the background ignores SIGINT, and so would its children).
     proc = subprocess.Popen([sys.executable, "-m", "kiln", *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         wait_for_records(db_path, 8, proc)
         proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
