@@ -30,7 +30,8 @@ from kiln import te
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_gemm import fma_peak  # noqa: E402
-from common import kiln_seconds, load_average, median_seconds, print_table  # noqa: E402
+from common import (conv2d_func, gemm_func, kiln_seconds, load_average,  # noqa: E402
+                    median_seconds, print_table)
 
 try:
     import torch
@@ -41,33 +42,15 @@ except ImportError:  # the column reads n/a
 # --- The workloads: a PrimFunc, NumPy arguments, the NumPy and PyTorch versions, and flops.
 
 def gemm(n=1024):
-    a = te.placeholder((n, n), "float32", name="A")
-    b = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     rng = np.random.default_rng(0)
     args = [rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32),
             np.zeros((n, n), np.float32)]
-    return dict(func=te.create_prim_func([a, b, c]), args=args, out=2,
+    return dict(func=gemm_func(te, n), args=args, out=2,
                 numpy=lambda x, y: x @ y, torch=lambda x, y: torch.matmul(x, y),
                 flops=2 * n ** 3)
 
 
 def conv2d(n=1, c=64, h=56, w=56, f=64, kh=3, kw=3, pad=1):
-    data = te.placeholder((n, c, h, w), "float32", name="data")
-    weight = te.placeholder((f, c, kh, kw), "float32", name="weight")
-    padded = te.compute(
-        (n, c, h + 2 * pad, w + 2 * pad),
-        lambda b, ch, y, x: te.if_then_else(
-            te.all(y >= pad, y < h + pad, x >= pad, x < w + pad),
-            data[b, ch, y - pad, x - pad], te.const(0, "float32")), name="pad")
-    rc = te.reduce_axis((0, c), name="rc")
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
-    out = te.compute(
-        (n, f, h, w),
-        lambda b, o, y, x: te.sum(padded[b, rc, y + ry, x + rx] * weight[o, rc, ry, rx],
-                                  axis=[rc, ry, rx]), name="conv")
     rng = np.random.default_rng(0)
     args = [rng.standard_normal((n, c, h, w), dtype=np.float32),
             rng.standard_normal((f, c, kh, kw), dtype=np.float32),
@@ -80,7 +63,7 @@ def conv2d(n=1, c=64, h=56, w=56, f=64, kh=3, kw=3, pad=1):
         cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * w, c * kh * kw)
         return (cols @ k.reshape(f, -1).T).reshape(n, h, w, f).transpose(0, 3, 1, 2)
 
-    return dict(func=te.create_prim_func([data, weight, out]), args=args, out=2,
+    return dict(func=conv2d_func(te, n, c, h, w, f, kh, kw, pad), args=args, out=2,
                 numpy=conv_numpy,
                 torch=lambda x, k: torch.nn.functional.conv2d(x, k, padding=pad),
                 flops=2 * n * f * h * w * c * kh * kw)

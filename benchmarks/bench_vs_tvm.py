@@ -57,7 +57,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import kiln_seconds, load_average, median_seconds, print_table  # noqa: E402
+from common import (conv2d_func, gemm_func, kiln_seconds, load_average,  # noqa: E402
+                    median_seconds, print_table)
 
 # Fractions of a speed: the yardstick's 90%, and the slowest best-so-far schedule (against the
 # tuner's own best) that is built and timed for the curve; slower ones are far below any
@@ -71,15 +72,7 @@ TVM_FAILED_SECONDS = 1e9
 TVM_TRIALS_PER_ITER = 64
 
 
-# --- The workloads, written once for kiln's te and TVM's te (the same functions).
-
-def gemm_func(te, n):
-    a = te.placeholder((n, n), "float32", name="A")
-    b = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return te.create_prim_func([a, b, c])
-
+# --- The workloads, written once for kiln's te and TVM's te (the same functions: common.py).
 
 def gemm(n):
     rng = np.random.default_rng(0)
@@ -90,24 +83,6 @@ def gemm(n):
 
 
 CONV = dict(n=1, c=64, h=56, w=56, f=64, kh=3, kw=3, pad=1)
-
-
-def conv2d_func(te, n, c, h, w, f, kh, kw, pad):
-    data = te.placeholder((n, c, h, w), "float32", name="data")
-    weight = te.placeholder((f, c, kh, kw), "float32", name="weight")
-    padded = te.compute(
-        (n, c, h + 2 * pad, w + 2 * pad),
-        lambda b, ch, y, x: te.if_then_else(
-            te.all(y >= pad, y < h + pad, x >= pad, x < w + pad),
-            data[b, ch, y - pad, x - pad], te.const(0, "float32")), name="pad")
-    rc = te.reduce_axis((0, c), name="rc")
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
-    out = te.compute(
-        (n, f, h, w),
-        lambda b, o, y, x: te.sum(padded[b, rc, y + ry, x + rx] * weight[o, rc, ry, rx],
-                                  axis=[rc, ry, rx]), name="conv")
-    return te.create_prim_func([data, weight, out])
 
 
 def conv2d(_size):

@@ -1,5 +1,5 @@
-"""Timing helpers shared by the benchmarks: medians of repeated runs, the machine's load and
-table printing."""
+"""What the benchmarks share: medians of repeated runs, the machine's load, table printing, and
+the GEMM and conv2d workloads written for any te module (kiln's and TVM's)."""
 import os
 import statistics
 import time
@@ -25,6 +25,37 @@ def kiln_seconds(rt, args, repeat=7, number=3):
     import numpy as np
     args = [kiln.nd.array(a) if isinstance(a, np.ndarray) else a for a in args]
     return rt.time_evaluator(rt.entry_name, kiln.cpu(0), number=number, repeat=repeat)(*args).median
+
+
+# Workloads written once for any te module with TVM's names (kiln.te, tvm.te): the same
+# computation for kiln's benchmarks and for a comparison with TVM.
+
+def gemm_func(te, n):
+    """C = A @ B, float32, n x n x n."""
+    a = te.placeholder((n, n), "float32", name="A")
+    b = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c])
+
+
+def conv2d_func(te, n, c, h, w, f, kh, kw, pad):
+    """A 2-D convolution, NCHW, float32, stride 1, zero padding `pad` as a stage of its own."""
+    data = te.placeholder((n, c, h, w), "float32", name="data")
+    weight = te.placeholder((f, c, kh, kw), "float32", name="weight")
+    padded = te.compute(
+        (n, c, h + 2 * pad, w + 2 * pad),
+        lambda b, ch, y, x: te.if_then_else(
+            te.all(y >= pad, y < h + pad, x >= pad, x < w + pad),
+            data[b, ch, y - pad, x - pad], te.const(0, "float32")), name="pad")
+    rc = te.reduce_axis((0, c), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    out = te.compute(
+        (n, f, h, w),
+        lambda b, o, y, x: te.sum(padded[b, rc, y + ry, x + rx] * weight[o, rc, ry, rx],
+                                  axis=[rc, ry, rx]), name="conv")
+    return te.create_prim_func([data, weight, out])
 
 
 def load_average():
