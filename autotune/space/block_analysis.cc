@@ -194,6 +194,13 @@ std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const sch
   return useful;
 }
 
+const schedule::BlockLocation* root_scope_block(schedule::Schedule& sch, const std::string& name) {
+  const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+  const schedule::BlockLocation* root = sch.index("main").find_block("root");
+  if (loc == nullptr || root == nullptr || loc->scope != root->block) return nullptr;
+  return loc;
+}
+
 bool has_operand_reuse(const BlockAnalysis& a) {
   for (const std::vector<bool>& uses : a.read_uses) {
     bool operand = false, reused = false;

@@ -76,4 +76,8 @@ bool in_another_reduction_loop(schedule::Schedule& sch, const std::string& name)
 // (in_another_reduction_loop).
 std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const schedule::RV& block);
 
+// Where block `name` of function "main" is, when it sits in the root block's scope (as
+// te.create_prim_func leaves every stage); nullptr for a block nested in another block, or none.
+const schedule::BlockLocation* root_scope_block(schedule::Schedule& sch, const std::string& name);
+
 }  // namespace kiln::autotune

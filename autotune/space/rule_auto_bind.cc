@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
@@ -48,11 +49,8 @@ class AutoBind : public ScheduleRule {
                                         const std::string& block_name) override {
     schedule::Schedule result = sch.copy();
     // Step 1. A block of the root scope under loops none of which is bound yet.
-    const schedule::BlockLocation* loc = result.index("main").find_block(block_name);
-    const schedule::BlockLocation* root = result.index("main").find_block("root");
-    if (loc == nullptr || loc->realize == nullptr || root == nullptr || loc->scope != root->block) {
-      return {sch};
-    }
+    const schedule::BlockLocation* loc = root_scope_block(result, block_name);
+    if (loc == nullptr || loc->realize == nullptr) return {sch};
     for (const ir::For* loop : loc->loops) {
       if (loop->kind == ir::ForKind::kThreadBinding) return {sch};
     }

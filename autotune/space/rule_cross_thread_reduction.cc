@@ -45,9 +45,8 @@ class CrossThreadReduction : public ScheduleRule {
     schedule::Schedule result = sch.copy();
     // Step 1. A reduction of the root scope as te.create_prim_func makes it (spatial loops, then
     // reduction loops, none bound yet) with more steps per element than elements.
-    const schedule::BlockLocation* loc = result.index("main").find_block(block_name);
-    const schedule::BlockLocation* root = result.index("main").find_block("root");
-    if (loc == nullptr || root == nullptr || loc->scope != root->block) return {sch};
+    const schedule::BlockLocation* loc = root_scope_block(result, block_name);
+    if (loc == nullptr) return {sch};
     BlockAnalysis a = analyze_block(result, block_name);
     if (!a.has_init || !a.trivial_bindings) return {sch};
     for (const ir::For* loop : loc->loops) {

@@ -43,9 +43,8 @@ class MultiLevelTilingGpu : public ScheduleRule {
     // Step 1. A reduction with data reuse, of the root scope, under no bound loop, as
     // te.create_prim_func makes it: some operand does not depend on some spatial iterator, so a
     // tile of the output reuses it.
-    const schedule::BlockLocation* loc = result.index("main").find_block(block_name);
-    const schedule::BlockLocation* root = result.index("main").find_block("root");
-    if (loc == nullptr || root == nullptr || loc->scope != root->block) return {sch};
+    const schedule::BlockLocation* loc = root_scope_block(result, block_name);
+    if (loc == nullptr) return {sch};
     for (const ir::For* loop : loc->loops) {
       if (loop->kind != ir::ForKind::kSerial) return {sch};
     }

@@ -31,10 +31,8 @@ class RandomComputeLocation : public ScheduleRule {
     schedule::Schedule result = sch.copy();
     // Step 1. A block of the root scope that is not an output, still under the loops
     // te.create_prim_func made for it (so not tiled), alone in its loop nest.
-    const schedule::BlockLocation* loc = result.index("main").find_block(block_name);
-    if (loc == nullptr || loc->scope == nullptr || loc->loops.empty()) return {sch};
-    const schedule::BlockLocation* root = result.index("main").find_block("root");
-    if (root == nullptr || loc->scope != root->block) return {sch};
+    const schedule::BlockLocation* loc = root_scope_block(result, block_name);
+    if (loc == nullptr || loc->loops.empty()) return {sch};
     if (count_blocks(loc->loops.front()->body) != 1) return {sch};
     BlockAnalysis a = analyze_block(result, block_name);
     if (a.writes_output || !a.trivial_bindings) return {sch};
