@@ -26,6 +26,7 @@ class Load:
     # weight[j // bn, k, j % bn] has {j: bn}).
     panels: dict = dataclasses.field(default_factory=dict)
     last_uses: frozenset = frozenset()  # those its last (innermost) index uses
+    indices: tuple = ()  # the index expressions
 
 
 @dataclasses.dataclass
@@ -155,7 +156,8 @@ def analyze_block(sch, block_rv, func):
             if not any(node.buffer.same_as(w) for w in writes):
                 indices = list(node.indices)
                 loads.append(Load(node.buffer, _uses(indices, iter_vars),
-                                  _panels(indices, iter_vars), _uses(indices[-1:], iter_vars)))
+                                  _panels(indices, iter_vars), _uses(indices[-1:], iter_vars),
+                                  tuple(indices)))
         elif _is_call(node, EXPENSIVE_CALLS):
             flags["expensive"] = True
         elif _is_call(node, ("if_then_else",)):
