@@ -140,7 +140,8 @@ class LoopUnroller : public IRMutator {
                   *extent * count_nodes(body) <= kMaxUnrolledNodes && here.copy;
     if (!copies) {
       if (automatic) loop->kind = ForKind::kUnrolled;
-      if (!here.llvm_unroll && loop->kind == ForKind::kSerial) {
+      if (!here.llvm_unroll &&
+          (loop->kind == ForKind::kSerial || loop->kind == ForKind::kParallel)) {
         loop->annotations[kLlvmLoopFixedAnnotation] = make_const(DataType::int32(), 1);
         return loop;
       }

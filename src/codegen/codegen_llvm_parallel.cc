@@ -7,8 +7,10 @@
 #include <unordered_set>
 
 #include "codegen_llvm_impl.h"
+#include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/support/error.h"
+#include "kiln/tir/unroll_loops.h"
 
 namespace kiln::codegen {
 
@@ -18,6 +20,13 @@ namespace {
 
 // Tasks of a parallel loop per pool thread.
 constexpr int kTasksPerThread = 4;
+
+bool contains_loop(const Stmt& body) {
+  bool found = false;
+  post_order_visit(body,
+                   [&found](const Node* node) { found = found || node->kind() == NodeKind::For; });
+  return found;
+}
 
 // Rejects a parallel loop inside another: each would launch on the same thread pool.
 class ParallelNestingChecker : public IRVisitor {
@@ -185,7 +194,11 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
   llvm::Value* chunk_end = builder_.CreateBinaryIntrinsic(
       is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin,
       builder_.CreateAdd(chunk_begin, chunk), range_end, nullptr, "chunk_end");
-  emit_serial_loop(op->loop_var.get(), chunk_begin, chunk_end, op->body, LoopUnroll::kLlvmDecides);
+  // A fixed parallel loop (the tuner's) over loops stays as it is; one over straight-line code
+  // stays LLVM's to vectorize, as the loop a schedule left scalar under the threads.
+  bool fixed = op->annotations.count(tir::kLlvmLoopFixedAnnotation) != 0 && contains_loop(op->body);
+  emit_serial_loop(op->loop_var.get(), chunk_begin, chunk_end, op->body,
+                   fixed ? LoopUnroll::kNever : LoopUnroll::kLlvmDecides);
   builder_.CreateRet(builder_.getInt32(0));
   finish_function();
 

@@ -4,6 +4,7 @@
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "kiln/support/error.h"
@@ -187,44 +189,88 @@ namespace {
 
 // kiln's optimization pipeline, opt level 3 (the default): the passes kiln's code needs, in the
 // order they run. A schedule has already tiled, vectorized and unrolled the loops it cares
-// about (the tuner marks every loop it leaves serial llvm.loop.unroll.disable), so most of
-// LLVM's O3 pipeline (inlining, loop unswitching, induction-variable rewriting, a third round
-// of instcombine) only costs time on it: on tuned and sampled GEMM, convolution, batch
-// matmul, softmax and RMSNorm candidates this list builds in about half the CPU time of O3 and
-// runs as fast (benchmarks/bench_build_time.py). The vectorizers and LLVM's unroller stay for
-// loops a hand schedule leaves to LLVM.
-constexpr const char* kKilnFunctionPasses[] = {
-    "sroa",  // locals and "local" buffers (register tiles) to SSA values
-    "early-cse",
-    "simplifycfg",
-    "instcombine",
-    "loop-mssa(licm,loop-rotate,licm)",  // invariant loads and address arithmetic out of loops
-    "simplifycfg",
-    "instcombine",
-    "loop(loop-unroll-full)",  // loops marked llvm.loop.unroll.full (kUnrolled, too big to copy)
-    "sroa",                    // ... whose "local" tiles their copies index by constants
-    "gvn",                     // loads and index arithmetic computed twice
-    "jump-threading",          // one guard tested many times (a padding row) becomes one branch
-    "simplifycfg",
-    "instcombine",
-    "loop-mssa(licm)",
-    "simplifycfg",
-    "loop-vectorize",  // loops a schedule left serial and scalar
-    "slp-vectorizer",  // straight-line scalar code (the unrolled copies of a guarded row)
-    "instcombine",
-    "loop-unroll<O3>",  // loops left to LLVM (not marked llvm.loop.unroll.disable)
-    "sroa",             // ... whose copies index "local" buffers by constants now
-    "instcombine",
-    "simplifycfg",
+// about (the tuner marks every loop it leaves serial llvm.loop.unroll.disable and
+// llvm.loop.vectorize.enable false: "fixed"), so most of LLVM's O3 pipeline (inlining, loop
+// unswitching, induction-variable rewriting, a third round of instcombine) only costs time on
+// it: on tuned and sampled GEMM, convolution, batch matmul, softmax and RMSNorm candidates this
+// list builds in about half the CPU time of O3 and runs as fast
+// (benchmarks/bench_build_time.py). The vectorizers and LLVM's unroller stay for loops a hand
+// schedule leaves to LLVM; they and their clean-up run only where they can change something
+// (on tuned candidates the same machine code, 4-9% less build CPU for convolution, batch matmul
+// and norms).
+constexpr const char* kScalarPasses =
+    "sroa,"  // locals and "local" buffers (register tiles) to SSA values
+    "early-cse,simplifycfg,instcombine,"
+    "loop-mssa(licm,loop-rotate,licm),"  // invariant loads and address arithmetic out of loops
+    "simplifycfg,instcombine,"
+    "loop(loop-unroll-full),"  // loops marked llvm.loop.unroll.full (kUnrolled, too big to copy)
+    "sroa,"                    // ... whose "local" tiles their copies index by constants
+    "gvn,"                     // loads and index arithmetic computed twice
+    "jump-threading,"          // one guard tested many times (a padding row) becomes one branch
+    "simplifycfg,instcombine,loop-mssa(licm),simplifycfg";
+constexpr const char* kLoopVectorizer = "loop-vectorize";  // loops left serial and scalar
+constexpr const char* kSlpVectorizer =
+    "slp-vectorizer";  // straight-line scalar code (the unrolled copies of a guarded row)
+constexpr const char* kAfterVectorizers = "instcombine";  // the vectorizers' shuffles
+constexpr const char* kLoopUnroller =
+    "loop-unroll<O3>,"  // loops left to LLVM (not marked llvm.loop.unroll.disable)
+    "sroa,"             // ... whose copies index "local" buffers by constants now
+    "instcombine,simplifycfg";
+
+bool loop_has_property(const llvm::Loop& loop, const char* name) {
+  return llvm::findOptionMDForLoop(&loop, name) != nullptr;
+}
+
+bool loop_vectorize_disabled(const llvm::Loop& loop) {
+  std::optional<bool> enable =
+      llvm::getOptionalBoolLoopAttribute(&loop, "llvm.loop.vectorize.enable");
+  return enable.has_value() && !*enable;
+}
+
+// What LLVM's loop passes may still do to `function`: loops not marked unroll.disable (for the
+// unroller) and loops not marked vectorize.enable false (for the loop vectorizer).
+struct LoopsLeftToLlvm {
+  bool to_unroll = false;
+  bool to_vectorize = false;
 };
 
-std::string kiln_pipeline_text() {
-  std::string text = "function(";
-  for (const char* pass : kKilnFunctionPasses) {
-    if (text.back() != '(') text += ",";
-    text += pass;
+LoopsLeftToLlvm loops_left_to_llvm(const llvm::LoopInfo& loops) {
+  LoopsLeftToLlvm left;
+  for (const llvm::Loop* loop : loops.getLoopsInPreorder()) {
+    if (!loop_has_property(*loop, "llvm.loop.unroll.disable")) left.to_unroll = true;
+    if (!loop_vectorize_disabled(*loop)) left.to_vectorize = true;
   }
-  return text + ")";
+  return left;
+}
+
+llvm::FunctionPassManager parse_function_passes(llvm::PassBuilder& builder, const char* text) {
+  llvm::FunctionPassManager passes;
+  llvm::Error error = builder.parsePassPipeline(passes, text);
+  internal_check(!error) << "codegen: LLVM does not accept kiln's passes " << text << ": "
+                         << llvm::toString(std::move(error));
+  return passes;
+}
+
+// kiln's pipeline on each function of `module`: the scalar passes, then each vectorizer and the
+// unroller where a loop or straight-line code is left to it, with their clean-up only after
+// they changed the function.
+void run_kiln_pipeline(llvm::Module& module, llvm::PassBuilder& builder,
+                       llvm::FunctionAnalysisManager& analyses) {
+  llvm::FunctionPassManager scalar = parse_function_passes(builder, kScalarPasses);
+  llvm::FunctionPassManager loop_vectorizer = parse_function_passes(builder, kLoopVectorizer);
+  llvm::FunctionPassManager slp_vectorizer = parse_function_passes(builder, kSlpVectorizer);
+  llvm::FunctionPassManager after_vectorizers = parse_function_passes(builder, kAfterVectorizers);
+  llvm::FunctionPassManager unroller = parse_function_passes(builder, kLoopUnroller);
+  for (llvm::Function& function : module) {
+    if (function.isDeclaration()) continue;
+    scalar.run(function, analyses);
+    LoopsLeftToLlvm left = loops_left_to_llvm(analyses.getResult<llvm::LoopAnalysis>(function));
+    bool vectorized = false;
+    if (left.to_vectorize) vectorized = !loop_vectorizer.run(function, analyses).areAllPreserved();
+    vectorized |= !slp_vectorizer.run(function, analyses).areAllPreserved();
+    if (vectorized) after_vectorizers.run(function, analyses);
+    if (left.to_unroll) unroller.run(function, analyses);
+  }
 }
 
 }  // namespace
@@ -257,12 +303,9 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, int opt
     case 2:
       passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
       break;
-    default: {
-      llvm::Error error = builder.parsePassPipeline(passes, kiln_pipeline_text());
-      internal_check(!error) << "codegen: LLVM does not accept kiln's pass pipeline: "
-                             << llvm::toString(std::move(error));
-      break;
-    }
+    default:
+      run_kiln_pipeline(module, builder, function_analyses);
+      return;
   }
   passes.run(module, module_analyses);
 }

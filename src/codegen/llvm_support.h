@@ -56,8 +56,8 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const Target& target)
 std::shared_ptr<llvm::TargetMachine> lease_target_machine(const Target& target);
 
 // Runs the optimization pipeline of `opt_level` with the target's cost model: LLVM's default
-// O0, O1 or O2 pipeline for 0-2, and for 3 kiln's own list of passes (llvm_support.cc,
-// kKilnFunctionPasses), which leaves out the parts of O3 that kiln's scheduled code does not
+// O0, O1 or O2 pipeline for 0-2, and for 3 kiln's own passes (llvm_support.cc,
+// run_kiln_pipeline), which leave out the parts of O3 that kiln's scheduled code does not
 // need. Tested by tests/python/test_build_pipeline.py.
 void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, int opt_level);
 

@@ -72,6 +72,57 @@ def test_a_serial_scalar_loop_is_vectorized_by_llvm():
     np.testing.assert_array_equal(b, a * 2 + 1)
 
 
+def loop_properties(ll):
+    """Per loop of the LLVM IR text (each !llvm.loop node), the names of its properties."""
+    nodes = dict(re.findall(r"^(!\d+) = (?:distinct )?!\{(.*)\}$", ll, re.M))
+    found = []
+    for loop_id in sorted(set(re.findall(r"!llvm\.loop (!\d+)", ll))):
+        names = set()
+        for operand in re.findall(r"!\d+", nodes[loop_id]):
+            names.update(re.findall(r'!"([\w.]+)"', nodes.get(operand, "")))
+        found.append(names)
+    return found
+
+
+def test_a_parallel_loop_over_scalar_work_is_vectorized_by_llvm():
+    # Its thread's chunk is a loop over straight-line code: LLVM's loop vectorizer takes it,
+    # with pragma_llvm_unroll = 0 on it too (the tuner's mark fixes loops over loops only).
+    A = te.placeholder((4096,), name="A")
+    B = te.compute((4096,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    sch.parallel(i)
+    sch.annotate(i, "pragma_llvm_unroll", 0)
+    rt = kiln.build(sch.mod, target="llvm")
+    assert re.search(r"<\d+ x float>", rt.get_source("ll"))
+    a = np.arange(4096, dtype="float32")
+    b = np.zeros(4096, "float32")
+    rt(a, b)
+    np.testing.assert_array_equal(b, a * 2 + 1)
+
+
+def test_a_fixed_parallel_loop_over_loops_is_left_as_scheduled():
+    # pragma_llvm_unroll = 0 on a parallel loop over rows: the loop over a thread's rows and
+    # the loop over a row's elements both tell LLVM not to unroll or vectorize them.
+    A = te.placeholder((64, 100), name="A")
+    B = te.compute((64, 100), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.parallel(i)
+    sch.annotate(i, "pragma_llvm_unroll", 0)
+    rt = kiln.build(sch.mod, target="llvm")
+    ll = rt.get_source("ll")
+    assert not re.search(r"<\d+ x float>", ll)
+    properties = loop_properties(ll)
+    assert len(properties) == 2
+    for names in properties:
+        assert {"llvm.loop.unroll.disable", "llvm.loop.vectorize.enable"} <= names
+    a = np.random.default_rng(0).random((64, 100), dtype="float32")
+    b = np.zeros((64, 100), "float32")
+    rt(a, b)
+    np.testing.assert_array_equal(b, a * 2 + 1)
+
+
 def padded_rows(n=56):
     """A padding stage written row by row with a guard per element (a convolution's input
     padding): the guard is the same for every element of a row."""

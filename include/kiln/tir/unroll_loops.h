@@ -25,9 +25,10 @@ namespace kiln::tir {
 //     every pair of a loop body's stores to memory).
 //  3. "pragma_unroll_explicit" = 0 on a loop (or an enclosing one) keeps the loops chosen by 1
 //     and 2 as loops of kind kUnrolled rather than copying them; 1 (the default) copies them.
-//  4. "pragma_llvm_unroll" = 0 on a loop (or an enclosing one) gives every serial loop under it
-//     that stays a loop the annotation kLlvmLoopFixedAnnotation: the code generator tells LLVM
-//     neither to unroll it nor to vectorize it. The schedule decided both (the tuner puts the
+//  4. "pragma_llvm_unroll" = 0 on a loop (or an enclosing one) gives every serial or parallel
+//     loop under it that stays a loop the annotation kLlvmLoopFixedAnnotation: the code
+//     generator tells LLVM neither to unroll it nor to vectorize it (a parallel loop: the loop
+//     over a thread's chunk). The schedule decided both (the tuner puts the
 //     pragma on every nest it schedules): LLVM's own unrolling of a tuned nest costs most of
 //     its build time, and its loop vectorizer made masked copies of a guarded padding row that
 //     the schedule left scalar, up to 1.35x slower. 1 (the default) leaves them to LLVM.

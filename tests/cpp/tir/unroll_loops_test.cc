@@ -201,6 +201,21 @@ TEST(UnrollLoops, LlvmUnrollZeroMarksTheLoopsThatStayLoops) {
   EXPECT_EQ(count_kind(loops[0]->body, NodeKind::BufferStore), 4);
 }
 
+TEST(UnrollLoops, LlvmUnrollZeroMarksAParallelLoop) {
+  // The mark on a parallel loop reaches the loop over each thread's chunk of it.
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  Ref<Buffer> a = buffer_1d("A", i32(4096)), b = buffer_1d("B", i32(4096));
+  Expr index = i * 64 + j;
+  Stmt inner = loop(j, 64, buffer_store(b, buffer_load(a, {index}), {index}));
+  Stmt outer = with_annotation(loop(i, 64, inner, ForKind::kParallel), "pragma_llvm_unroll", 0);
+  Ref<PrimFunc> result = unroll_loops(make_func({a, b}, outer));
+  std::vector<const For*> loops = loops_of(result->body);
+  ASSERT_EQ(loops.size(), 2u);
+  EXPECT_EQ(loops[0]->kind, ForKind::kParallel);
+  EXPECT_EQ(loops[0]->annotations.count(kLlvmLoopFixedAnnotation), 1u);
+  EXPECT_EQ(loops[1]->annotations.count(kLlvmLoopFixedAnnotation), 1u);
+}
+
 TEST(UnrollLoops, ExtentZeroBecomesANoOp) {
   Ref<Var> i = make_var("i");
   Ref<Buffer> b = buffer_1d("B", i32(1));
