@@ -279,6 +279,18 @@ def test_conv2d_nchw_window_schedule(shape):
         assert any(name.startswith("rc") for name in pad_loops), pad_loops
 
 
+def test_conv2d_window_schedule_folds_bias_and_relu():
+    x = te.placeholder((1, 8, 12, 16), "float32", name="x")
+    w = te.placeholder((16, 8, 3, 3), "float32", name="w")
+    b = te.placeholder((16, 1, 1), "float32", name="b")
+    y = topi.nn.relu(topi.add(topi.nn.conv2d_nchw(x, w, 1, 1, 1), b))
+    xv, wv, bv = rand(RNG, 1, 8, 12, 16), rand(RNG, 16, 8, 3, 3), rand(RNG, 16, 1, 1)
+    expected = np.maximum(np_conv2d_general(xv, wv, 1, 1, 1) + bv, 0.0)
+    script = check_family([x, w, b, y], [xv, wv, bv], expected, rtol=1e-4, atol=1e-4)
+    assert "pragma_auto_unroll_max_step" in script and 'scope="local"' in script
+    assert len(blocks(script)) <= 4, blocks(script)  # pad, init, update, write-back + epilogue
+
+
 def test_conv2d_window_schedule_is_faster_than_the_product_tile_on_a_resnet_layer():
     # Not a timing: the structure that makes it faster. The filters of a task read the input
     # rows of one channel block: the channel loop is split, and the filter loop runs inside
