@@ -279,6 +279,36 @@ def test_conv2d_nchw_window_schedule(shape):
         assert any(name.startswith("rc") for name in pad_loops), pad_loops
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_conv2d_default_schedule_fuzz(seed):
+    # Random NCHW convolutions (strides, padding, dilation, odd widths, int8 and float16 inputs):
+    # the window schedule where it applies, the product tile elsewhere, results as NumPy's.
+    rnd = np.random.default_rng(100 + seed)
+    while True:
+        n, c, f = rnd.choice([1, 2]), rnd.choice([3, 4, 8]), rnd.choice([4, 8, 12])
+        h, wd, k = rnd.choice([5, 7, 16]), rnd.choice([6, 12, 17]), rnd.choice([1, 2, 3, 5])
+        stride, pad, dilation = rnd.choice([1, 1, 2]), rnd.choice([0, 1, 2]), rnd.choice([1, 2])
+        if min(h, wd) + 2 * pad - dilation * (k - 1) - 1 >= 0:
+            break
+    dtype = ["float32", "int8", "float16"][seed % 3]
+    out_dtype = "int32" if dtype == "int8" else "float32"
+    x = te.placeholder((n, c, h, wd), dtype, name="x")
+    w = te.placeholder((f, c, k, k), dtype, name="w")
+    y = topi.nn.conv2d_nchw(x, w, int(stride), int(pad), int(dilation), out_dtype=out_dtype)
+    if dtype == "int8":
+        xv = rnd.integers(-8, 8, (n, c, h, wd)).astype("int8")
+        wv = rnd.integers(-8, 8, (f, c, k, k)).astype("int8")
+    else:
+        xv = rnd.standard_normal((n, c, h, wd)).astype(dtype)
+        wv = rnd.standard_normal((f, c, k, k)).astype(dtype)
+    expected = np_conv2d_general(xv.astype("float64"), wv.astype("float64"), int(stride), int(pad),
+                                 int(dilation))
+    if dtype == "int8":
+        expected = expected.astype("int64")
+    tol = 1e-2 if dtype == "float16" else 1e-4
+    check_family([x, w, y], [xv, wv], expected, rtol=tol, atol=tol)
+
+
 def test_conv2d_window_schedule_folds_bias_and_relu():
     x = te.placeholder((1, 8, 12, 16), "float32", name="x")
     w = te.placeholder((16, 8, 3, 3), "float32", name="w")
