@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 #include "autotune/program_analysis.h"
@@ -277,6 +278,25 @@ void analyze_index(const Expr& index, const std::vector<const Var*>& loop_vars,
   if (access->lanes > 1 && f.lanes != access->lanes) access->affine = false;
 }
 
+namespace {
+
+// The (stride, extent) of an affine access's lanes and of its loops from `level` inward.
+std::vector<std::pair<double, double>> footprint_dims(const Access& access, const Store& store,
+                                                      const Program& program, int level) {
+  std::vector<std::pair<double, double>> dims;
+  if (access.lanes > 1 && access.lane_stride != 0) {
+    dims.emplace_back(std::fabs(access.lane_stride), access.lanes);
+  }
+  for (int p = level; p < store.depth(); ++p) {
+    double extent = static_cast<double>(program.loops[store.loops[p]].extent);
+    double stride = std::fabs(access.coefficients[p]);
+    if (stride != 0 && extent > 1) dims.emplace_back(stride, extent);
+  }
+  return dims;
+}
+
+}  // namespace
+
 void compute_footprints(Program* program, const MachineModel& machine) {
   for (Store& store : program->stores) {
     int depth = store.depth();
@@ -293,16 +313,8 @@ void compute_footprints(Program* program, const MachineModel& machine) {
       for (int level = depth; level >= 0; --level) {
         double unique = 1, lines = 1;
         if (access.affine) {
-          std::vector<std::pair<double, double>> dims;
-          if (access.lanes > 1 && access.lane_stride != 0) {
-            dims.emplace_back(std::fabs(access.lane_stride), access.lanes);
-          }
-          for (int p = level; p < depth; ++p) {
-            double extent = static_cast<double>(program->loops[store.loops[p]].extent);
-            double stride = std::fabs(access.coefficients[p]);
-            if (stride != 0 && extent > 1) dims.emplace_back(stride, extent);
-          }
-          std::tie(unique, lines) = affine_footprint(std::move(dims), per_line);
+          std::tie(unique, lines) =
+              affine_footprint(footprint_dims(access, store, *program, level), per_line);
         } else {
           // A gather: every element it may touch, each on its own line.
           unique = access.lanes;
@@ -324,15 +336,40 @@ void compute_footprints(Program* program, const MachineModel& machine) {
 double Pattern::lines(const Program& program, int level, int line_bytes) const {
   double largest = 0, sum = 0;
   int element_bytes = 1;
+  const Access* first = nullptr;
+  const Store* first_store = nullptr;
+  std::vector<int64_t> offsets;
   for (const auto& [s, a] : members) {
     const Access& access = program.stores[s].accesses[a];
     if (access.repeated) continue;
     largest = std::max(largest, access.lines[level]);
     sum += access.lines[level];
     element_bytes = access.element_bytes;
+    if (first == nullptr) {
+      first = &access;
+      first_store = &program.stores[s];
+    }
+    offsets.push_back(static_cast<int64_t>(std::llround(access.offset)));
   }
-  double spread = (max_offset - min_offset) * element_bytes / line_bytes;
-  return std::min(sum, largest + std::ceil(spread));
+  if (first == nullptr || !first->affine || offsets.size() < 2) {
+    double spread = (max_offset - min_offset) * element_bytes / line_bytes;
+    return std::min(sum, largest + std::ceil(spread));
+  }
+  // The members' offsets are one more dimension of the footprint, evenly spaced by the largest
+  // step that divides them (the unrolled rows of a register tile, a convolution's row taps):
+  // over a loop that moves farther than their spread (a channel), the spread repeats.
+  std::sort(offsets.begin(), offsets.end());
+  int64_t step = 0;
+  for (size_t k = 1; k < offsets.size(); ++k) step = std::gcd(step, offsets[k] - offsets[0]);
+  std::vector<std::pair<double, double>> dims =
+      footprint_dims(*first, *first_store, program, level);
+  if (step > 0) {
+    dims.emplace_back(static_cast<double>(step),
+                      static_cast<double>((offsets.back() - offsets.front()) / step + 1));
+  }
+  double per_line = std::max(1.0, static_cast<double>(line_bytes) / element_bytes);
+  double together = affine_footprint(std::move(dims), per_line).second;
+  return std::min(sum, std::max(largest, together));
 }
 
 namespace {

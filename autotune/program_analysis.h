@@ -128,8 +128,9 @@ struct Pattern {
   std::vector<std::pair<int, int>> members;  // (store, access)
   double min_offset = 0, max_offset = 0;     // elements
 
-  // Lines the members touch together at a level of their loops: one member's lines grown by
-  // the spread of their offsets, at most the members' lines added.
+  // Lines the members touch together at a level of their loops: the footprint of one member
+  // with their offsets as one more dimension (repeated by every loop that moves farther than
+  // their spread), at most the members' lines added.
   double lines(const Program& program, int level, int line_bytes) const;
 };
 
