@@ -335,39 +335,29 @@ void compute_footprints(Program* program, const MachineModel& machine) {
 
 double Pattern::lines(const Program& program, int level, int line_bytes) const {
   double largest = 0, sum = 0;
-  int element_bytes = 1;
-  const Access* first = nullptr;
-  const Store* first_store = nullptr;
-  std::vector<int64_t> offsets;
   for (const auto& [s, a] : members) {
     const Access& access = program.stores[s].accesses[a];
     if (access.repeated) continue;
     largest = std::max(largest, access.lines[level]);
     sum += access.lines[level];
-    element_bytes = access.element_bytes;
-    if (first == nullptr) {
-      first = &access;
-      first_store = &program.stores[s];
-    }
-    offsets.push_back(static_cast<int64_t>(std::llround(access.offset)));
   }
-  if (first == nullptr || !first->affine || offsets.size() < 2) {
-    double spread = (max_offset - min_offset) * element_bytes / line_bytes;
+  // The first member is never a repeat of another.
+  const auto& [first_s, first_a] = members.front();
+  const Store& store = program.stores[first_s];
+  const Access& first = store.accesses[first_a];
+  if (!first.affine) {
+    double spread = (max_offset - min_offset) * first.element_bytes / line_bytes;
     return std::min(sum, largest + std::ceil(spread));
   }
-  // The members' offsets are one more dimension of the footprint, evenly spaced by the largest
-  // step that divides them (the unrolled rows of a register tile, a convolution's row taps):
-  // over a loop that moves farther than their spread (a channel), the spread repeats.
-  std::sort(offsets.begin(), offsets.end());
-  int64_t step = 0;
-  for (size_t k = 1; k < offsets.size(); ++k) step = std::gcd(step, offsets[k] - offsets[0]);
-  std::vector<std::pair<double, double>> dims =
-      footprint_dims(*first, *first_store, program, level);
-  if (step > 0) {
-    dims.emplace_back(static_cast<double>(step),
-                      static_cast<double>((offsets.back() - offsets.front()) / step + 1));
+  // The members' offsets are one more dimension of the footprint, evenly spaced by offset_step
+  // (the unrolled rows of a register tile, a convolution's row taps): over a loop that moves
+  // farther than their spread (a channel), the spread repeats.
+  std::vector<std::pair<double, double>> dims = footprint_dims(first, store, program, level);
+  if (offset_step > 0) {
+    double step = static_cast<double>(offset_step);
+    dims.emplace_back(step, std::round((max_offset - min_offset) / step) + 1);
   }
-  double per_line = std::max(1.0, static_cast<double>(line_bytes) / element_bytes);
+  double per_line = std::max(1.0, static_cast<double>(line_bytes) / first.element_bytes);
   double together = affine_footprint(std::move(dims), per_line).second;
   return std::min(sum, std::max(largest, together));
 }
@@ -403,6 +393,12 @@ void group_patterns(Program* program) {
         program->patterns.back().max_offset = access.offset;
       }
       Pattern& pattern = program->patterns[it->second];
+      if (!added) {
+        const auto& [first_s, first_a] = pattern.members.front();
+        double first = program->stores[first_s].accesses[first_a].offset;
+        pattern.offset_step = std::gcd(pattern.offset_step,
+                                       static_cast<int64_t>(std::llround(access.offset - first)));
+      }
       for (const auto& [other_s, other_a] : pattern.members) {
         const Access& other = program->stores[other_s].accesses[other_a];
         if (other.offset == access.offset && other.is_store == access.is_store) {

@@ -127,6 +127,7 @@ struct Program;
 struct Pattern {
   std::vector<std::pair<int, int>> members;  // (store, access)
   double min_offset = 0, max_offset = 0;     // elements
+  int64_t offset_step = 0;  // the largest step dividing the members' offset differences (0: none)
 
   // Lines the members touch together at a level of their loops: the footprint of one member
   // with their offsets as one more dimension (repeated by every loop that moves farther than

@@ -217,10 +217,6 @@ constexpr const char* kLoopUnroller =
     "sroa,"             // ... whose copies index "local" buffers by constants now
     "instcombine,simplifycfg";
 
-bool loop_has_property(const llvm::Loop& loop, const char* name) {
-  return llvm::findOptionMDForLoop(&loop, name) != nullptr;
-}
-
 bool loop_vectorize_disabled(const llvm::Loop& loop) {
   std::optional<bool> enable =
       llvm::getOptionalBoolLoopAttribute(&loop, "llvm.loop.vectorize.enable");
@@ -237,7 +233,9 @@ struct LoopsLeftToLlvm {
 LoopsLeftToLlvm loops_left_to_llvm(const llvm::LoopInfo& loops) {
   LoopsLeftToLlvm left;
   for (const llvm::Loop* loop : loops.getLoopsInPreorder()) {
-    if (!loop_has_property(*loop, "llvm.loop.unroll.disable")) left.to_unroll = true;
+    if (llvm::findOptionMDForLoop(loop, "llvm.loop.unroll.disable") == nullptr) {
+      left.to_unroll = true;
+    }
     if (!loop_vectorize_disabled(*loop)) left.to_vectorize = true;
   }
   return left;

@@ -471,7 +471,7 @@ class _Scheduler:
         local = sch.cache_write(name, 0, "local")
         local_name = sch.get(local).name_hint
         sch.reverse_compute_at(local, h0)
-        producers = [sch.get(b).name_hint for b in sch.get_producers(sch.get_block(name))]
+        producers = [sch.get(b).name_hint for b in sch.get_producers(block)]
         task = outer + [f0, h0]
         extents_out = [extents[p] for p in info.spatial if p not in (f, h, j)] + \
             [extents[f] // fb, extents[h] // mr]
