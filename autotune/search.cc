@@ -43,6 +43,39 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+// The winner of interleaved rounds (an index into `results`; -1 when no member ran). In each
+// round every member's time is divided by the round's median time, so that the machine's speed,
+// which moves from round to round on a shared host, cancels; the lowest median ratio wins (on a
+// tie, the lowest median time). The rounds every ok member ran are compared (one that took a
+// member's worker along was run again in a fresh worker).
+int final_verdict(const std::vector<MeasureResult>& results) {
+  std::vector<size_t> ok;
+  size_t rounds = std::numeric_limits<size_t>::max();
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].status != RecordStatus::kOk || results[i].run_secs.empty()) continue;
+    ok.push_back(i);
+    rounds = std::min(rounds, results[i].run_secs.size());
+  }
+  if (ok.empty()) return -1;
+  std::vector<std::vector<double>> ratios(ok.size());
+  for (size_t round = 0; round < rounds; ++round) {
+    std::vector<double> times;
+    for (size_t i : ok) times.push_back(results[i].run_secs[round]);
+    double middle = median(times);
+    if (middle <= 0) continue;
+    for (size_t j = 0; j < ok.size(); ++j) ratios[j].push_back(times[j] / middle);
+  }
+  size_t best = 0;
+  for (size_t j = 1; j < ok.size(); ++j) {
+    double ratio = median(ratios[j]), best_ratio = median(ratios[best]);
+    if (ratio < best_ratio || (ratio == best_ratio && median(results[ok[j]].run_secs) <
+                                                          median(results[ok[best]].run_secs))) {
+      best = j;
+    }
+  }
+  return static_cast<int>(ok[best]);
+}
+
 // A candidate of the population with what the cost model thinks of it.
 struct Member {
   Candidate candidate;
@@ -515,12 +548,12 @@ class TaskSearch {
 
   // Appends to `top` an ok record of the baseline schedule, when there is one and `top` has
   // none.
-  void add_baseline_record(std::vector<Record>* top) {
-    if (!baseline_hash_) return;
+  // Adds a record of candidate `hash` to `top` unless it is there already.
+  void add_record_of(uint64_t hash, std::vector<Record>* top) {
     for (const Record& record : *top) {
-      if (record.candidate_hash == *baseline_hash_) return;
+      if (record.candidate_hash == hash) return;
     }
-    std::vector<Record> records = ok_records(*baseline_hash_);
+    std::vector<Record> records = ok_records(hash);
     if (!records.empty()) top->push_back(records.front());
   }
 
@@ -611,14 +644,15 @@ class TaskSearch {
   }
 
   // The top candidates of this run measured again together, round after round, so that a
-  // lucky first measurement does not win: the best is the lowest median of all its samples.
-  // The baseline schedule is among them wherever it was measured: its one early measurement
-  // may have been taken while the machine was slower (a shared host), and the tuned build
-  // must not lose to it.
+  // lucky first measurement does not win (see final_verdict). The baseline schedule and the
+  // search's fastest single measurement are among them wherever they were measured: their
+  // pooled samples may include some taken while the machine was slower (a shared host; the
+  // drift check times the best again), and the tuned build must not lose to them.
   void successive_halving() {
     std::vector<Record> top =
         db_.best(workload_.id, target_, config_.final_top_k, ThreadMatch::kExact);
-    add_baseline_record(&top);
+    if (baseline_hash_) add_record_of(*baseline_hash_, &top);
+    if (best_.candidate.mod.defined()) add_record_of(best_.candidate.hash, &top);
     if (top.size() < 2) return;
     std::vector<Member> members;
     std::vector<Json> searches;  // what each member's record says of it
@@ -646,16 +680,10 @@ class TaskSearch {
     }
     if (members.size() < 2) return;
     std::vector<MeasureResult> results = runner_.run_interleaved(inputs, config_.final_rounds);
-    // The verdict: the lowest median of these rounds, which timed the members side by side;
-    // its record says so, and the database ranks its candidate first (samples of other times
-    // compare less well when the machine's speed moved).
-    int winner = -1;
-    for (size_t i = 0; i < members.size() && i < results.size(); ++i) {
-      if (results[i].status != RecordStatus::kOk || results[i].run_secs.empty()) continue;
-      if (winner < 0 || median(results[i].run_secs) < median(results[winner].run_secs)) {
-        winner = static_cast<int>(i);
-      }
-    }
+    // The verdict of these rounds, which timed the members side by side; its record says so,
+    // and the database ranks its candidate first (samples of other times compare less well
+    // when the machine's speed moved).
+    int winner = final_verdict(results);
     std::vector<Measurement> records;
     for (size_t i = 0; i < members.size() && i < results.size(); ++i) {
       const MeasureResult& r = results[i];

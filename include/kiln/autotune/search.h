@@ -21,7 +21,11 @@
 //   drift     every few rounds a fixed reference candidate is timed again: a machine whose
 //             speed moved by more than 3% is flagged in the log and the result
 // When a task's budget is spent: a local search around the best (tile factors one step up and
-// down), then the top candidates are re-measured with interleaved rounds (successive halving).
+// down), then the top candidates are re-measured with interleaved rounds (successive halving):
+// the top final_top_k by their pooled samples, the baseline schedule and the fastest single
+// measurement of the search; in each round a member's time is divided by the round's median
+// time, and the lowest median ratio wins, so that the machine's speed moving between rounds
+// does not decide.
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,14 @@
 // The search end to end with a fake runner whose times are a deterministic function of each
 // candidate (no measurement noise): it spends its budget, never measures a schedule twice, puts
 // every batch in the database, resumes where it stopped (per thread count), stops when asked,
-// shares trials among tasks, finds better schedules than random sampling does, and measures a
-// task's baseline schedule once, as a record of its first round.
+// shares trials among tasks, finds better schedules than random sampling does, measures a task's
+// baseline schedule once, as a record of its first round, and judges the final rounds round by
+// round.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -44,9 +47,10 @@ class FakeRunner : public Runner {
     for (const MeasureInput& input : batch) {
       Ref<PrimFunc> f = input.mod->lookup("main");
       uint64_t hash = structural_hash(f);
-      ++measured_[hash];
+      bool again = ++measured_[hash] > 1 && batch.size() == 1;  // the drift check
       double seconds = scale_ * task_.flops / (1e9 * analytical_prior(tir::lower(f), task_.target));
       if (hash == fast_hash_) seconds *= 0.01;
+      if (again) seconds *= again_;
       MeasureResult r;
       r.status = RecordStatus::kOk;
       r.run_secs.assign(static_cast<size_t>(std::max(repeat, 1)), seconds);
@@ -60,6 +64,25 @@ class FakeRunner : public Runner {
                                              int rounds) override {
     std::vector<MeasureResult> results = run(batch, rounds);
     for (const MeasureInput& input : batch) --measured_[structural_hash(input.mod->lookup("main"))];
+    if (!fastest_rounds_.empty()) {
+      // The members in the order of their hashes run at 1, 1.1, 1.2 ... times the time of the
+      // first, and the machine's speed in each round is given: the fastest member's factors
+      // and the others'.
+      std::vector<size_t> order(batch.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      auto hash_of = [&](size_t i) { return structural_hash(batch[i].mod->lookup("main")); };
+      std::sort(order.begin(), order.end(),
+                [&](size_t a, size_t b) { return hash_of(a) < hash_of(b); });
+      for (size_t rank = 0; rank < order.size(); ++rank) {
+        MeasureResult& r = results[order[rank]];
+        const std::vector<double>& factors = rank == 0 ? fastest_rounds_ : other_rounds_;
+        for (size_t k = 0; k < r.run_secs.size(); ++k) {
+          r.run_secs[k] = 1e-3 * (1 + 0.1 * static_cast<double>(rank)) * factors.at(k);
+        }
+      }
+      interleaved_fastest_ = hash_of(order[0]);
+    }
+    interleaved_ = results;
     return results;
   }
 
@@ -72,6 +95,11 @@ class FakeRunner : public Runner {
   double scale_ = 1;        // the machine's speed: every time is multiplied by it
   int num_threads_ = 2;     // the threads the candidates "run" on
   uint64_t fast_hash_ = 0;  // the candidate with this hash runs 100 times faster
+  double again_ = 1;  // a candidate timed again alone (the drift check) takes this much longer
+  // The final rounds' times are multiplied by these, per round, when they are set.
+  std::vector<double> fastest_rounds_, other_rounds_;
+  uint64_t interleaved_fastest_ = 0;  // the fastest member of the final rounds
+  std::vector<MeasureResult> interleaved_;
 
  private:
   TuneTask task_;
@@ -165,6 +193,71 @@ TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
     EXPECT_EQ(db_->best(w.id, key, 1)[0].candidate_hash, r.candidate_hash);
   }
   EXPECT_EQ(winners, 1);
+}
+
+TEST_F(SearchTest, TheFinalVerdictComparesTheMembersRoundByRound) {
+  // The members of the final rounds run at 1, 1.1, 1.2 ... times the first one's time on a
+  // machine whose speed moves from round to round (1x, 3x, 2x slower), and the first is slowed
+  // down alone once more in the third round: it wins two rounds of three, though the median of
+  // its raw times is above the others'.
+  TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
+  FakeRunner runner;
+  runner.fastest_rounds_ = {1, 3, 6};
+  runner.other_rounds_ = {1, 3, 2};
+  CostModel model;
+  SearchConfig c = config(24);
+  c.final_rounds = 3;
+  tune_tasks({task}, *db_, runner, model, c);
+  ASSERT_GE(runner.interleaved_.size(), 2u);
+  // The raw medians would pick another member.
+  double fastest_raw = 0, others_raw = std::numeric_limits<double>::infinity();
+  for (const MeasureResult& r : runner.interleaved_) {
+    std::vector<double> sorted = r.run_secs;
+    std::sort(sorted.begin(), sorted.end());
+    double raw = sorted.at(1);
+    if (sorted.back() > 5 * sorted.front()) {
+      fastest_raw = raw;
+    } else {
+      others_raw = std::min(others_raw, raw);
+    }
+  }
+  ASSERT_GT(fastest_raw, others_raw);
+  std::vector<Record> winners = records_with(*db_, task, "\"winner\":true");
+  ASSERT_EQ(winners.size(), 1u);
+  EXPECT_EQ(winners[0].candidate_hash, runner.interleaved_fastest_);
+  std::vector<Record> best = db_->best(commit_task_workload(*db_, task).id, runner.target_key(), 1);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best[0].candidate_hash, runner.interleaved_fastest_);
+}
+
+TEST_F(SearchTest, TheFastestMeasurementIsTimedAgainInTheFinalRounds) {
+  // After the one round, the drift check times the best candidate again while the machine is
+  // 1000 times slower: its pooled samples fall out of the top two, and the final rounds time
+  // it all the same.
+  TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
+  FakeRunner runner;
+  runner.again_ = 1000;
+  CostModel model;
+  SearchConfig c = config(8);
+  c.local_search_trials = 0;
+  c.drift_check_every = 1;
+  tune_tasks({task}, *db_, runner, model, c);
+  std::vector<Record> screened = records_with(*db_, task, "\"stage\":\"screen\"");
+  ASSERT_FALSE(screened.empty());
+  const Record* fastest = &screened[0];
+  for (const Record& r : screened) {
+    if (*r.median < *fastest->median) fastest = &r;
+  }
+  std::vector<Record> drift = records_with(*db_, task, "\"stage\":\"drift\"");
+  ASSERT_FALSE(drift.empty());
+  std::vector<Record> finals = records_with(*db_, task, "\"stage\":\"final\"");
+  ASSERT_EQ(finals.size(), 3u);  // the top two of the pooled samples and the fastest
+  const Record* winner = nullptr;
+  for (const Record& r : finals) {
+    if (r.search_json.find("\"winner\":true") != std::string::npos) winner = &r;
+  }
+  ASSERT_NE(winner, nullptr);
+  EXPECT_EQ(winner->candidate_hash, fastest->candidate_hash);
 }
 
 TEST_F(SearchTest, AResumedRunSpendsOnlyWhatIsLeft) {
