@@ -128,6 +128,32 @@ def test_the_register_tile_rows_are_unrolled_and_llvm_unrolls_nothing_else():
     assert 'ann_key="pragma_llvm_unroll", ann_val=0' in candidate.trace.as_python()
 
 
+def test_a_nest_that_only_packs_an_operand_unrolls_at_most_16_steps():
+    # A packing copy runs at the speed of memory, loop or not: its own nest unrolls at most 16
+    # steps whatever depth was drawn, the computation's nest the drawn depth (up to 512).
+    func = matmul(64, 48, 32)
+    space = SpaceGenerator(func, "llvm")
+    packs = computations = 0
+    for sketch in range(len(space.sketches)):
+        for seed in range(8):
+            candidate = space.sample(sketch, seed)
+            assert candidate is not None, space.rejections
+            sch = tir.Schedule(candidate.mod)
+            compute_nest = sch.get_loops(sch.get_block("C"))[0]
+            steps = sch.get(compute_nest).annotations.get("pragma_auto_unroll_max_step", 0)
+            computations += steps > 16
+            for name in ("A_global", "B_global"):
+                try:
+                    nest = sch.get_loops(sch.get_block(name))[0]
+                except kiln.KilnError:
+                    continue  # not packed
+                if sch.get(nest).same_as(sch.get(compute_nest)):
+                    continue  # packed per tile, inside the computation's nest
+                packs += 1
+                assert sch.get(nest).annotations.get("pragma_auto_unroll_max_step", 0) <= 16
+    assert packs > 0 and computations > 0, (packs, computations)
+
+
 def test_the_register_tile_fits_the_target():
     # The innermost tile of j (NR) is a whole number of vectors, and MR rows of it, one row of
     # the operand and a broadcast fit the vector registers (6 x 16 float32 with AVX2's 16).
