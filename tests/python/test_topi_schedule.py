@@ -255,7 +255,7 @@ def np_conv2d_general(x, w, stride, pad, dilation):
     (2, 8, 14, 14, 12, 3, 1, 1, 1),    # 14 columns: vectors of 7; a batch of two
     (1, 8, 12, 16, 16, 5, 1, 2, 1),    # a 5x5 window
     (1, 8, 16, 16, 8, 3, 1, 2, 2),     # dilated
-    (1, 4, 15, 16, 6, 3, 2, 1, 1),     # stride 2: no unit-stride window, a plain product
+    (1, 4, 15, 16, 6, 3, 2, 1, 1),     # stride 2, 6 filters: a plain product
     (1, 16, 8, 8, 16, 1, 1, 0, 1),     # 1x1: a plain product
 ])
 def test_conv2d_nchw_window_schedule(shape):
@@ -279,10 +279,60 @@ def test_conv2d_nchw_window_schedule(shape):
         assert any(name.startswith("rc") for name in pad_loops), pad_loops
 
 
+@pytest.mark.parametrize("shape, dtype", [
+    # n, c, h, w, f, k, stride, pad, dilation
+    ((1, 8, 14, 14, 16, 3, 1, 1, 1), "float32"),   # 14 columns: not whole 8-lane vectors
+    ((2, 4, 12, 10, 16, 3, 1, 1, 1), "float32"),   # a batch of two, 10 columns
+    ((1, 4, 30, 30, 16, 3, 2, 1, 1), "float32"),   # stride 2
+    ((1, 3, 32, 32, 16, 7, 2, 3, 1), "float32"),   # a 7x7 / 2 stem
+    ((1, 4, 20, 13, 8, 3, 1, 2, 2), "float32"),    # dilated, one vector of filters
+    ((1, 4, 14, 14, 24, 3, 1, 1, 1), "float32"),   # 24 filters: three vectors
+    ((1, 4, 30, 30, 16, 3, 2, 1, 1), "int8"),
+    ((1, 4, 14, 14, 16, 3, 1, 1, 1), "float16"),
+])
+def test_conv2d_nchw_filter_vector_schedule(shape, dtype):
+    # Rows that are not whole vectors, or a strided window: the weight packed so that the
+    # filters make the vectors, a local tile per task (filters of one output row).
+    n, c, h, wd, f, k, stride, pad, dilation = shape
+    out_dtype = "int32" if dtype == "int8" else "float32"
+    x = te.placeholder((n, c, h, wd), dtype, name="x")
+    w = te.placeholder((f, c, k, k), dtype, name="w")
+    y = topi.nn.conv2d_nchw(x, w, stride, pad, dilation, out_dtype=out_dtype)
+    if dtype == "int8":
+        xv = RNG.integers(-8, 8, (n, c, h, wd)).astype("int8")
+        wv = RNG.integers(-8, 8, (f, c, k, k)).astype("int8")
+    else:
+        xv, wv = rand(RNG, n, c, h, wd).astype(dtype), rand(RNG, f, c, k, k).astype(dtype)
+    expected = np_conv2d_general(xv.astype("float64"), wv.astype("float64"), stride, pad,
+                                 dilation)
+    if dtype == "int8":
+        expected = expected.astype("int64")
+    tol = 1e-2 if dtype == "float16" else 1e-4
+    script = check_family([x, w, y], [xv, wv], expected, rtol=tol, atol=tol)
+    assert "T.vectorized" in script and "T.parallel" in script and 'scope="local"' in script
+    sch = topi.default_schedule(te.create_prim_func([x, w, y]), target="llvm")
+    assert "w_global" in [sch.get(b).name_hint for b in sch.get_child_blocks(
+        sch.get_block("root"))]
+    trace = str(sch.trace)
+    assert "transform_layout" in trace and " % " in trace, trace
+
+
+def test_conv2d_filter_vector_schedule_folds_bias_and_relu():
+    x = te.placeholder((1, 8, 28, 28), "float32", name="x")
+    w = te.placeholder((16, 8, 3, 3), "float32", name="w")
+    b = te.placeholder((16, 1, 1), "float32", name="b")
+    y = topi.nn.relu(topi.add(topi.nn.conv2d_nchw(x, w, 2, 1, 1), b))
+    xv, wv, bv = rand(RNG, 1, 8, 28, 28), rand(RNG, 16, 8, 3, 3), rand(RNG, 16, 1, 1)
+    expected = np.maximum(np_conv2d_general(xv, wv, 2, 1, 1) + bv, 0.0)
+    script = check_family([x, w, b, y], [xv, wv, bv], expected, rtol=1e-4, atol=1e-4)
+    assert 'scope="local"' in script and "w_global" in script
+    assert len(blocks(script)) <= 5, blocks(script)  # pack, pad, init, update, write-back
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_conv2d_default_schedule_fuzz(seed):
     # Random NCHW convolutions (strides, padding, dilation, odd widths, int8 and float16 inputs):
-    # the window schedule where it applies, the product tile elsewhere, results as NumPy's.
+    # the window, filter-vector or product schedule, results as NumPy's.
     rnd = np.random.default_rng(100 + seed)
     while True:
         n, c, f = rnd.choice([1, 2]), rnd.choice([3, 4, 8]), rnd.choice([4, 8, 12])
