@@ -26,7 +26,7 @@ whatever operators built it:
    do not fill whole vectors, or whose window is strided, is vectorized along its filters
    (schedule_filter_vector): the weight packed so that the filters of one tap are contiguous,
    a register tile of two vectors of filters x a few output columns whose input values are
-   broadcast, a local tile per output row.
+   broadcast, a local tile per output row, the padding a pass of its own.
    Two such products joined by row-wise stages (attention's scores, softmax and weighted
    sum) are first computed together, row block by row block, under one parallel loop
    (cpu_fused_rows.py), with the key and value packed into panels of NR columns.
@@ -533,13 +533,15 @@ class _Scheduler:
         of one tap are contiguous, [f // FV, .., f % FV]; the register tile is FV filters x P
         output columns of one row, P input values broadcast per tap (their stride does not
         matter), the whole reduction inside the tile; per parallel task (FV filters of one
-        output row) the row's accumulators live in a "local" buffer, filters innermost, and
-        the input's producer (the padding) is computed per task. Raises where the window
+        output row) the row's accumulators live in a "local" buffer, filters innermost. The
+        input's producer (the padding) stays a pass of its own: computed per task it was
+        copied again for every row and filter block (1.5x as slow on the 7 x 7 / 2 stem and a
+        5 x 5 layer, the same on 3 x 3 ones). Raises where the window
         schedule vectorizes whole rows of unit stride, and where there are fewer than
         FILTER_VECTOR_MIN_PIXELS outputs per filter (the weight is packed once per call: each
         packed value must be used that many times at least). On ResNet 3x3 layers of 28 x 28
-        and 14 x 14 outputs this ran 1.7x and 1.9x as fast as the window schedule, on the
-        7 x 7 / 2 stem and a 3 x 3 / 2 layer of 128 channels 2.9x and 27x as fast as the
+        and 14 x 14 outputs this ran 2.0x and 1.8x as fast as the window schedule, on the
+        7 x 7 / 2 stem and a 3 x 3 / 2 layer of 128 channels 4.7x and 20x as fast as the
         product tile."""
         info = self.info(name, sch)
         f, j, weight, f_dim = self.filter_axes(info)
@@ -584,18 +586,10 @@ class _Scheduler:
         order = [n for k, n in enumerate(out_names) if k != f] + [out_names[f]]
         sch.transform_layout(block, ("write", 0),
                              f"lambda {', '.join(out_names)}: [{', '.join(order)}]")
-        producers = [sch.get(b).name_hint for b in sch.get_producers(block)
-                     if sch.get(b).name_hint != packed_name]
         sch.unroll(j1)
         self.vectorize_loop(sch, name, f1)
         sch.decompose_reduction(block, j0)
         self.placed.update(fold_epilogues(sch, local_name))
-        for producer in producers:  # the padding of the input, per task
-            try:
-                sch.compute_at(producer, task[-1])
-                self.placed.add(producer)
-            except (ScheduleError, KilnError):
-                pass
         copy_loops = sch.get_loops(packed_name)
         self.placed.add(packed_name)
         if self.threads > 1:
