@@ -317,18 +317,6 @@ def test_conv2d_nchw_filter_vector_schedule(shape, dtype):
     assert "transform_layout" in trace and " % " in trace, trace
 
 
-def test_conv2d_filter_vector_schedule_folds_bias_and_relu():
-    x = te.placeholder((1, 8, 28, 28), "float32", name="x")
-    w = te.placeholder((16, 8, 3, 3), "float32", name="w")
-    b = te.placeholder((16, 1, 1), "float32", name="b")
-    y = topi.nn.relu(topi.add(topi.nn.conv2d_nchw(x, w, 2, 1, 1), b))
-    xv, wv, bv = rand(RNG, 1, 8, 28, 28), rand(RNG, 16, 8, 3, 3), rand(RNG, 16, 1, 1)
-    expected = np.maximum(np_conv2d_general(xv, wv, 2, 1, 1) + bv, 0.0)
-    script = check_family([x, w, b, y], [xv, wv, bv], expected, rtol=1e-4, atol=1e-4)
-    assert 'scope="local"' in script and "w_global" in script
-    assert len(blocks(script)) <= 5, blocks(script)  # pack, pad, init, update, write-back
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_conv2d_default_schedule_fuzz(seed):
     # Random NCHW convolutions (strides, padding, dilation, odd widths, int8 and float16 inputs):
@@ -359,16 +347,20 @@ def test_conv2d_default_schedule_fuzz(seed):
     check_family([x, w, y], [xv, wv], expected, rtol=tol, atol=tol)
 
 
-def test_conv2d_window_schedule_folds_bias_and_relu():
-    x = te.placeholder((1, 8, 12, 16), "float32", name="x")
+@pytest.mark.parametrize("h, wd, stride, marker, most_blocks", [
+    (12, 16, 1, "pragma_auto_unroll_max_step", 4),  # window: pad, init, update, write-back
+    (28, 28, 2, "w_global", 5),  # filter vectors: pack, pad, init, update, write-back
+])
+def test_conv2d_schedules_fold_bias_and_relu(h, wd, stride, marker, most_blocks):
+    x = te.placeholder((1, 8, h, wd), "float32", name="x")
     w = te.placeholder((16, 8, 3, 3), "float32", name="w")
     b = te.placeholder((16, 1, 1), "float32", name="b")
-    y = topi.nn.relu(topi.add(topi.nn.conv2d_nchw(x, w, 1, 1, 1), b))
-    xv, wv, bv = rand(RNG, 1, 8, 12, 16), rand(RNG, 16, 8, 3, 3), rand(RNG, 16, 1, 1)
-    expected = np.maximum(np_conv2d_general(xv, wv, 1, 1, 1) + bv, 0.0)
+    y = topi.nn.relu(topi.add(topi.nn.conv2d_nchw(x, w, stride, 1, 1), b))
+    xv, wv, bv = rand(RNG, 1, 8, h, wd), rand(RNG, 16, 8, 3, 3), rand(RNG, 16, 1, 1)
+    expected = np.maximum(np_conv2d_general(xv, wv, stride, 1, 1) + bv, 0.0)
     script = check_family([x, w, b, y], [xv, wv, bv], expected, rtol=1e-4, atol=1e-4)
-    assert "pragma_auto_unroll_max_step" in script and 'scope="local"' in script
-    assert len(blocks(script)) <= 4, blocks(script)  # pad, init, update, write-back + epilogue
+    assert marker in script and 'scope="local"' in script
+    assert len(blocks(script)) <= most_blocks, blocks(script)  # the epilogue folded
 
 
 def test_conv2d_window_schedule_is_faster_than_the_product_tile_on_a_resnet_layer():
