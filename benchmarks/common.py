@@ -5,10 +5,23 @@ import statistics
 import time
 
 
-def median_seconds(fn, repeat=7, number=1, warmup=1):
-    """Median wall time of `number` calls of fn, over `repeat` repetitions."""
-    for _ in range(warmup):
+# Calls before timing: at least this long, so that a sub-millisecond kernel is not timed while
+# the cores come back from idle (after a pause the first 15 calls of a 0.25 ms batch matmul
+# took 0.3 to 0.6 ms on a 2-vCPU host).
+WARMUP_SECONDS = 0.02
+
+
+def warm_up(fn, seconds=WARMUP_SECONDS):
+    """Calls fn until `seconds` have passed (at least once)."""
+    end = time.perf_counter() + seconds
+    fn()
+    while time.perf_counter() < end:
         fn()
+
+
+def median_seconds(fn, repeat=7, number=1):
+    """Median wall time of `number` calls of fn, over `repeat` repetitions, after warm_up."""
+    warm_up(fn)
     runs = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -20,11 +33,14 @@ def median_seconds(fn, repeat=7, number=1, warmup=1):
 
 def kiln_seconds(rt, args, repeat=7, number=3):
     """Median seconds per call of a kiln module's main function (GIL released, in C++), on
-    kiln.nd copies of NumPy arguments (64-byte aligned, as the runtime allocates)."""
+    kiln.nd copies of NumPy arguments (64-byte aligned, as the runtime allocates), after
+    warm_up."""
     import kiln
     import numpy as np
     args = [kiln.nd.array(a) if isinstance(a, np.ndarray) else a for a in args]
-    return rt.time_evaluator(rt.entry_name, kiln.cpu(0), number=number, repeat=repeat)(*args).median
+    evaluator = rt.time_evaluator(rt.entry_name, kiln.cpu(0), number=number, repeat=repeat)
+    warm_up(lambda: rt(*args))
+    return evaluator(*args).median
 
 
 # Workloads written once for any te module with TVM's names (kiln.te, tvm.te): the same
