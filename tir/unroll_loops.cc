@@ -33,17 +33,22 @@ struct Settings {
   bool llvm_unroll = true;  // LLVM may unroll and vectorize the loops that stay loops
 };
 
-// The most stores to memory (buffers other than "local" ones, which become registers) that
+// The most stores to memory (buffers other than "local" ones, which become registers; a vector
+// store counts one per kLanesPerStep lanes, as it becomes that many machine stores) that
 // automatic unrolling (rule 2) may leave in one loop body: LLVM's loop access analysis (for its
-// loop vectorizer and load elimination) compares every pair of them, so a body of hundreds
-// (a packing copy unrolled 256 times) takes a second to build and runs no faster.
+// loop vectorizer and load elimination) and its instruction schedulers compare pairs of them,
+// so a body of hundreds (a packing copy unrolled 256 times; 64 copies of a 64-lane partial sum
+// kept in memory, 512 stores, two seconds) takes seconds to build and runs no faster.
 constexpr int64_t kMaxAutoUnrolledStores = 64;
+constexpr int64_t kLanesPerStep = 8;
 
 int64_t count_memory_stores(const Stmt& s) {
   int64_t n = 0;
   post_order_visit(s, [&n](const Node* node) {
     if (node->kind() != NodeKind::BufferStore) return;
-    if (static_cast<const BufferStore*>(node)->buffer->scope != "local") ++n;
+    const auto* store = static_cast<const BufferStore*>(node);
+    if (store->buffer->scope == "local") return;
+    n += std::max<int64_t>(1, (store->value->dtype.lanes() + kLanesPerStep - 1) / kLanesPerStep);
   });
   return n;
 }
@@ -56,25 +61,43 @@ int64_t count_nodes(const Stmt& s) {
 
 // The steps of one statement: one per kLanesPerStep lanes of the value it stores (a vector
 // statement becomes an instruction per register of lanes, and LLVM's build time grows with
-// the instructions of the straight-line code unrolling makes), and kStepsPerMathCall more per
+// the instructions of the straight-line code unrolling makes), kStepsPerMathCall more per
 // transcendental call (exp, tanh, ...: code generators expand each into a polynomial of some
 // twenty instructions, so unrolling a loop of them saves nothing worth its build: 64 copies of
-// a 64-lane exp took LLVM two seconds to compile).
-constexpr int64_t kLanesPerStep = 8;
+// a 64-lane exp took LLVM two seconds to compile), and one more per lane of a gather, a vector
+// load whose lanes are not consecutive (each lane is a load of its own: 64 copies of a
+// statement reading two 64-lane columns of a 4096-column matrix took LLVM four seconds).
 constexpr int64_t kStepsPerMathCall = 8;
+
+// Whether a load's index reads consecutive lanes (a scalar index of a vector element, a ramp of
+// stride 1, or a broadcast).
+bool consecutive(const Expr& index) {
+  if (index->dtype.lanes() == 1) return true;
+  if (const auto* ramp = index.as<Ramp>()) {
+    const int64_t* stride = as_const_int(ramp->stride);
+    return stride != nullptr && *stride == 1;
+  }
+  return index.is<Broadcast>();
+}
 
 int64_t statement_steps(const Stmt& s) {
   int lanes = 1;
   if (const auto* store = s.as<BufferStore>()) lanes = store->value->dtype.lanes();
-  int64_t math_calls = 0;
-  post_order_visit(s, [&math_calls](const Node* node) {
+  int64_t math_calls = 0, gathered_lanes = 0;
+  post_order_visit(s, [&](const Node* node) {
     if (node->kind() == NodeKind::Call &&
         builtin_is_transcendental(static_cast<const Call*>(node)->op)) {
       ++math_calls;
     }
+    if (node->kind() == NodeKind::BufferLoad) {
+      const auto* load = static_cast<const BufferLoad*>(node);
+      if (load->dtype.lanes() > 1 && !load->indices.empty() && !consecutive(load->indices.back())) {
+        gathered_lanes += load->dtype.lanes();
+      }
+    }
   });
   int64_t registers = std::max<int64_t>(1, (lanes + kLanesPerStep - 1) / kLanesPerStep);
-  return registers * (1 + kStepsPerMathCall * math_calls);
+  return registers * (1 + kStepsPerMathCall * math_calls) + gathered_lanes;
 }
 
 // How many steps (statements: stores and evaluations, statement_steps each) `s` runs once its

@@ -164,6 +164,42 @@ TEST(UnrollLoops, AutomaticUnrollingLeavesAtMost64StoresToMemoryInABody) {
   }
 }
 
+TEST(UnrollLoops, AGatherCountsAStepPerLane) {
+  // for i in range(8) [max_step 64]: B[i * 8 : i * 8 + 8] = A[i + 8 * lane] (a column of
+  // A read as a vector, stride 8): each store is 1 step and its gather 8 more, 72 in all: kept
+  // a loop. Read at stride 1 it is 8 steps, unrolled.
+  for (int stride : {8, 1}) {
+    Ref<Var> i = make_var("i");
+    Ref<Buffer> a = buffer_1d("A", i32(64)), b = buffer_1d("B", i32(64));
+    Expr read = stride == 1 ? ramp(i * 8, i32(1), 8) : ramp(i, i32(stride), 8);
+    Stmt body = buffer_store(b, buffer_load(a, {read}), {ramp(i * 8, i32(1), 8)});
+    Ref<PrimFunc> func =
+        make_func({a, b}, with_annotation(loop(i, 8, body), "pragma_auto_unroll_max_step", 64));
+    Ref<PrimFunc> result = unroll_loops(func);
+    EXPECT_EQ(count_kind(result->body, NodeKind::For), stride == 1 ? 0 : 1) << stride;
+    std::vector<float> in = random_floats(64);
+    EXPECT_EQ(run(result, {in, std::vector<float>(64)})[1],
+              run(func, {in, std::vector<float>(64)})[1])
+        << stride;
+  }
+}
+
+TEST(UnrollLoops, AVectorStoreToMemoryCountsAStorePerRegister) {
+  // for i in range(16) [max_step 512]: B[i * 32 : i * 32 + 32] = A[...]: 16 stores of four
+  // registers each are 64 stores to memory, unrolled; of 64 lanes 128, kept a loop.
+  for (int lanes : {32, 64}) {
+    Ref<Var> i = make_var("i");
+    Ref<Buffer> a = buffer_1d("A", i32(16 * lanes)), b = buffer_1d("B", i32(16 * lanes));
+    Expr index = ramp(i * lanes, i32(1), lanes);
+    Stmt body = buffer_store(b, buffer_load(a, {index}), {index});
+    Ref<PrimFunc> result = unroll_loops(
+        make_func({a, b}, with_annotation(loop(i, 16, body), "pragma_auto_unroll_max_step", 512)));
+    EXPECT_EQ(count_kind(result->body, NodeKind::For), lanes == 32 ? 0 : 1) << lanes;
+    std::vector<float> in = random_floats(16 * lanes);
+    EXPECT_EQ(run(result, {in, std::vector<float>(16 * lanes)})[1], in) << lanes;
+  }
+}
+
 TEST(UnrollLoops, ExplicitZeroMarksLoopsForTheBackend) {
   Ref<Var> i = make_var("i"), j = make_var("j");
   Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
