@@ -103,21 +103,25 @@ TEST(UnrollLoops, AutomaticUnrollingOfSerialLoopsUnderAnAnnotation) {
   EXPECT_EQ(count_kind(partly->body, NodeKind::BufferStore), 4);
 }
 
+// for i in range(extent) [max_step]: B[i * lanes : (i + 1) * lanes] = A[...], unrolled or not:
+// whether a loop is left, and whether the result copies A.
+void expect_vector_copy_unrolled(int lanes, int extent, int64_t max_step, bool unrolled) {
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(extent * lanes)), b = buffer_1d("B", i32(extent * lanes));
+  Expr index = ramp(i * lanes, i32(1), lanes);
+  Stmt body = buffer_store(b, buffer_load(a, {index}), {index});
+  Ref<PrimFunc> result = unroll_loops(make_func(
+      {a, b}, with_annotation(loop(i, extent, body), "pragma_auto_unroll_max_step", max_step)));
+  EXPECT_EQ(count_kind(result->body, NodeKind::For), unrolled ? 0 : 1) << lanes;
+  std::vector<float> in = random_floats(extent * lanes);
+  EXPECT_EQ(run(result, {in, std::vector<float>(extent * lanes)})[1], in) << lanes;
+}
+
 TEST(UnrollLoops, AVectorStoreCountsAStepPerEightLanes) {
-  // for i in range(8) [max_step 16]: B[i * 16 : i * 16 + 16] = A[...]: 8 stores of 16 lanes are
-  // 16 steps, unrolled; of 32 lanes (two per iteration's worth) 32 steps, kept a loop.
-  for (int lanes : {16, 32}) {
-    Ref<Var> i = make_var("i");
-    Ref<Buffer> a = buffer_1d("A", i32(8 * lanes)), b = buffer_1d("B", i32(8 * lanes));
-    Expr index = ramp(i * lanes, i32(1), lanes);
-    Stmt body = buffer_store(b, buffer_load(a, {index}), {index});
-    Ref<PrimFunc> func =
-        make_func({a, b}, with_annotation(loop(i, 8, body), "pragma_auto_unroll_max_step", 16));
-    Ref<PrimFunc> result = unroll_loops(func);
-    EXPECT_EQ(count_kind(result->body, NodeKind::For), lanes == 16 ? 0 : 1) << lanes;
-    std::vector<float> in = random_floats(8 * lanes);
-    EXPECT_EQ(run(result, {in, std::vector<float>(8 * lanes)})[1], in) << lanes;
-  }
+  // for i in range(8) [max_step 16]: 8 stores of 16 lanes are 16 steps, unrolled; of 32 lanes
+  // (two per iteration's worth) 32 steps, kept a loop.
+  expect_vector_copy_unrolled(16, 8, 16, true);
+  expect_vector_copy_unrolled(32, 8, 16, false);
 }
 
 TEST(UnrollLoops, ATranscendentalCallCountsEightStepsMorePerRegister) {
@@ -185,19 +189,10 @@ TEST(UnrollLoops, AGatherCountsAStepPerLane) {
 }
 
 TEST(UnrollLoops, AVectorStoreToMemoryCountsAStorePerRegister) {
-  // for i in range(16) [max_step 512]: B[i * 32 : i * 32 + 32] = A[...]: 16 stores of four
-  // registers each are 64 stores to memory, unrolled; of 64 lanes 128, kept a loop.
-  for (int lanes : {32, 64}) {
-    Ref<Var> i = make_var("i");
-    Ref<Buffer> a = buffer_1d("A", i32(16 * lanes)), b = buffer_1d("B", i32(16 * lanes));
-    Expr index = ramp(i * lanes, i32(1), lanes);
-    Stmt body = buffer_store(b, buffer_load(a, {index}), {index});
-    Ref<PrimFunc> result = unroll_loops(
-        make_func({a, b}, with_annotation(loop(i, 16, body), "pragma_auto_unroll_max_step", 512)));
-    EXPECT_EQ(count_kind(result->body, NodeKind::For), lanes == 32 ? 0 : 1) << lanes;
-    std::vector<float> in = random_floats(16 * lanes);
-    EXPECT_EQ(run(result, {in, std::vector<float>(16 * lanes)})[1], in) << lanes;
-  }
+  // for i in range(16) [max_step 512]: 16 stores of 32 lanes (four registers each) are 64
+  // stores to memory, unrolled; of 64 lanes 128, kept a loop.
+  expect_vector_copy_unrolled(32, 16, 512, true);
+  expect_vector_copy_unrolled(64, 16, 512, false);
 }
 
 TEST(UnrollLoops, ExplicitZeroMarksLoopsForTheBackend) {
