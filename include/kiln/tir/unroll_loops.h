@@ -20,9 +20,11 @@ namespace kiln::tir {
 //     body runs is at most N: a store or evaluation is a step, a vector store one step per 8
 //     lanes (wide vectors unrolled make long straight-line code that LLVM takes long to build),
 //     and each transcendental call (exp, tanh, ...; builtin_is_transcendental) 8 more steps per
-//     such register of lanes (each expands into a polynomial of some twenty instructions);
-//     and the copies store at most 64 times to buffers other than "local" ones (LLVM compares
-//     every pair of a loop body's stores to memory).
+//     such register of lanes (each expands into a polynomial of some twenty instructions), and
+//     a gather (a vector load of non-consecutive lanes) one more step per lane (each lane is a
+//     load of its own); and the copies store at most 64 times to buffers other than "local"
+//     ones, a vector store counting once per 8 lanes (LLVM compares every pair of a loop
+//     body's stores to memory).
 //  3. "pragma_unroll_explicit" = 0 on a loop (or an enclosing one) keeps the loops chosen by 1
 //     and 2 as loops of kind kUnrolled rather than copying them; 1 (the default) copies them.
 //  4. "pragma_llvm_unroll" = 0 on a loop (or an enclosing one) gives every serial or parallel
