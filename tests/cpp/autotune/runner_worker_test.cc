@@ -224,6 +224,29 @@ TEST(WorkerCheck, TheAbsoluteToleranceFollowsTheLargestExpectedValue) {
   EXPECT_NE(compare_floats({100, 50}, {100, 50.16f}), std::nullopt);
 }
 
+TEST(WorkerCheck, ANewReferenceScalesTheToleranceAgain) {
+  // The scale of the expected values is found once per reference: 0.11 off a zero passes
+  // against a reference whose largest value is 1000 (atol 1e-3 x 1000 = 1), and fails after a
+  // new reference whose largest value is 100 (0.1).
+  TwoArgs two(kFloat32, {2});
+  TaskArguments args(two.spec, 1);
+  args.restore_all();
+  auto reference_of = [](std::vector<float> values) {
+    return std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+  };
+  std::vector<float> found = {0.11f, 100};
+  args.set_reference(reference_of({0, 1000}));
+  std::memcpy(args.working(1), found.data(), 8);
+  EXPECT_NE(args.compare(Tolerance{}, false), std::nullopt);  // 100 is far from 1000
+  found = {0.11f, 1000};
+  std::memcpy(args.working(1), found.data(), 8);
+  EXPECT_EQ(args.compare(Tolerance{}, false), std::nullopt);
+  args.set_reference(reference_of({0, 100}));
+  found = {0.11f, 100};
+  std::memcpy(args.working(1), found.data(), 8);
+  EXPECT_NE(args.compare(Tolerance{}, false), std::nullopt);
+}
+
 TEST(WorkerCheck, TheWorstElementIsNamed) {
   std::optional<std::string> message =
       compare_floats({1, 1, 1, 1, 1}, {1.5f, 1, 4, 1, 2}, Tolerance{0, 0});
