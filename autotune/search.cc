@@ -546,9 +546,7 @@ class TaskSearch {
     baseline_ = std::move(m);
   }
 
-  // Appends to `top` an ok record of the baseline schedule, when there is one and `top` has
-  // none.
-  // Adds a record of candidate `hash` to `top` unless it is there already.
+  // Appends to `top` an ok record of candidate `hash`, when there is one and `top` has none.
   void add_record_of(uint64_t hash, std::vector<Record>* top) {
     for (const Record& record : *top) {
       if (record.candidate_hash == hash) return;

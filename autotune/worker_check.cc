@@ -456,29 +456,25 @@ double largest_finite_magnitude(size_t n, Read read) {
   return scale;
 }
 
-// Calls `body` with a reader of the elements of each of `data`: plain ones for float32 and
+// A reader of the elements of an array of T (float or double) as doubles.
+template <class T>
+auto plain_reader(const char* base) {
+  return [base](size_t i) {
+    T v;
+    std::memcpy(&v, base + i * sizeof(T), sizeof(T));
+    return static_cast<double>(v);
+  };
+}
+
+// Calls `body` with readers of the elements of `first` and `second`: plain ones for float32 and
 // float64, float_at for the other float types.
 template <class Body>
 auto with_readers(const char* first, const char* second, const ElementType& type, Body body) {
   if (type.kind == Kind::kFloat && type.bytes == 4) {
-    auto reader = [](const char* base) {
-      return [base](size_t i) {
-        float v;
-        std::memcpy(&v, base + i * 4, 4);
-        return static_cast<double>(v);
-      };
-    };
-    return body(reader(first), reader(second));
+    return body(plain_reader<float>(first), plain_reader<float>(second));
   }
   if (type.kind == Kind::kFloat && type.bytes == 8) {
-    auto reader = [](const char* base) {
-      return [base](size_t i) {
-        double v;
-        std::memcpy(&v, base + i * 8, 8);
-        return v;
-      };
-    };
-    return body(reader(first), reader(second));
+    return body(plain_reader<double>(first), plain_reader<double>(second));
   }
   auto reader = [&type](const char* base) {
     return [base, &type](size_t i) { return float_at(base, type, i); };

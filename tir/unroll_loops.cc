@@ -42,13 +42,18 @@ struct Settings {
 constexpr int64_t kMaxAutoUnrolledStores = 64;
 constexpr int64_t kLanesPerStep = 8;
 
+// The registers a vector of `lanes` lanes takes, as unrolling counts them (at least one).
+int64_t registers_of(int lanes) {
+  return std::max<int64_t>(1, (lanes + kLanesPerStep - 1) / kLanesPerStep);
+}
+
 int64_t count_memory_stores(const Stmt& s) {
   int64_t n = 0;
   post_order_visit(s, [&n](const Node* node) {
     if (node->kind() != NodeKind::BufferStore) return;
     const auto* store = static_cast<const BufferStore*>(node);
     if (store->buffer->scope == "local") return;
-    n += std::max<int64_t>(1, (store->value->dtype.lanes() + kLanesPerStep - 1) / kLanesPerStep);
+    n += registers_of(store->value->dtype.lanes());
   });
   return n;
 }
@@ -73,10 +78,7 @@ constexpr int64_t kStepsPerMathCall = 8;
 // stride 1, or a broadcast).
 bool consecutive(const Expr& index) {
   if (index->dtype.lanes() == 1) return true;
-  if (const auto* ramp = index.as<Ramp>()) {
-    const int64_t* stride = as_const_int(ramp->stride);
-    return stride != nullptr && *stride == 1;
-  }
+  if (const auto* ramp = index.as<Ramp>()) return is_const_int(ramp->stride, 1);
   return index.is<Broadcast>();
 }
 
@@ -96,8 +98,7 @@ int64_t statement_steps(const Stmt& s) {
       }
     }
   });
-  int64_t registers = std::max<int64_t>(1, (lanes + kLanesPerStep - 1) / kLanesPerStep);
-  return registers * (1 + kStepsPerMathCall * math_calls) + gathered_lanes;
+  return registers_of(lanes) * (1 + kStepsPerMathCall * math_calls) + gathered_lanes;
 }
 
 // How many steps (statements: stores and evaluations, statement_steps each) `s` runs once its
