@@ -1,7 +1,9 @@
 // The postprocessor pack_operand: a block that multi_level_tiling annotated with
 // kiln.pack_read = 1 reads its operand from a packed copy, laid out so that the innermost tile
-// it reads along is contiguous ([n // NR, …, n % NR]); the copy is made with vectors. With
-// kiln.pack_rows = 1 the operand read along the register tile's rows is packed as well
+// it reads along is contiguous ([n // NR, …, n % NR]); the copy is made with vectors. Where
+// kiln.pack_read_dim names another dimension than the last (the filters of a convolution's
+// weight), that one is cut: [f // NR, …, f % NR]. With kiln.pack_rows = 1 the operand read along
+// the register tile's rows is packed as well
 // ([i // MR, …, k, i % MR]). A copy is made under the outer loops that iterate over slices of
 // the operand (the batch of a batch matmul), one slice at a time, else once before the block.
 #include "autotune/space/space_parts.h"
@@ -44,10 +46,15 @@ class PackOperand : public Postproc {
       bool pack_rows_too = rows != nullptr && *rows == 1 && rows_index != nullptr &&
                            rows_dim != nullptr && loc->loops.size() >= 2;
       int64_t row_read = pack_rows_too ? *rows_index : -1, row_dim = pack_rows_too ? *rows_dim : -1;
+      const int64_t* dim = annotation_int(*loc->block, kPackDimAnnotation);
       if (pack != nullptr && *pack == 1 && index != nullptr && !loc->loops.empty()) {
-        pack_read(sch, name, *index);
+        if (dim != nullptr) {
+          pack_dimension(sch, name, *index, *dim, /*tile_loop=*/1);
+        } else {
+          pack_read(sch, name, *index);
+        }
       }
-      if (pack_rows_too) pack_rows(sch, name, row_read, row_dim);
+      if (pack_rows_too) pack_dimension(sch, name, row_read, row_dim, /*tile_loop=*/2);
     }
   }
 
@@ -147,36 +154,39 @@ class PackOperand : public Postproc {
     schedule::split(sch, loops.back(), {std::monostate{}, nr});
   }
 
-  // The operand read along the rows of the register tile: its row dimension `dim` is cut by
-  // the tile's rows MR (the extent of the block's second innermost loop) and the rows of one
-  // tile go last ([.., i // MR, .., k, i % MR]): the micro-kernel then reads MR neighbours per
-  // k step, one stream in all, where it read MR rows far apart. The copy writes in order, its
-  // MR rows unrolled (their reads are strided: no vectors).
-  static void pack_rows(schedule::Schedule& sch, const std::string& name, int64_t index,
-                        int64_t dim) {
+  // Packs read `index` of block `name` along its dimension `dim`, cut by the extent of the
+  // block's loop `tile_loop` from the innermost (1: the innermost) and that tile's elements
+  // going last: [.., i // T, .., k, i % T]. The operand read along the rows of the register
+  // tile (pack_rows: A of a matmul, T = MR, the second innermost loop) then gives the
+  // micro-kernel MR neighbours per k step, one stream in all, where it read MR rows far apart;
+  // the weight of a convolution tiled along its filters (T = NR, the innermost) gives the
+  // vectors of NR filters of one tap. The copy writes in order, its T elements unrolled (their
+  // reads are strided: no vectors).
+  static void pack_dimension(schedule::Schedule& sch, const std::string& name, int64_t index,
+                             int64_t dim, size_t tile_loop) {
     const schedule::BlockLocation* loc = sch.index("main").find_block(name);
-    if (loc == nullptr || loc->loops.size() < 2 ||
+    if (loc == nullptr || loc->loops.size() < tile_loop ||
         index >= static_cast<int64_t>(loc->block->reads.size())) {
       return;
     }
     Ref<Buffer> operand = loc->block->reads.at(index).buffer;
-    const int64_t* tile = as_const_int(loc->loops[loc->loops.size() - 2]->extent);
+    const int64_t* tile = as_const_int(loc->loops[loc->loops.size() - tile_loop]->extent);
     if (dim < 0 || dim + 1 >= operand->ndim()) return;
     const int64_t* extent = as_const_int(operand->shape[dim]);
     if (tile == nullptr || extent == nullptr || *tile <= 1 || *extent % *tile != 0) return;
-    int64_t mr = *tile;
+    int64_t t = *tile;
     int location = copy_location(*loc, index);
     RV packed =
-        packed_copy(sch, name, index, operand->ndim(), [mr, dim](const std::vector<Expr>& d) {
+        packed_copy(sch, name, index, operand->ndim(), [t, dim](const std::vector<Expr>& d) {
           Expr row = d[dim];
           std::vector<Expr> finals = d;
-          finals[dim] = floordiv(row, make_const(row->dtype, mr));
-          finals.push_back(floormod(row, make_const(row->dtype, mr)));
+          finals[dim] = floordiv(row, make_const(row->dtype, t));
+          finals.push_back(floormod(row, make_const(row->dtype, t)));
           return finals;
         });
     place_copy(sch, name, packed, location);
     std::vector<RV> loops = own_loops(sch, packed, operand->ndim());
-    std::vector<RV> halves = schedule::split(sch, loops[dim], {std::monostate{}, mr});
+    std::vector<RV> halves = schedule::split(sch, loops[dim], {std::monostate{}, t});
     std::vector<RV> order;
     for (int d = 0; d < static_cast<int>(loops.size()); ++d) {
       order.push_back(d == dim ? halves[0] : loops[d]);

@@ -1,11 +1,14 @@
 // The rule multi_level_tiling: the CPU tiling SSRSRS of a reduction block with data reuse, with
 // a local accumulator tile and the choice of packing the operand read along the innermost tile;
 // and, where the target has a register tile for the block, a second sketch SSRRS whose
-// accumulator tile is the register tile itself.
+// accumulator tile is the register tile itself; and, for a convolution whose innermost loop
+// slides a window over its input, a third sketch SSRRS with the vectors along the filters.
 #include <algorithm>
+#include <optional>
 
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
+#include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/schedule/annotation.h"
 #include "kiln/schedule/cache_read_write.h"
@@ -13,6 +16,8 @@
 #include "kiln/schedule/compute_inline.h"
 #include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
+#include "kiln/schedule/index_map.h"
+#include "kiln/schedule/layout_transformation.h"
 #include "kiln/schedule/loop_transformation.h"
 #include "kiln/schedule/sampling.h"
 
@@ -39,8 +44,10 @@ class MultiLevelTiling : public ScheduleRule {
     schedule::Schedule resident = sch.copy();
     std::vector<schedule::Schedule> sketches;
     Tiled tiled;
+    Axes axes = innermost_axes(a);
+    std::optional<Axes> filters = filter_vector_axes(result, block_name, a);
     try {
-      tile(result, block_name, a, /*resident=*/false, &tiled);
+      tile(result, block_name, a, /*resident=*/false, axes, &tiled);
     } catch (const schedule::ScheduleError&) {
       return {sch};
     }
@@ -49,10 +56,20 @@ class MultiLevelTiling : public ScheduleRule {
     // (S2 = 1: SSRRS): with packing, the micro-kernel of a BLAS. The search seldom draws it
     // from the first, where it is one corner among many (both S2 factors 1).
     try {
-      if (tile(resident, block_name, a, /*resident=*/true, &tiled)) {
+      if (tile(resident, block_name, a, /*resident=*/true, axes, &tiled)) {
         add_with_epilogue(resident, tiled, &sketches);
       }
     } catch (const schedule::ScheduleError&) {
+    }
+    // A third, for a convolution, keeps the register tile's vectors along the filters.
+    if (filters) {
+      schedule::Schedule along_filters = sch.copy();
+      try {
+        if (tile(along_filters, block_name, a, /*resident=*/true, *filters, &tiled)) {
+          add_with_epilogue(along_filters, tiled, &sketches);
+        }
+      } catch (const schedule::ScheduleError&) {
+      }
     }
     return sketches;
   }
@@ -124,38 +141,127 @@ class MultiLevelTiling : public ScheduleRule {
     return tiles;
   }
 
+  // The loops of the register tile: its columns (NR, the vectors) and rows (MR), by their
+  // positions among the block's loops (-1: none). With vectors along the filters of a
+  // convolution, the columns' dimension of the output goes last in the accumulator tile
+  // (`column_dim`) and the weight is packed with the filters of a tile side by side: read
+  // `packed_read`, its dimension `packed_dim`.
+  struct Axes {
+    int column = -1, row = -1;
+    int64_t column_dim = -1, packed_read = -1, packed_dim = -1;
+  };
+
+  // The register tile of the block as te.create_prim_func lays out its loops: the innermost
+  // spatial loop and the one before.
+  static Axes innermost_axes(const BlockAnalysis& a) {
+    Axes axes;
+    for (size_t l = 0; l < a.loop_iter.size(); ++l) {
+      if (a.is_reduce[a.loop_iter[l]]) continue;
+      axes.row = axes.column;
+      axes.column = static_cast<int>(l);
+    }
+    return axes;
+  }
+
+  // A convolution in the layout NCHW: its innermost spatial iterator x slides a window over
+  // an input (an index of the input uses x and a reduction iterator), so the vectors of x read
+  // overlapping, maybe strided spans of it. Its register tile can instead be NR filters x MR
+  // output columns: vectors along an iterator f of whole vectors that the input does not use
+  // and that one other operand (the weight) reads at an index that is f itself, not its last
+  // (it is packed as [f // NR, .., f % NR]), and that does not use x; MR input values are
+  // broadcast per tap. The output tile keeps f last. nullopt for any other block (a matmul, a
+  // depthwise convolution, NHWC, whose vectors run along the filters already).
+  std::optional<Axes> filter_vector_axes(schedule::Schedule& sch, const std::string& block_name,
+                                         const BlockAnalysis& a) const {
+    const schedule::BlockLocation* loc = sch.index("main").find_block(block_name);
+    if (loc == nullptr) return std::nullopt;
+    const ir::Block& block = *loc->block;
+    Axes rows = innermost_axes(a);
+    if (rows.column < 0 || block.writes.size() != 1) return std::nullopt;
+    int x = a.loop_iter[rows.column];
+    auto var_of = [&block](size_t k) { return block.iter_vars[k].var.get(); };
+    auto uses = [](const ir::Expr& e, const ir::Var* var) {
+      return ir::uses_var(e, [var](const ir::Var* v) { return v == var; });
+    };
+    // Where `region` indexes exactly iterator k (-1: nowhere).
+    auto dim_of = [&](const std::vector<ir::Range>& region, size_t k) {
+      for (size_t d = 0; d < region.size(); ++d) {
+        if (region[d].min.get() == var_of(k) && ir::is_const_int(region[d].extent, 1)) {
+          return static_cast<int64_t>(d);
+        }
+      }
+      return int64_t{-1};
+    };
+    int64_t input = -1;
+    for (size_t r = 0; r < block.reads.size() && input < 0; ++r) {
+      for (const ir::Range& range : block.reads[r].region) {
+        bool window = uses(range.min, var_of(x));
+        bool slides = false;
+        for (size_t k = 0; k < block.iter_vars.size(); ++k) {
+          slides = slides || (a.is_reduce[k] && uses(range.min, var_of(k)));
+        }
+        if (window && slides) input = static_cast<int64_t>(r);
+      }
+    }
+    if (input < 0) return std::nullopt;
+    ir::DataType dtype = block.writes[0].buffer->dtype;
+    const codegen::Target& target = context_.task->target;
+    if (!dtype.is_scalar() || target.vector_register_bits <= 0) return std::nullopt;
+    int64_t lanes = target.vector_lanes(dtype);
+    if (lanes < 2) return std::nullopt;
+    for (size_t l = 0; l < a.loop_iter.size(); ++l) {
+      int f = a.loop_iter[l];
+      if (a.is_reduce[f] || f == x || a.read_uses[input][f]) continue;
+      const int64_t* extent = ir::as_const_int(loc->loops[l]->extent);
+      int64_t out_dim = dim_of(block.writes[0].region, f);
+      if (extent == nullptr || *extent % lanes != 0 || out_dim < 0) continue;
+      for (size_t r = 0; r < block.reads.size(); ++r) {
+        int64_t d = dim_of(block.reads[r].region, f);
+        if (d < 0 || d + 1 == static_cast<int64_t>(block.reads[r].region.size()) ||
+            a.read_uses[r][x]) {
+          continue;
+        }
+        Axes axes;
+        axes.column = static_cast<int>(l);
+        axes.row = rows.column;
+        axes.column_dim = out_dim;
+        axes.packed_read = static_cast<int64_t>(r);
+        axes.packed_dim = d;
+        return axes;
+      }
+    }
+    return std::nullopt;
+  }
+
   // Tiles the block SSRSRS, or SSRRS when `resident` (then only where the target has a register
-  // tile for it; returns false without tiling elsewhere).
+  // tile for it; returns false without tiling elsewhere), its register tile on `axes`.
   bool tile(schedule::Schedule& sch, const std::string& block_name, const BlockAnalysis& a,
-            bool resident, Tiled* tiled) {
+            bool resident, const Axes& axes, Tiled* tiled) {
     RV block = schedule::get_block(sch, block_name);
     std::vector<RV> loops = schedule::get_loops(sch, block);
     const schedule::BlockLocation& loc = sch.block(block, "multi_level_tiling");
     ir::DataType dtype = loc.block->writes.at(0).buffer->dtype;
+    size_t output_rank = loc.block->writes.at(0).region.size();
     std::vector<int64_t> extents;
     for (const ir::For* loop : loc.loops) extents.push_back(*ir::as_const_int(loop->extent));
-    // Step 2. Split every loop: spatial ones in four levels, reductions in two. The innermost
-    // spatial loop's last level (NR) and the one before's (MR) form the register tile, drawn
-    // from the tiles that fit this target's registers; other spatial loops keep their last
-    // level at 1, so that the tile stays MR x NR.
-    int last_spatial = -1, row_loop = -1;
-    for (size_t l = 0; l < loops.size(); ++l) {
-      if (a.is_reduce[a.loop_iter[l]]) continue;
-      row_loop = last_spatial;
-      last_spatial = static_cast<int>(l);
-    }
+    // Step 2. Split every loop: spatial ones in four levels, reductions in two. The register
+    // tile's columns (NR, the last level of the innermost spatial loop) and rows (MR, that of
+    // the one before) are drawn from the tiles that fit this target's registers; other spatial
+    // loops keep their last level at 1, so that the tile stays MR x NR.
+    int last_spatial = axes.column, row_loop = axes.row;
     RegisterTiles tiles =
         register_tiles(dtype, extents[last_spatial], row_loop >= 0 ? extents[row_loop] : 0);
     if (resident && (tiles.columns.empty() || tiles.rows.empty())) return false;
     int spatial_levels = resident ? 3 : 4;
     std::vector<std::vector<RV>> spatial, reduce;
-    std::vector<RV> row_parts;
+    std::vector<RV> row_parts, column_parts;
     for (size_t l = 0; l < loops.size(); ++l) {
       int position = static_cast<int>(l);
       bool is_reduce = a.is_reduce[a.loop_iter[l]];
       std::vector<RV> parts;
       if (position == last_spatial && !tiles.columns.empty()) {
         parts = split_with_inner(sch, loops[l], spatial_levels, tiles.columns);
+        column_parts = parts;
       } else if (position == row_loop && !tiles.columns.empty() && !tiles.rows.empty()) {
         parts = split_with_inner(sch, loops[l], spatial_levels, tiles.rows);
         row_parts = parts;
@@ -169,10 +275,14 @@ class MultiLevelTiling : public ScheduleRule {
       }
       (is_reduce ? reduce : spatial).push_back(parts);
     }
-    // Step 3. Order S0 S1 R0 S2 R1 S3 (resident: S0 S1 R0 R1 S3).
+    // Step 3. Order S0 S1 R0 S2 R1 S3 (resident: S0 S1 R0 R1 S3), the columns innermost.
     std::vector<RV> order;
-    auto level = [&order](const std::vector<std::vector<RV>>& groups, size_t k) {
-      for (const std::vector<RV>& parts : groups) order.push_back(parts[k]);
+    auto level = [&order, &column_parts](const std::vector<std::vector<RV>>& groups, size_t k) {
+      bool last = !column_parts.empty() && k + 1 == column_parts.size();
+      for (const std::vector<RV>& parts : groups) {
+        if (!last || !(parts[k] == column_parts[k])) order.push_back(parts[k]);
+      }
+      if (last) order.push_back(column_parts[k]);
     };
     level(spatial, 0);
     level(spatial, 1);
@@ -190,9 +300,31 @@ class MultiLevelTiling : public ScheduleRule {
     schedule::reverse_compute_at(sch, cache, spatial.back()[1]);
     tiled->write_back = cache;
     tiled->outer = spatial.front()[0];
+    if (axes.column_dim >= 0) {
+      // The filters of the accumulator tile side by side, so that its columns are vectors.
+      std::vector<ir::Ref<ir::Var>> dims;
+      std::vector<ir::Expr> order;
+      for (size_t d = 0; d < output_rank; ++d)
+        dims.push_back(ir::make_var("d" + std::to_string(d)));
+      for (size_t d = 0; d < output_rank; ++d) {
+        if (static_cast<int64_t>(d) != axes.column_dim) order.push_back(dims[d]);
+      }
+      order.push_back(dims[axes.column_dim]);
+      schedule::transform_layout(sch, block,
+                                 std::make_pair(schedule::BufferIndexType::kWrite, int64_t{0}),
+                                 schedule::IndexMap(dims, order));
+    }
     // Step 5. Whether to pack the operand read along the innermost spatial tile, and the one
-    // read along the rows of the register tile.
+    // read along the rows of the register tile. The weight of a tile along the filters is
+    // always packed: its filters are far apart.
     if (!context_.config.pack_operands) return true;
+    if (axes.packed_read >= 0) {
+      auto constant = [](int64_t v) { return ir::make_const(ir::DataType::int32(), v); };
+      schedule::annotate(sch, block, kPackReadAnnotation, constant(1));
+      schedule::annotate(sch, block, kPackIndexAnnotation, constant(axes.packed_read));
+      schedule::annotate(sch, block, kPackDimAnnotation, constant(axes.packed_dim));
+      return true;
+    }
     if (row_loop >= 0 && !tiles.rows.empty()) {
       annotate_row_packing(sch, block, a, a.loop_iter[row_loop], a.loop_iter[last_spatial]);
     }

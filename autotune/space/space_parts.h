@@ -25,6 +25,9 @@ struct SpaceContext {
 // handles, so that a replay with other decisions annotates the other values).
 constexpr const char* kPackReadAnnotation = "kiln.pack_read";         // block: 0 or 1
 constexpr const char* kPackIndexAnnotation = "kiln.pack_read_index";  // block: read index
+// The dimension of that operand the innermost tile runs along, where it is not its last (the
+// filters of a convolution's weight): packed as [f // NR, .., f % NR].
+constexpr const char* kPackDimAnnotation = "kiln.pack_read_dim";  // block: its dimension
 // The operand read along the rows of the register tile (A of a matmul), packed so that the
 // micro-kernel reads its MR rows of one k step side by side ([i // MR, k, i % MR]).
 constexpr const char* kPackRowsAnnotation = "kiln.pack_rows";             // block: 0 or 1
@@ -65,10 +68,14 @@ std::unique_ptr<ScheduleRule> make_auto_inline(const SpaceContext& context);
 // register tiles of the target; accumulates in a "local" cache written back after S1; and
 // samples whether to pack the operand read along the innermost spatial tile (the
 // postprocessor pack_operand does it). Where the target has a register tile for the block, a
-// second sketch SSRRS (no S2) keeps the accumulators in registers across the reduction. Each
-// tiling comes a second time with the block's output epilogue fused, where its result has one
-// consumer that is a spatial block: inlined into the write-back of the accumulator tile
-// (bias, activation), else computed under the outermost tile loop (SwiGLU reads two columns):
+// second sketch SSRRS (no S2) keeps the accumulators in registers across the reduction. A
+// convolution whose innermost spatial loop slides a window over its input (NCHW) gets a third,
+// SSRRS with the vectors along the filters: a register tile of NR filters x MR output
+// columns, its accumulator tile laid out with the filters last (transform_layout), the weight
+// always packed as [f // NR, .., f % NR] (kiln.pack_read_dim). Each tiling comes a second time with
+// the block's output epilogue fused, where its result has one consumer that is a spatial block:
+// inlined into the write-back of the accumulator tile (bias, activation), else computed under the
+// outermost tile loop (SwiGLU reads two columns):
 //   v4, v5, v6, v7 = sch.sample_perfect_tile(loop=l1, n=4, max_innermost_factor=64)
 //   l8, l9, l10, l11 = sch.split(loop=l1, factors=[v4, v5, v6, v7])
 std::unique_ptr<ScheduleRule> make_multi_level_tiling(const SpaceContext& context);
@@ -183,9 +190,11 @@ class Postproc {
 std::unique_ptr<Postproc> make_refuse_recomputation(const SpaceContext& context);
 // Packs the operand a block annotated kiln.pack_read = 1 reads along its innermost tile: a
 // global copy (cache_read) laid out as [n // NR, …, n % NR] (transform_layout), NR the
-// innermost tile, copied with vectors. The copy is made under the block's outermost loops that
-// iterate over slices of the operand (compute_at: a batch matmul packs one batch's B in its
-// iteration of the parallel loop, while it is in cache), else in one parallel pass before it.
+// innermost tile, copied with vectors; along the dimension kiln.pack_read_dim where the block
+// names one (a convolution's weight: [f // NR, c, r, s, f % NR]). The copy is made under the
+// block's outermost loops that iterate over slices of the operand (compute_at: a batch matmul packs
+// one batch's B in its iteration of the parallel loop, while it is in cache), else in one parallel
+// pass before it.
 std::unique_ptr<Postproc> make_pack_operand(const SpaceContext& context);
 // Moves the loop of a reduction block's lanes (its write's last index, read contiguously) inside
 // the reduction loops among the block's own innermost loops, so that it can be a vector: the

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln import te, tir
+from kiln import te, tir, topi
 from kiln.autotune import SpaceGenerator
 from kiln.error import VectorizeFallbackWarning
 
@@ -335,8 +335,9 @@ def test_padding_is_inlined_into_the_convolution_or_kept_as_a_stage():
     space = SpaceGenerator(func, "llvm")
     texts = [sketch.as_python() for sketch in space.sketches]
     inlined = [k for k, text in enumerate(texts) if 'sch.compute_inline(block=b' in text]
-    # Each with the two tilings of multi_level_tiling.
-    assert len(inlined) == 2 and len(texts) == 4
+    # Each with the tilings of multi_level_tiling: two, and a third along the filters where
+    # the target's vectors divide them.
+    assert len(inlined) in (2, 3) and len(texts) == 2 * len(inlined)
     kept = [k for k in range(len(texts)) if k not in inlined][0]
     args = random_args(func)
     expected = reference(func, args)
@@ -358,6 +359,73 @@ def test_padding_is_inlined_into_the_convolution_or_kept_as_a_stage():
         run_args = [a.copy() for a in args]
         rt(*run_args)
         np.testing.assert_allclose(run_args[2], expected[2], rtol=1e-4, atol=1e-4)
+
+
+def conv(layout, h=10, ci=4, co=16, stride=1, depthwise=False):
+    shape = (1, ci, h, h) if layout == "NCHW" else (1, h, h, ci)
+    X = te.placeholder(shape, "float32", name="X")
+    if depthwise:
+        W = te.placeholder((ci, 1, 3, 3), "float32", name="W")
+        out = topi.nn.depthwise_conv2d_nchw(X, W, stride, 1, 1)
+    elif layout == "NCHW":
+        W = te.placeholder((co, ci, 3, 3), "float32", name="W")
+        out = topi.nn.conv2d_nchw(X, W, stride, 1, 1)
+    else:
+        W = te.placeholder((3, 3, ci, co), "float32", name="W")
+        out = topi.nn.conv2d_nhwc(X, W, stride, 1, 1)
+    return te.create_prim_func([X, W, out])
+
+
+def along_filters(space):
+    return [k for k, sketch in enumerate(space.sketches)
+            if "kiln.pack_read_dim" in sketch.as_python()]
+
+
+def test_a_convolution_gets_sketches_with_vectors_along_its_filters():
+    # NCHW: the vectors of the innermost spatial loop (x) would read a sliding window of the
+    # input; the third tiling puts them along the filters f instead: the accumulator tile keeps
+    # f last, the weight is packed with the filters of a tile side by side ([f // NR, .., f %
+    # NR]), the tile's rows are output columns. With the padding inlined or kept as a stage.
+    space = SpaceGenerator(conv("NCHW"), HASWELL)
+    filters = along_filters(space)
+    assert len(filters) == 2
+    for k in filters:
+        text = space.sketches[k].as_python()
+        assert 'index_map="lambda d0, d1, d2, d3: [d0, d2, d3, d1]"' in text
+        assert 'ann_key="kiln.pack_read_dim", ann_val=0' in text
+        assert "candidates=[8, 16]" in text  # the tile's filters: whole vectors of 8 lanes
+    # No such sketch where the vectors run along the filters already (NHWC), where every
+    # operand reads the channel (depthwise), nor for a matmul; nor where the filters are not
+    # whole vectors.
+    for func in (conv("NHWC"), conv("NCHW", depthwise=True), matmul(64, 64, 32),
+                 conv("NCHW", co=12)):
+        assert along_filters(SpaceGenerator(func, HASWELL)) == []
+
+
+@pytest.mark.parametrize("shape", [dict(), dict(stride=2), dict(h=7, co=32), dict(ci=3, co=24)])
+def test_candidates_with_vectors_along_the_filters_compute_the_convolution(shape):
+    func = conv("NCHW", **shape)
+    space = SpaceGenerator(func, "llvm")
+    filters = along_filters(space)
+    if not filters:
+        pytest.skip("the target's vectors do not divide the filters")
+    args = random_args(func)
+    expected = reference(func, args)
+    for k in filters:
+        for seed in range(3):
+            candidate = space.sample(k, seed)
+            assert candidate is not None, space.rejections
+            text = candidate.trace.as_python()
+            tile = re.search(r'index_map="lambda d0, d1, d2, d3: \[d0 // (\d+), d1, d2, d3, '
+                             r'd0 % (\d+)\]"', text)
+            assert tile and tile.group(1) == tile.group(2), text
+            lowered = str(tir.lower(candidate.mod))
+            assert re.search(r"_local(_\d+)?\[T\.Ramp\(", lowered), lowered
+            run_args = [a.copy() for a in args]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", VectorizeFallbackWarning)
+                kiln.build(candidate.mod)(*run_args)
+            np.testing.assert_allclose(run_args[2], expected[2], rtol=1e-4, atol=1e-4)
 
 
 def matmul_epilogue(kind, m=32, n=64, k=32):
