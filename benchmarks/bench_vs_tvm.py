@@ -24,13 +24,15 @@ every threshold); the curve is printed with the table.
 
 Run: python3 benchmarks/bench_vs_tvm.py [--only gemm,conv2d] [--kiln-trials 128]
      [--tvm-trials 1000] [--threads N] [--size 1024] [--work-dir bench_vs_tvm_work]
-     [--rounds 3] [--repeat 7] [--number 1] [--compare-only]
+     [--rounds 3] [--repeat 7] [--number 1] [--compare-only] [--search-only]
 (prints tables; never fails on time.) A work dir that exists resumes what it holds: a tuner
 whose trials are all there is not run again, so --compare-only, or the same command, times
 a long TVM run again without repeating it. --size changes the GEMM's size (small for a quick
 check). Layout: WORK/NAME_tTHREADS/{kiln,tvm}/ with each tuner's database and logs and
 sessions.jsonl (start and end of each tuning run); WORK/NAME_tTHREADS/compare.json keeps the
-last comparison's numbers.
+last comparison's numbers. --search-only tunes kiln without its baseline (the first trial is then
+the search's, not topi.default_schedule's), into WORK/NAME_tTHREADS/kiln-search/: what kiln's
+design space and search reach on their own.
 
 TVM is optional, for this benchmark only (kiln does not depend on it); without it the TVM
 column is skipped with the reason. Written for TVM 0.27 (its MetaSchedule lives in
@@ -261,7 +263,12 @@ def best_so_far_points(trials):
 
 # --- Tuning, each tuner in a process of its own (`--tuner kiln|tvm`).
 
-def tune_kiln(spec, tuner_dir, trials, threads):
+def kiln_dir(wdir, args):
+    """kiln's work dir of a workload: with its baseline, or the search alone (--search-only)."""
+    return os.path.join(wdir, "kiln-search" if args.search_only else "kiln")
+
+
+def tune_kiln(spec, tuner_dir, trials, threads, search_only):
     from kiln import autotune as ms
     from kiln import te
     done = len(kiln_trials(tuner_dir, threads))
@@ -269,8 +276,9 @@ def tune_kiln(spec, tuner_dir, trials, threads):
         print(f"  kiln: {done} trials in {tuner_dir} already, not tuned again")
         return
     record_session(tuner_dir, "start")
+    options = {"baseline": None} if search_only else {}
     ms.tune_tir(spec["make"](te), target="llvm", work_dir=tuner_dir, max_trials_global=trials,
-                num_threads=threads)
+                num_threads=threads, **options)
     record_session(tuner_dir, "end")
 
 
@@ -375,6 +383,8 @@ def run_tuner(tuner, args, name, tuner_dir, trials):
     command = [sys.executable, os.path.abspath(__file__), "--tuner", tuner, "--only", name,
                "--size", str(args.size), "--threads", str(args.threads), "--work-dir",
                args.work_dir, f"--{tuner}-trials", str(trials)]
+    if args.search_only:
+        command.append("--search-only")
     env = dict(os.environ, TVM_NUM_THREADS=str(args.threads))
     print(f"[{name}] tuning with {tuner}: {trials} trials on {args.threads} threads into "
           f"{tuner_dir}", flush=True)
@@ -676,7 +686,7 @@ def save(path, name, spec, outcomes, numpy, peak, args):
 
 def compare(name, spec, wdir, tvm_reason, peak, args):
     """Builds, checks and times what the work dir holds; prints the table and saves it."""
-    outcomes = [tuner_outcome("kiln", spec, os.path.join(wdir, "kiln"), args)]
+    outcomes = [tuner_outcome("kiln", spec, kiln_dir(wdir, args), args)]
     if tvm_reason is None:
         outcomes.append(tuner_outcome("TVM", spec, os.path.join(wdir, "tvm"), args))
     numpy = numpy_timed(spec, args)
@@ -706,6 +716,8 @@ def main():
     parser.add_argument("--number", type=int, default=1, help="calls per timing")
     parser.add_argument("--compare-only", action="store_true",
                         help="no tuning: time the best of what the work dir holds")
+    parser.add_argument("--search-only", action="store_true",
+                        help="kiln without its baseline schedule (work dir kiln-search)")
     parser.add_argument("--tuner", choices=["kiln", "tvm"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n] or list(WORKLOADS)
@@ -718,7 +730,8 @@ def main():
         spec = WORKLOADS[name](args.size)
         wdir = workload_dir(args.work_dir, name, args.size, args.threads)
         if args.tuner == "kiln":
-            tune_kiln(spec, os.path.join(wdir, "kiln"), args.kiln_trials, args.threads)
+            tune_kiln(spec, kiln_dir(wdir, args), args.kiln_trials, args.threads,
+                      args.search_only)
         else:
             tune_tvm(spec, os.path.join(wdir, "tvm"), args.tvm_trials, args.threads)
         return
@@ -734,7 +747,7 @@ def main():
         spec = WORKLOADS[name](args.size)
         wdir = workload_dir(args.work_dir, name, args.size, args.threads)
         if not args.compare_only:
-            run_tuner("kiln", args, name, os.path.join(wdir, "kiln"), args.kiln_trials)
+            run_tuner("kiln", args, name, kiln_dir(wdir, args), args.kiln_trials)
             if tvm_reason is None:
                 run_tuner("tvm", args, name, os.path.join(wdir, "tvm"), args.tvm_trials)
         compare(name, spec, wdir, tvm_reason, peak, args)

@@ -255,15 +255,18 @@ class MultiLevelTiling : public ScheduleRule {
     int spatial_levels = resident ? 3 : 4;
     std::vector<std::vector<RV>> spatial, reduce;
     std::vector<RV> row_parts, column_parts;
+    std::optional<RV> rows_drawn, columns_drawn;
     for (size_t l = 0; l < loops.size(); ++l) {
       int position = static_cast<int>(l);
       bool is_reduce = a.is_reduce[a.loop_iter[l]];
       std::vector<RV> parts;
       if (position == last_spatial && !tiles.columns.empty()) {
-        parts = split_with_inner(sch, loops[l], spatial_levels, tiles.columns);
+        columns_drawn.emplace();
+        parts = split_with_inner(sch, loops[l], spatial_levels, tiles.columns, &*columns_drawn);
         column_parts = parts;
       } else if (position == row_loop && !tiles.columns.empty() && !tiles.rows.empty()) {
-        parts = split_with_inner(sch, loops[l], spatial_levels, tiles.rows);
+        rows_drawn.emplace();
+        parts = split_with_inner(sch, loops[l], spatial_levels, tiles.rows, &*rows_drawn);
         row_parts = parts;
       } else {
         int levels = is_reduce ? 2 : spatial_levels;
@@ -274,6 +277,12 @@ class MultiLevelTiling : public ScheduleRule {
         parts = split_perfect(sch, loops[l], levels, max_inner);
       }
       (is_reduce ? reduce : spatial).push_back(parts);
+    }
+    // The register tile drawn, for check_register_tiles (right after the draws: a sample is
+    // checked on a replay of the instructions up to here).
+    if (rows_drawn && columns_drawn) {
+      schedule::annotate(sch, block, kRegisterRowsAnnotation, *rows_drawn);
+      schedule::annotate(sch, block, kRegisterColumnsAnnotation, *columns_drawn);
     }
     // Step 3. Order S0 S1 R0 S2 R1 S3 (resident: S0 S1 R0 R1 S3), the columns innermost.
     std::vector<RV> order;
@@ -382,13 +391,42 @@ std::vector<RV> split_perfect(schedule::Schedule& sch, const RV& loop, int level
 }
 
 std::vector<RV> split_with_inner(schedule::Schedule& sch, const RV& loop, int levels,
-                                 const std::vector<int64_t>& candidates) {
-  RV inner =
+                                 const std::vector<int64_t>& candidates, RV* inner) {
+  RV factor =
       schedule::sample_categorical(sch, candidates, std::vector<double>(candidates.size(), 1.0));
-  std::vector<RV> halves = schedule::split(sch, loop, {std::monostate{}, inner});
+  if (inner != nullptr) *inner = factor;
+  std::vector<RV> halves = schedule::split(sch, loop, {std::monostate{}, factor});
   std::vector<RV> parts = split_perfect(sch, halves[0], levels - 1, kMaxInnerTile);
   parts.push_back(halves[1]);
   return parts;
+}
+
+void check_register_tiles(schedule::Schedule& sch, const codegen::Target& target) {
+  if (target.vector_register_bits <= 0) return;
+  for (const std::string& name : sch.index("main").block_names()) {
+    const schedule::BlockLocation* loc = sch.index("main").find_block(name);
+    const ir::Block& block = *loc->block;
+    auto value = [&block](const char* key) {
+      auto it = block.annotations.find(key);
+      const int64_t* v = it == block.annotations.end() ? nullptr : ir::as_const_int(it->second);
+      return v != nullptr ? *v : int64_t{0};
+    };
+    int64_t rows = value(kRegisterRowsAnnotation), columns = value(kRegisterColumnsAnnotation);
+    if (rows <= 0 || columns <= 0 || block.writes.empty()) continue;
+    ir::DataType dtype = block.writes[0].buffer->dtype;
+    if (!dtype.is_float() || !dtype.is_scalar()) continue;
+    int64_t lanes = target.vector_lanes(dtype);
+    int64_t vectors = (columns + lanes - 1) / lanes;
+    int64_t needed = rows * vectors + vectors + 1;
+    if (needed > target.num_vector_registers) {
+      schedule::schedule_error("RegisterTileSpillError", "multi_level_tiling",
+                               "block " + name + " accumulates a register tile of " +
+                                   std::to_string(rows) + " x " + std::to_string(columns) + " " +
+                                   dtype.str() + ", which with its operands needs " +
+                                   std::to_string(needed) + " vector registers; the target has " +
+                                   std::to_string(target.num_vector_registers));
+    }
+  }
 }
 
 std::unique_ptr<ScheduleRule> make_multi_level_tiling(const SpaceContext& context) {

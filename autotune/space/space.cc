@@ -18,15 +18,16 @@ using schedule::Trace;
 
 namespace {
 
-// How many draws a sample of a GPU sketch takes at most to find tiles within their limits, and
-// how far apart the seeds of two draws are. (Tiles drawn one prime factor at a time meet a
-// warp's threads and the register tile together in some 5 to 10% of the draws.)
-constexpr int kGpuTileDraws = 64;
+// How many draws a sample takes at most to find tiles within their limits, and how far apart
+// the seeds of two draws are. (GPU tiles drawn one prime factor at a time meet a warp's threads
+// and the register tile together in some 5 to 10% of the draws; CPU register tiles fit the
+// registers in more than half.)
+constexpr int kTileDraws = 64;
 constexpr uint64_t kDrawSeedStride = 0x9e3779b97f4a7c15ULL;
 
 // The number of leading instructions of a trace (JSON) up to its last annotation of a tile
-// limit, which multi_level_tiling_gpu writes right after the loops the limits constrain; 0 when
-// it has none.
+// limit, which multi_level_tiling (CPU: the register tile) and multi_level_tiling_gpu write right
+// after the loops the limits constrain; 0 when it has none.
 size_t limits_prefix(const Json& json) {
   size_t prefix = 0;
   const Json& instructions = json.at("instructions");
@@ -34,7 +35,10 @@ size_t limits_prefix(const Json& json) {
     const Json& inst = instructions[i];
     if (inst.value("kind", "") != "annotate" || !inst.contains("attrs")) continue;
     std::string key = inst["attrs"].value("ann_key", "");
-    if (key == kThreadExtentLowAnnotation || key == kRegisterTileAnnotation) prefix = i + 1;
+    if (key == kThreadExtentLowAnnotation || key == kRegisterTileAnnotation ||
+        key == kRegisterColumnsAnnotation) {
+      prefix = i + 1;
+    }
   }
   return prefix;
 }
@@ -54,8 +58,8 @@ struct SpaceGenerator::Impl {
 
   // Step 1 of a candidate: the trace replayed on a fresh schedule (decisions that are null are
   // drawn with `seed`). Step 2: the postprocessors. Any kiln error refuses the candidate.
-  // On a GPU target a draw whose tiles exceed their limits (check_gpu_tiles) is refused before
-  // the postprocessors, and `*redraw` says so.
+  // A draw whose tiles exceed their limits (check_gpu_tiles on a GPU target,
+  // check_register_tiles on a CPU) is refused before the postprocessors, and `*redraw` says so.
   std::optional<Candidate> finish(int sketch, const Json& trace_json, uint64_t seed,
                                   bool* redraw = nullptr) {
     Schedule sch(mod, seed);
@@ -65,7 +69,7 @@ struct SpaceGenerator::Impl {
       reject("replay", e);
       return std::nullopt;
     }
-    if (!within_gpu_tiles(sch, "sample")) {
+    if (!within_tile_limits(sch, "sample")) {
       if (redraw != nullptr) *redraw = true;
       return std::nullopt;
     }
@@ -86,12 +90,15 @@ struct SpaceGenerator::Impl {
     return candidate;
   }
 
-  // Whether `sch` keeps the limits of its GPU tiles (always on a CPU target); a refusal is
-  // counted under `where`.
-  bool within_gpu_tiles(Schedule& sch, const std::string& where) {
-    if (!context.task->target.is_gpu()) return true;
+  // Whether `sch` keeps the limits of its tiles (GPU: threads, outputs per thread, shared
+  // memory; CPU: the register tile); a refusal is counted under `where`.
+  bool within_tile_limits(Schedule& sch, const std::string& where) {
     try {
-      check_gpu_tiles(sch, context.task->target);
+      if (context.task->target.is_gpu()) {
+        check_gpu_tiles(sch, context.task->target);
+      } else {
+        check_register_tiles(sch, context.task->target);
+      }
     } catch (const Error& e) {
       reject(where, e);
       return false;
@@ -100,11 +107,11 @@ struct SpaceGenerator::Impl {
   }
 
   // Replays the first `prefix` instructions of `*json`, drawing their null decisions with
-  // `seed`, and checks the limits of the GPU tiles made so far (the threads and the outputs per
-  // thread; the shared copies come later). Within them, the drawn decisions go into `*json`.
-  // A refusal is counted under `where`. Replaying the loops alone costs a fraction of the
-  // whole sketch, and most draws fail here.
-  bool draw_within_gpu_tiles(Json* json, size_t prefix, uint64_t seed, const std::string& where) {
+  // `seed`, and checks the limits of the tiles made so far (GPU: the threads and the outputs
+  // per thread, the shared copies come later; CPU: the register tiles). Within them, the drawn
+  // decisions go into `*json`. A refusal is counted under `where`. Replaying the loops alone costs
+  // a fraction of the whole sketch, and most draws fail here.
+  bool draw_within_tile_limits(Json* json, size_t prefix, uint64_t seed, const std::string& where) {
     Json head = *json;
     Json& instructions = head.at("instructions");
     instructions.erase(instructions.begin() + static_cast<std::ptrdiff_t>(prefix),
@@ -116,7 +123,7 @@ struct SpaceGenerator::Impl {
       reject("replay", e);
       return false;
     }
-    if (!within_gpu_tiles(sch, where)) return false;
+    if (!within_tile_limits(sch, where)) return false;
     Json decided = sch.trace().as_json();
     for (size_t i = 0; i < prefix; ++i) {
       (*json)["instructions"][i]["decision"] = decided["instructions"][i]["decision"];
@@ -124,11 +131,11 @@ struct SpaceGenerator::Impl {
     return true;
   }
 
-  // Whether the decisions of `trace` keep the limits of their GPU tiles.
-  bool replays_within_gpu_tiles(const Trace& trace) {
+  // Whether the decisions of `trace` keep the limits of their tiles.
+  bool replays_within_tile_limits(const Trace& trace) {
     Json json = trace.as_json();
     size_t prefix = limits_prefix(json);
-    return prefix == 0 || draw_within_gpu_tiles(&json, prefix, 0, "mutate");
+    return prefix == 0 || draw_within_tile_limits(&json, prefix, 0, "mutate");
   }
 
   void reject(const std::string& where, const Error& e) {
@@ -229,14 +236,14 @@ std::optional<Candidate> SpaceGenerator::sample(int sketch, uint64_t seed) {
       << "SpaceGenerator::sample: no sketch " << sketch;
   Json json = impl_->sketches[sketch].as_json();
   for (Json& inst : json.at("instructions")) inst["decision"] = nullptr;
-  if (!impl_->context.task->target.is_gpu()) return impl_->finish(sketch, json, seed);
-  // GPU tiles drawn outside their limits (most draws, with a thread count below a warp or too
-  // many outputs per thread) are drawn again with the next seeds; each refused draw is counted.
+  // Tiles drawn outside their limits (GPU: most draws, with a thread count below a warp or too
+  // many outputs per thread; CPU: register tiles that spill) are drawn again with the next
+  // seeds; each refused draw is counted.
   size_t prefix = limits_prefix(json);
-  for (int draw = 0; draw < kGpuTileDraws; ++draw) {
+  for (int draw = 0; draw < kTileDraws; ++draw) {
     uint64_t draw_seed = seed + static_cast<uint64_t>(draw) * kDrawSeedStride;
     Json drawn = json;
-    if (prefix > 0 && !impl_->draw_within_gpu_tiles(&drawn, prefix, draw_seed, "sample")) {
+    if (prefix > 0 && !impl_->draw_within_tile_limits(&drawn, prefix, draw_seed, "sample")) {
       continue;
     }
     bool redraw = false;
@@ -253,15 +260,15 @@ std::optional<Candidate> SpaceGenerator::replay(int sketch, const Trace& decisio
 std::optional<Trace> SpaceGenerator::mutate(const Trace& decisions, std::mt19937_64& rng) {
   Impl& s = *impl_;
   std::discrete_distribution<size_t> pick(s.mutator_weights.begin(), s.mutator_weights.end());
-  // On a GPU target a proposal counts only when its tiles keep their limits (the mutators see
-  // one decision, not the thread count that several of them multiply into).
+  // A proposal counts only when its tiles keep their limits (the mutators see one decision,
+  // not the thread count or register tile that several of them multiply into).
   bool gpu = s.context.task->target.is_gpu();
-  for (int attempt = 0; attempt < (gpu ? kGpuTileDraws : 4); ++attempt) {
+  for (int attempt = 0; attempt < (gpu ? kTileDraws : 4); ++attempt) {
     size_t index = 0;
     Json decision;
     if (s.mutators[pick(rng)]->propose(decisions, rng, &index, &decision)) {
       Trace mutated = decisions.with_decision(index, decision);
-      if (!gpu || s.replays_within_gpu_tiles(mutated)) return mutated;
+      if (s.replays_within_tile_limits(mutated)) return mutated;
     }
   }
   return std::nullopt;
@@ -269,11 +276,10 @@ std::optional<Trace> SpaceGenerator::mutate(const Trace& decisions, std::mt19937
 
 std::vector<Trace> SpaceGenerator::neighbours(const Trace& decisions) {
   Impl& s = *impl_;
-  bool gpu = s.context.task->target.is_gpu();
   std::vector<Trace> out;
   for (const auto& [index, decision] : tile_size_neighbours(decisions)) {
     Trace neighbour = decisions.with_decision(index, decision);
-    if (!gpu || s.replays_within_gpu_tiles(neighbour)) out.push_back(std::move(neighbour));
+    if (s.replays_within_tile_limits(neighbour)) out.push_back(std::move(neighbour));
   }
   return out;
 }

@@ -33,9 +33,13 @@ constexpr const char* kPackDimAnnotation = "kiln.pack_read_dim";  // block: its 
 constexpr const char* kPackRowsAnnotation = "kiln.pack_rows";             // block: 0 or 1
 constexpr const char* kPackRowsIndexAnnotation = "kiln.pack_rows_index";  // block: read index
 constexpr const char* kPackRowsDimAnnotation = "kiln.pack_rows_dim";      // block: its row dim
-constexpr const char* kParallelMaxAnnotation = "kiln.parallel_max";       // root: max extent
-constexpr const char* kVectorizeMaxAnnotation = "kiln.vectorize_max";     // root: max extent
-constexpr const char* kUnrollMaxAnnotation = "kiln.unroll_max_step";      // root: unroll depth
+// CPU: the register tile multi_level_tiling drew for a block (its rows MR and columns NR), which
+// check_register_tiles holds to the target's vector registers.
+constexpr const char* kRegisterRowsAnnotation = "kiln.register_tile_rows";        // block: MR
+constexpr const char* kRegisterColumnsAnnotation = "kiln.register_tile_columns";  // block: NR
+constexpr const char* kParallelMaxAnnotation = "kiln.parallel_max";    // root: max extent
+constexpr const char* kVectorizeMaxAnnotation = "kiln.vectorize_max";  // root: max extent
+constexpr const char* kUnrollMaxAnnotation = "kiln.unroll_max_step";   // root: unroll depth
 // GPU: a shared-memory copy that rewrite_cooperative_fetch spreads over the block's threads, its
 // value the vector width to copy with; on a tiled block, the fewest threads per block and the
 // most outputs per thread that verify_gpu_code accepts (check_gpu_tiles).
@@ -80,6 +84,16 @@ std::unique_ptr<ScheduleRule> make_auto_inline(const SpaceContext& context);
 //   l8, l9, l10, l11 = sch.split(loop=l1, factors=[v4, v5, v6, v7])
 std::unique_ptr<ScheduleRule> make_multi_level_tiling(const SpaceContext& context);
 
+// The limit of the register tiles multi_level_tiling draws (kiln.register_tile_rows and
+// kiln.register_tile_columns on a tiled block): the MR x NR float accumulators, one row of NR
+// operand values and a broadcast fit the target's vector registers (MR * V + V + 1 <=
+// registers, V = NR / lanes). Raises a ScheduleError (RegisterTileSpillError) for the first
+// block that needs more: such tiles spill accumulators in every step of the reduction (the
+// tuned GEMM and convolution tiles that did ran at 0.4x to 0.6x the best of their run). Integer
+// accumulators are not held to it (a spilled int32 tile of the int8 matmul ran at 0.94x the
+// best). Reads only the blocks' annotations: checked right after each draw.
+void check_register_tiles(schedule::Schedule& sch, const codegen::Target& target);
+
 // What the tiling rules (multi_level_tiling, tensorize) share. The innermost tile of a loop
 // other than the innermost spatial one (rows of a register tile, or the reduction steps between
 // two passes over the tile) is at most kMaxInnerTile.
@@ -90,8 +104,10 @@ std::vector<schedule::RV> split_perfect(schedule::Schedule& sch, const schedule:
 // Splits `loop` into `levels` parts: the innermost drawn from `candidates` by
 // sample_categorical, the outer part by split_perfect into `levels - 1` (innermost at most
 // kMaxInnerTile).
+// The sampled innermost factor goes into `*inner` where given.
 std::vector<schedule::RV> split_with_inner(schedule::Schedule& sch, const schedule::RV& loop,
-                                           int levels, const std::vector<int64_t>& candidates);
+                                           int levels, const std::vector<int64_t>& candidates,
+                                           schedule::RV* inner = nullptr);
 
 // Gives a reduction block that a tensor intrinsic of config.tensor_intrinsics computes, on a
 // target with the intrinsic's required_features, a sketch of its own besides the block as it

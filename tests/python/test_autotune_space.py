@@ -213,6 +213,49 @@ def test_the_fullest_register_tile_is_drawn_where_it_does_not_divide_the_rows():
     assert drawn == 2
 
 
+def drawn_register_tile(candidate):
+    """(MR, NR) of the register tile multi_level_tiling drew for the candidate."""
+    tile = {}
+    json = candidate.decisions.as_json()["instructions"]
+    values = {}
+    for inst in json:
+        if inst["kind"] == "sample_categorical":
+            values[inst["outputs"][0]] = inst["attrs"]["candidates"][inst["decision"]]
+        if inst["kind"] == "annotate" and inst["attrs"]["ann_key"].startswith("kiln.register_"):
+            tile[inst["attrs"]["ann_key"]] = values[inst["inputs"][1]]
+    return tile["kiln.register_tile_rows"], tile["kiln.register_tile_columns"]
+
+
+@pytest.mark.parametrize("workload", ["matmul", "conv"])
+def test_register_tiles_that_would_spill_are_drawn_again(workload):
+    # Haswell: 16 registers of 8 float32 lanes. A tile of MR x NR accumulators fits with one
+    # row of NR operand values and a broadcast when MR * V + V + 1 <= 16 (V = NR / 8); the rows
+    # and columns are drawn apart (14 rows fit 8 columns, not 16), so a draw that would spill
+    # is drawn again, counted, and neither a mutation nor a neighbour proposes one.
+    func = matmul(128, 128, 64) if workload == "matmul" else conv("NCHW", h=14, co=32)
+    space = SpaceGenerator(func, HASWELL)
+    sketches = [0, 1] if workload == "matmul" else along_filters(space)
+    drawn = set()
+    for sketch in sketches:
+        for seed in range(16):
+            candidate = space.sample(sketch, seed)
+            assert candidate is not None, space.rejections
+            rows, columns = drawn_register_tile(candidate)
+            vectors = columns // 8
+            assert rows * vectors + vectors + 1 <= 16, (rows, columns)
+            drawn.add((rows, columns))
+            for neighbour in space.neighbours(candidate.decisions):
+                replayed = space.replay(sketch, neighbour)
+                rows, columns = drawn_register_tile(replayed)
+                assert rows * (columns // 8) + columns // 8 + 1 <= 16
+            mutated = space.mutate(candidate.decisions, seed)
+            if mutated is not None:
+                rows, columns = drawn_register_tile(space.replay(sketch, mutated))
+                assert rows * (columns // 8) + columns // 8 + 1 <= 16
+    assert space.rejections.get("sample: RegisterTileSpillError", 0) > 0, space.rejections
+    assert {columns for _, columns in drawn} >= {8, 16}, drawn
+
+
 def test_a_batch_matmul_packs_each_batch_inside_the_parallel_loop():
     # The packed copy of B is made under the outermost loop, which iterates batches (one
     # batch's B at a time, while it is in cache); a matmul's, whose outermost loop iterates
