@@ -227,7 +227,7 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
     total.cycles += out.cycles;
     serial_cycles += serial;
     busy_cycles += serial * out.parallel_efficiency;
-    total.operations += store.trips * store.arithmetic.work_ops;
+    total.operations += store.trips * store.arithmetic.element_ops;
     if (estimate.dominant < 0 || out.cycles > estimate.stores[estimate.dominant].cycles) {
       estimate.dominant = static_cast<int>(s);
     }

@@ -75,9 +75,7 @@ class ArithmeticCounter : public IRVisitor {
 
   void visit(const Select* op) override {
     select_like(op->dtype);
-    visit_condition(op->condition);
-    visit_expr(op->true_value);
-    visit_expr(op->false_value);
+    IRVisitor::visit(op);
   }
 
   void visit(const Cast* op) override {
@@ -89,14 +87,7 @@ class ArithmeticCounter : public IRVisitor {
     switch (op->op) {
       case Builtin::IfThenElse:
         select_like(op->dtype);
-        for (size_t i = 0; i < op->args.size(); ++i) {
-          if (i == 0) {
-            visit_condition(op->args[i]);
-          } else {
-            visit_expr(op->args[i]);
-          }
-        }
-        return;
+        break;
       case Builtin::Floor:
       case Builtin::Ceil:
       case Builtin::Round:
@@ -150,7 +141,6 @@ class ArithmeticCounter : public IRVisitor {
     double lanes = std::max(1, type.lanes());
     counts.*kind += ops * lanes;
     counts.element_ops += ops * lanes;
-    if (guard_depth_ == 0) counts.work_ops += ops * lanes;
     if (floating) counts.float_ops += ops * lanes;
     if (lanes > 1) counts.vector_element_ops += ops * lanes;
     counts.issue_slots += cost * machine_.vectors(type);
@@ -217,26 +207,15 @@ class ArithmeticCounter : public IRVisitor {
     visit_expr(op->b);
   }
 
-  // The selection of an if_then_else or select: a guard's instruction, no work.
   void select_like(const DataType& type) {
-    ++guard_depth_;
     if (is_float(type)) {
       record(type, &Arithmetic::float_compare_select, 1, kSimpleCost, true);
     } else {
       record(type, &Arithmetic::int_arith, 1, kSimpleCost, false);
     }
-    --guard_depth_;
-  }
-
-  // The condition of an if_then_else or select: counted, but not as work.
-  void visit_condition(const Expr& condition) {
-    ++guard_depth_;
-    visit_expr(condition);
-    --guard_depth_;
   }
 
   const MachineModel& machine_;
-  int guard_depth_ = 0;  // > 0: inside a guard (its arithmetic is no work of the function)
 };
 
 }  // namespace

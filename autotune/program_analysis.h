@@ -62,11 +62,7 @@ struct Arithmetic {
   double element_ops = 0;         // every operation above (an FMA counts 2, as flops do)
   double vector_element_ops = 0;  // those in nodes of more than one lane
   double float_ops = 0;           // floating-point operations (an FMA counts 2)
-  // Operations on the value's data path: element_ops but the condition of an if_then_else or
-  // select and the selection itself (a guard such as inlined padding's costs issue slots but
-  // is no work of the function).
-  double work_ops = 0;
-  double issue_slots = 0;  // vector-unit instructions, weighted by their cost
+  double issue_slots = 0;         // vector-unit instructions, weighted by their cost
 };
 
 // Counts the arithmetic of a stored value (loads are leaves: their index arithmetic is

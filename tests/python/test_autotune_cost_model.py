@@ -154,23 +154,6 @@ def synthetic(count, seed, scale=1.0):
     return rows, scale * np.exp(2 * rows[:, 1] - 3 * rows[:, 0]) * 1e-3
 
 
-def test_the_conditions_of_guarded_loads_are_no_work():
-    # The same scaled copy, once with a guard around its loads (inlined padding): the guard's
-    # compares, ands and selection cost issue slots, but they are not operations of the
-    # function (counted as such, they made a 6x slower convolution candidate look 1.5x faster
-    # than a fast one); here the copy's memory traffic bounds both.
-    n = 4096
-    X = te.placeholder((n,), "float32", name="X")
-    plain = te.compute((n,), lambda i: X[i] * 2.0 + 1.0, name="B")
-    guarded = te.compute((n,), lambda i: te.if_then_else(
-        te.all(i >= 1, i < n - 1), X[i], 0.0) * 2.0 + 1.0, name="B")
-    fast, slow = (autotune.estimate_prior(tir.lower(te.create_prim_func([X, out])), TARGET)
-                  for out in (plain, guarded))
-    assert fast.operations == slow.operations == 2 * n  # one FMA per element
-    assert slow.cycles >= fast.cycles
-    assert slow.throughput <= fast.throughput
-
-
 def test_cost_model_learns_a_synthetic_ranking():
     model = autotune.CostModel()
     assert not model.trained and model.num_rows == 0

@@ -62,9 +62,8 @@ namespace kiln::autotune {
 // speed is about 0.78.
 struct PriorEstimate {
   double cycles = 0;      // one call
-  double operations = 0;  // arithmetic operations of one call (as count_flops: FMA counts 2)
-                          // on the stored values' data path, not the conditions of guards
-                          // (inlined padding); elements stored when there is no arithmetic
+  double operations = 0;  // arithmetic operations of one call (as count_flops: FMA counts 2);
+                          // elements stored when there is no arithmetic
   double throughput = 0;  // operations / cycles: the prior
   double compute_cycles = 0, memory_cycles = 0, latency_cycles = 0;  // summed over stores
   double parallel_efficiency = 1;    // cycle-weighted over the stores (1: no idle cores)
