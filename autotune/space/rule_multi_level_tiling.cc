@@ -169,7 +169,9 @@ class MultiLevelTiling : public ScheduleRule {
   // output columns: vectors along an iterator f of whole vectors that the input does not use
   // and that one other operand (the weight) reads at an index that is f itself, not its last
   // (it is packed as [f // NR, .., f % NR]), and that does not use x; MR input values are
-  // broadcast per tap. The output tile keeps f last. nullopt for any other block (a matmul, a
+  // broadcast per tap. The output tile keeps f last. The same where x is no whole vectors and
+  // no window (a matmul of 20 columns: vectors along its rows, A packed [i // NR, k, i % NR],
+  // B broadcast). nullopt for any other block (a matmul of whole vectors of columns, a
   // depthwise convolution, NHWC, whose vectors run along the filters already).
   std::optional<Axes> filter_vector_axes(schedule::Schedule& sch, const std::string& block_name,
                                          const BlockAnalysis& a) const {
@@ -203,12 +205,20 @@ class MultiLevelTiling : public ScheduleRule {
         if (window && slides) input = static_cast<int64_t>(r);
       }
     }
-    if (input < 0) return std::nullopt;
     ir::DataType dtype = block.writes[0].buffer->dtype;
     const codegen::Target& target = context_.task->target;
     if (!dtype.is_scalar() || target.vector_register_bits <= 0) return std::nullopt;
     int64_t lanes = target.vector_lanes(dtype);
     if (lanes < 2) return std::nullopt;
+    // Without a window: where x is no whole vectors (a 1 x 1 convolution of 14 x 14 pixels),
+    // the operand read along x is the broadcast one.
+    const int64_t* x_extent = ir::as_const_int(loc->loops[rows.column]->extent);
+    for (size_t r = 0;
+         r < block.reads.size() && input < 0 && x_extent != nullptr && *x_extent % lanes != 0;
+         ++r) {
+      if (a.read_uses[r][x]) input = static_cast<int64_t>(r);
+    }
+    if (input < 0) return std::nullopt;
     for (size_t l = 0; l < a.loop_iter.size(); ++l) {
       int f = a.loop_iter[l];
       if (a.is_reduce[f] || f == x || a.read_uses[input][f]) continue;

@@ -404,15 +404,15 @@ def test_padding_is_inlined_into_the_convolution_or_kept_as_a_stage():
         np.testing.assert_allclose(run_args[2], expected[2], rtol=1e-4, atol=1e-4)
 
 
-def conv(layout, h=10, ci=4, co=16, stride=1, depthwise=False):
+def conv(layout, h=10, ci=4, co=16, stride=1, depthwise=False, kernel=3):
     shape = (1, ci, h, h) if layout == "NCHW" else (1, h, h, ci)
     X = te.placeholder(shape, "float32", name="X")
     if depthwise:
         W = te.placeholder((ci, 1, 3, 3), "float32", name="W")
         out = topi.nn.depthwise_conv2d_nchw(X, W, stride, 1, 1)
     elif layout == "NCHW":
-        W = te.placeholder((co, ci, 3, 3), "float32", name="W")
-        out = topi.nn.conv2d_nchw(X, W, stride, 1, 1)
+        W = te.placeholder((co, ci, kernel, kernel), "float32", name="W")
+        out = topi.nn.conv2d_nchw(X, W, stride, kernel // 2, 1)
     else:
         W = te.placeholder((3, 3, ci, co), "float32", name="W")
         out = topi.nn.conv2d_nhwc(X, W, stride, 1, 1)
@@ -437,17 +437,24 @@ def test_a_convolution_gets_sketches_with_vectors_along_its_filters():
         assert 'index_map="lambda d0, d1, d2, d3: [d0, d2, d3, d1]"' in text
         assert 'ann_key="kiln.pack_read_dim", ann_val=0' in text
         assert "candidates=[8, 16]" in text  # the tile's filters: whole vectors of 8 lanes
+    # A 1 x 1 convolution too (its window is one tap); and without a window, where the output
+    # columns are no whole vectors: a matmul of 20 columns, its vectors along the rows, A packed
+    # as [i // NR, k, i % NR].
+    assert len(along_filters(SpaceGenerator(conv("NCHW", h=8, kernel=1), HASWELL))) == 1
+    text = SpaceGenerator(matmul(64, 20, 32), HASWELL).sketches[-1].as_python()
+    assert 'ann_key="kiln.pack_read_dim", ann_val=0' in text
     # No such sketch where the vectors run along the filters already (NHWC), where every
-    # operand reads the channel (depthwise), nor for a matmul; nor where the filters are not
-    # whole vectors.
+    # operand reads the channel (depthwise), for a matmul of whole vectors of columns; nor
+    # where the filters are not whole vectors.
     for func in (conv("NHWC"), conv("NCHW", depthwise=True), matmul(64, 64, 32),
                  conv("NCHW", co=12)):
         assert along_filters(SpaceGenerator(func, HASWELL)) == []
 
 
-@pytest.mark.parametrize("shape", [dict(), dict(stride=2), dict(h=7, co=32), dict(ci=3, co=24)])
+@pytest.mark.parametrize("shape", [dict(), dict(stride=2), dict(h=7, co=32), dict(ci=3, co=24),
+                                   dict(h=7, kernel=1), "matmul"])
 def test_candidates_with_vectors_along_the_filters_compute_the_convolution(shape):
-    func = conv("NCHW", **shape)
+    func = matmul(64, 20, 32) if shape == "matmul" else conv("NCHW", **shape)
     space = SpaceGenerator(func, "llvm")
     filters = along_filters(space)
     if not filters:
@@ -459,8 +466,8 @@ def test_candidates_with_vectors_along_the_filters_compute_the_convolution(shape
             candidate = space.sample(k, seed)
             assert candidate is not None, space.rejections
             text = candidate.trace.as_python()
-            tile = re.search(r'index_map="lambda d0, d1, d2, d3: \[d0 // (\d+), d1, d2, d3, '
-                             r'd0 % (\d+)\]"', text)
+            tile = re.search(r'index_map="lambda d0[^:]*: \[d0 // (\d+), [^\]]*, d0 % (\d+)\]"',
+                             text)
             assert tile and tile.group(1) == tile.group(2), text
             lowered = str(tir.lower(candidate.mod))
             assert re.search(r"_local(_\d+)?\[T\.Ramp\(", lowered), lowered
