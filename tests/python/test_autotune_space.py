@@ -213,47 +213,68 @@ def test_the_fullest_register_tile_is_drawn_where_it_does_not_divide_the_rows():
     assert drawn == 2
 
 
-def drawn_register_tile(candidate):
-    """(MR, NR) of the register tile multi_level_tiling drew for the candidate."""
+def register_tile_draws(trace, drawn=True):
+    """(MR, NR) of the register tile multi_level_tiling drew in the trace, or with drawn=False
+    the candidates each was drawn from."""
     tile = {}
-    json = candidate.decisions.as_json()["instructions"]
     values = {}
-    for inst in json:
+    for inst in trace.as_json()["instructions"]:
         if inst["kind"] == "sample_categorical":
-            values[inst["outputs"][0]] = inst["attrs"]["candidates"][inst["decision"]]
+            candidates = inst["attrs"]["candidates"]
+            values[inst["outputs"][0]] = candidates[inst["decision"]] if drawn else candidates
         if inst["kind"] == "annotate" and inst["attrs"]["ann_key"].startswith("kiln.register_"):
             tile[inst["attrs"]["ann_key"]] = values[inst["inputs"][1]]
     return tile["kiln.register_tile_rows"], tile["kiln.register_tile_columns"]
 
 
+def drawn_register_tile(candidate):
+    return register_tile_draws(candidate.decisions)
+
+
 @pytest.mark.parametrize("workload", ["matmul", "conv"])
-def test_register_tiles_that_would_spill_are_drawn_again(workload):
-    # Haswell: 16 registers of 8 float32 lanes. A tile of MR x NR accumulators fits with one
-    # row of NR operand values and a broadcast when MR * V + V + 1 <= 16 (V = NR / 8); the rows
-    # and columns are drawn apart (14 rows fit 8 columns, not 16), so a draw that would spill
-    # is drawn again, counted, and neither a mutation nor a neighbour proposes one.
+@pytest.mark.parametrize("target, lanes, registers", [
+    ("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell", 8, 16),
+    ("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512", 16, 32),
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", 4, 32)])
+def test_register_tiles_that_would_spill_are_drawn_again(workload, target, lanes, registers):
+    # A tile of MR x NR float32 accumulators fits with one row of NR operand values and a
+    # broadcast when MR * V + V + 1 <= registers (V = NR / lanes); the rows and columns are
+    # drawn apart (on Haswell's 16 registers of 8 lanes 14 rows fit 8 columns, not 16), so a
+    # draw that would spill is drawn again, counted, and neither a mutation nor a neighbour
+    # proposes one.
     func = matmul(128, 128, 64) if workload == "matmul" else conv("NCHW", h=14, co=32)
-    space = SpaceGenerator(func, HASWELL)
+    space = SpaceGenerator(func, target)
     sketches = [0, 1] if workload == "matmul" else along_filters(space)
+    assert sketches
+
+    def fits_tile(rows, columns):
+        vectors = columns // lanes
+        return rows * vectors + vectors + 1 <= registers
+
+    def fits(candidate):
+        return fits_tile(*drawn_register_tile(candidate))
+
     drawn = set()
     for sketch in sketches:
-        for seed in range(16):
+        for seed in range(12):
             candidate = space.sample(sketch, seed)
             assert candidate is not None, space.rejections
-            rows, columns = drawn_register_tile(candidate)
-            vectors = columns // 8
-            assert rows * vectors + vectors + 1 <= 16, (rows, columns)
-            drawn.add((rows, columns))
+            assert fits(candidate), drawn_register_tile(candidate)
+            drawn.add(drawn_register_tile(candidate))
             for neighbour in space.neighbours(candidate.decisions):
-                replayed = space.replay(sketch, neighbour)
-                rows, columns = drawn_register_tile(replayed)
-                assert rows * (columns // 8) + columns // 8 + 1 <= 16
+                assert fits(space.replay(sketch, neighbour))
             mutated = space.mutate(candidate.decisions, seed)
             if mutated is not None:
-                rows, columns = drawn_register_tile(space.replay(sketch, mutated))
-                assert rows * (columns // 8) + columns // 8 + 1 <= 16
-    assert space.rejections.get("sample: RegisterTileSpillError", 0) > 0, space.rejections
-    assert {columns for _, columns in drawn} >= {8, 16}, drawn
+                assert fits(space.replay(sketch, mutated))
+    # Refused draws were counted wherever the sketches' candidates make a tile that spills.
+    spills = any(not fits_tile(rows, columns) for sketch in sketches
+                 for rows_drawn, columns_drawn in [register_tile_draws(space.sketches[sketch],
+                                                                       drawn=False)]
+                 for rows in rows_drawn for columns in columns_drawn)
+    refused = space.rejections.get("sample: RegisterTileSpillError", 0)
+    assert (refused > 0) == spills, (space.rejections, spills)
+    assert spills or workload == "conv"
+    assert len({columns for _, columns in drawn}) >= 2, drawn
 
 
 def test_a_batch_matmul_packs_each_batch_inside_the_parallel_loop():
