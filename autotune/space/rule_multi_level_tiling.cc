@@ -348,17 +348,35 @@ class MultiLevelTiling : public ScheduleRule {
       annotate_row_packing(sch, block, a, a.loop_iter[row_loop], a.loop_iter[last_spatial]);
     }
     int innermost_iter = a.loop_iter[last_spatial];
-    for (size_t r = 0; r < a.read_last_iter.size(); ++r) {
-      bool reused = false;
+    auto reused = [&a](size_t r) {
       for (size_t k = 0; k < a.read_uses[r].size(); ++k) {
-        reused = reused || (!a.is_reduce[k] && !a.read_uses[r][k]);
+        if (!a.is_reduce[k] && !a.read_uses[r][k]) return true;
       }
-      if (a.read_last_iter[r] != innermost_iter || !reused) continue;
+      return false;
+    };
+    for (size_t r = 0; r < a.read_last_iter.size(); ++r) {
+      if (a.read_last_iter[r] != innermost_iter || !reused(r)) continue;
       RV pack = schedule::sample_categorical(sch, {0, 1}, {0.5, 0.5});
       schedule::annotate(sch, block, kPackReadAnnotation, pack);
       schedule::annotate(sch, block, kPackIndexAnnotation,
                          ir::make_const(ir::DataType::int32(), static_cast<int64_t>(r)));
-      break;
+      return true;
+    }
+    // An operand that reads the columns along another dimension than its last (the weight
+    // [n, k] of a dense layer, K of Q K^T) is always packed [n // NR, .., k, n % NR]: its
+    // columns are far apart.
+    const ir::Block& b = *sch.block(block, "multi_level_tiling").block;
+    const ir::Var* column = b.iter_vars[innermost_iter].var.get();
+    for (size_t r = 0; r < b.reads.size(); ++r) {
+      const std::vector<ir::Range>& region = b.reads[r].region;
+      for (size_t d = 0; d + 1 < region.size() && reused(r); ++d) {
+        if (region[d].min.get() != column || !ir::is_const_int(region[d].extent, 1)) continue;
+        auto constant = [](int64_t v) { return ir::make_const(ir::DataType::int32(), v); };
+        schedule::annotate(sch, block, kPackReadAnnotation, constant(1));
+        schedule::annotate(sch, block, kPackIndexAnnotation, constant(static_cast<int64_t>(r)));
+        schedule::annotate(sch, block, kPackDimAnnotation, constant(static_cast<int64_t>(d)));
+        return true;
+      }
     }
     return true;
   }

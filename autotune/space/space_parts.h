@@ -71,10 +71,11 @@ std::unique_ptr<ScheduleRule> make_auto_inline(const SpaceContext& context);
 // sample_perfect_tile, ordered S0 S1 R0 S2 R1 S3, the innermost spatial levels drawn from the
 // register tiles of the target; accumulates in a "local" cache written back after S1; and
 // samples whether to pack the operand read along the innermost spatial tile (the
-// postprocessor pack_operand does it). Where the target has a register tile for the block, a
-// second sketch SSRRS (no S2) keeps the accumulators in registers across the reduction. A
-// convolution whose innermost spatial loop slides a window over its input (NCHW), or a product
-// whose innermost spatial extent is no whole vectors, gets a third, SSRRS with the vectors
+// postprocessor pack_operand does it; always where that operand reads it along another
+// dimension than its last, as a dense layer's weight [n, k]). Where the target has a register tile
+// for the block, a second sketch SSRRS (no S2) keeps the accumulators in registers across the
+// reduction. A convolution whose innermost spatial loop slides a window over its input (NCHW), or a
+// product whose innermost spatial extent is no whole vectors, gets a third, SSRRS with the vectors
 // along the filters (rows): a register tile of NR filters x MR output
 // columns, its accumulator tile laid out with the filters last (transform_layout), the weight
 // always packed as [f // NR, .., f % NR] (kiln.pack_read_dim). Each tiling comes a second time with
