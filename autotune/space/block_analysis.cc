@@ -31,6 +31,12 @@ bool is_iterator_plus_constant(const Expr& index, const Block& block) {
 
 }  // namespace
 
+int64_t annotation_or(const Block& block, const char* key, int64_t fallback) {
+  auto it = block.annotations.find(key);
+  const int64_t* value = it == block.annotations.end() ? nullptr : as_const_int(it->second);
+  return value != nullptr ? *value : fallback;
+}
+
 bool is_extern_block(schedule::Schedule& sch, const std::string& name) {
   const schedule::BlockLocation* loc = sch.index("main").find_block(name);
   if (loc == nullptr) return false;

@@ -49,6 +49,10 @@ BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name);
 // per-row value such as a softmax's maximum, read by its sum).
 bool has_operand_reuse(const BlockAnalysis& a);
 
+// The integer value of annotation `key` of `block`, or `fallback` where it has none (or it is
+// not a constant integer): how the rules hand their decisions to postprocessors.
+int64_t annotation_or(const ir::Block& block, const char* key, int64_t fallback);
+
 // Whether the block `name` calls an external C function (te.extern): it is fixed, and no rule
 // or postprocessor changes it (no tiling, no inlining into or out of it, no compute location).
 bool is_extern_block(schedule::Schedule& sch, const std::string& name);

@@ -6,6 +6,7 @@
 // the register tile's rows is packed as well
 // ([i // MR, …, k, i % MR]). A copy is made under the outer loops that iterate over slices of
 // the operand (the batch of a batch matmul), one slice at a time, else once before the block.
+#include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
@@ -24,11 +25,6 @@ namespace {
 using namespace ir;
 using schedule::RV;
 
-const int64_t* annotation_int(const Block& block, const char* key) {
-  auto it = block.annotations.find(key);
-  return it == block.annotations.end() ? nullptr : as_const_int(it->second);
-}
-
 class PackOperand : public Postproc {
  public:
   const char* name() const override { return "pack_operand"; }
@@ -38,20 +34,18 @@ class PackOperand : public Postproc {
     for (const std::string& name : names) {
       const schedule::BlockLocation* loc = sch.index("main").find_block(name);
       if (loc == nullptr) continue;
-      const int64_t* pack = annotation_int(*loc->block, kPackReadAnnotation);
-      const int64_t* index = annotation_int(*loc->block, kPackIndexAnnotation);
-      const int64_t* rows = annotation_int(*loc->block, kPackRowsAnnotation);
-      const int64_t* rows_index = annotation_int(*loc->block, kPackRowsIndexAnnotation);
-      const int64_t* rows_dim = annotation_int(*loc->block, kPackRowsDimAnnotation);
-      bool pack_rows_too = rows != nullptr && *rows == 1 && rows_index != nullptr &&
-                           rows_dim != nullptr && loc->loops.size() >= 2;
-      int64_t row_read = pack_rows_too ? *rows_index : -1, row_dim = pack_rows_too ? *rows_dim : -1;
-      const int64_t* dim = annotation_int(*loc->block, kPackDimAnnotation);
-      if (pack != nullptr && *pack == 1 && index != nullptr && !loc->loops.empty()) {
-        if (dim != nullptr) {
-          pack_dimension(sch, name, *index, *dim, /*tile_loop=*/1);
+      const Block& block = *loc->block;
+      int64_t index = annotation_or(block, kPackIndexAnnotation, -1);
+      int64_t dim = annotation_or(block, kPackDimAnnotation, -1);
+      int64_t row_read = annotation_or(block, kPackRowsIndexAnnotation, -1);
+      int64_t row_dim = annotation_or(block, kPackRowsDimAnnotation, -1);
+      bool pack_rows_too = annotation_or(block, kPackRowsAnnotation, 0) == 1 && row_read >= 0 &&
+                           row_dim >= 0 && loc->loops.size() >= 2;
+      if (annotation_or(block, kPackReadAnnotation, 0) == 1 && index >= 0 && !loc->loops.empty()) {
+        if (dim >= 0) {
+          pack_dimension(sch, name, index, dim, /*tile_loop=*/1);
         } else {
-          pack_read(sch, name, *index);
+          pack_read(sch, name, index);
         }
       }
       if (pack_rows_too) pack_dimension(sch, name, row_read, row_dim, /*tile_loop=*/2);

@@ -25,12 +25,6 @@ namespace {
 using namespace ir;
 using schedule::RV;
 
-int64_t annotation_or(const Block& block, const char* key, int64_t fallback) {
-  auto it = block.annotations.find(key);
-  const int64_t* value = it == block.annotations.end() ? nullptr : as_const_int(it->second);
-  return value != nullptr ? *value : fallback;
-}
-
 // Whether every block under `loop` binds its variable only to spatial iterators.
 bool is_spatial_for_all(const For* loop) {
   bool spatial = true;

@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_set>
 
+#include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/driver/build.h"
 #include "kiln/ir/functor.h"
@@ -68,12 +69,6 @@ std::string error_class(tir::GpuCodeViolation violation) {
 int64_t constant_extent(const For* loop) {
   const int64_t* extent = as_const_int(loop->extent);
   return extent != nullptr ? *extent : 0;
-}
-
-int64_t annotation_value(const Block& block, const char* key) {
-  auto it = block.annotations.find(key);
-  const int64_t* value = it == block.annotations.end() ? nullptr : as_const_int(it->second);
-  return value != nullptr ? *value : 0;
 }
 
 // The threads per block around `loc`: per threadIdx axis the largest extent of its loops.
@@ -157,7 +152,7 @@ void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target) {
   const schedule::FunctionIndex& index = sch.index("main");
   for (const std::string& name : index.block_names()) {
     const schedule::BlockLocation* loc = index.find_block(name);
-    int64_t low = annotation_value(*loc->block, kThreadExtentLowAnnotation);
+    int64_t low = annotation_or(*loc->block, kThreadExtentLowAnnotation, 0);
     if (low == 0) continue;
     int64_t threads = threads_around(*loc);
     if (threads < low || threads > limits.max_threads_per_block) {
@@ -168,7 +163,7 @@ void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target) {
                                    std::to_string(limits.max_threads_per_block));
     }
     int64_t outputs = register_tile(*loc);
-    int64_t most = annotation_value(*loc->block, kRegisterTileAnnotation);
+    int64_t most = annotation_or(*loc->block, kRegisterTileAnnotation, 0);
     if (most > 0 && outputs > most) {
       schedule::schedule_error("GpuRegisterTileError", kName,
                                "a thread of block " + name + " accumulates " +

@@ -185,14 +185,8 @@ class MultiLevelTiling : public ScheduleRule {
     auto uses = [](const ir::Expr& e, const ir::Var* var) {
       return ir::uses_var(e, [var](const ir::Var* v) { return v == var; });
     };
-    // Where `region` indexes exactly iterator k (-1: nowhere).
     auto dim_of = [&](const std::vector<ir::Range>& region, size_t k) {
-      for (size_t d = 0; d < region.size(); ++d) {
-        if (region[d].min.get() == var_of(k) && ir::is_const_int(region[d].extent, 1)) {
-          return static_cast<int64_t>(d);
-        }
-      }
-      return int64_t{-1};
+      return exact_dim(region, var_of(k));
     };
     int64_t input = -1;
     for (size_t r = 0; r < block.reads.size() && input < 0; ++r) {
@@ -338,10 +332,7 @@ class MultiLevelTiling : public ScheduleRule {
     // always packed: its filters are far apart.
     if (!context_.config.pack_operands) return true;
     if (axes.packed_read >= 0) {
-      auto constant = [](int64_t v) { return ir::make_const(ir::DataType::int32(), v); };
-      schedule::annotate(sch, block, kPackReadAnnotation, constant(1));
-      schedule::annotate(sch, block, kPackIndexAnnotation, constant(axes.packed_read));
-      schedule::annotate(sch, block, kPackDimAnnotation, constant(axes.packed_dim));
+      annotate_packing_along(sch, block, axes.packed_read, axes.packed_dim);
       return true;
     }
     if (row_loop >= 0 && !tiles.rows.empty()) {
@@ -368,17 +359,31 @@ class MultiLevelTiling : public ScheduleRule {
     const ir::Block& b = *sch.block(block, "multi_level_tiling").block;
     const ir::Var* column = b.iter_vars[innermost_iter].var.get();
     for (size_t r = 0; r < b.reads.size(); ++r) {
-      const std::vector<ir::Range>& region = b.reads[r].region;
-      for (size_t d = 0; d + 1 < region.size() && reused(r); ++d) {
-        if (region[d].min.get() != column || !ir::is_const_int(region[d].extent, 1)) continue;
-        auto constant = [](int64_t v) { return ir::make_const(ir::DataType::int32(), v); };
-        schedule::annotate(sch, block, kPackReadAnnotation, constant(1));
-        schedule::annotate(sch, block, kPackIndexAnnotation, constant(static_cast<int64_t>(r)));
-        schedule::annotate(sch, block, kPackDimAnnotation, constant(static_cast<int64_t>(d)));
-        return true;
-      }
+      int64_t d = exact_dim(b.reads[r].region, column);
+      if (d < 0 || d + 1 == static_cast<int64_t>(b.reads[r].region.size()) || !reused(r)) continue;
+      annotate_packing_along(sch, block, static_cast<int64_t>(r), d);
+      return true;
     }
     return true;
+  }
+
+  // Where `region` indexes exactly `var` (-1: nowhere).
+  static int64_t exact_dim(const std::vector<ir::Range>& region, const ir::Var* var) {
+    for (size_t d = 0; d < region.size(); ++d) {
+      if (region[d].min.get() == var && ir::is_const_int(region[d].extent, 1)) {
+        return static_cast<int64_t>(d);
+      }
+    }
+    return -1;
+  }
+
+  // Packs read `read` of the block along its dimension `dim` (pack_operand), always.
+  static void annotate_packing_along(schedule::Schedule& sch, const RV& block, int64_t read,
+                                     int64_t dim) {
+    auto constant = [](int64_t v) { return ir::make_const(ir::DataType::int32(), v); };
+    schedule::annotate(sch, block, kPackReadAnnotation, constant(1));
+    schedule::annotate(sch, block, kPackIndexAnnotation, constant(read));
+    schedule::annotate(sch, block, kPackDimAnnotation, constant(dim));
   }
 
   // Samples whether to pack the operand whose index along one dimension is exactly the row
@@ -390,20 +395,15 @@ class MultiLevelTiling : public ScheduleRule {
     for (size_t r = 0; r < b.reads.size(); ++r) {
       int last = a.read_last_iter[r];
       if (last < 0 || !a.is_reduce[last] || a.read_uses[r][column_iter]) continue;
-      const std::vector<ir::Range>& region = b.reads[r].region;
-      for (size_t d = 0; d + 1 < region.size(); ++d) {
-        if (region[d].min.get() != b.iter_vars[row_iter].var.get() ||
-            !ir::is_const_int(region[d].extent, 1)) {
-          continue;
-        }
-        RV pack = schedule::sample_categorical(sch, {0, 1}, {0.5, 0.5});
-        schedule::annotate(sch, block, kPackRowsAnnotation, pack);
-        schedule::annotate(sch, block, kPackRowsIndexAnnotation,
-                           ir::make_const(ir::DataType::int32(), static_cast<int64_t>(r)));
-        schedule::annotate(sch, block, kPackRowsDimAnnotation,
-                           ir::make_const(ir::DataType::int32(), static_cast<int64_t>(d)));
-        return;
-      }
+      int64_t d = exact_dim(b.reads[r].region, b.iter_vars[row_iter].var.get());
+      if (d < 0 || d + 1 == static_cast<int64_t>(b.reads[r].region.size())) continue;
+      RV pack = schedule::sample_categorical(sch, {0, 1}, {0.5, 0.5});
+      schedule::annotate(sch, block, kPackRowsAnnotation, pack);
+      schedule::annotate(sch, block, kPackRowsIndexAnnotation,
+                         ir::make_const(ir::DataType::int32(), static_cast<int64_t>(r)));
+      schedule::annotate(sch, block, kPackRowsDimAnnotation,
+                         ir::make_const(ir::DataType::int32(), d));
+      return;
     }
   }
 
@@ -434,12 +434,8 @@ void check_register_tiles(schedule::Schedule& sch, const codegen::Target& target
   for (const std::string& name : sch.index("main").block_names()) {
     const schedule::BlockLocation* loc = sch.index("main").find_block(name);
     const ir::Block& block = *loc->block;
-    auto value = [&block](const char* key) {
-      auto it = block.annotations.find(key);
-      const int64_t* v = it == block.annotations.end() ? nullptr : ir::as_const_int(it->second);
-      return v != nullptr ? *v : int64_t{0};
-    };
-    int64_t rows = value(kRegisterRowsAnnotation), columns = value(kRegisterColumnsAnnotation);
+    int64_t rows = annotation_or(block, kRegisterRowsAnnotation, 0);
+    int64_t columns = annotation_or(block, kRegisterColumnsAnnotation, 0);
     if (rows <= 0 || columns <= 0 || block.writes.empty()) continue;
     ir::DataType dtype = block.writes[0].buffer->dtype;
     if (!dtype.is_float() || !dtype.is_scalar()) continue;

@@ -275,6 +275,7 @@ def drawn_register_tile(candidate):
 
 
 @pytest.mark.parametrize("workload", ["matmul", "conv"])
+# Named targets, not the host: the space is only sampled for them, nothing is built or run.
 @pytest.mark.parametrize("target, lanes, registers", [
     ("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell", 8, 16),
     ("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512", 16, 32),
