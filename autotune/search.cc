@@ -43,12 +43,12 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-// The winner of interleaved rounds (an index into `results`; -1 when no member ran). In each
+// The members of interleaved rounds that ran, fastest first (indices into `results`). In each
 // round every member's time is divided by the round's median time, so that the machine's speed,
-// which moves from round to round on a shared host, cancels; the lowest median ratio wins (on a
-// tie, the lowest median time). The rounds every ok member ran are compared (one that took a
-// member's worker along was run again in a fresh worker).
-int final_verdict(const std::vector<MeasureResult>& results) {
+// which moves from round to round on a shared host, cancels; the lowest median ratio comes first
+// (on a tie, the lowest median time). The rounds every ok member ran are compared (one that took
+// a member's worker along was run again in a fresh worker).
+std::vector<size_t> interleaved_order(const std::vector<MeasureResult>& results) {
   std::vector<size_t> ok;
   size_t rounds = std::numeric_limits<size_t>::max();
   for (size_t i = 0; i < results.size(); ++i) {
@@ -56,24 +56,18 @@ int final_verdict(const std::vector<MeasureResult>& results) {
     ok.push_back(i);
     rounds = std::min(rounds, results[i].run_secs.size());
   }
-  if (ok.empty()) return -1;
-  std::vector<std::vector<double>> ratios(ok.size());
-  for (size_t round = 0; round < rounds; ++round) {
+  std::map<size_t, std::vector<double>> ratios;
+  for (size_t round = 0; round < rounds && !ok.empty(); ++round) {
     std::vector<double> times;
     for (size_t i : ok) times.push_back(results[i].run_secs[round]);
     double middle = median(times);
     if (middle <= 0) continue;
-    for (size_t j = 0; j < ok.size(); ++j) ratios[j].push_back(times[j] / middle);
+    for (size_t i : ok) ratios[i].push_back(results[i].run_secs[round] / middle);
   }
-  size_t best = 0;
-  for (size_t j = 1; j < ok.size(); ++j) {
-    double ratio = median(ratios[j]), best_ratio = median(ratios[best]);
-    if (ratio < best_ratio || (ratio == best_ratio && median(results[ok[j]].run_secs) <
-                                                          median(results[ok[best]].run_secs))) {
-      best = j;
-    }
-  }
-  return static_cast<int>(ok[best]);
+  std::map<size_t, std::pair<double, double>> keys;  // (median ratio, median time)
+  for (size_t i : ok) keys[i] = {median(ratios[i]), median(results[i].run_secs)};
+  std::stable_sort(ok.begin(), ok.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  return ok;
 }
 
 // A candidate of the population with what the cost model thinks of it.
@@ -642,19 +636,57 @@ class TaskSearch {
   }
 
   // The top candidates of this run measured again together, round after round, so that a
-  // lucky first measurement does not win (see final_verdict). The baseline schedule and the
-  // search's fastest single measurement are among them wherever they were measured: their
-  // pooled samples may include some taken while the machine was slower (a shared host; the
-  // drift check times the best again), and the tuned build must not lose to them.
+  // lucky or unlucky first measurement does not decide (see interleaved_order), in two stages:
+  // the pool (the top final_pool_k by their pooled samples) for final_pool_rounds, then its
+  // top final_top_k for final_rounds. On a shared host a candidate screened while the machine
+  // was slow can rank far below where it belongs (30-40% slower than its interleaved time:
+  // a 100-trial convolution search's fastest candidates ranked 6th and 11th by their screens);
+  // the pool's few rounds find it for the final ones. The baseline schedule and the search's
+  // fastest single measurement are in both stages wherever they were measured: their pooled
+  // samples may include some taken while the machine was slower (the drift check times the
+  // best again), and the tuned build must not lose to them.
   void successive_halving() {
-    std::vector<Record> top =
-        db_.best(workload_.id, target_, config_.final_top_k, ThreadMatch::kExact);
+    bool pool = config_.final_pool_rounds > 0 && config_.final_pool_k > config_.final_top_k;
+    std::vector<Member> members = final_members(pool ? config_.final_pool_k : config_.final_top_k);
+    if (pool && static_cast<int>(members.size()) > config_.final_top_k + 2) {
+      std::vector<MeasureResult> results = run_final(members, config_.final_pool_rounds, "pool");
+      std::vector<size_t> order = interleaved_order(results);
+      if (order.empty()) return;
+      std::vector<Member> kept;
+      for (size_t i = 0; i < members.size(); ++i) {
+        size_t rank = std::find(order.begin(), order.end(), i) - order.begin();
+        bool always =
+            (baseline_hash_ && members[i].candidate.hash == *baseline_hash_) ||
+            (best_.candidate.mod.defined() && members[i].candidate.hash == best_.candidate.hash);
+        if (rank < order.size() && (static_cast<int>(rank) < config_.final_top_k || always)) {
+          kept.push_back(std::move(members[i]));
+        }
+      }
+      members = std::move(kept);
+    }
+    if (members.size() < 2) return;
+    run_final(members, config_.final_rounds, "final");
+    std::vector<Record> best = db_.best(workload_.id, target_, 1, ThreadMatch::kExact);
+    if (!best.empty() && best[0].median) {
+      best_seconds_ = *best[0].median;
+      best_trace_json_ = best[0].trace_json;
+    }
+    if (log_ != nullptr) {
+      *log_ << "[" << task_.name << "] final: " << members.size() << " candidates x "
+            << config_.final_rounds << " interleaved rounds, best " << gflops(best_seconds_)
+            << " GFLOP/s\n";
+    }
+  }
+
+  // The members of the final rounds: the top `k` records by their pooled samples, the
+  // baseline schedule and the fastest single measurement, each replayed from its record (the
+  // search JSON of the record kept in final_searches_).
+  std::vector<Member> final_members(int k) {
+    std::vector<Record> top = db_.best(workload_.id, target_, k, ThreadMatch::kExact);
     if (baseline_hash_) add_record_of(*baseline_hash_, &top);
     if (best_.candidate.mod.defined()) add_record_of(best_.candidate.hash, &top);
-    if (top.size() < 2) return;
     std::vector<Member> members;
-    std::vector<Json> searches;  // what each member's record says of it
-    std::vector<MeasureInput> inputs;
+    final_searches_.clear();
     for (const Record& record : top) {
       Json search = Json::parse(record.search_json, nullptr, false);
       Json trace = Json::parse(record.trace_json, nullptr, false);
@@ -673,15 +705,22 @@ class TaskSearch {
       m.candidate.hash = record.candidate_hash;
       m.candidate.sketch = search.is_object() ? search.value("sketch", 0) : 0;
       members.push_back(std::move(m));
-      searches.push_back(search.is_object() ? search : Json::object());
-      inputs.push_back(MeasureInput{members.back().candidate.mod, ""});
+      final_searches_[record.candidate_hash] = search.is_object() ? search : Json::object();
     }
-    if (members.size() < 2) return;
-    std::vector<MeasureResult> results = runner_.run_interleaved(inputs, config_.final_rounds);
-    // The verdict of these rounds, which timed the members side by side; its record says so,
-    // and the database ranks its candidate first (samples of other times compare less well
-    // when the machine's speed moved).
-    int winner = final_verdict(results);
+    return members;
+  }
+
+  // `members` timed in `rounds` interleaved rounds, their records committed with stage
+  // `stage`; the final stage's winner (see interleaved_order) is marked in its record, and the
+  // database ranks its candidate first (samples of other times compare less well when the
+  // machine's speed moved).
+  std::vector<MeasureResult> run_final(const std::vector<Member>& members, int rounds,
+                                       const char* stage) {
+    std::vector<MeasureInput> inputs;
+    for (const Member& m : members) inputs.push_back(MeasureInput{m.candidate.mod, ""});
+    std::vector<MeasureResult> results = runner_.run_interleaved(inputs, rounds);
+    std::vector<size_t> order = interleaved_order(results);
+    bool final_stage = std::string(stage) == "final";
     std::vector<Measurement> records;
     for (size_t i = 0; i < members.size() && i < results.size(); ++i) {
       const MeasureResult& r = results[i];
@@ -696,29 +735,26 @@ class TaskSearch {
       record.kiln_version = kKilnVersion;
       // The record keeps what a resumed run seeds from (decisions_length) and what the
       // candidate is (a baseline schedule's name).
-      Json search = {{"stage", "final"}};
+      Json search = {{"stage", stage}};
+      const Json& found = final_searches_[members[i].candidate.hash];
       for (const char* key : {"sketch", "decisions_length", "baseline"}) {
-        if (searches[i].contains(key)) search[key] = searches[i][key];
+        if (found.contains(key)) search[key] = found[key];
       }
-      if (static_cast<int>(i) == winner) search["winner"] = true;
+      if (final_stage && !order.empty() && order[0] == i) search["winner"] = true;
       record.search_json = search.dump();
       records.push_back(std::move(record));
     }
     db_.commit_records(records);
-    std::vector<Record> best = db_.best(workload_.id, target_, 1, ThreadMatch::kExact);
-    if (!best.empty() && best[0].median) {
-      best_seconds_ = *best[0].median;
-      best_trace_json_ = best[0].trace_json;
+    if (log_ != nullptr && !final_stage) {
+      *log_ << "[" << task_.name << "] final " << stage << ": " << members.size()
+            << " candidates x " << rounds << " interleaved rounds\n";
     }
-    if (log_ != nullptr) {
-      *log_ << "[" << task_.name << "] final: " << members.size() << " candidates x "
-            << config_.final_rounds << " interleaved rounds, best " << gflops(best_seconds_)
-            << " GFLOP/s\n";
-    }
+    return results;
   }
 
   TuneTask task_;
   int group_;
+  std::map<uint64_t, Json> final_searches_;  // the search JSON of each final member's record
   Database& db_;
   Runner& runner_;
   CostModel& model_;

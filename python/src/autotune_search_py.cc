@@ -37,6 +37,8 @@ autotune::SearchConfig to_search_config(const py::dict& d, const char* api) {
   user_check(c.epsilon >= 0 && c.epsilon <= 1)
       << api << ": epsilon must be in [0, 1], found " << c.epsilon;
   c.screen_repeat = static_cast<int>(get("screen_repeat", 1));
+  c.final_pool_k = static_cast<int>(get("final_pool_k", 0));
+  c.final_pool_rounds = static_cast<int>(get("final_pool_rounds", 0));
   c.final_top_k = static_cast<int>(get("final_top_k", 0));
   c.final_rounds = static_cast<int>(get("final_rounds", 0));
   c.local_search_trials = static_cast<int>(get("local_search_trials", 0));

@@ -17,7 +17,8 @@ from kiln.error import KilnTypeError, KilnValueError
 from tune_helpers import write_ops_file
 
 SMALL = dict(num_trials_per_iter=4, population=16, random_per_round=4, children_per_round=8,
-             final_top_k=2, final_rounds=2, local_search_trials=0, progress=False)
+             final_pool_k=5, final_pool_rounds=1, final_top_k=2, final_rounds=2,
+             local_search_trials=0, progress=False)
 
 
 def matmul(n=32):

@@ -23,7 +23,8 @@ from kiln.error import (KilnTypeError, KilnValueError, TuningRecordMissingWarnin
 
 # Small settings that still run every stage of the search.
 SMALL = dict(num_trials_per_iter=8, population=32, random_per_round=8, children_per_round=16,
-             final_top_k=2, final_rounds=2, local_search_trials=2, progress=False)
+             final_pool_k=5, final_pool_rounds=1, final_top_k=2, final_rounds=2,
+             local_search_trials=2, progress=False)
 
 WORKLOAD_FILE = """
 from kiln import te
@@ -79,6 +80,7 @@ def test_tune_tir_stores_a_schedule_that_build_applies(tmp_path):
     assert (tmp_path / "cost_model").is_dir()
     log = (tmp_path / "tune.log").read_text()
     assert "trials 8/16" in log and "trials 16/16" in log and "final:" in log
+    assert "final pool: " in log
     # Every measured candidate is a record; all of them ran right.
     (workload,) = db.workloads()
     records = db.records(workload)
@@ -95,6 +97,10 @@ def test_tune_tir_stores_a_schedule_that_build_applies(tmp_path):
     best = db.best(func, "llvm")
     winners = [r for r in db.records(workload) if r.search.get("winner")]
     assert len(winners) == 1 and winners[0].search["stage"] == "final"
+    # The final rounds timed the best two of a pool of five (and the baseline) timed before.
+    pool = {r.candidate_hash for r in records if r.search.get("stage") == "pool"}
+    final = {r.candidate_hash for r in records if r.search.get("stage") == "final"}
+    assert len(pool) >= 5 and 2 <= len(final) < len(pool) and final <= pool
     assert len(best) == 1 and best[0].candidate_hash == winners[0].candidate_hash
     assert db.best(matmul(24), "llvm") == []  # never tuned
     with warnings.catch_warnings():

@@ -19,7 +19,8 @@ from kiln import te, tir, topi
 from gpu_helpers import bind_threads, opencl_missing, skip_unless
 
 SMALL = dict(num_trials_per_iter=8, population=32, random_per_round=8, children_per_round=16,
-             final_top_k=2, final_rounds=2, local_search_trials=2, drift_check_every=0,
+             final_pool_k=5, final_pool_rounds=1, final_top_k=2, final_rounds=2,
+             local_search_trials=2, drift_check_every=0,
              progress=False)
 
 WORKLOAD_FILE = """

@@ -22,10 +22,11 @@
 //             speed moved by more than 3% is flagged in the log and the result
 // When a task's budget is spent: a local search around the best (tile factors one step up and
 // down), then the top candidates are re-measured with interleaved rounds (successive halving):
-// the top final_top_k by their pooled samples, the baseline schedule and the fastest single
-// measurement of the search; in each round a member's time is divided by the round's median
-// time, and the lowest median ratio wins, so that the machine's speed moving between rounds
-// does not decide.
+// the top final_pool_k by their pooled samples, the baseline schedule and the fastest single
+// measurement of the search for final_pool_rounds, then the best final_top_k of those (with the
+// baseline and the fastest single measurement again) for final_rounds; in each round a member's
+// time is divided by the round's median time, and the lowest median ratio ranks first, so that
+// the machine's speed moving between rounds does not decide.
 #pragma once
 
 #include <cstdint>
@@ -60,7 +61,9 @@ struct SearchConfig {
   int seeds_from_database = 16;  // best records that seed the first population
   double epsilon = 0.1;          // share of a batch picked at random
   int screen_repeat = 3;         // repeats of a first measurement
-  int final_top_k = 4;           // candidates re-measured at the end
+  int final_pool_k = 16;         // candidates re-measured first at the end (the pool)
+  int final_pool_rounds = 3;     // interleaved rounds of the pool (0: no pool)
+  int final_top_k = 4;           // the pool's best, re-measured again
   int final_rounds = 10;         // interleaved rounds of that re-measurement
   int local_search_trials = 16;  // neighbours of the best measured at the end (within budget)
   // Every this many rounds of a task (0: never), its reference candidate (the best when the

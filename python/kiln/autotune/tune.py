@@ -56,8 +56,12 @@ class TuneConfig:
         seeds_from_database: best records that seed the first round.
         epsilon: share of a batch picked at random.
         screen_repeat: timed repeats of a first measurement.
-        final_top_k: candidates re-measured together at the end.
-        final_rounds: interleaved rounds of that re-measurement.
+        final_pool_k: candidates re-measured together at the end (the pool), with the baseline
+            schedule and the fastest single measurement: the top ones by their samples so far.
+        final_pool_rounds: interleaved rounds of the pool (0: no pool; the final rounds take
+            the top final_top_k by their samples so far).
+        final_top_k: the pool's best by those rounds, re-measured together again.
+        final_rounds: interleaved rounds of that re-measurement, whose best is the result.
         local_search_trials: neighbours of the best measured at the end.
         drift_check_every: rounds between two timings of a fixed reference candidate (0:
             none); a change above ``drift_threshold`` (a share of its first time) is logged.
@@ -95,6 +99,8 @@ class TuneConfig:
     seeds_from_database: int = 16
     epsilon: float = 0.1
     screen_repeat: int = 3
+    final_pool_k: int = 16
+    final_pool_rounds: int = 3
     final_top_k: int = 4
     final_rounds: int = 10
     local_search_trials: int = 16

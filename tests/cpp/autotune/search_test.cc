@@ -3,7 +3,8 @@
 // every batch in the database, resumes where it stopped (per thread count), stops when asked,
 // shares trials among tasks, finds better schedules than random sampling does, measures a task's
 // baseline schedule once, as a record of its first round, and judges the final rounds round by
-// round.
+// round, after a pool of the top candidates that finds the ones screened while the machine was
+// slow.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,6 +54,7 @@ class FakeRunner : public Runner {
       seconds *= 1 + 1e-9 * static_cast<double>(hash % 1000);
       if (hash == fast_hash_) seconds *= 0.01;
       if (again) seconds *= again_;
+      if (!interleaving_ && hash % 2 == 0) seconds *= even_screens_;
       MeasureResult r;
       r.status = RecordStatus::kOk;
       r.run_secs.assign(static_cast<size_t>(std::max(repeat, 1)), seconds);
@@ -64,7 +66,9 @@ class FakeRunner : public Runner {
 
   std::vector<MeasureResult> run_interleaved(const std::vector<MeasureInput>& batch,
                                              int rounds) override {
+    interleaving_ = true;
     std::vector<MeasureResult> results = run(batch, rounds);
+    interleaving_ = false;
     for (const MeasureInput& input : batch) --measured_[structural_hash(input.mod->lookup("main"))];
     if (!fastest_rounds_.empty()) {
       // The members in the order of their hashes run at 1, 1.1, 1.2 ... times the time of the
@@ -98,6 +102,9 @@ class FakeRunner : public Runner {
   int num_threads_ = 2;     // the threads the candidates "run" on
   uint64_t fast_hash_ = 0;  // the candidate with this hash runs 100 times faster
   double again_ = 1;  // a candidate timed again alone (the drift check) takes this much longer
+  // The candidates of even hashes take this much longer when run() times them (screened while
+  // the machine was slower), not in interleaved rounds.
+  double even_screens_ = 1;
   // The final rounds' times are multiplied by these, per round, when they are set.
   std::vector<double> fastest_rounds_, other_rounds_;
   uint64_t interleaved_fastest_ = 0;  // the fastest member of the final rounds
@@ -105,6 +112,7 @@ class FakeRunner : public Runner {
 
  private:
   TuneTask task_;
+  bool interleaving_ = false;
 };
 
 class SearchTest : public ::testing::Test {
@@ -175,7 +183,8 @@ TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
   for (const auto& [hash, count] : runner.measured_) EXPECT_EQ(count, 1) << hash;
   Workload w = commit_task_workload(*db_, task);
   TargetKey key = runner.target_key();
-  EXPECT_EQ(db_->count(w.id, key), 40 + 2);  // the trials and the two final re-measurements
+  // The trials, the pool's 16 re-measurements and the two final ones.
+  EXPECT_EQ(db_->count(w.id, key), 40 + 16 + 2);
   EXPECT_EQ(db_->measured_hashes(w.id, key).size(), 40u);
   EXPECT_GT(results[0].best_seconds, 0);
   EXPECT_DOUBLE_EQ(results[0].best_seconds,
@@ -234,8 +243,8 @@ TEST_F(SearchTest, TheFinalVerdictComparesTheMembersRoundByRound) {
 
 TEST_F(SearchTest, TheFastestMeasurementIsTimedAgainInTheFinalRounds) {
   // After the one round, the drift check times the best candidate again while the machine is
-  // 1000 times slower: its pooled samples fall out of the top two, and the final rounds time
-  // it all the same.
+  // 1000 times slower: its pooled samples fall out of the top two, and the pool and the final
+  // rounds time it all the same.
   TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
   FakeRunner runner;
   runner.again_ = 1000;
@@ -252,14 +261,50 @@ TEST_F(SearchTest, TheFastestMeasurementIsTimedAgainInTheFinalRounds) {
   }
   std::vector<Record> drift = records_with(*db_, task, "\"stage\":\"drift\"");
   ASSERT_FALSE(drift.empty());
+  std::vector<Record> pool = records_with(*db_, task, "\"stage\":\"pool\"");
+  EXPECT_EQ(pool.size(), 8u);  // every candidate (the fastest among them)
   std::vector<Record> finals = records_with(*db_, task, "\"stage\":\"final\"");
-  ASSERT_EQ(finals.size(), 3u);  // the top two of the pooled samples and the fastest
+  ASSERT_EQ(finals.size(), 2u);  // the pool's top two: the fastest first
   const Record* winner = nullptr;
   for (const Record& r : finals) {
     if (r.search_json.find("\"winner\":true") != std::string::npos) winner = &r;
   }
   ASSERT_NE(winner, nullptr);
   EXPECT_EQ(winner->candidate_hash, fastest->candidate_hash);
+}
+
+TEST_F(SearchTest, ACandidateScreenedWhileTheMachineWasSlowReachesTheFinalRoundsThroughThePool) {
+  // Candidates of even hashes are screened 100 times slower than they run in interleaved rounds
+  // (the pool of the top 16 by their screens holds the best of them): the fastest of the
+  // pool ranks below the top two by its screen, and wins the final rounds.
+  TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
+  FakeRunner runner;
+  runner.even_screens_ = 100;
+  CostModel model;
+  SearchConfig c = config(24);
+  c.local_search_trials = 0;
+  c.drift_check_every = 0;
+  c.final_pool_k = 16;
+  tune_tasks({task}, *db_, runner, model, c);
+  std::vector<Record> pool = records_with(*db_, task, "\"stage\":\"pool\"");
+  ASSERT_GE(pool.size(), 16u);
+  const Record* fastest = &pool[0];
+  for (const Record& r : pool) {
+    if (*r.median < *fastest->median) fastest = &r;
+  }
+  std::vector<Record> screened = records_with(*db_, task, "\"stage\":\"screen\"");
+  double fastest_screen = 0;
+  int faster_screens = 0;
+  for (const Record& r : screened) {
+    if (r.candidate_hash == fastest->candidate_hash) fastest_screen = *r.median;
+  }
+  for (const Record& r : screened) faster_screens += *r.median < fastest_screen ? 1 : 0;
+  ASSERT_GE(faster_screens, c.final_top_k);  // the final rounds alone would not time it
+  std::vector<Record> winners = records_with(*db_, task, "\"winner\":true");
+  ASSERT_EQ(winners.size(), 1u);
+  EXPECT_EQ(winners[0].candidate_hash, fastest->candidate_hash);
+  Workload w = commit_task_workload(*db_, task);
+  EXPECT_EQ(db_->best(w.id, runner.target_key(), 1)[0].candidate_hash, fastest->candidate_hash);
 }
 
 TEST_F(SearchTest, AResumedRunSpendsOnlyWhatIsLeft) {
