@@ -136,14 +136,13 @@ class LocalRunner final : public Runner {
       auto planned = config_.fault_plan.find(measured_++);
       if (input.fault.empty() && planned != config_.fault_plan.end()) input.fault = planned->second;
     }
-    if (lanes_.size() > 1 && inputs.size() > 1) return run_staged(inputs, repeats);
-    // Step 2. One candidate after another; an interruption returns what was measured.
+    if (inputs.size() > 1) return run_staged(inputs, repeats);
+    // Step 2. One candidate: built, checked and timed in one go; nothing when interrupted.
     std::vector<MeasureResult> results;
-    for (const MeasureInput& input : inputs) {
+    if (!inputs.empty()) {
       std::optional<MeasureResult> result =
-          measure("Runner.run", lanes_[0], input, -1, repeats, interrupt_check());
-      if (!result) break;
-      results.push_back(std::move(*result));
+          measure("Runner.run", lanes_[0], inputs[0], -1, repeats, interrupt_check());
+      if (result) results.push_back(std::move(*result));
     }
     return results;
   }
@@ -218,9 +217,9 @@ class LocalRunner final : public Runner {
     }
   }
 
-  // run() with several workers: every candidate is built and checked first, the workers
-  // sharing the batch (nothing is timed while they build), then each is timed in turn, alone.
-  // An interruption returns the candidates timed until then.
+  // run() of several candidates: every candidate is built and checked first, the workers
+  // sharing the batch (nothing is timed while they build), then they are timed alone, in
+  // rounds. An interruption returns the candidates timed until then.
   std::vector<MeasureResult> run_staged(const std::vector<MeasureInput>& inputs, int repeats) {
     const char* api = "Runner.run";
     // Step 1. Stage: lane 0 on this thread (it asks the interrupt check), the others on their
@@ -276,43 +275,47 @@ class LocalRunner final : public Runner {
     for (const std::exception_ptr& error : errors) {
       if (error) std::rethrow_exception(error);
     }
-    // Step 2. Time each staged candidate in its worker, in order; one whose worker died since
-    // is measured again from the start.
-    detail::TimingRequest timing{config_.warmup, config_.number, repeats, config_.min_repeat_ms};
-    std::vector<MeasureResult> results;
+    // Step 2. Time the staged candidates in rounds, one repeat of each in turn, `repeats`
+    // times: a moment when the machine is slower (a neighbour's load, clocks) then falls on one
+    // repeat of several candidates rather than on every repeat of one, whose median it would
+    // decide (on a shared 2-core host, screens 30-40% slower than the same candidates timed
+    // later, with repeats within 5% of each other). The first round warms each candidate up and
+    // picks its calls per repeat, which the later rounds keep. A candidate whose worker died
+    // since is measured again from the start with the rounds left, in one go.
+    detail::TimingRequest first{config_.warmup, config_.number, 1, config_.min_repeat_ms};
+    std::vector<std::optional<MeasureResult>> timed(n);
+    size_t staged_n = 0;  // staging stops at an interruption
+    while (staged_n < n && staged[staged_n]) ++staged_n;
     bool stopped_early = stop.load();
-    for (size_t k = 0; k < n && !stopped_early; ++k) {
-      if (!staged[k]) break;  // interrupted while staging
-      if (staged[k]->status != RecordStatus::kOk) {
-        results.push_back(std::move(*staged[k]));
-        continue;
-      }
-      std::optional<MeasureResult> timed;
-      Lane& lane = lanes_[owner[k]];
-      if (lane.loaded.erase(static_cast<int>(k)) != 0) {
-        bool started = false;
-        timed = exchange(lane, detail::time_request(static_cast<int>(k), timing), &started,
-                         interrupt_check());
-        if (!timed) {
+    for (int round = 0; round < repeats && !stopped_early; ++round) {
+      for (size_t k = 0; k < staged_n; ++k) {
+        if (staged[k]->status != RecordStatus::kOk) {
+          if (round == 0) timed[k] = std::move(staged[k]);
+          continue;
+        }
+        if (round > 0 && (timed[k]->status != RecordStatus::kOk ||
+                          timed[k]->run_secs.size() > static_cast<size_t>(round))) {
+          continue;  // failed, or measured again in one go
+        }
+        std::optional<MeasureResult> result = time_staged_round(
+            api, owner[k], static_cast<int>(k), round, repeats, first, inputs[k], modules[k]);
+        if (!result) {
           stopped_early = true;  // interrupted
           break;
         }
-        if (started) {
-          timed->build_ms = staged[k]->build_ms;
+        if (round == 0 || result->status != RecordStatus::kOk) {
+          result->build_ms = staged[k]->build_ms;
+          timed[k] = std::move(result);
         } else {
-          timed.reset();  // the worker died before it began: not this candidate's doing
+          timed[k]->run_secs.insert(timed[k]->run_secs.end(), result->run_secs.begin(),
+                                    result->run_secs.end());
         }
       }
-      if (!timed) {
-        timed = measure_json(api, lanes_[0], inputs[k].fault, modules[k], -1, repeats,
-                             interrupt_check());
-        if (!timed) {
-          stopped_early = true;
-          break;
-        }
-      }
-      results.push_back(std::move(*timed));
     }
+    // The candidates timed at least once, in order (an interruption in the first round ends
+    // the batch at the candidate in flight).
+    std::vector<MeasureResult> results;
+    for (size_t k = 0; k < n && timed[k]; ++k) results.push_back(std::move(*timed[k]));
     // An interruption stops every worker, as it stops the one it caught.
     for (Lane& lane : lanes_) {
       if (stopped_early) {
@@ -322,6 +325,29 @@ class LocalRunner final : public Runner {
       }
     }
     return results;
+  }
+
+  // One round of staged candidate k: its first timing (kept for the rounds after it when there
+  // are any), or one more repeat; measured again from the start in lane 0, with the rounds
+  // left, when its worker died since it was staged. Nothing when interrupted.
+  std::optional<MeasureResult> time_staged_round(const char* api, int owner, int k, int round,
+                                                 int repeats, const detail::TimingRequest& first,
+                                                 const MeasureInput& input,
+                                                 const std::string& module_json) {
+    Lane& lane = lanes_[owner];
+    if (lane.loaded.count(k) != 0) {
+      bool last = round == repeats - 1;
+      Message request =
+          round == 0 ? detail::time_request(k, first, !last) : detail::time_request(k);
+      bool started = false;
+      std::optional<MeasureResult> result = exchange(lane, request, &started, interrupt_check());
+      if (!result) return std::nullopt;
+      if (last || result->status != RecordStatus::kOk) lane.loaded.erase(k);
+      if (started) return result;
+      // The worker died before it began: not this candidate's doing.
+    }
+    return measure_json(api, lanes_[0], input.fault, module_json, -1, repeats - round,
+                        interrupt_check());
   }
 
   // Lets the worker drop the candidates it keeps.

@@ -265,10 +265,16 @@ Message time_request(int slot) {
   return message;
 }
 
-Message time_request(int slot, const TimingRequest& timing) {
+Message time_request(int slot, const TimingRequest& timing, bool keep) {
   Message message = time_request(slot);
   put_timing(timing, &message.header);
+  message.header["keep"] = keep;
   return message;
+}
+
+bool keeps_candidate(const Message& message) {
+  expect_type(message, "time");
+  return message.header.value("keep", false);
 }
 
 std::optional<TimingRequest> timing_of(const Message& message) {

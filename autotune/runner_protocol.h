@@ -111,12 +111,16 @@ struct CandidateRequest {
 Message to_message(const CandidateRequest& request);
 CandidateRequest candidate_request_of(const Message& message);
 
-// One more round of the candidate kept in `slot` (run_interleaved).
+// One more round of the candidate kept in `slot` (run_interleaved, and the rounds of run after
+// the first).
 Message time_request(int slot);
-// The full timing of the candidate staged in `slot`, which the worker then drops.
-Message time_request(int slot, const TimingRequest& timing);
+// The full timing of the candidate staged in `slot`, which the worker then drops, or with
+// `keep` keeps for more rounds, its calls per repeat settled by this timing.
+Message time_request(int slot, const TimingRequest& timing, bool keep = false);
 // The timing a `time` request carries: nothing for one more round of a kept candidate.
 std::optional<TimingRequest> timing_of(const Message& message);
+// Whether a `time` request with a timing asks the worker to keep the candidate.
+bool keeps_candidate(const Message& message);
 Message release_request();
 
 // The worker's first message, with its kProtocolVersion.

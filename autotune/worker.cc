@@ -105,7 +105,8 @@ class Worker {
       } else if (type == "time") {
         int slot = message->header.at("slot").get<int>();
         std::optional<TimingRequest> timing = timing_of(*message);
-        write_message(fd_, to_message(timing ? time_staged(slot, *timing) : time_kept(slot)));
+        write_message(fd_, to_message(timing ? time_staged(slot, *timing, keeps_candidate(*message))
+                                             : time_kept(slot)));
       } else if (type == "release") {
         kept_.clear();
       } else {
@@ -369,8 +370,8 @@ class Worker {
     return result;
   }
 
-  // The timing of a staged candidate, which is then dropped.
-  MeasureResult time_staged(int slot, const TimingRequest& timing) {
+  // The timing of a staged candidate, which is then dropped, or kept for more rounds.
+  MeasureResult time_staged(int slot, const TimingRequest& timing, bool keep) {
     auto it = kept_.find(slot);
     internal_check(it != kept_.end()) << "tune worker: no candidate staged in slot " << slot;
     // Other candidates ran on the arguments since this one's check: fresh ones, so that the
@@ -385,8 +386,18 @@ class Worker {
       kept_.erase(it);
       return result;
     }
-    time_and_recheck(it->second.function, plan_for(timing), &number, &result);
-    kept_.erase(it);
+    Kept& kept = it->second;
+    kept.plan = plan_for(timing);
+    time_and_recheck(kept.function, kept.plan, &number, &result);
+    if (!keep || result.status != RecordStatus::kOk) {
+      kept_.erase(it);
+      return result;
+    }
+    // More rounds follow: one repeat each, no warm-up, the number settled here.
+    kept.plan.warmup = 0;
+    kept.plan.repeat = 1;
+    kept.number = number;
+    kept.settled = true;
     return result;
   }
 

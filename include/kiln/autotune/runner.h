@@ -42,7 +42,9 @@ namespace kiln::autotune {
 // number 0 the runner picks the calls per repeat so that a repeat lasts at least min_repeat_ms,
 // as TVM's time_evaluator does, but from an untimed probe of calls in a row (about a tenth of
 // min_repeat_ms) rather than by redoing short repeats; a repeat that still falls short is
-// redone with more calls. Times come from a monotonic clock.
+// redone with more calls. Times come from a monotonic clock. A batch of several candidates is
+// timed in rounds (Runner::run): the first repeat of each in turn (after its warm-up, with its
+// number picked), then the second of each with the same number, and so on.
 //
 // Cache flush. With flush_cache, before each repeat the worker's threads write a buffer twice
 // the size of the last-level cache (read from sysfs; 64 MiB when it says nothing), so that the
@@ -163,8 +165,11 @@ class Runner {
   // here (codegen::find_gpu_device), naming the target and why.
   virtual void set_task(const TuneTask& task) = 0;
 
-  // Builds, checks and times each candidate in order, one at a time (on a small machine
-  // nothing may overlap a measurement), with `repeat` repeats (0: the config's). A candidate
+  // Builds, checks and times each candidate, with `repeat` repeats (0: the config's). Nothing
+  // overlaps a measurement (on a small machine, a build beside it would slow it down); the local
+  // runner builds and checks the batch first, then times it in rounds, one repeat of each
+  // candidate in turn, so that a moment when the machine is slower does not decide one
+  // candidate's median. Results are in the order of the batch. A candidate
   // that fails gets its status and reason and the batch goes on; when the interrupt check
   // answers true, the candidate in flight is dropped and the results so far are returned (fewer
   // than the batch). Raises a kValue error before measuring anything for a null module, an

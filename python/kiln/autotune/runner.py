@@ -31,7 +31,10 @@ class RunnerConfig:
     of ``number`` calls; each repeat gives one time per call. With ``number`` 0 the runner
     picks the calls per repeat so that a repeat lasts at least ``min_repeat_ms``. With
     ``flush_cache`` a buffer twice the size of the last-level cache is written before each
-    repeat, and ``number`` 0 means one (cold) call per repeat.
+    repeat, and ``number`` 0 means one (cold) call per repeat. :meth:`LocalRunner.run` builds
+    and checks a batch first, then times it in rounds: the first repeat of each candidate in
+    turn, then the second of each, and so on, so that a moment when the machine is slower
+    falls on one repeat of several candidates rather than on every repeat of one.
 
     Arguments: every tensor argument is filled from ``seed`` (floats uniform in [-1, 1),
     float16/bfloat16 multiples of 1/64, signed integers in [-8, 8], unsigned in [0, 15]), and
@@ -244,7 +247,7 @@ class LocalRunner:
                             None if reference is None else ("", reference))
 
     def run(self, candidates, repeat=None):
-        """Builds, checks and times each candidate in order.
+        """Builds and checks each candidate, then times them in rounds of one repeat each.
 
         Args:
             candidates: a list of modules, schedules, PrimFuncs or :class:`MeasureInput`.

@@ -1,8 +1,8 @@
 // The local runner: correct candidates timed, wrong ones caught, every injected fault (crash,
 // abort, hang, wrong result) recorded while the rest of the batch still measures, in-place
-// functions given fresh arguments, interleaved rounds, the device key, and no child process
-// left behind. The worker executable's path comes from CMake (KILN_TUNE_WORKER_PATH). No test
-// asserts a time beyond its being positive.
+// functions given fresh arguments, batches timed in rounds, interleaved rounds, the device key,
+// and no child process left behind. The worker executable's path comes from CMake
+// (KILN_TUNE_WORKER_PATH). No test asserts a time beyond its being positive.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/types.h>
@@ -304,6 +304,43 @@ TEST(Runner, InterleavedRunsSurviveACrash) {
   EXPECT_EQ(results[1].status, RecordStatus::kCrash);
   EXPECT_TRUE(contains(results[1].error, "SIGSEGV")) << results[1].error;
   expect_ok(results[2], 2);
+}
+
+TEST(Runner, ABatchIsTimedInRoundsWithTheNumberOfItsFirstRound) {
+  RunnerConfig config = fast_config();
+  config.build_workers = 1;
+  std::unique_ptr<Runner> runner = runner_for(scale(2.0), config);
+  std::vector<MeasureResult> results = runner->run(
+      {{split_schedule(scale(2.0))}, {gpu_bound(scale(2.0))}, {as_module(scale(2.0))}}, 4);
+  ASSERT_EQ(results.size(), 3u);
+  expect_ok(results[0], 4);
+  EXPECT_EQ(results[1].status, RecordStatus::kBuildError);
+  expect_ok(results[2], 4);
+  // A fixed number holds in every round.
+  config.number = 5;
+  results = runner_for(scale(2.0), config)
+                ->run({{split_schedule(scale(2.0))}, {as_module(scale(2.0))}}, 3);
+  ASSERT_EQ(results.size(), 2u);
+  for (const MeasureResult& r : results) {
+    expect_ok(r, 3);
+    EXPECT_EQ(r.number, 5);
+  }
+}
+
+TEST(Runner, ACandidateStagedInAWorkerThatCrashedIsTimedInANewOne) {
+  // The crash (at its correctness check, while the batch is staged) kills the worker that
+  // keeps candidate 0; candidate 0 is measured again from the start, candidate 2 in rounds.
+  RunnerConfig config = fast_config();
+  config.build_workers = 1;
+  std::unique_ptr<Runner> runner = runner_for(scale(2.0), config);
+  std::vector<MeasureResult> results = runner->run({{split_schedule(scale(2.0))},
+                                                    {split_schedule(scale(2.0)), "crash"},
+                                                    {as_module(scale(2.0))}},
+                                                   3);
+  ASSERT_EQ(results.size(), 3u);
+  expect_ok(results[0], 3);
+  EXPECT_EQ(results[1].status, RecordStatus::kCrash);
+  expect_ok(results[2], 3);
 }
 
 TEST(Runner, NoChildProcessOutlivesTheRunner) {
