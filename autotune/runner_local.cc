@@ -136,7 +136,8 @@ class LocalRunner final : public Runner {
       auto planned = config_.fault_plan.find(measured_++);
       if (input.fault.empty() && planned != config_.fault_plan.end()) input.fault = planned->second;
     }
-    if (inputs.size() > 1) return run_staged(inputs, repeats);
+    bool stopped = false;  // the results so far are returned
+    if (inputs.size() > 1) return run_staged("Runner.run", inputs, repeats, &stopped);
     // Step 2. One candidate: built, checked and timed in one go; nothing when interrupted.
     std::vector<MeasureResult> results;
     if (!inputs.empty()) {
@@ -152,37 +153,11 @@ class LocalRunner final : public Runner {
     // Step 1. Check everything before measuring anything.
     check_batch("Runner.run_interleaved", batch);
     user_check(rounds >= 1) << "Runner.run_interleaved: rounds must be >= 1, found " << rounds;
-    // Step 2. Load each candidate (build, check, warm up); the ones that pass stay in the
-    // worker under their index.
-    Lane& lane = lanes_[0];
-    std::vector<MeasureResult> results(batch.size());
-    std::vector<int> alive;
-    for (size_t k = 0; k < batch.size(); ++k) {
-      std::optional<MeasureResult> loaded = measure("Runner.run_interleaved", lane, batch[k],
-                                                    static_cast<int>(k), 0, interrupt_check());
-      if (!loaded) return {};
-      results[k] = std::move(*loaded);
-      if (results[k].status == RecordStatus::kOk) alive.push_back(static_cast<int>(k));
-    }
-    // Step 3. The rounds: one repeat of each live candidate in turn. A worker that died took its
-    // kept candidates along: they are loaded again in the next one.
-    for (int round = 0; round < rounds; ++round) {
-      for (int k : std::vector<int>(alive)) {
-        std::optional<MeasureResult> timed = time_round(batch[k], k);
-        if (!timed) return {};
-        if (timed->status == RecordStatus::kOk) {
-          results[k].run_secs.push_back(timed->run_secs.at(0));
-          results[k].number = timed->number;
-          continue;
-        }
-        double build_ms = results[k].build_ms;
-        results[k] = std::move(*timed);
-        results[k].build_ms = build_ms;
-        alive.erase(std::find(alive.begin(), alive.end(), k));
-      }
-    }
-    // Step 4. Let the worker drop the kept candidates.
-    release(lane);
+    // Step 2. Staged and timed in rounds like a batch of run(); an interruption returns nothing.
+    bool stopped = false;
+    std::vector<MeasureResult> results =
+        run_staged("Runner.run_interleaved", batch, rounds, &stopped);
+    if (stopped) return {};
     return results;
   }
 
@@ -202,7 +177,7 @@ class LocalRunner final : public Runner {
   struct Lane {
     std::unique_ptr<WorkerProcess> worker;
     bool has_task = false;
-    std::set<int> loaded;  // the candidates the worker keeps (run_interleaved, run_staged)
+    std::set<int> loaded;  // the candidates the worker keeps staged (run_staged)
   };
 
   void check_batch(const char* api, const std::vector<MeasureInput>& batch) const {
@@ -217,11 +192,12 @@ class LocalRunner final : public Runner {
     }
   }
 
-  // run() of several candidates: every candidate is built and checked first, the workers
-  // sharing the batch (nothing is timed while they build), then they are timed alone, in
-  // rounds. An interruption returns the candidates timed until then.
-  std::vector<MeasureResult> run_staged(const std::vector<MeasureInput>& inputs, int repeats) {
-    const char* api = "Runner.run";
+  // run() of several candidates, and run_interleaved(): every candidate is built and checked
+  // first, the workers sharing the batch (nothing is timed while they build), then they are
+  // timed alone, in `repeats` rounds. An interruption sets *was_interrupted and returns the
+  // candidates timed until then.
+  std::vector<MeasureResult> run_staged(const char* api, const std::vector<MeasureInput>& inputs,
+                                        int repeats, bool* was_interrupted) {
     // Step 1. Stage: lane 0 on this thread (it asks the interrupt check), the others on their
     // own threads, each taking the next candidate until none is left.
     size_t n = inputs.size();
@@ -281,7 +257,7 @@ class LocalRunner final : public Runner {
     // decide (on a shared 2-core host, screens 30-40% slower than the same candidates timed
     // later, with repeats within 5% of each other). The first round warms each candidate up and
     // picks its calls per repeat, which the later rounds keep. A candidate whose worker died
-    // since is measured again from the start with the rounds left, in one go.
+    // since is staged again in the first worker and goes on with the rounds left.
     detail::TimingRequest first{config_.warmup, config_.number, 1, config_.min_repeat_ms};
     std::vector<std::optional<MeasureResult>> timed(n);
     size_t staged_n = 0;  // staging stops at an interruption
@@ -293,12 +269,9 @@ class LocalRunner final : public Runner {
           if (round == 0) timed[k] = std::move(staged[k]);
           continue;
         }
-        if (round > 0 && (timed[k]->status != RecordStatus::kOk ||
-                          timed[k]->run_secs.size() > static_cast<size_t>(round))) {
-          continue;  // failed, or measured again in one go
-        }
+        if (round > 0 && timed[k]->status != RecordStatus::kOk) continue;
         std::optional<MeasureResult> result = time_staged_round(
-            api, owner[k], static_cast<int>(k), round, repeats, first, inputs[k], modules[k]);
+            api, &owner[k], static_cast<int>(k), round, repeats, first, inputs[k], modules[k]);
         if (!result) {
           stopped_early = true;  // interrupted
           break;
@@ -309,6 +282,7 @@ class LocalRunner final : public Runner {
         } else {
           timed[k]->run_secs.insert(timed[k]->run_secs.end(), result->run_secs.begin(),
                                     result->run_secs.end());
+          timed[k]->number = result->number;
         }
       }
     }
@@ -324,30 +298,38 @@ class LocalRunner final : public Runner {
         release(lane);
       }
     }
+    *was_interrupted = stopped_early;
     return results;
   }
 
   // One round of staged candidate k: its first timing (kept for the rounds after it when there
-  // are any), or one more repeat; measured again from the start in lane 0, with the rounds
-  // left, when its worker died since it was staged. Nothing when interrupted.
-  std::optional<MeasureResult> time_staged_round(const char* api, int owner, int k, int round,
+  // are any), or one more repeat. A candidate whose worker died since it was staged (another
+  // candidate crashed it, or it was killed) is staged again in lane 0 (*owner) and timed as in
+  // a first round. Nothing when interrupted.
+  std::optional<MeasureResult> time_staged_round(const char* api, int* owner, int k, int round,
                                                  int repeats, const detail::TimingRequest& first,
                                                  const MeasureInput& input,
                                                  const std::string& module_json) {
-    Lane& lane = lanes_[owner];
-    if (lane.loaded.count(k) != 0) {
-      bool last = round == repeats - 1;
-      Message request =
-          round == 0 ? detail::time_request(k, first, !last) : detail::time_request(k);
+    bool last = round == repeats - 1;
+    std::optional<MeasureResult> result;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      bool fresh = round == 0;
+      if (lanes_[*owner].loaded.count(k) == 0) {
+        result = measure_json(api, lanes_[0], input.fault, module_json, k, -1, interrupt_check());
+        if (!result || result->status != RecordStatus::kOk) return result;
+        *owner = 0;
+        fresh = true;
+      }
+      Lane& lane = lanes_[*owner];
+      Message request = fresh ? detail::time_request(k, first, !last) : detail::time_request(k);
       bool started = false;
-      std::optional<MeasureResult> result = exchange(lane, request, &started, interrupt_check());
+      result = exchange(lane, request, &started, interrupt_check());
       if (!result) return std::nullopt;
       if (last || result->status != RecordStatus::kOk) lane.loaded.erase(k);
-      if (started) return result;
+      if (started) break;
       // The worker died before it began: not this candidate's doing.
     }
-    return measure_json(api, lanes_[0], input.fault, module_json, -1, repeats - round,
-                        interrupt_check());
+    return result;
   }
 
   // Lets the worker drop the candidates it keeps.
@@ -518,8 +500,8 @@ class LocalRunner final : public Runner {
     return std::nullopt;
   }
 
-  // Builds, checks and times one candidate (`repeat` 0: a load for run_interleaved, -1: staged
-  // for run_staged, both kept under `slot`): nothing when interrupted.
+  // Builds, checks and times one candidate (`repeat` -1: staged for run_staged, kept under
+  // `slot`, not timed): nothing when interrupted.
   std::optional<MeasureResult> measure(const char* api, Lane& lane, const MeasureInput& input,
                                        int slot, int repeat, const InterruptCheck& check) {
     std::string json;
@@ -541,29 +523,11 @@ class LocalRunner final : public Runner {
     return result;
   }
 
-  // One round of kept candidate k: loaded first when the worker does not hold it (a worker
-  // that died took its kept candidates along), with the retry of exchange_once_started.
-  std::optional<MeasureResult> time_round(const MeasureInput& input, int k) {
-    const char* api = "Runner.run_interleaved";
-    Lane& lane = lanes_[0];
-    std::optional<MeasureResult> result;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (lane.loaded.count(k) == 0) {
-        result = measure(api, lane, input, k, 0, interrupt_check());
-        if (!result || result->status != RecordStatus::kOk) return result;
-      }
-      bool started = false;
-      result = exchange(lane, detail::time_request(k), &started, interrupt_check());
-      if (!result || started) break;
-    }
-    return result;
-  }
-
   RunnerConfig config_;
   std::string worker_path_;
   std::optional<TuneTask> task_;
   std::string task_key_;         // the target string, a newline, the function's JSON
-  std::vector<Lane> lanes_;      // lane 0 measures; all of them stage (run_staged)
+  std::vector<Lane> lanes_;      // all of them stage (run_staged); lane 0 measures alone
   std::mutex references_mutex_;  // the stagers' threads start workers
   // The kernel threads in effect in the workers (set_task learns it).
   std::atomic<int> num_threads_{0};

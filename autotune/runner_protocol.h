@@ -99,9 +99,8 @@ struct TimingRequest {
   double min_repeat_ms = 0;
 };
 
-// One candidate: build, check, then timing.repeat timed repeats (0 for a load: warm-up only;
-// -1 to stage it: no warm-up, no timing, kept for one timed request). With slot >= 0 the worker
-// keeps it built under that number for later `time` requests.
+// One candidate: build, check, then timing.repeat timed repeats, or with timing.repeat -1 (and
+// slot >= 0) staged: kept built under `slot`, untimed, for later `time` requests.
 struct CandidateRequest {
   int slot = -1;
   std::string module_json;

@@ -81,13 +81,13 @@ struct Task {
   std::unique_ptr<CacheFlusher> flusher;  // made at the first flush
 };
 
-// A candidate kept built for `time` requests (run_interleaved, or staged by run).
+// A candidate staged (built and checked) for `time` requests: its first timing, then, when
+// kept, more rounds.
 struct Kept {
   std::unique_ptr<driver::BuiltModule> module;
   KilnFunctionHandle function = nullptr;
-  TimingPlan plan;  // warmup 0, repeat 1
-  int number = 0;
-  bool settled = false;  // its number is fixed after its first round
+  TimingPlan plan;  // after the first timing: warmup 0, repeat 1, no growing
+  int number = 0;   // the calls per repeat the first timing picked
 };
 
 class Worker {
@@ -345,8 +345,7 @@ class Worker {
       return result;
     }
 
-    // Step 3. Time (a load for run_interleaved only warms up and picks the number; a staged
-    // candidate waits for its `time` request).
+    // Step 3. Time, or keep a staged candidate for its `time` requests.
     if (request.timing.repeat < 0) {
       internal_check(request.slot >= 0) << "tune worker: a staged candidate without a slot";
       Kept& kept = kept_[request.slot];
@@ -354,19 +353,8 @@ class Worker {
       kept.function = function;
       return result;
     }
-    TimingPlan plan = plan_for(request.timing);
     int number = 0;
-    time_and_recheck(function, plan, &number, &result);
-    if (request.slot >= 0 && result.status == RecordStatus::kOk) {
-      Kept& kept = kept_[request.slot];
-      kept.module = std::move(built);
-      kept.function = function;
-      kept.plan = plan;
-      kept.plan.warmup = 0;
-      kept.plan.repeat = 1;
-      kept.number = number;
-      kept.settled = false;
-    }
+    time_and_recheck(function, plan_for(request.timing), &number, &result);
     return result;
   }
 
@@ -393,11 +381,11 @@ class Worker {
       kept_.erase(it);
       return result;
     }
-    // More rounds follow: one repeat each, no warm-up, the number settled here.
+    // More rounds follow: one repeat each, no warm-up, the number picked here.
     kept.plan.warmup = 0;
     kept.plan.repeat = 1;
+    kept.plan.grow = false;
     kept.number = number;
-    kept.settled = true;
     return result;
   }
 
@@ -407,9 +395,7 @@ class Worker {
     internal_check(it != kept_.end()) << "tune worker: no candidate kept in slot " << slot;
     Kept& kept = it->second;
     MeasureResult result;
-    kept.plan.grow = !kept.settled;
     time_and_recheck(kept.function, kept.plan, &kept.number, &result);
-    kept.settled = true;
     return result;
   }
 
