@@ -172,6 +172,12 @@ std::vector<Record> records_with(Database& db, const TuneTask& task, const std::
   return found;
 }
 
+// The record of the lowest median among `records` (not empty).
+const Record& fastest_of(const std::vector<Record>& records) {
+  return *std::min_element(records.begin(), records.end(),
+                           [](const Record& a, const Record& b) { return *a.median < *b.median; });
+}
+
 TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
   TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
   FakeRunner runner;
@@ -255,10 +261,7 @@ TEST_F(SearchTest, TheFastestMeasurementIsTimedAgainInTheFinalRounds) {
   tune_tasks({task}, *db_, runner, model, c);
   std::vector<Record> screened = records_with(*db_, task, "\"stage\":\"screen\"");
   ASSERT_FALSE(screened.empty());
-  const Record* fastest = &screened[0];
-  for (const Record& r : screened) {
-    if (*r.median < *fastest->median) fastest = &r;
-  }
+  const Record* fastest = &fastest_of(screened);
   std::vector<Record> drift = records_with(*db_, task, "\"stage\":\"drift\"");
   ASSERT_FALSE(drift.empty());
   std::vector<Record> pool = records_with(*db_, task, "\"stage\":\"pool\"");
@@ -288,10 +291,7 @@ TEST_F(SearchTest, ACandidateScreenedWhileTheMachineWasSlowReachesTheFinalRounds
   tune_tasks({task}, *db_, runner, model, c);
   std::vector<Record> pool = records_with(*db_, task, "\"stage\":\"pool\"");
   ASSERT_GE(pool.size(), 16u);
-  const Record* fastest = &pool[0];
-  for (const Record& r : pool) {
-    if (*r.median < *fastest->median) fastest = &r;
-  }
+  const Record* fastest = &fastest_of(pool);
   std::vector<Record> screened = records_with(*db_, task, "\"stage\":\"screen\"");
   double fastest_screen = 0;
   int faster_screens = 0;
