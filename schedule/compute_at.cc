@@ -2,6 +2,7 @@
 #include "kiln/schedule/compute_at.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <unordered_set>
 
@@ -23,6 +24,35 @@ namespace {
 // The decisions of sample_compute_location that name no loop.
 constexpr int64_t kRootMark = -1;
 constexpr int64_t kInlineMark = -2;
+
+// The coefficient of `v` in `e` when e is a sum (+, -) of terms in which v appears only as
+// c * v (c an integer constant, through nested products and sums); nothing when v appears in
+// any other way (a division, a modulus, a product of two variables, a cast).
+std::optional<int64_t> linear_coefficient(const Expr& e, const Var* v) {
+  auto uses_v = [v](const Expr& x) { return uses_var(x, [v](const Var* u) { return u == v; }); };
+  if (!uses_v(e)) return 0;
+  if (e.get() == v) return 1;
+  if (const auto* add = e.as<Add>()) {
+    std::optional<int64_t> a = linear_coefficient(add->a, v), b = linear_coefficient(add->b, v);
+    if (!a || !b) return std::nullopt;
+    return *a + *b;
+  }
+  if (const auto* sub = e.as<Sub>()) {
+    std::optional<int64_t> a = linear_coefficient(sub->a, v), b = linear_coefficient(sub->b, v);
+    if (!a || !b) return std::nullopt;
+    return *a - *b;
+  }
+  if (const auto* mul = e.as<Mul>()) {
+    for (const auto& [factor, other] : {std::pair{mul->a, mul->b}, std::pair{mul->b, mul->a}}) {
+      const int64_t* c = as_const_int(factor);
+      if (c == nullptr) continue;
+      std::optional<int64_t> inner = linear_coefficient(other, v);
+      if (!inner) return std::nullopt;
+      return *c * *inner;
+    }
+  }
+  return std::nullopt;
+}
 
 // kRootMark or kInlineMark when `loop` is such a location handle, else 0. A handle's meaning is
 // found where it was made: the sample_compute_location instruction that output it.
@@ -237,13 +267,23 @@ class ComputeAtPlanner {
     }
     for (size_t d = 0; d < region.region.size(); ++d) {
       Expr index = substitute(region.region[d].min, bindings);
-      if (!uses_var(index, [&](const Var* v) { return relaxed.count(v) != 0; })) continue;
+      std::vector<const Var*> used;
+      for (const auto& [var, range] : relaxed) {
+        if (uses_var(index, [v = var](const Var* u) { return u == v; })) used.push_back(var);
+      }
+      if (used.empty()) continue;
+      const int64_t* width = as_const_int(region.region[d].extent);
+      // The common case without the iterator map: one relaxed loop, whose steps are no wider
+      // than what each writes.
+      if (used.size() == 1 && width != nullptr) {
+        std::optional<int64_t> step = linear_coefficient(index, used[0]);
+        if (step && *step > 0 && *step <= *width) continue;
+      }
       arith::Analyzer analyzer;
       arith::IterMapResult map = arith::detect_iter_map(
           {index}, relaxed, bool_const(true), arith::IterMapLevel::kSurjective, &analyzer);
       // Steps of `scale` elements, each writing `width` of them, leave no hole when
       // scale <= width.
-      const int64_t* width = as_const_int(region.region[d].extent);
       const int64_t* scale = map.ok() && !map.indices[0].args.empty()
                                  ? as_const_int(map.indices[0].args[0].scale)
                                  : nullptr;
