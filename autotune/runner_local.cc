@@ -140,11 +140,14 @@ class LocalRunner final : public Runner {
     if (inputs.size() > 1) return run_staged("Runner.run", inputs, repeats, &stopped);
     // Step 2. One candidate: built, checked and timed in one go; nothing when interrupted.
     std::vector<MeasureResult> results;
-    if (!inputs.empty()) {
-      std::optional<MeasureResult> result =
-          measure("Runner.run", lanes_[0], inputs[0], -1, repeats, interrupt_check());
-      if (result) results.push_back(std::move(*result));
+    if (inputs.empty()) return results;
+    std::string json;
+    std::optional<MeasureResult> result = serialize(inputs[0], &json);
+    if (!result) {
+      result = measure_json("Runner.run", lanes_[0], inputs[0].fault, json, -1, repeats,
+                            interrupt_check());
     }
+    if (result) results.push_back(std::move(*result));
     return results;
   }
 
@@ -500,15 +503,8 @@ class LocalRunner final : public Runner {
     return std::nullopt;
   }
 
-  // Builds, checks and times one candidate (`repeat` -1: staged for run_staged, kept under
-  // `slot`, not timed): nothing when interrupted.
-  std::optional<MeasureResult> measure(const char* api, Lane& lane, const MeasureInput& input,
-                                       int slot, int repeat, const InterruptCheck& check) {
-    std::string json;
-    if (std::optional<MeasureResult> unusable = serialize(input, &json)) return unusable;
-    return measure_json(api, lane, input.fault, json, slot, repeat, check);
-  }
-
+  // Builds, checks and times one candidate with `repeat` repeats, or with `repeat` -1 stages it
+  // (built and checked, kept under `slot`, not timed): nothing when interrupted.
   std::optional<MeasureResult> measure_json(const char* api, Lane& lane, const std::string& fault,
                                             const std::string& module_json, int slot, int repeat,
                                             const InterruptCheck& check) {

@@ -80,6 +80,14 @@ struct Member {
   std::string baseline;
 };
 
+// A member of the final rounds: a measured candidate replayed from its record, with what the
+// record's search JSON says of it that its new records keep (sketch, decisions_length, and a
+// baseline schedule's name).
+struct FinalMember {
+  Candidate candidate;
+  Json search;
+};
+
 // The tuning state of one task across rounds.
 class TaskSearch {
  public:
@@ -362,6 +370,22 @@ class TaskSearch {
     return batch;
   }
 
+  // The database record of measuring `candidate`, with `search` as its search JSON.
+  Measurement measurement_of(const Candidate& candidate, const MeasureResult& r,
+                             const Json& search) const {
+    Measurement record;
+    record.workload_id = workload_.id;
+    record.target = target_;
+    record.trace_json = candidate.trace.as_json().dump();
+    record.candidate_hash = candidate.hash;
+    record.status = r.status;
+    record.error = r.error;
+    if (r.status == RecordStatus::kOk) record.run_secs = r.run_secs;
+    record.kiln_version = kKilnVersion;
+    record.search_json = search.dump();
+    return record;
+  }
+
   void commit(const std::vector<Member>& batch, const std::vector<MeasureResult>& results,
               const char* stage) {
     std::vector<Measurement> records;
@@ -370,32 +394,21 @@ class TaskSearch {
     for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
       const Member& m = batch[i];
       const MeasureResult& r = results[i];
-      Measurement record;
-      record.workload_id = workload_.id;
-      record.target = target_;
-      record.trace_json = m.candidate.trace.as_json().dump();
-      record.candidate_hash = m.candidate.hash;
-      record.status = r.status;
-      record.error = r.error;
-      if (r.status == RecordStatus::kOk) record.run_secs = r.run_secs;
-      record.kiln_version = kKilnVersion;
       if (m.baseline.empty()) {
-        record.search_json = Json{
-            {"stage", stage},
-            {"sketch", m.candidate.sketch},
-            {"decisions_length", m.candidate.decisions.instructions().size()},
-            {"generation", m.generation},
-            {"predicted_score",
-             m.scored.score}}.dump();
+        records.push_back(
+            measurement_of(m.candidate, r,
+                           {{"stage", stage},
+                            {"sketch", m.candidate.sketch},
+                            {"decisions_length", m.candidate.decisions.instructions().size()},
+                            {"generation", m.generation},
+                            {"predicted_score", m.scored.score}}));
       } else {
-        record.search_json = Json{
-            {"stage", "baseline"},
-            {"baseline", m.baseline},
-            {"predicted_score",
-             m.scored.score}}.dump();
+        records.push_back(measurement_of(m.candidate, r,
+                                         {{"stage", "baseline"},
+                                          {"baseline", m.baseline},
+                                          {"predicted_score", m.scored.score}}));
         log_baseline(m.baseline, r);
       }
-      records.push_back(std::move(record));
       measured_.insert(m.candidate.hash);
       if (std::string(stage) == "drift") continue;  // a reference, not a result of the search
       if (r.status != RecordStatus::kOk) {
@@ -647,19 +660,20 @@ class TaskSearch {
   // best again), and the tuned build must not lose to them.
   void successive_halving() {
     bool pool = config_.final_pool_rounds > 0 && config_.final_pool_k > config_.final_top_k;
-    std::vector<Member> members = final_members(pool ? config_.final_pool_k : config_.final_top_k);
+    std::vector<FinalMember> members =
+        final_members(pool ? config_.final_pool_k : config_.final_top_k);
     if (pool && static_cast<int>(members.size()) > config_.final_top_k + 2) {
       std::vector<MeasureResult> results = run_final(members, config_.final_pool_rounds, "pool");
+      // The pool's best final_top_k go on, with the baseline and the fastest single
+      // measurement wherever they ranked (failed members do not).
+      std::vector<FinalMember> kept;
       std::vector<size_t> order = interleaved_order(results);
-      if (order.empty()) return;
-      std::vector<Member> kept;
-      for (size_t i = 0; i < members.size(); ++i) {
-        size_t rank = std::find(order.begin(), order.end(), i) - order.begin();
-        bool always =
-            (baseline_hash_ && members[i].candidate.hash == *baseline_hash_) ||
-            (best_.candidate.mod.defined() && members[i].candidate.hash == best_.candidate.hash);
-        if (rank < order.size() && (static_cast<int>(rank) < config_.final_top_k || always)) {
-          kept.push_back(std::move(members[i]));
+      for (size_t rank = 0; rank < order.size(); ++rank) {
+        uint64_t hash = members[order[rank]].candidate.hash;
+        bool always = (baseline_hash_ && hash == *baseline_hash_) ||
+                      (best_.candidate.mod.defined() && hash == best_.candidate.hash);
+        if (static_cast<int>(rank) < config_.final_top_k || always) {
+          kept.push_back(std::move(members[order[rank]]));
         }
       }
       members = std::move(kept);
@@ -679,14 +693,12 @@ class TaskSearch {
   }
 
   // The members of the final rounds: the top `k` records by their pooled samples, the
-  // baseline schedule and the fastest single measurement, each replayed from its record (the
-  // search JSON of the record kept in final_searches_).
-  std::vector<Member> final_members(int k) {
+  // baseline schedule and the fastest single measurement, each replayed from its record.
+  std::vector<FinalMember> final_members(int k) {
     std::vector<Record> top = db_.best(workload_.id, target_, k, ThreadMatch::kExact);
     if (baseline_hash_) add_record_of(*baseline_hash_, &top);
     if (best_.candidate.mod.defined()) add_record_of(best_.candidate.hash, &top);
-    std::vector<Member> members;
-    final_searches_.clear();
+    std::vector<FinalMember> members;
     for (const Record& record : top) {
       Json search = Json::parse(record.search_json, nullptr, false);
       Json trace = Json::parse(record.trace_json, nullptr, false);
@@ -699,13 +711,18 @@ class TaskSearch {
       } catch (const Error&) {
         continue;
       }
-      Member m;
+      FinalMember m;
       m.candidate.mod = sch.mod();
       m.candidate.trace = sch.trace();
       m.candidate.hash = record.candidate_hash;
-      m.candidate.sketch = search.is_object() ? search.value("sketch", 0) : 0;
+      m.search = Json::object();
+      if (search.is_object()) {
+        m.candidate.sketch = search.value("sketch", 0);
+        for (const char* key : {"sketch", "decisions_length", "baseline"}) {
+          if (search.contains(key)) m.search[key] = search[key];
+        }
+      }
       members.push_back(std::move(m));
-      final_searches_[record.candidate_hash] = search.is_object() ? search : Json::object();
     }
     return members;
   }
@@ -714,35 +731,19 @@ class TaskSearch {
   // `stage`; the final stage's winner (see interleaved_order) is marked in its record, and the
   // database ranks its candidate first (samples of other times compare less well when the
   // machine's speed moved).
-  std::vector<MeasureResult> run_final(const std::vector<Member>& members, int rounds,
+  std::vector<MeasureResult> run_final(const std::vector<FinalMember>& members, int rounds,
                                        const char* stage) {
     std::vector<MeasureInput> inputs;
-    for (const Member& m : members) inputs.push_back(MeasureInput{m.candidate.mod, ""});
+    for (const FinalMember& m : members) inputs.push_back(MeasureInput{m.candidate.mod, ""});
     std::vector<MeasureResult> results = runner_.run_interleaved(inputs, rounds);
     std::vector<size_t> order = interleaved_order(results);
     bool final_stage = std::string(stage) == "final";
     std::vector<Measurement> records;
     for (size_t i = 0; i < members.size() && i < results.size(); ++i) {
-      const MeasureResult& r = results[i];
-      Measurement record;
-      record.workload_id = workload_.id;
-      record.target = target_;
-      record.trace_json = members[i].candidate.trace.as_json().dump();
-      record.candidate_hash = members[i].candidate.hash;
-      record.status = r.status;
-      record.error = r.error;
-      if (r.status == RecordStatus::kOk) record.run_secs = r.run_secs;
-      record.kiln_version = kKilnVersion;
-      // The record keeps what a resumed run seeds from (decisions_length) and what the
-      // candidate is (a baseline schedule's name).
-      Json search = {{"stage", stage}};
-      const Json& found = final_searches_[members[i].candidate.hash];
-      for (const char* key : {"sketch", "decisions_length", "baseline"}) {
-        if (found.contains(key)) search[key] = found[key];
-      }
+      Json search = members[i].search;
+      search["stage"] = stage;
       if (final_stage && !order.empty() && order[0] == i) search["winner"] = true;
-      record.search_json = search.dump();
-      records.push_back(std::move(record));
+      records.push_back(measurement_of(members[i].candidate, results[i], search));
     }
     db_.commit_records(records);
     if (log_ != nullptr && !final_stage) {
@@ -754,7 +755,6 @@ class TaskSearch {
 
   TuneTask task_;
   int group_;
-  std::map<uint64_t, Json> final_searches_;  // the search JSON of each final member's record
   Database& db_;
   Runner& runner_;
   CostModel& model_;

@@ -29,21 +29,16 @@ constexpr int64_t kInlineMark = -2;
 // c * v (c an integer constant, through nested products and sums); nothing when v appears in
 // any other way (a division, a modulus, a product of two variables, a cast).
 std::optional<int64_t> linear_coefficient(const Expr& e, const Var* v) {
-  auto uses_v = [v](const Expr& x) { return uses_var(x, [v](const Var* u) { return u == v; }); };
-  if (!uses_v(e)) return 0;
   if (e.get() == v) return 1;
-  if (const auto* add = e.as<Add>()) {
-    std::optional<int64_t> a = linear_coefficient(add->a, v), b = linear_coefficient(add->b, v);
+  if (e.is<IntImm>()) return 0;
+  const auto* bin = e.as<BinaryNode>();
+  if (bin != nullptr && (e.is<Add>() || e.is<Sub>())) {
+    std::optional<int64_t> a = linear_coefficient(bin->a, v), b = linear_coefficient(bin->b, v);
     if (!a || !b) return std::nullopt;
-    return *a + *b;
+    return e.is<Add>() ? *a + *b : *a - *b;
   }
-  if (const auto* sub = e.as<Sub>()) {
-    std::optional<int64_t> a = linear_coefficient(sub->a, v), b = linear_coefficient(sub->b, v);
-    if (!a || !b) return std::nullopt;
-    return *a - *b;
-  }
-  if (const auto* mul = e.as<Mul>()) {
-    for (const auto& [factor, other] : {std::pair{mul->a, mul->b}, std::pair{mul->b, mul->a}}) {
+  if (bin != nullptr && e.is<Mul>()) {
+    for (const auto& [factor, other] : {std::pair{bin->a, bin->b}, std::pair{bin->b, bin->a}}) {
       const int64_t* c = as_const_int(factor);
       if (c == nullptr) continue;
       std::optional<int64_t> inner = linear_coefficient(other, v);
@@ -51,6 +46,7 @@ std::optional<int64_t> linear_coefficient(const Expr& e, const Var* v) {
       return *c * *inner;
     }
   }
+  if (!uses_var(e, [v](const Var* u) { return u == v; })) return 0;
   return std::nullopt;
 }
 
@@ -267,16 +263,18 @@ class ComputeAtPlanner {
     }
     for (size_t d = 0; d < region.region.size(); ++d) {
       Expr index = substitute(region.region[d].min, bindings);
-      std::vector<const Var*> used;
-      for (const auto& [var, range] : relaxed) {
-        if (uses_var(index, [v = var](const Var* u) { return u == v; })) used.push_back(var);
-      }
+      std::unordered_set<const Var*> used;
+      post_order_visit(index, [&](const Node* n) {
+        if (n->kind() != NodeKind::Var) return;
+        const auto* var = static_cast<const Var*>(n);
+        if (relaxed.count(var) != 0) used.insert(var);
+      });
       if (used.empty()) continue;
       const int64_t* width = as_const_int(region.region[d].extent);
       // The common case without the iterator map: one relaxed loop, whose steps are no wider
       // than what each writes.
       if (used.size() == 1 && width != nullptr) {
-        std::optional<int64_t> step = linear_coefficient(index, used[0]);
+        std::optional<int64_t> step = linear_coefficient(index, *used.begin());
         if (step && *step > 0 && *step <= *width) continue;
       }
       arith::Analyzer analyzer;
