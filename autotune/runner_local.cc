@@ -281,6 +281,7 @@ class LocalRunner final : public Runner {
         }
         if (round == 0 || result->status != RecordStatus::kOk) {
           result->build_ms = staged[k]->build_ms;
+          result->build_from_cache = staged[k]->build_from_cache;
           timed[k] = std::move(result);
         } else {
           timed[k]->run_secs.insert(timed[k]->run_secs.end(), result->run_secs.begin(),
@@ -371,6 +372,7 @@ class LocalRunner final : public Runner {
     request.seed = config_.seed;
     request.num_threads = config_.num_threads;
     request.flush_cache = config_.flush_cache;
+    request.object_cache_dir = config_.object_cache_dir;
     request.check_correctness = config_.check_correctness;
     request.rtol = config_.rtol;
     request.atol = config_.atol;

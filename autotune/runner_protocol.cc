@@ -161,6 +161,7 @@ Message to_message(const TaskRequest& request) {
   h["seed"] = request.seed;
   h["num_threads"] = request.num_threads;
   h["flush_cache"] = request.flush_cache;
+  h["object_cache_dir"] = request.object_cache_dir;
   h["check_correctness"] = request.check_correctness;
   h["rtol"] = request.rtol;
   h["atol"] = request.atol;
@@ -190,6 +191,7 @@ TaskRequest task_request_of(const Message& message) {
   request.seed = field<uint64_t>(message, "seed");
   request.num_threads = field<int>(message, "num_threads");
   request.flush_cache = field<bool>(message, "flush_cache");
+  request.object_cache_dir = field<std::string>(message, "object_cache_dir");
   request.check_correctness = field<bool>(message, "check_correctness");
   request.rtol = field<double>(message, "rtol");
   request.atol = field<double>(message, "atol");
@@ -294,6 +296,7 @@ Message to_message(const MeasureResult& result) {
   h["run_secs"] = result.run_secs;
   h["error"] = result.error;
   h["build_ms"] = result.build_ms;
+  h["build_from_cache"] = result.build_from_cache;
   h["number"] = result.number;
   return message;
 }
@@ -308,6 +311,7 @@ MeasureResult measure_result_of(const Message& message) {
   result.run_secs = field<std::vector<double>>(message, "run_secs");
   result.error = field<std::string>(message, "error");
   result.build_ms = field<double>(message, "build_ms");
+  result.build_from_cache = field<bool>(message, "build_from_cache");
   result.number = field<int>(message, "number");
   return result;
 }

@@ -31,7 +31,7 @@ namespace kiln::autotune::detail {
 using Json = nlohmann::json;
 
 // Bumped whenever a message changes; the parent refuses a worker that says another version.
-constexpr int kProtocolVersion = 4;
+constexpr int kProtocolVersion = 5;
 
 struct Message {
   Json header;                     // an object with "type"
@@ -72,6 +72,7 @@ struct TaskRequest {
   uint64_t seed = 0;
   int num_threads = 0;
   bool flush_cache = false;
+  std::string object_cache_dir;  // RunnerConfig::object_cache_dir
   bool check_correctness = true;
   double rtol = 0, atol = 0;
   // Given when the parent already has them (a replacement worker): the reference results and

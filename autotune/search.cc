@@ -43,6 +43,14 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+// For the log: ", k built from the object cache" when some of `results` were, else "".
+std::string from_object_cache(const std::vector<MeasureResult>& results) {
+  size_t cached = 0;
+  for (const MeasureResult& r : results) cached += r.build_from_cache ? 1 : 0;
+  if (cached == 0) return "";
+  return ", " + std::to_string(cached) + " built from the object cache";
+}
+
 // The members of interleaved rounds that ran, fastest first (indices into `results`). In each
 // round every member's time is divided by the round's median time, so that the machine's speed,
 // which moves from round to round on a shared host, cancels; the lowest median ratio comes first
@@ -174,7 +182,8 @@ class TaskSearch {
             << " s, measure " << measure_s << " s, train " << train_s << " s  per candidate: "
             << "search " << 1e3 * (generate_s + evolve_s) / static_cast<double>(analyzed) << " ms ("
             << analyzed << "), build "
-            << build_ms / static_cast<double>(std::max<size_t>(1, results.size())) << " ms\n";
+            << build_ms / static_cast<double>(std::max<size_t>(1, results.size())) << " ms"
+            << from_object_cache(results) << "\n";
     }
     interrupted_ = results.size() < batch.size();
     ++rounds_;
@@ -688,7 +697,7 @@ class TaskSearch {
     if (log_ != nullptr) {
       *log_ << "[" << task_.name << "] final: " << members.size() << " candidates x "
             << config_.final_rounds << " interleaved rounds, best " << gflops(best_seconds_)
-            << " GFLOP/s\n";
+            << " GFLOP/s" << final_from_cache_ << "\n";
     }
   }
 
@@ -748,8 +757,10 @@ class TaskSearch {
     db_.commit_records(records);
     if (log_ != nullptr && !final_stage) {
       *log_ << "[" << task_.name << "] final " << stage << ": " << members.size()
-            << " candidates x " << rounds << " interleaved rounds\n";
+            << " candidates x " << rounds << " interleaved rounds" << from_object_cache(results)
+            << "\n";
     }
+    if (final_stage) final_from_cache_ = from_object_cache(results);
     return results;
   }
 
@@ -779,7 +790,7 @@ class TaskSearch {
   std::vector<std::pair<int64_t, double>> drift_;
   double best_seconds_ = 0, best_sampled_seconds_ = 0, batch_best_ = 0, recall_ = -1;
   double seconds_to_90_ = 0;
-  std::string best_trace_json_;
+  std::string best_trace_json_, final_from_cache_;
   int64_t trials_before_ = 0, trials_this_run_ = 0, rejected_lowering_ = 0;
   int generation_ = 0, empty_rounds_ = 0;
   bool exhausted_ = false, interrupted_ = false;

@@ -78,6 +78,7 @@ struct Task {
   bool check_correctness = true;
   Tolerance tolerance;
   bool flush_cache = false;
+  driver::BuildOptions build_options;     // the object cache
   std::unique_ptr<CacheFlusher> flusher;  // made at the first flush
 };
 
@@ -130,6 +131,7 @@ class Worker {
     task->check_correctness = request.check_correctness;
     task->tolerance = Tolerance{request.rtol, request.atol};
     task->flush_cache = request.flush_cache;
+    task->build_options.object_cache_dir = request.object_cache_dir;
     KilnSetNumThreads(request.num_threads);
     codegen::Target target;
     try {
@@ -157,7 +159,8 @@ class Worker {
     std::unique_ptr<driver::BuiltModule> untuned, scheduled;
     KilnFunctionHandle function = nullptr;
     try {
-      untuned = driver::build(ir::load_prim_func(request.func_json), cpu_target, "main");
+      untuned = driver::build(ir::load_prim_func(request.func_json), cpu_target, "main",
+                              task->build_options);
       runtime::check_call(KilnModuleGetFunction(untuned->runtime_module(), "main", &function));
       const KilnFuncSpec* spec = nullptr;
       runtime::check_call(KilnFuncGetSpec(function, &spec));
@@ -167,8 +170,8 @@ class Worker {
     }
     if (!request.reference_func_json.empty() && !request.reference) {
       try {
-        scheduled =
-            driver::build(ir::load_prim_func(request.reference_func_json), cpu_target, "main");
+        scheduled = driver::build(ir::load_prim_func(request.reference_func_json), cpu_target,
+                                  "main", task->build_options);
         runtime::check_call(KilnModuleGetFunction(scheduled->runtime_module(), "main", &function));
       } catch (const std::exception& e) {
         return task_error_message(std::string("it does not build: ") + e.what());
@@ -298,7 +301,7 @@ class Worker {
     try {
       ir::Ref<ir::IRModule> mod = ir::load_module(request.module_json);
       name = measured_function(*mod);
-      built = driver::build(mod, task_->target);
+      built = driver::build(mod, task_->target, task_->build_options);
     } catch (const std::exception& e) {
       result.status = RecordStatus::kBuildError;
       result.error = e.what();
@@ -306,6 +309,7 @@ class Worker {
       return result;
     }
     result.build_ms = ms_since(start);
+    result.build_from_cache = built->timings().jit.from_cache;
     KilnFunctionHandle function = nullptr;
     try {
       runtime::check_call(KilnModuleGetFunction(built->runtime_module(), name.c_str(), &function));

@@ -1,5 +1,6 @@
 """kiln.build: lowers a scheduled function (or every function of a module), compiles it for a
 target and returns the kiln.runtime.Module that runs it."""
+import os
 import warnings
 
 from ._kiln import driver as _driver
@@ -9,7 +10,7 @@ from .runtime import Module
 from .target import Target
 
 
-def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None):
+def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None, object_cache=None):
     """Compiles a PrimFunc, an IRModule or a tir.Schedule (its module) for ``target``.
 
     The function is lowered (kiln.tir.lower), compiled with LLVM and loaded in this process.
@@ -30,6 +31,12 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None):
             on (kiln.runtime.get_num_threads() at build time). Without such a record the best of
             another thread count is used, with a TuningRecordThreadsWarning; a function without
             any record is built as given, with a TuningRecordMissingWarning.
+        object_cache (str or os.PathLike, optional): a directory of compiled objects: a
+            function whose LLVM IR was compiled before for the same target is loaded from it
+            without running LLVM's optimizer and code generator, and a new one is stored there
+            (``rt.build_timings["from_cache"]`` says which). Default: with a database in a
+            tuning work_dir, that work_dir's ``object_cache`` when it exists (the tuner
+            compiled the best record there), else none; "" for none.
 
     Returns:
         kiln.runtime.Module: ``rt["main"](a, b, c)`` or ``rt(a, b, c)``. When the target
@@ -70,8 +77,13 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None):
                             f"kiln.target.Target, found an object of type "
                             f"{type(target).__name__}")
     if database is not None:
-        func_or_mod = _apply_database(func_or_mod, target, database)
-    module = Module(_driver.build(func_or_mod, target, name, dump_ir))
+        func_or_mod, work_dir = _apply_database(func_or_mod, target, database)
+        # The canonical string, as the tuner's workers built the records: the same LLVM IR, so
+        # the object they compiled is found in the cache.
+        target = str(Target(target))
+        if object_cache is None and os.path.isdir(os.path.join(work_dir, "object_cache")):
+            object_cache = os.path.join(work_dir, "object_cache")
+    module = Module(_driver.build(func_or_mod, target, name, dump_ir, object_cache))
     for message in module.warnings:
         warnings.warn(message, VectorizeFallbackWarning, stacklevel=2)
     return module
@@ -83,7 +95,8 @@ _warned_missing = set()
 
 
 def _apply_database(func_or_mod, target, database):
-    """func_or_mod with each function replaced by its best stored schedule."""
+    """func_or_mod with each function replaced by its best stored schedule, and the directory of
+    the database."""
     from . import autotune, ir, tir
     from ._kiln import autotune as _core
     from .autotune.database import TargetKey, _device_text
@@ -96,7 +109,7 @@ def _apply_database(func_or_mod, target, database):
     elif isinstance(func_or_mod, ir.IRModule):
         functions, single = dict(func_or_mod.functions), False
     else:
-        return func_or_mod  # _driver.build names the wrong type
+        return func_or_mod, ""  # _driver.build names the wrong type
     db = database if isinstance(database, autotune.Database) else autotune.Database(database)
     tuned = {}
     for fname, func in functions.items():
@@ -113,4 +126,4 @@ def _apply_database(func_or_mod, target, database):
             tuned[fname] = func
         else:
             tuned[fname] = next(iter(sch.mod.functions.values()))
-    return tuned["main"] if single else ir.IRModule(tuned)
+    return (tuned["main"] if single else ir.IRModule(tuned)), os.path.dirname(os.path.abspath(db.path))

@@ -44,6 +44,8 @@ autotune::RunnerConfig to_config(py::handle obj) {
   c.seed = static_cast<uint64_t>(to_int(obj.attr("seed"), api, "seed", 0, INT64_MAX));
   std::optional<std::string> worker = to_optional_path(obj.attr("worker"), api, "worker");
   c.worker = worker.value_or("");
+  c.object_cache_dir =
+      to_optional_path(obj.attr("object_cache_dir"), api, "object_cache_dir").value_or("");
   py::handle plan = obj.attr("fault_plan");
   if (!plan.is_none()) {
     if (!py::isinstance<py::dict>(plan)) raise_type_error(api, "fault_plan", "a dict", plan);
@@ -90,6 +92,7 @@ py::list list_of(const std::vector<autotune::MeasureResult>& results) {
     d["run_secs"] = py::tuple(py::cast(r.run_secs));
     d["error"] = r.error;
     d["build_ms"] = r.build_ms;
+    d["build_from_cache"] = r.build_from_cache;
     d["number"] = r.number;
     list.append(d);
   }

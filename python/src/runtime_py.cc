@@ -245,6 +245,7 @@ py::dict build_timings(const RuntimeModule& module) {
   result["emit_ms"] = t.jit.emit_ms;
   result["link_ms"] = t.jit.link_ms;
   result["total_ms"] = t.total_ms;
+  result["from_cache"] = t.jit.from_cache;
   return result;
 }
 
@@ -415,8 +416,11 @@ Raises:
                                         : py::object(py::none());
           },
           "The manifest JSON text of a module built in this process; None for a loaded one.")
-      .def_property_readonly("build_timings", &build_timings,
-                             "Milliseconds per build phase (empty for a loaded module).")
+      .def_property_readonly(
+          "build_timings", &build_timings,
+          "Milliseconds per build phase (lower_ms, codegen_ms, optimize_ms, emit_ms, "
+          "link_ms, total_ms) and from_cache (the object came from an "
+          "object cache); empty for a loaded module.")
       .def("get_function", &get_function, py::arg("name"), R"doc(
 The function ``name`` of the module.
 

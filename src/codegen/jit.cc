@@ -17,12 +17,14 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "kiln/codegen/codegen_llvm.h"
 #include "kiln/runtime/c_runtime_api.h"
 #include "kiln/support/error.h"
 #include "llvm_support.h"
+#include "object_cache.h"
 
 namespace kiln::codegen {
 
@@ -190,9 +192,11 @@ struct JitModule::Impl {
   std::unordered_map<std::string, void*> kernels;    // each function by its symbol
   llvm::orc::JITDylib* dylib = nullptr;
   JitTimings timings;
-  // The optimized module, before code generation rewrote it, for get_source.
+  // The optimized module, before code generation rewrote it, for get_source; when the object
+  // came from the cache, the module as generated, optimized on the first get_source.
   std::unique_ptr<llvm::LLVMContext> context;
   std::unique_ptr<llvm::Module> optimized;
+  std::unique_ptr<llvm::Module> unoptimized;
   mutable std::mutex source_mutex;
   mutable std::map<std::string, std::string> sources;
 
@@ -239,6 +243,12 @@ std::string JitModule::get_source(const std::string& format) const {
   std::lock_guard<std::mutex> lock(impl_->source_mutex);
   auto it = impl_->sources.find(format);
   if (it != impl_->sources.end()) return it->second;
+  if (impl_->optimized == nullptr) {
+    detail::LLVMErrorScope scope("the optimized IR of a module for " + impl_->target.str());
+    std::shared_ptr<llvm::TargetMachine> machine = detail::lease_target_machine(impl_->target);
+    detail::optimize_module(*impl_->unoptimized, *machine, impl_->target.opt_level);
+    impl_->optimized = std::move(impl_->unoptimized);
+  }
   std::string text;
   if (format == "ll") {
     llvm::raw_string_ostream stream(text);
@@ -256,7 +266,8 @@ std::string JitModule::get_source(const std::string& format) const {
 
 std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>& funcs,
                                        const Target& target, const std::string& manifest_json,
-                                       const std::map<std::string, void*>& extra_symbols) {
+                                       const std::map<std::string, void*>& extra_symbols,
+                                       const std::string& object_cache_dir) {
   Clock::time_point start = Clock::now();
   double cpu_start = thread_cpu_ms();
   check_runs_here(target);
@@ -269,7 +280,8 @@ std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>&
     impl->symbols.push_back(function_symbol(*func));
   }
 
-  // Step 1. PrimFuncs -> LLVM IR -> optimized IR -> object file.
+  // Step 1. PrimFuncs -> LLVM IR -> optimized IR -> object file (or the object compiled from
+  // the same IR before, from the cache).
   detail::LLVMErrorScope scope(detail::describe_functions(funcs, target));
   Clock::time_point phase = Clock::now();
   impl->context = std::make_unique<llvm::LLVMContext>();
@@ -277,16 +289,24 @@ std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>&
   std::unique_ptr<llvm::Module> module =
       codegen_llvm(funcs, target, *machine, *impl->context, manifest_json);
   bool has_device_context = module->getNamedGlobal(kDeviceContextSymbol) != nullptr;
+  detail::ObjectCache cache(object_cache_dir);
+  std::string cache_key = object_cache_dir.empty() ? "" : detail::ObjectCache::key(*module, target);
+  std::optional<std::string> object = cache.load(cache_key);
   impl->timings.codegen_ms = ms_since(phase);
-  phase = Clock::now();
-  detail::optimize_module(*module, *machine, target.opt_level);
-  impl->optimized = llvm::CloneModule(*module);
-  impl->timings.optimize_ms = ms_since(phase);
-  phase = Clock::now();
-  std::string object =
-      detail::emit_machine_code(*module, *machine, detail::MachineCodeKind::kObject);
-  module.reset();
-  impl->timings.emit_ms = ms_since(phase);
+  impl->timings.from_cache = object.has_value();
+  if (object) {
+    impl->unoptimized = std::move(module);
+  } else {
+    phase = Clock::now();
+    detail::optimize_module(*module, *machine, target.opt_level);
+    impl->optimized = llvm::CloneModule(*module);
+    impl->timings.optimize_ms = ms_since(phase);
+    phase = Clock::now();
+    object = detail::emit_machine_code(*module, *machine, detail::MachineCodeKind::kObject);
+    module.reset();
+    cache.store(cache_key, *object);
+    impl->timings.emit_ms = ms_since(phase);
+  }
 
   // Step 2. Load the object into a fresh dylib and resolve every exported symbol.
   phase = Clock::now();
@@ -304,7 +324,7 @@ std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>&
     user_check(!defined) << "compile_jit: extra_symbols: " << llvm_message(std::move(defined));
   }
   llvm::Error added = jit.addObjectFile(
-      *impl->dylib, llvm::MemoryBuffer::getMemBufferCopy(object, dylib_name + ".o"));
+      *impl->dylib, llvm::MemoryBuffer::getMemBufferCopy(*object, dylib_name + ".o"));
   internal_check(!added) << "compile_jit: " << llvm_message(std::move(added));
   // The kernels have internal linkage: they are found through the function table, as the
   // runtime finds them in an exported library.

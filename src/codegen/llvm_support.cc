@@ -16,6 +16,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -306,6 +307,12 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, int opt
       return;
   }
   passes.run(module, module_analyses);
+}
+
+std::string optimization_pipeline(int opt_level) {
+  if (opt_level < 3) return "default<O" + std::to_string(std::max(opt_level, 0)) + ">";
+  return std::string(kScalarPasses) + ";" + kLoopVectorizer + ";" + kSlpVectorizer + ";" +
+         kAfterVectorizers + ";" + kLoopUnroller;
 }
 
 std::string emit_machine_code(llvm::Module& module, llvm::TargetMachine& machine,

@@ -61,6 +61,9 @@ std::shared_ptr<llvm::TargetMachine> lease_target_machine(const Target& target);
 // need. Tested by tests/python/test_build_pipeline.py.
 void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, int opt_level);
 
+// The passes optimize_module runs at `opt_level`, as text (part of an ObjectCache key).
+std::string optimization_pipeline(int opt_level);
+
 enum class MachineCodeKind { kObject, kAssembly };
 
 // The object file or assembly text of `module`. Code generation rewrites the IR of the module

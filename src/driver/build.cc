@@ -285,7 +285,8 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
   // Step 4. Machine code in this process, served by a runtime module.
   result->not_runnable_reason_ = reason_not_runnable(result->target_);
   if (result->not_runnable_reason_.empty()) {
-    result->jit_ = codegen::compile_jit(result->lowered_, result->target_, result->manifest_);
+    result->jit_ = codegen::compile_jit(result->lowered_, result->target_, result->manifest_, {},
+                                        options.object_cache_dir);
     result->timings_.jit = result->jit_->timings();
     KilnModuleHandle handle = nullptr;
     int32_t status = KilnModuleCreate(result->manifest_.c_str(), nullptr,

@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 
+import numpy as np
 import pytest
 
 import kiln
@@ -204,6 +205,41 @@ def test_interleaved_runs_give_one_time_per_round(runner):
     assert results[1].status == "build_error"
     assert results[2].status == "crash"
     assert_ok(results[3], 4)
+
+
+def test_a_candidate_built_before_comes_from_the_object_cache(tmp_path):
+    cache = tmp_path / "objects"
+    sch = split_vectorized(scale(2.0))
+    with ms.LocalRunner(repeat=2, min_repeat_ms=1, object_cache_dir=cache) as r:
+        r.set_task(scale(2.0), "llvm", name="scale")
+        first, other = r.run([sch, scale(2.0)])
+        assert_ok(first, 2)
+        assert not first.build_from_cache
+        # The function as written: the workers compiled it for the task (the reference).
+        assert other.build_from_cache
+        again = r.run([sch])[0]
+        assert_ok(again, 2)
+        assert again.build_from_cache
+        (interleaved,) = r.run_interleaved([sch], rounds=3)
+        assert_ok(interleaved, 3)
+        assert interleaved.build_from_cache
+        # A fault is injected after the build: the cached object runs into it all the same.
+        assert r.run([ms.MeasureInput(sch, "wrong_result")])[0].status == "wrong_result"
+    assert len([p for p in cache.iterdir() if p.name.startswith("llvmcache-")]) >= 2
+    # The workers built for the canonical target string: an in-process build for it loads the
+    # same object.
+    rt = kiln.build(sch, target=str(kiln.target.Target("llvm")), object_cache=cache)
+    assert rt.build_timings["from_cache"]
+    a = kiln.nd.array(np.arange(N, dtype="float32"))
+    b = kiln.nd.empty((N,), "float32")
+    rt(a, b)
+    np.testing.assert_array_equal(b.numpy(), 2 * np.arange(N, dtype="float32"))
+
+
+def test_without_an_object_cache_every_candidate_is_compiled(runner):
+    sch = split_vectorized(scale(2.0))
+    results = runner.run([sch]) + runner.run([sch])
+    assert not any(r.build_from_cache for r in results)
 
 
 def test_the_target_key_names_the_cpu_and_the_features(runner):

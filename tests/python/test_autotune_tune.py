@@ -5,6 +5,7 @@ small: these tests check behaviour; benchmarks/bench_tune.py measures how good t
 get."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -103,10 +104,20 @@ def test_tune_tir_stores_a_schedule_that_build_applies(tmp_path):
     assert len(pool) >= 5 and 2 <= len(final) < len(pool) and final <= pool
     assert len(best) == 1 and best[0].candidate_hash == winners[0].candidate_hash
     assert db.best(matmul(24), "llvm") == []  # never tuned
+    # The pool and the final rounds load the objects their candidates were compiled to, as
+    # does a build from the database in the work_dir.
+    assert (tmp_path / "object_cache").is_dir()
+    assert re.search(r"final pool: \d+ candidates x 1 interleaved rounds, \d+ built from the "
+                     r"object cache", log)
+    assert re.search(r"final: .* GFLOP/s, \d+ built from the object cache", log)
     with warnings.catch_warnings():
         warnings.simplefilter("error", TuningRecordMissingWarning)
-        run_matmul(kiln.build(func, target="llvm", database=db))
-        run_matmul(kiln.build(func, target="llvm", database=str(tmp_path / "tuning.db")))
+        rt = kiln.build(func, target="llvm", database=db)
+        assert rt.build_timings["from_cache"]
+        run_matmul(rt)
+        rt = kiln.build(func, target="llvm", database=str(tmp_path / "tuning.db"), object_cache="")
+        assert not rt.build_timings["from_cache"]
+        run_matmul(rt)
 
 
 def test_a_second_run_resumes_and_spends_only_what_is_left(tmp_path):

@@ -156,8 +156,26 @@ def test_lowering_errors_are_kiln_errors():
 def test_build_timings():
     timings = kiln.build(add_one(16)).build_timings
     assert set(timings) == {"lower_ms", "codegen_ms", "optimize_ms", "emit_ms", "link_ms",
-                            "total_ms"}
+                            "total_ms", "from_cache"}
     assert timings["total_ms"] >= timings["lower_ms"] > 0
+    assert timings["from_cache"] is False
+
+
+def test_build_loads_what_it_compiled_before_from_an_object_cache(tmp_path):
+    a = kiln.nd.array(np.arange(16, dtype="float32"))
+    for k in range(3):
+        rt = kiln.build(add_one(16), object_cache=tmp_path / "objects")
+        assert rt.build_timings["from_cache"] is (k > 0)
+        assert (rt.build_timings["optimize_ms"] == 0) is (k > 0)
+        b = kiln.nd.empty((16,), "float32")
+        rt(a, b)
+        np.testing.assert_array_equal(b.numpy(), np.arange(16, dtype="float32") + 1)
+    assert "define" in rt.get_source("ll") and rt.get_source("asm")
+    # Another target is another object.
+    assert not kiln.build(add_one(16), "llvm -opt-level=2",
+                          object_cache=tmp_path / "objects").build_timings["from_cache"]
+    with pytest.raises(kiln.KilnTypeError, match="object_cache"):
+        kiln.build(add_one(16), object_cache=3)
 
 
 def test_compile_latency_of_a_small_elementwise_op():

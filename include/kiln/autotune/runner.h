@@ -109,6 +109,11 @@ struct RunnerConfig {
   // are timed one at a time (nothing is timed while they build); 0: the cores this process may
   // use, at most 4. With 1, each candidate is built, checked and timed before the next.
   int build_workers = 0;
+  // When not empty, a directory of compiled objects the workers share (see
+  // driver::BuildOptions::object_cache_dir): a candidate built before, e.g. again for the
+  // final rounds or by a resumed run, skips LLVM. tune_tir and tune_tasks use
+  // work_dir/object_cache.
+  std::string object_cache_dir;
   uint64_t seed = 0;  // of the random arguments
   // The worker executable; empty: $KILN_TUNE_WORKER, else kiln_tune_worker in the directory
   // of the binary that holds kiln's code (the Python extension's directory, python/kiln/).
@@ -143,8 +148,9 @@ struct MeasureResult {
   // Why the candidate failed, for the database: the build's message, the kernel's error, the
   // signal that killed the worker ("SIGSEGV"), the limit that was passed, the wrong element.
   std::string error;
-  double build_ms = 0;  // lowering and code generation in the worker (0 when never built)
-  int number = 0;       // calls per timed repeat (0 when never timed)
+  double build_ms = 0;            // lowering and code generation in the worker (0 when never built)
+  bool build_from_cache = false;  // the object came from RunnerConfig::object_cache_dir
+  int number = 0;                 // calls per timed repeat (0 when never timed)
 };
 
 // Asked between waits: true stops the batch (see Runner::set_interrupt_check).

@@ -20,6 +20,7 @@ struct JitTimings {
   double link_ms = 0;      // loading into the JIT and resolving the symbols
   double total_ms = 0;
   double cpu_ms = 0;  // CPU time of the calling thread over the whole compile (immune to load)
+  bool from_cache = false;  // the object came from the object cache (no optimize, no emit)
 };
 
 // Compiled functions living in this process. The code stays valid until the JitModule is
@@ -55,7 +56,8 @@ class JitModule {
   explicit JitModule(std::unique_ptr<Impl> impl);
   friend std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>&,
                                                 const Target&, const std::string&,
-                                                const std::map<std::string, void*>&);
+                                                const std::map<std::string, void*>&,
+                                                const std::string&);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -66,8 +68,12 @@ class JitModule {
 // those. `manifest_json` is embedded as kiln_module_manifest when not empty. Raises a kValue
 // error when the target is not for this CPU (another architecture, or ISA features this CPU
 // lacks), and the errors of codegen_llvm.
+// With `object_cache_dir`, the object file is looked up there by a hash of the generated LLVM
+// IR, the target and the optimization pipeline before LLVM optimizes and compiles it, and
+// stored there after (see src/codegen/object_cache.h; timings().from_cache tells which).
 std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>& funcs,
                                        const Target& target, const std::string& manifest_json,
-                                       const std::map<std::string, void*>& extra_symbols = {});
+                                       const std::map<std::string, void*>& extra_symbols = {},
+                                       const std::string& object_cache_dir = "");
 
 }  // namespace kiln::codegen

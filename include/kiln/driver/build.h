@@ -27,6 +27,10 @@ struct BuildOptions {
   // When not empty, the IR after each lowering pass is written there (see tir::LowerOptions;
   // the environment variable KILN_DUMP_IR is used when this is empty).
   std::string dump_dir;
+  // When not empty, a directory of compiled objects: a function built before for the same
+  // target (the same LLVM IR) skips LLVM's optimization and code generation (see
+  // codegen::compile_jit; timings().jit.from_cache).
+  std::string object_cache_dir;
 };
 
 // How long the phases of one build took, in milliseconds.

@@ -75,6 +75,10 @@ class RunnerConfig:
             time, each in the worker that built it (nothing is timed while they build); 0 is
             the cores this process may use, at most 4; 1 builds, checks and times each
             candidate before the next.
+        object_cache_dir: a directory of compiled objects that the workers share (None: no
+            cache): a candidate whose LLVM IR was compiled before for the same target, e.g.
+            again for the final rounds or by a resumed run, is loaded without running LLVM.
+            :func:`tune_tir` and :func:`tune_tasks` use ``work_dir/object_cache``.
     """
 
     warmup: int = 1
@@ -92,6 +96,7 @@ class RunnerConfig:
     worker: str = ""
     fault_plan: dict = None
     build_workers: int = 0
+    object_cache_dir: str = None
 
 
 RunnerConfig.__init__.__doc__ = ("Creates a RunnerConfig from its fields, in the order and with "
@@ -127,6 +132,8 @@ class MeasureResult:
             that killed the worker, the limit it passed, or the wrong element (index, expected,
             found).
         build_ms: the candidate's build time in the worker, in milliseconds.
+        build_from_cache: its object came from ``RunnerConfig.object_cache_dir`` (LLVM did
+            not run).
         number: calls per timed repeat.
     """
 
@@ -134,6 +141,7 @@ class MeasureResult:
     run_secs: _Tuple[float, ...] = ()
     error: str = ""
     build_ms: float = 0.0
+    build_from_cache: bool = False
     number: int = 0
 
     @property

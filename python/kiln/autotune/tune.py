@@ -11,7 +11,8 @@ Example::
 
 A tuning run keeps its state in ``work_dir``: the database ``tuning.db`` (every measured
 candidate, committed batch by batch), the cost model ``cost_model/`` (the next run starts from
-it) and the log ``tune.log``. Running the same command again resumes: the trials already in the
+it), the log ``tune.log`` and ``object_cache/``, the compiled candidates: a candidate built again
+(for the final rounds, or by a resumed run) is loaded without running LLVM. Running the same command again resumes: the trials already in the
 database count, so only the rest of the budget is spent. Records keep the thread count they were
 measured with, and only those of the run's own count are resumed: tuning a function for 1 thread
 and then for 2 in one database tunes both, and a build applies the record of its thread count.
@@ -362,13 +363,13 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
             the weight is how often a function runs per run of the whole model.
         target (str): the target string ("llvm": this machine's CPU; "opencl" or "cuda": the
             first such device here, on which the candidates are measured).
-        work_dir (str or os.PathLike): where tuning.db, the cost model and tune.log live
-            (created when missing).
+        work_dir (str or os.PathLike): where tuning.db, the cost model, tune.log and the
+            compiled candidates (object_cache/) live (created when missing).
         database (Database or path): the database to tune into (default work_dir/tuning.db).
         config (TuneConfig): the search's settings; keyword arguments override its fields
             (e.g. ``baseline=None``: no baseline schedule is measured).
         runner (LocalRunner): measures the candidates (default: a LocalRunner with
-            ``screen_repeat`` repeats).
+            ``screen_repeat`` repeats, and work_dir/object_cache as its object cache).
         cost_model (CostModel): the model (default: the one saved in work_dir, else a new one).
         progress (bool): show a progress bar per task (tqdm).
         weights (list of float): one weight per entry of ``tasks`` (instead of weights in the
@@ -436,8 +437,11 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
         os.makedirs(os.fspath(work_dir), exist_ok=True)
     db = _database(database, work_dir, api)
     if runner is None:
+        object_cache = (os.path.join(os.fspath(work_dir), "object_cache")
+                        if work_dir is not None else None)
         runner = LocalRunner(RunnerConfig(repeat=config.screen_repeat,
-                                          num_threads=config.num_threads))
+                                          num_threads=config.num_threads,
+                                          object_cache_dir=object_cache))
     model_dir = os.path.join(os.fspath(work_dir), "cost_model") if work_dir is not None else None
     if cost_model is None:
         cost_model = CostModel()
