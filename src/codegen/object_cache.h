@@ -26,7 +26,7 @@ class ObjectCache {
   explicit ObjectCache(std::string dir) : dir_(std::move(dir)) {}
 
   // The key of the object of `module` (unoptimized) for `target`: a hex BLAKE3 hash of the
-  // module's text, the target's triple, CPU, features, opt level and FP contraction, the
+  // module's bitcode, the target's triple, CPU, features, opt level and FP contraction, the
   // optimization pipeline of that level, LLVM's version and the cache's format version.
   static std::string key(const llvm::Module& module, const Target& target);
 
