@@ -33,16 +33,33 @@ Expr RewriteSimplifier::visit(const Select* op) {
   return e;
 }
 
+namespace {
+
+// A number: no fact about a condition can simplify it.
+bool is_number(const Expr& e) {
+  return e.is<IntImm>() || e.is<FloatImm>();
+}
+
+}  // namespace
+
 Expr RewriteSimplifier::visit_if_then_else(const Call* op) {
   Expr c = mutate(op->args[0]);
   Expr t, f;
   if (!c.is<IntImm>()) {
-    {
+    // An arm that is a number (the padding value of a guarded load) needs no facts; the
+    // negated condition, simplified only for them, costs as much as the condition.
+    if (is_number(op->args[1])) {
+      t = op->args[1];
+    } else {
       FactScope scope(impl_, c);
       t = mutate(op->args[1]);
     }
-    FactScope scope(impl_, mutate(logical_not(c)));
-    f = mutate(op->args[2]);
+    if (is_number(op->args[2])) {
+      f = op->args[2];
+    } else {
+      FactScope scope(impl_, mutate(logical_not(c)));
+      f = mutate(op->args[2]);
+    }
   } else {
     t = mutate(op->args[1]);
     f = mutate(op->args[2]);

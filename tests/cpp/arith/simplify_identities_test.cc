@@ -375,6 +375,11 @@ TEST_F(SimplifyIdentities, SelectCastLetCalls) {
       {"if_then_else(x == 3, x + 1, 0)", if_then_else(eq(x, 3), x + 1, 0),
        if_then_else(eq(x, 3), i32(4), i32(0))},
       {"if_then_else(b, x, x)", if_then_else(b, x, x), x},
+      // Each arm that is not a number is simplified knowing its side of the condition.
+      {"if_then_else(x < 3, 7, min(x, 2))", if_then_else(lt(x, 3), i32(7), min(x, i32(2))),
+       if_then_else(lt(x, 3), i32(7), i32(2))},
+      {"if_then_else(x < 3, max(x, 2), 0)", if_then_else(lt(x, 3), max(x, i32(2)), 0),
+       if_then_else(lt(x, 3), i32(2), i32(0))},
       {"cast(int32, cast(int64, x))", cast(DataType::int32(), cast(i64, x)), x},
       {"cast(int64, 3)", make<Cast>(i64, i32(3)), make_const(i64, int64_t{3})},
       {"let v = 3 in v + 1", let(v, i32(3), v + 1), i32(4)},
