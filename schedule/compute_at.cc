@@ -271,12 +271,7 @@ class ComputeAtPlanner {
       });
       if (used.empty()) continue;
       const int64_t* width = as_const_int(region.region[d].extent);
-      // The common case without the iterator map: one relaxed loop, whose steps are no wider
-      // than what each writes.
-      if (used.size() == 1 && width != nullptr) {
-        std::optional<int64_t> step = linear_coefficient(index, *used.begin());
-        if (step && *step > 0 && *step <= *width) continue;
-      }
+      if (width != nullptr && fused_without_holes(index, used, relaxed, *width)) continue;
       arith::Analyzer analyzer;
       arith::IterMapResult map = arith::detect_iter_map(
           {index}, relaxed, bool_const(true), arith::IterMapLevel::kSurjective, &analyzer);
@@ -295,6 +290,34 @@ class ComputeAtPlanner {
                block_name() + " would read the values in between before they are written",
            producer.realize);
     }
+  }
+
+  // The common cases of check_contiguous, decided without the iterator map: `index` is a sum
+  // of c_k * v_k over the relaxed loops it uses, and either one loop steps by c_1 > 0 or several
+  // of constant extents e_k fuse into one iterator (sorted by c_k: c_1 > 0, c_k+1 = c_k * e_k,
+  // the iterator map's surjective case); steps of c_1 no wider than the `width` written each
+  // time leave no hole. Anything else goes to the iterator map.
+  static bool fused_without_holes(const Expr& index, const std::unordered_set<const Var*>& used,
+                                  const arith::IterRanges& relaxed, int64_t width) {
+    std::vector<std::pair<int64_t, int64_t>> splits;  // (coefficient, extent)
+    for (const Var* v : used) {
+      std::optional<int64_t> c = linear_coefficient(index, v);
+      if (!c || *c <= 0) return false;
+      // One loop of any extent steps by c; several need their extents to fuse.
+      const int64_t* extent = as_const_int(relaxed.at(v).extent);
+      if (used.size() == 1) return *c <= width;
+      if (extent == nullptr || *extent < 1) return false;
+      if (*extent > 1) splits.emplace_back(*c, *extent);
+    }
+    std::sort(splits.begin(), splits.end());
+    for (size_t k = 1; k < splits.size(); ++k) {
+      int64_t next = 0;
+      if (__builtin_mul_overflow(splits[k - 1].first, splits[k - 1].second, &next) ||
+          splits[k].first != next) {
+        return false;
+      }
+    }
+    return splits.empty() || splits[0].first <= width;
   }
 
   // Whether a statement of the scope lies in the scope block's init rather than its body.

@@ -602,6 +602,19 @@ def test_reverse_compute_at_error_strided_producer():
                  "cover a contiguous range")
 
 
+def test_reverse_compute_at_over_rows_of_two_loops():
+    # Under i_0, C writes rows i_0 * 4 + i_1 * 2 + i_2: i_1 and i_2 fuse into the 4 rows of
+    # the tile, a contiguous range.
+    func = matmul_relu()
+    sch = tir.Schedule(func)
+    c, d = sch.get_block("C"), sch.get_block("D")
+    i, _, _ = sch.get_loops(c)
+    i_0, _, _ = sch.split(i, factors=[None, 2, 2])
+    sch.reverse_compute_at(d, i_0)
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
+
+
 def test_reverse_compute_at_under_the_tail_of_a_non_divisible_split():
     # C's rows i_0 * 5 + i_1 stop at 16: under i_1 the consumer follows the row C writes, and
     # its own bound check skips the rows past the end.
