@@ -178,8 +178,9 @@ class TaskSearch {
             << "  best " << gflops(best_seconds_) << " GFLOP/s  batch best " << gflops(batch_best_)
             << " GFLOP/s  recall@" << recall_k(batch.size()) << " "
             << (recall_ < 0 ? std::string("-") : std::to_string(recall_)) << "  population "
-            << population_.size() << "  time generate " << generate_s << " s, evolve " << evolve_s
-            << " s, measure " << measure_s << " s, train " << train_s << " s  per candidate: "
+            << population_.size() << " (" << same_code_ << " dropped: the code of another)"
+            << "  time generate " << generate_s << " s, evolve " << evolve_s << " s, measure "
+            << measure_s << " s, train " << train_s << " s  per candidate: "
             << "search " << 1e3 * (generate_s + evolve_s) / static_cast<double>(analyzed) << " ms ("
             << analyzed << "), build "
             << build_ms / static_cast<double>(std::max<size_t>(1, results.size())) << " ms"
@@ -288,6 +289,10 @@ class TaskSearch {
     ++analyzed_;
     if (!m.scored.valid) {
       ++rejected_lowering_;
+      return;
+    }
+    if (!codes_.insert(m.scored.code_hash).second) {
+      ++same_code_;  // another schedule of this code is in the population or measured
       return;
     }
     m.candidate = std::move(candidate);
@@ -558,7 +563,10 @@ class TaskSearch {
     // The space's own copy of the schedule, if it samples one, is not measured besides it.
     seen_.insert(m.candidate.hash);
     m.scored = scorer_.analyze(m.candidate.mod);
-    if (m.scored.valid) scorer_.score(model_, group_, {&m.scored});
+    if (m.scored.valid) {
+      scorer_.score(model_, group_, {&m.scored});
+      codes_.insert(m.scored.code_hash);
+    }
     baseline_ = std::move(m);
   }
 
@@ -628,7 +636,7 @@ class TaskSearch {
       if (!c || measured_.count(c->hash) != 0) continue;
       Member m;
       m.scored = scorer_.analyze(c->mod);
-      if (!m.scored.valid) continue;
+      if (!m.scored.valid || codes_.count(m.scored.code_hash) != 0) continue;
       m.candidate = std::move(*c);
       m.generation = generation_;
       candidates.push_back(std::move(m));
@@ -641,7 +649,9 @@ class TaskSearch {
     std::vector<Member> batch;
     for (Member& m : candidates) {
       if (static_cast<int64_t>(batch.size()) >= budget) break;
-      if (hashes.insert(m.candidate.hash).second) batch.push_back(std::move(m));
+      if (hashes.insert(m.candidate.hash).second && codes_.insert(m.scored.code_hash).second) {
+        batch.push_back(std::move(m));
+      }
     }
     std::vector<MeasureInput> inputs;
     for (const Member& m : batch) inputs.push_back(MeasureInput{m.candidate.mod, ""});
@@ -778,6 +788,7 @@ class TaskSearch {
   Workload workload_;
   Clock::time_point start_;
   std::unordered_set<uint64_t> measured_, seen_;
+  std::unordered_set<uint64_t> codes_;  // Scored::code_hash of the population and the measured
   std::vector<Member> population_, fresh_;
   std::vector<Candidate> seeds_;
   std::optional<Member> baseline_;         // measured in the first round
@@ -791,7 +802,7 @@ class TaskSearch {
   double best_seconds_ = 0, best_sampled_seconds_ = 0, batch_best_ = 0, recall_ = -1;
   double seconds_to_90_ = 0;
   std::string best_trace_json_, final_from_cache_;
-  int64_t trials_before_ = 0, trials_this_run_ = 0, rejected_lowering_ = 0;
+  int64_t trials_before_ = 0, trials_this_run_ = 0, rejected_lowering_ = 0, same_code_ = 0;
   int generation_ = 0, empty_rounds_ = 0;
   bool exhausted_ = false, interrupted_ = false;
   std::vector<std::pair<int64_t, double>> history_;

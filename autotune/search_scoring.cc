@@ -2,6 +2,7 @@
 #include "autotune/search_scoring.h"
 
 #include "kiln/autotune/features.h"
+#include "kiln/ir/structural.h"
 #include "kiln/support/error.h"
 #include "kiln/tir/pipeline.h"
 
@@ -18,6 +19,7 @@ Scored Scorer::analyze(const ir::Ref<ir::IRModule>& mod) const {
     CandidateAnalysis analysis = analyze_candidate(lowered, target_, machine_);
     scored.features = std::move(analysis.features);
     scored.prior = analysis.prior;
+    scored.code_hash = ir::structural_hash(lowered);
     scored.valid = true;
   } catch (const Error&) {
     scored.valid = false;

@@ -18,6 +18,9 @@ struct Scored {
   std::vector<float> features;
   double prior = 0;  // analytical_prior
   double score = 0;  // the blended score, higher = faster
+  // The structural hash of the lowered function: two schedules that lower to the same code
+  // run the same, and the search measures one of them.
+  uint64_t code_hash = 0;
 };
 
 class Scorer {

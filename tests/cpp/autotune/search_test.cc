@@ -49,12 +49,14 @@ class FakeRunner : public Runner {
       Ref<PrimFunc> f = input.mod->lookup("main");
       uint64_t hash = structural_hash(f);
       bool again = ++measured_[hash] > 1 && batch.size() == 1;  // the drift check
-      double seconds = scale_ * task_.flops / (1e9 * analytical_prior(tir::lower(f), task_.target));
+      Ref<PrimFunc> lowered = tir::lower(f);
+      if (!interleaving_ && !again) ++codes_[structural_hash(lowered)];
+      double seconds = scale_ * task_.flops / (1e9 * analytical_prior(lowered, task_.target));
       // Candidates the prior rates alike differ by a few parts per billion: no two tie.
       seconds *= 1 + 1e-9 * static_cast<double>(hash % 1000);
       if (hash == fast_hash_) seconds *= 0.01;
       if (again) seconds *= again_;
-      if (!interleaving_ && hash % 2 == 0) seconds *= even_screens_;
+      if (!interleaving_ && hash % 2 == 1) seconds *= odd_screens_;
       MeasureResult r;
       r.status = RecordStatus::kOk;
       r.run_secs.assign(static_cast<size_t>(std::max(repeat, 1)), seconds);
@@ -98,13 +100,14 @@ class FakeRunner : public Runner {
 
   std::map<uint64_t, int> measured_;
   std::vector<double> times_;
-  double scale_ = 1;        // the machine's speed: every time is multiplied by it
-  int num_threads_ = 2;     // the threads the candidates "run" on
-  uint64_t fast_hash_ = 0;  // the candidate with this hash runs 100 times faster
+  std::map<uint64_t, int> codes_;  // the lowered functions run() measured (not the drift check)
+  double scale_ = 1;               // the machine's speed: every time is multiplied by it
+  int num_threads_ = 2;            // the threads the candidates "run" on
+  uint64_t fast_hash_ = 0;         // the candidate with this hash runs 100 times faster
   double again_ = 1;  // a candidate timed again alone (the drift check) takes this much longer
-  // The candidates of even hashes take this much longer when run() times them (screened while
+  // The candidates of odd hashes take this much longer when run() times them (screened while
   // the machine was slower), not in interleaved rounds.
-  double even_screens_ = 1;
+  double odd_screens_ = 1;
   // The final rounds' times are multiplied by these, per round, when they are set.
   std::vector<double> fastest_rounds_, other_rounds_;
   uint64_t interleaved_fastest_ = 0;  // the fastest member of the final rounds
@@ -179,6 +182,7 @@ const Record& fastest_of(const std::vector<Record>& records) {
 }
 
 TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
+  // Without measuring a schedule twice, nor two schedules of the same code.
   TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
   FakeRunner runner;
   CostModel model;
@@ -187,6 +191,9 @@ TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
   EXPECT_EQ(results[0].trials, 40);
   EXPECT_EQ(results[0].trials_this_run, 40);
   for (const auto& [hash, count] : runner.measured_) EXPECT_EQ(count, 1) << hash;
+  // Nor two schedules that lower to the same code.
+  for (const auto& [hash, count] : runner.codes_) EXPECT_EQ(count, 1) << hash;
+  EXPECT_EQ(runner.codes_.size(), 40u);
   Workload w = commit_task_workload(*db_, task);
   TargetKey key = runner.target_key();
   // The trials, the pool's 16 re-measurements and the two final ones.
@@ -277,12 +284,12 @@ TEST_F(SearchTest, TheFastestMeasurementIsTimedAgainInTheFinalRounds) {
 }
 
 TEST_F(SearchTest, ACandidateScreenedWhileTheMachineWasSlowReachesTheFinalRoundsThroughThePool) {
-  // Candidates of even hashes are screened 100 times slower than they run in interleaved rounds
+  // Candidates of odd hashes are screened 100 times slower than they run in interleaved rounds
   // (the pool of the top 16 by their screens holds the best of them): the fastest of the
   // pool ranks below the top two by its screen, and wins the final rounds.
   TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
   FakeRunner runner;
-  runner.even_screens_ = 100;
+  runner.odd_screens_ = 100;
   CostModel model;
   SearchConfig c = config(24);
   c.local_search_trials = 0;
