@@ -117,10 +117,27 @@ class TaskSearch {
     target_ = runner_.target_key();
     workload_ = commit_task_workload(db_, task_);
     for (uint64_t hash : db_.measured_hashes(workload_.id, target_)) measured_.insert(hash);
+    load_measured_codes();
     // Trials are distinct candidates: the final re-measurements add records, not trials.
     trials_before_ = static_cast<int64_t>(measured_.size());
     load_best_from_database();
     prepare_baseline();
+  }
+
+  // The code of the records measured before (their search JSON's "code_hash"), so that a
+  // resumed run does not measure twins of them either.
+  void load_measured_codes() {
+    RecordQuery query;
+    query.workload_id = workload_.id;
+    query.target = target_;
+    for (const Record& r : db_.records(query)) {
+      Json search = Json::parse(r.search_json, nullptr, /*allow_exceptions=*/false);
+      if (!search.is_object()) continue;
+      auto code = search.find("code_hash");
+      if (code != search.end() && code->is_number_unsigned() && code->get<uint64_t>() != 0) {
+        codes_.insert(code->get<uint64_t>());
+      }
+    }
   }
 
   const TuneTask& task() const { return task_; }
@@ -412,6 +429,7 @@ class TaskSearch {
         records.push_back(
             measurement_of(m.candidate, r,
                            {{"stage", stage},
+                            {"code_hash", m.scored.code_hash},
                             {"sketch", m.candidate.sketch},
                             {"decisions_length", m.candidate.decisions.instructions().size()},
                             {"generation", m.generation},
@@ -419,6 +437,7 @@ class TaskSearch {
       } else {
         records.push_back(measurement_of(m.candidate, r,
                                          {{"stage", "baseline"},
+                                          {"code_hash", m.scored.code_hash},
                                           {"baseline", m.baseline},
                                           {"predicted_score", m.scored.score}}));
         log_baseline(m.baseline, r);

@@ -87,6 +87,12 @@ def test_tune_tir_stores_a_schedule_that_build_applies(tmp_path):
     records = db.records(workload)
     assert len({r.candidate_hash for r in records}) == 16
     assert all(r.status == "ok" for r in records)
+    # Each trial keeps the hash of its lowered code (a resumed run skips schedules of that
+    # code), and no two trials share one.
+    trials = [r for r in records if r.search.get("stage") in ("screen", "local", "baseline")]
+    codes = [r.search["code_hash"] for r in trials]
+    assert all(isinstance(c, int) and c > 0 for c in codes)
+    assert len(set(codes)) == len(codes) == 16
     # The best schedule replays on the function and differs from it.
     sch = ms.compile_tir(db, func, target="llvm")
     assert isinstance(sch, tir.Schedule)

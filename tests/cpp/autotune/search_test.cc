@@ -319,10 +319,8 @@ TEST_F(SearchTest, AResumedRunSpendsOnlyWhatIsLeft) {
   CostModel model;
   SearchConfig c = config(16);
   c.final_top_k = 0;
-  {
-    FakeRunner runner;
-    tune_tasks({task}, *db_, runner, model, c);
-  }
+  FakeRunner first;
+  tune_tasks({task}, *db_, first, model, c);
   FakeRunner again;
   std::vector<TaskResult> same = tune_tasks({task}, *db_, again, model, c);
   EXPECT_EQ(same[0].trials_this_run, 0);
@@ -332,6 +330,9 @@ TEST_F(SearchTest, AResumedRunSpendsOnlyWhatIsLeft) {
   std::vector<TaskResult> rest = tune_tasks({task}, *db_, more, model, c);
   EXPECT_EQ(rest[0].trials_this_run, 8);
   EXPECT_EQ(rest[0].trials, 24);
+  // Nor twins of the first run's candidates: their records keep the hash of their code.
+  EXPECT_EQ(more.codes_.size(), 8u);
+  for (const auto& [code, count] : more.codes_) EXPECT_EQ(first.codes_.count(code), 0u) << code;
 }
 
 TEST_F(SearchTest, EachThreadCountIsTunedAndResumedOnItsOwn) {
