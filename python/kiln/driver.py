@@ -34,9 +34,10 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None, ob
         object_cache (str or os.PathLike, optional): a directory of compiled objects: a
             function whose LLVM IR was compiled before for the same target is loaded from it
             without running LLVM's optimizer and code generator, and a new one is stored there
-            (``rt.build_timings["from_cache"]`` says which). Default: with a database in a
-            tuning work_dir, that work_dir's ``object_cache`` when it exists (the tuner
-            compiled the best record there), else none; "" for none.
+            (``rt.build_timings["from_cache"]`` says which). Default: with a database, the
+            ``object_cache`` its tuning left when there is one (that of the database's
+            directory, a tune_tir work_dir, or of DB_work, ``kiln tune --db DB``'s), where the
+            tuner compiled the best record; else none; "" for none.
 
     Returns:
         kiln.runtime.Module: ``rt["main"](a, b, c)`` or ``rt(a, b, c)``. When the target
@@ -77,12 +78,12 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None, ob
                             f"kiln.target.Target, found an object of type "
                             f"{type(target).__name__}")
     if database is not None:
-        func_or_mod, work_dir = _apply_database(func_or_mod, target, database)
+        func_or_mod, caches = _apply_database(func_or_mod, target, database)
         # The canonical string, as the tuner's workers built the records: the same LLVM IR, so
         # the object they compiled is found in the cache.
         target = str(Target(target))
-        if object_cache is None and os.path.isdir(os.path.join(work_dir, "object_cache")):
-            object_cache = os.path.join(work_dir, "object_cache")
+        if object_cache is None:
+            object_cache = next((d for d in caches if os.path.isdir(d)), None)
     module = Module(_driver.build(func_or_mod, target, name, dump_ir, object_cache))
     for message in module.warnings:
         warnings.warn(message, VectorizeFallbackWarning, stacklevel=2)
@@ -95,8 +96,9 @@ _warned_missing = set()
 
 
 def _apply_database(func_or_mod, target, database):
-    """func_or_mod with each function replaced by its best stored schedule, and the directory of
-    the database."""
+    """func_or_mod with each function replaced by its best stored schedule, and where the tuner
+    may have left its compiled candidates: the object_cache of the database's directory (a
+    tune_tir work_dir) or of DB_work (``kiln tune --db DB``)."""
     from . import autotune, ir, tir
     from ._kiln import autotune as _core
     from .autotune.database import TargetKey, _device_text
@@ -109,7 +111,7 @@ def _apply_database(func_or_mod, target, database):
     elif isinstance(func_or_mod, ir.IRModule):
         functions, single = dict(func_or_mod.functions), False
     else:
-        return func_or_mod, ""  # _driver.build names the wrong type
+        return func_or_mod, []  # _driver.build names the wrong type
     db = database if isinstance(database, autotune.Database) else autotune.Database(database)
     tuned = {}
     for fname, func in functions.items():
@@ -126,4 +128,7 @@ def _apply_database(func_or_mod, target, database):
             tuned[fname] = func
         else:
             tuned[fname] = next(iter(sch.mod.functions.values()))
-    return (tuned["main"] if single else ir.IRModule(tuned)), os.path.dirname(os.path.abspath(db.path))
+    path = os.path.abspath(db.path)
+    caches = [os.path.join(os.path.dirname(path), "object_cache"),
+              os.path.join(os.path.splitext(path)[0] + "_work", "object_cache")]
+    return (tuned["main"] if single else ir.IRModule(tuned)), caches

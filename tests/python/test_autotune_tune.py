@@ -269,6 +269,11 @@ def test_cli_tunes_a_file_and_shows_the_database(tmp_path):
     header, _, *rows = shown.stdout.splitlines()
     at = header.index("threads")  # the device column has spaces: cut at the column's offset
     assert len(rows) == 2 and all(row[at:].split()[0] == threads for row in rows)
+    # The candidates were compiled into t_work/object_cache, where a build from t.db finds them.
+    assert (tmp_path / "t_work" / "object_cache").is_dir()
+    rt = kiln.build(matmul(48), database=db)
+    assert rt.build_timings["from_cache"]
+    run_matmul(rt)
     exported = cli("db", "export", db, tmp_path / "e.jsonl")
     assert exported.returncode == 0 and (tmp_path / "e.jsonl").stat().st_size > 0
     missing = cli("tune", f"{path}:nothing", "--db", db)
