@@ -717,7 +717,7 @@ class TaskSearch {
       members = std::move(kept);
     }
     if (members.size() < 2) return;
-    run_final(members, config_.final_rounds, "final");
+    std::vector<MeasureResult> results = run_final(members, config_.final_rounds, "final");
     std::vector<Record> best = db_.best(workload_.id, target_, 1, ThreadMatch::kExact);
     if (!best.empty() && best[0].median) {
       best_seconds_ = *best[0].median;
@@ -726,7 +726,7 @@ class TaskSearch {
     if (log_ != nullptr) {
       *log_ << "[" << task_.name << "] final: " << members.size() << " candidates x "
             << config_.final_rounds << " interleaved rounds, best " << gflops(best_seconds_)
-            << " GFLOP/s" << final_from_cache_ << "\n";
+            << " GFLOP/s" << from_object_cache(results) << "\n";
     }
   }
 
@@ -789,7 +789,6 @@ class TaskSearch {
             << " candidates x " << rounds << " interleaved rounds" << from_object_cache(results)
             << "\n";
     }
-    if (final_stage) final_from_cache_ = from_object_cache(results);
     return results;
   }
 
@@ -820,7 +819,7 @@ class TaskSearch {
   std::vector<std::pair<int64_t, double>> drift_;
   double best_seconds_ = 0, best_sampled_seconds_ = 0, batch_best_ = 0, recall_ = -1;
   double seconds_to_90_ = 0;
-  std::string best_trace_json_, final_from_cache_;
+  std::string best_trace_json_;
   int64_t trials_before_ = 0, trials_this_run_ = 0, rejected_lowering_ = 0, same_code_ = 0;
   int generation_ = 0, empty_rounds_ = 0;
   bool exhausted_ = false, interrupted_ = false;

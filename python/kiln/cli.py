@@ -127,7 +127,8 @@ def main(argv=None):
     tune.add_argument("--per-task", type=int, default=0, help="trials of each task at most")
     tune.add_argument("--per-iter", type=int, default=32, help="candidates measured per round")
     tune.add_argument("--db", default="tuning.db")
-    tune.add_argument("--work-dir", default=None, help="cost model, log and compiled candidates (default DB_work)")
+    tune.add_argument("--work-dir", default=None,
+                      help="cost model, log and compiled candidates (default DB_work)")
     tune.add_argument("--seed", type=int, default=1)
     tune.add_argument("--threads", type=int, default=0)
     tune.add_argument("--no-progress", action="store_true")

@@ -304,8 +304,8 @@ std::unique_ptr<JitModule> compile_jit(const std::vector<ir::Ref<ir::PrimFunc>>&
     phase = Clock::now();
     object = detail::emit_machine_code(*module, *machine, detail::MachineCodeKind::kObject);
     module.reset();
-    cache.store(cache_key, *object);
     impl->timings.emit_ms = ms_since(phase);
+    cache.store(cache_key, *object);
   }
 
   // Step 2. Load the object into a fresh dylib and resolve every exported symbol.

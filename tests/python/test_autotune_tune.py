@@ -121,7 +121,8 @@ def test_tune_tir_stores_a_schedule_that_build_applies(tmp_path):
         rt = kiln.build(func, target="llvm", database=db)
         assert rt.build_timings["from_cache"]
         run_matmul(rt)
-        rt = kiln.build(func, target="llvm", database=str(tmp_path / "tuning.db"), object_cache="")
+        rt = kiln.build(func, target="llvm", database=str(tmp_path / "tuning.db"),
+                        object_cache="")
         assert not rt.build_timings["from_cache"]
         run_matmul(rt)
 

@@ -12,10 +12,11 @@ Example::
 A tuning run keeps its state in ``work_dir``: the database ``tuning.db`` (every measured
 candidate, committed batch by batch), the cost model ``cost_model/`` (the next run starts from
 it), the log ``tune.log`` and ``object_cache/``, the compiled candidates: a candidate built again
-(for the final rounds, or by a resumed run) is loaded without running LLVM. Running the same command again resumes: the trials already in the
-database count, so only the rest of the budget is spent. Records keep the thread count they were
-measured with, and only those of the run's own count are resumed: tuning a function for 1 thread
-and then for 2 in one database tunes both, and a build applies the record of its thread count.
+(for the final rounds, or by a resumed run) is loaded without running LLVM. Running the same
+command again resumes: the trials already in the database count, so only the rest of the budget
+is spent. Records keep the thread count they were measured with, and only those of the run's own
+count are resumed: tuning a function for 1 thread and then for 2 in one database tunes both, and
+a build applies the record of its thread count.
 
 The first round of each task also measures a baseline schedule, by default
 topi.default_schedule's, as an ordinary record (its stage is "baseline"; tune.log says
