@@ -100,11 +100,9 @@ const int64_t* constant_step(arith::Analyzer* ana, const Expr& f, const Ref<Var>
 // Finds the comparisons in the body of `loop` that can split it (see Candidate).
 class CandidateCollector : public IRVisitor {
  public:
-  CandidateCollector(const For* loop, const std::vector<LoopInfo>& outer,
-                     const std::vector<Expr>& excluded)
-      : loop_(loop), excluded_(excluded) {
-    for (const LoopInfo& info : outer) ana_.bind(info.var, info.range, true);
-    ana_.bind(loop->loop_var, Range{loop->min, loop->extent}, true);
+  // `ana` knows the loops around `loop` (LoopPartitioner binds them as it enters them).
+  CandidateCollector(const For* loop, arith::Analyzer* ana, const std::vector<Expr>& excluded)
+      : loop_(loop), excluded_(excluded), ana_(*ana) {
     post_order_visit(loop->body, [&](const Node* node) {
       switch (node->kind()) {
         case NodeKind::For:
@@ -126,6 +124,7 @@ class CandidateCollector : public IRVisitor {
   }
 
   std::vector<Candidate> collect() {
+    arith::ConstraintScope scope(&ana_, loop_->loop_var, Range{loop_->min, loop_->extent});
     visit_stmt(loop_->body);
     return std::move(found_);
   }
@@ -137,7 +136,7 @@ class CandidateCollector : public IRVisitor {
     visit_expr(op->min);
     visit_expr(op->extent);
     inner_.push_back({op->loop_var, Range{op->min, op->extent}});
-    ana_.bind(op->loop_var, Range{op->min, op->extent}, true);
+    arith::ConstraintScope scope(&ana_, op->loop_var, Range{op->min, op->extent});
     visit_stmt(op->body);
     inner_.pop_back();
   }
@@ -216,7 +215,7 @@ class CandidateCollector : public IRVisitor {
 
   const For* loop_;
   const std::vector<Expr>& excluded_;
-  arith::Analyzer ana_;
+  arith::Analyzer& ana_;
   std::unordered_set<const Var*> defined_inside_;
   std::vector<LoopInfo> inner_;
   std::vector<Candidate> found_;
@@ -355,23 +354,21 @@ class LoopPartitioner : public IRMutator {
       for (const auto& [var, atom] : checked_) {
         if (var == op->loop_var.get()) excluded.push_back(atom);
       }
-      for (const Candidate& c : CandidateCollector(op, outer_, excluded).collect()) {
+      for (const Candidate& c : CandidateCollector(op, &ana_, excluded).collect()) {
         if (Stmt s = partition(op, c); s.defined()) return s;
       }
     }
-    outer_.push_back({op->loop_var, Range{op->min, op->extent}});
+    arith::ConstraintScope scope(&ana_, op->loop_var, Range{op->min, op->extent});
     if (is_thread_loop(*op)) thread_vars_.insert(op->loop_var.get());
     Stmt result = IRMutator::visit(op);
     thread_vars_.erase(op->loop_var.get());
-    outer_.pop_back();
     return result;
   }
 
  private:
   // The loop split on `c`, or null when neither a steady nor a decided-false part would remain.
   Stmt partition(const For* op, const Candidate& c) {
-    arith::Analyzer ana;
-    for (const LoopInfo& info : outer_) ana.bind(info.var, info.range, true);
+    arith::Analyzer& ana = ana_;  // it knows the loops around op
     // Step 1. The split points. With k < 0 the comparison holds for every inner iteration up
     // to floor(h_min / -k) and for none from floor(h_max / -k) + 1 on; with k > 0 it holds for
     // none below ceil(-h_max / k) and for every one from ceil(-h_min / k) on.
@@ -466,7 +463,10 @@ class LoopPartitioner : public IRMutator {
     return found;
   }
 
-  std::vector<LoopInfo> outer_;
+  // The loops around the one visited, bound to their ranges (each while it is visited), for
+  // the candidates and split points: binding a loop nest once, not again for each of its loops
+  // (symbolic ranges of earlier splits are slow to simplify).
+  arith::Analyzer ana_;
   std::unordered_set<const Var*> thread_vars_;  // of the enclosing threadIdx loops
   // Comparisons that peeled checked parts are not split on again, at any depth.
   std::vector<Expr> excluded_;

@@ -302,7 +302,7 @@ class Vectorizer : public IRMutator {
     if (op->kind != ForKind::kSerial && op->kind != ForKind::kUnrolled) {
       fail("it contains the ", for_kind_name(op->kind), " loop ", op->loop_var->name);
     }
-    ana_->bind(op->loop_var, Range{min, extent}, true);
+    arith::ConstraintScope scope(ana_, op->loop_var, Range{min, extent});
     Stmt body = mutate(op->body);
     if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return op;
     auto loop = copy(op);
@@ -495,7 +495,7 @@ class LoopVectorizer : public IRMutator {
   using IRMutator::visit;
 
   Stmt visit(const For* op) override {
-    ana_.bind(op->loop_var, Range{op->min, op->extent}, true);
+    arith::ConstraintScope scope(&ana_, op->loop_var, Range{op->min, op->extent});
     bool threads = op->kind == ForKind::kParallel || op->kind == ForKind::kThreadBinding;
     if (threads) frames_.push_back({{}, op->kind == ForKind::kParallel});
     Stmt result = IRMutator::visit(op);

@@ -381,6 +381,25 @@ ConstraintScope::ConstraintScope(Analyzer* analyzer, const Expr& condition) : an
   impl->add_condition(simplified, true);
 }
 
+ConstraintScope Analyzer::enter_range(const Ref<Var>& v, const Range& range) {
+  return ConstraintScope(this, v, range);
+}
+
+ConstraintScope::ConstraintScope(Analyzer* analyzer, const Ref<Var>& v, const Range& range)
+    : analyzer_(analyzer) {
+  internal_check(analyzer != nullptr && v.defined() && range.min.defined() &&
+                 range.extent.defined())
+      << "ConstraintScope: null analyzer, variable or range";
+  Analyzer::Impl* impl = analyzer->impl();
+  depth_ = impl->push_frame();
+  try {
+    impl->bind_range(v, range, true);
+  } catch (...) {
+    impl->pop_frame(depth_);
+    throw;
+  }
+}
+
 ConstraintScope::~ConstraintScope() {
   analyzer_->impl()->pop_frame(depth_);
 }

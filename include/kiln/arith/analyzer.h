@@ -101,6 +101,11 @@ class Analyzer {
   // of known bounds also tightens the variable's bound, and `floormod(v, c) == r` its modular
   // set.
   [[nodiscard]] ConstraintScope enter_constraint(const ir::Expr& condition);
+  // Binds v to [range.min, range.min + range.extent) until the returned scope ends, over what
+  // was known of v (as bind with allow_override): a loop variable while its body is visited.
+  // The conditions of a symbolic range leave with the scope, so that the loops visited after it
+  // do not carry them into every later proof.
+  [[nodiscard]] ConstraintScope enter_range(const ir::Ref<ir::Var>& v, const ir::Range& range);
 
   // The private state, shared by the analyses in src/arith.
   struct Impl;
@@ -115,6 +120,7 @@ class Analyzer {
 class ConstraintScope {
  public:
   ConstraintScope(Analyzer* analyzer, const ir::Expr& condition);
+  ConstraintScope(Analyzer* analyzer, const ir::Ref<ir::Var>& v, const ir::Range& range);
   ~ConstraintScope();
   ConstraintScope(const ConstraintScope&) = delete;
   ConstraintScope& operator=(const ConstraintScope&) = delete;

@@ -88,6 +88,27 @@ TEST(ConstraintScope, ConditionsThatAreNotArithmetic) {
   EXPECT_FALSE(ana.can_prove(b));
 }
 
+TEST(ConstraintScope, BindsARangeUntilItEnds) {
+  Analyzer ana;
+  Ref<Var> i = make_var("i"), j = make_var("j"), n = make_size_var("n");
+  ana.bind(i, range(0, 8));
+  {
+    // A symbolic range: its conditions hold inside the scope only.
+    auto loop = ana.enter_range(j, Range{i, n - i});
+    EXPECT_TRUE(ana.can_prove(lt(j, n)));
+    EXPECT_TRUE(ana.can_prove(ge(j, i)));
+    {
+      // Over what was known of i, until the inner scope ends.
+      auto inner = ana.enter_range(i, range(2, 3));
+      EXPECT_EQ(ana.const_int_bound(i), (ConstIntBound{2, 4}));
+    }
+    EXPECT_EQ(ana.const_int_bound(i), (ConstIntBound{0, 7}));
+  }
+  EXPECT_FALSE(ana.can_prove(lt(j, n)));
+  EXPECT_FALSE(ana.can_prove(ge(j, i)));
+  EXPECT_EQ(ana.const_int_bound(i), (ConstIntBound{0, 7}));
+}
+
 TEST(ConstraintScope, PinnedVariableBecomesAConstant) {
   Analyzer ana;
   Ref<Var> x = make_var("x");
