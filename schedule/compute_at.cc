@@ -826,7 +826,7 @@ RV sample_compute_location(Schedule& sch, const RV& block_rv,
   if (block.scope != nullptr) collector.visit_stmt(block.scope->body);
   const std::vector<const For*>& loops = collector.loops;
   // Step 2. Take the decision when it is a location (one move planned: a replay checks only the
-  // location it is given), or draw one among all the candidates.
+  // location it is given), or draw one among the candidates.
   int64_t chosen = 0;
   if (decision.has_value()) {
     chosen = *decision;
@@ -842,8 +842,22 @@ RV sample_compute_location(Schedule& sch, const RV& block_rv,
                          "] (-2 inline, -1 root, k the k-th loop of its scope in pre-order)");
     }
   } else {
-    std::vector<int64_t> candidates = compute_location_candidates(sch, block_rv);
-    chosen = candidates[sch.next_random() % candidates.size()];
+    // A uniform draw among the candidates without listing them: the locations in a random
+    // order, the first that is one (the root always is). Planning a move is the expensive
+    // step, and most locations of a tiled nest are candidates.
+    std::vector<int64_t> order;
+    for (int64_t location = kInlineMark; location < static_cast<int64_t>(loops.size());
+         ++location) {
+      order.push_back(location);
+    }
+    chosen = kRootMark;
+    for (size_t i = 0; i < order.size(); ++i) {
+      std::swap(order[i], order[i + sch.next_random() % (order.size() - i)]);
+      if (is_compute_location(sch, block_rv, block, func_name, loops, order[i], primitive)) {
+        chosen = order[i];
+        break;
+      }
+    }
   }
   // Step 3. Make the handle and record.
   Ref<Var> loop_var =

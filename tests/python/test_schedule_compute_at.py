@@ -357,6 +357,20 @@ def test_sample_compute_location_candidates():
     assert seen == {-2, -1, 2, 3}
 
 
+def test_sample_compute_location_draws_each_candidate_as_often():
+    # The draw checks locations in a random order until one is a candidate: uniform over the
+    # candidates, as a draw from their list would be (400 seeds, 100 expected each).
+    func = elementwise_chain()
+    counts = {}
+    for seed in range(400):
+        sch = tir.Schedule(func, seed=seed)
+        sch.sample_compute_location(sch.get_block("B"))
+        decision = sch.trace.as_json()["instructions"][1]["decision"]
+        counts[decision] = counts.get(decision, 0) + 1
+    assert set(counts) == {-2, -1, 2, 3}
+    assert all(70 <= n <= 130 for n in counts.values()), counts
+
+
 def test_sample_compute_location_decisions():
     func = elementwise_chain()
     sch = tir.Schedule(func)
