@@ -816,6 +816,30 @@ std::vector<int64_t> compute_location_candidates(Schedule& sch, const RV& block_
   return candidates;
 }
 
+std::optional<int64_t> draw_compute_location(Schedule& sch, const RV& block_rv,
+                                             const std::function<uint64_t()>& next_random,
+                                             const std::function<bool(int64_t)>& accept) {
+  const char* primitive = "sample_compute_location";
+  const BlockLocation& block = sch.block(block_rv, primitive);
+  std::string func_name = sch.func_name(block_rv);
+  ScopeLoopCollector collector;
+  if (block.scope != nullptr) collector.visit_stmt(block.scope->body);
+  std::vector<int64_t> order;
+  for (int64_t location = kInlineMark; location < static_cast<int64_t>(collector.loops.size());
+       ++location) {
+    order.push_back(location);
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    std::swap(order[i], order[i + next_random() % (order.size() - i)]);
+    if (is_compute_location(sch, block_rv, block, func_name, collector.loops, order[i],
+                            primitive) &&
+        accept(order[i])) {
+      return order[i];
+    }
+  }
+  return std::nullopt;
+}
+
 RV sample_compute_location(Schedule& sch, const RV& block_rv,
                            const std::optional<int64_t>& decision) {
   const char* primitive = "sample_compute_location";
@@ -842,22 +866,10 @@ RV sample_compute_location(Schedule& sch, const RV& block_rv,
                          "] (-2 inline, -1 root, k the k-th loop of its scope in pre-order)");
     }
   } else {
-    // A uniform draw among the candidates without listing them: the locations in a random
-    // order, the first that is one (the root always is). Planning a move is the expensive
-    // step, and most locations of a tiled nest are candidates.
-    std::vector<int64_t> order;
-    for (int64_t location = kInlineMark; location < static_cast<int64_t>(loops.size());
-         ++location) {
-      order.push_back(location);
-    }
-    chosen = kRootMark;
-    for (size_t i = 0; i < order.size(); ++i) {
-      std::swap(order[i], order[i + sch.next_random() % (order.size() - i)]);
-      if (is_compute_location(sch, block_rv, block, func_name, loops, order[i], primitive)) {
-        chosen = order[i];
-        break;
-      }
-    }
+    // The root is always a candidate.
+    chosen = draw_compute_location(
+                 sch, block_rv, [&sch] { return sch.next_random(); }, [](int64_t) { return true; })
+                 .value_or(kRootMark);
   }
   // Step 3. Make the handle and record.
   Ref<Var> loop_var =

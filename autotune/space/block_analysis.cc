@@ -186,16 +186,18 @@ bool in_another_reduction_loop(schedule::Schedule& sch, const std::string& name)
   return false;
 }
 
-std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const schedule::RV& block) {
-  std::vector<int64_t> candidates = schedule::compute_location_candidates(sch, block);
+bool is_useful_compute_location(schedule::Schedule& sch, const schedule::RV& block,
+                                int64_t candidate) {
   std::string name = sch.block(block, "useful_compute_locations").block->name;
+  schedule::Schedule moved = sch.copy();
+  schedule::compute_at(moved, block, schedule::sample_compute_location(moved, block, candidate));
+  return !recomputes_reduction(moved, name) && !in_another_reduction_loop(moved, name);
+}
+
+std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const schedule::RV& block) {
   std::vector<int64_t> useful;
-  for (int64_t candidate : candidates) {
-    schedule::Schedule moved = sch.copy();
-    schedule::compute_at(moved, block, schedule::sample_compute_location(moved, block, candidate));
-    if (!recomputes_reduction(moved, name) && !in_another_reduction_loop(moved, name)) {
-      useful.push_back(candidate);
-    }
+  for (int64_t candidate : schedule::compute_location_candidates(sch, block)) {
+    if (is_useful_compute_location(sch, block, candidate)) useful.push_back(candidate);
   }
   return useful;
 }

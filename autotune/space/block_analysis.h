@@ -79,6 +79,9 @@ bool in_another_reduction_loop(schedule::Schedule& sch, const std::string& name)
 // would recompute a reduction (recomputes_reduction) or run inside another reduction's loop
 // (in_another_reduction_loop).
 std::vector<int64_t> useful_compute_locations(schedule::Schedule& sch, const schedule::RV& block);
+// Whether `candidate`, a compute location of `block`, is one of those.
+bool is_useful_compute_location(schedule::Schedule& sch, const schedule::RV& block,
+                                int64_t candidate);
 
 // Where block `name` of function "main" is, when it sits in the root block's scope (as
 // te.create_prim_func leaves every stage); nullptr for a block nested in another block, or none.

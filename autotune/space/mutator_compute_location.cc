@@ -3,9 +3,11 @@
 // (useful_compute_locations). The locations depend on the schedule at that point of the trace,
 // so the trace up to the instruction is replayed to list them.
 #include <algorithm>
+#include <optional>
 
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
+#include "kiln/schedule/compute_at.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {
@@ -33,22 +35,21 @@ class MutateComputeLocation : public Mutator {
     }
     std::shuffle(sites.begin(), sites.end(), rng);
     for (size_t i : sites) {
-      std::vector<int64_t> others = candidates_at(trace, i);
-      others.erase(std::remove(others.begin(), others.end(),
-                               trace.instructions()[i].decision.get<int64_t>()),
-                   others.end());
-      if (others.empty()) continue;
+      std::optional<int64_t> other = draw_other(trace, i, rng);
+      if (!other) continue;
       *index = i;
-      *decision = others[rng() % others.size()];
+      *decision = *other;
       return true;
     }
     return false;
   }
 
  private:
-  // The locations instruction `site` of `trace` can draw: the trace before it replayed on the
-  // function, then the candidates of its block there. None when the replay fails.
-  std::vector<int64_t> candidates_at(const schedule::Trace& trace, size_t site) const {
+  // A uniform draw among the useful locations instruction `site` of `trace` could take but the
+  // one it took: the trace before it replayed on the function, then a draw for its block there.
+  // None when there is no other, or the replay fails.
+  std::optional<int64_t> draw_other(const schedule::Trace& trace, size_t site,
+                                    std::mt19937_64& rng) const {
     schedule::Schedule sch(mod_, 0);
     try {
       Json json = trace.as_json();
@@ -60,21 +61,26 @@ class MutateComputeLocation : public Mutator {
       // the block handle of the site is found at the same place in the new trace.
       const std::vector<Instruction>& old_trace = trace.instructions();
       const std::vector<Instruction>& new_trace = sch.trace().instructions();
-      if (new_trace.size() != site) return {};
+      if (new_trace.size() != site) return std::nullopt;
       const Json& block_name = old_trace[site].inputs.at(0);
+      int64_t taken = old_trace[site].decision.get<int64_t>();
       for (size_t i = 0; i < site; ++i) {
         const std::vector<schedule::RV>& outputs = old_trace[i].outputs;
         for (size_t k = 0; k < outputs.size() && k < new_trace[i].outputs.size(); ++k) {
-          if (outputs[k].name() == block_name) {
-            return useful_compute_locations(sch, new_trace[i].outputs[k]);
-          }
+          if (outputs[k].name() != block_name) continue;
+          const schedule::RV& block = new_trace[i].outputs[k];
+          return schedule::draw_compute_location(
+              sch, block, [&rng] { return rng(); },
+              [&](int64_t location) {
+                return location != taken && is_useful_compute_location(sch, block, location);
+              });
         }
       }
     } catch (const Error&) {
       // A trace the space cannot replay has no alternatives to offer; nor has a malformed one.
     } catch (const Json::exception&) {
     }
-    return {};
+    return std::nullopt;
   }
 
   ir::Ref<ir::IRModule> mod_;

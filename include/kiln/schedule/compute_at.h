@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -88,6 +89,14 @@ bool can_reverse_compute_at(Schedule& sch, const RV& block, const RV& loop,
 // but for inline (-2), which comes first when it is one: [-2,] -1, then the loops' numbers.
 // Changes nothing and records nothing; the tuner's mutators use it to pick another location.
 std::vector<int64_t> compute_location_candidates(Schedule& sch, const RV& block);
+
+// A uniform draw among the decisions sample_compute_location can take for `block` that `accept`
+// also accepts, without listing them: the locations in an order drawn with `next_random`, the
+// first that qualifies (none when none does). Planning a move is the expensive step, and most
+// locations of a tiled nest qualify. Changes nothing and records nothing.
+std::optional<int64_t> draw_compute_location(Schedule& sch, const RV& block,
+                                             const std::function<uint64_t()>& next_random,
+                                             const std::function<bool(int64_t)>& accept);
 
 // Draws a compute location of `block` uniformly among those where it can go and returns it as
 // a loop handle for compute_at. The decision (recorded in the trace) is an integer:

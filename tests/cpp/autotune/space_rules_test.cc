@@ -361,6 +361,39 @@ TEST(ComputeLocationCandidates, AreTheDecisionsSampleComputeLocationAccepts) {
   }
 }
 
+TEST(ComputeLocationCandidates, DrawsAreUniformOverTheAcceptedCandidates) {
+  Ref<IRModule> mod = make<IRModule>();
+  mod->functions["main"] = centred_rows(8, 16);
+  schedule::Schedule sch(mod, 0);
+  schedule::RV block = schedule::get_block(sch, "s");
+  std::vector<int64_t> candidates = schedule::compute_location_candidates(sch, block);
+  ASSERT_GE(candidates.size(), 3u);
+  std::mt19937_64 rng(3);
+  auto next = [&rng] { return rng(); };
+  // All of them, about as often each (200 draws per candidate expected).
+  std::map<int64_t, int> counts;
+  for (size_t k = 0; k < 200 * candidates.size(); ++k) {
+    std::optional<int64_t> drawn =
+        schedule::draw_compute_location(sch, block, next, [](int64_t) { return true; });
+    ASSERT_TRUE(drawn.has_value());
+    ++counts[*drawn];
+  }
+  ASSERT_EQ(counts.size(), candidates.size());
+  for (int64_t c : candidates) {
+    EXPECT_GT(counts[c], 140) << c;
+    EXPECT_LT(counts[c], 260) << c;
+  }
+  // Only what `accept` accepts, and none when it accepts none.
+  int64_t only = candidates.back();
+  for (int k = 0; k < 20; ++k) {
+    EXPECT_EQ(
+        schedule::draw_compute_location(sch, block, next, [only](int64_t c) { return c == only; }),
+        only);
+  }
+  EXPECT_FALSE(
+      schedule::draw_compute_location(sch, block, next, [](int64_t) { return false; }).has_value());
+}
+
 TEST(MutateComputeLocation, ProposesAnotherValidLocation) {
   TuneTask task = make_task(centred_rows(16, 64), "llvm");
   SpaceGenerator space(task, four_threads());
