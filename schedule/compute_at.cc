@@ -753,6 +753,14 @@ class ScopeLoopCollector : public IRVisitor {
   void visit(const BlockRealize*) override {}
 };
 
+// The loops of a block's scope in pre-order: the loops sample_compute_location's decisions
+// number.
+std::vector<const For*> scope_loops(const BlockLocation& block) {
+  ScopeLoopCollector collector;
+  if (block.scope != nullptr) collector.visit_stmt(block.scope->body);
+  return std::move(collector.loops);
+}
+
 }  // namespace
 
 void compute_at(Schedule& sch, const RV& block, const RV& loop, bool preserve_unit_loops) {
@@ -803,13 +811,10 @@ std::vector<int64_t> compute_location_candidates(Schedule& sch, const RV& block_
   const char* primitive = "sample_compute_location";
   const BlockLocation& block = sch.block(block_rv, primitive);
   std::string func_name = sch.func_name(block_rv);
-  ScopeLoopCollector collector;
-  if (block.scope != nullptr) collector.visit_stmt(block.scope->body);
+  std::vector<const For*> loops = scope_loops(block);
   std::vector<int64_t> candidates;
-  for (int64_t location = kInlineMark; location < static_cast<int64_t>(collector.loops.size());
-       ++location) {
-    if (is_compute_location(sch, block_rv, block, func_name, collector.loops, location,
-                            primitive)) {
+  for (int64_t location = kInlineMark; location < static_cast<int64_t>(loops.size()); ++location) {
+    if (is_compute_location(sch, block_rv, block, func_name, loops, location, primitive)) {
       candidates.push_back(location);
     }
   }
@@ -822,17 +827,14 @@ std::optional<int64_t> draw_compute_location(Schedule& sch, const RV& block_rv,
   const char* primitive = "sample_compute_location";
   const BlockLocation& block = sch.block(block_rv, primitive);
   std::string func_name = sch.func_name(block_rv);
-  ScopeLoopCollector collector;
-  if (block.scope != nullptr) collector.visit_stmt(block.scope->body);
+  std::vector<const For*> loops = scope_loops(block);
   std::vector<int64_t> order;
-  for (int64_t location = kInlineMark; location < static_cast<int64_t>(collector.loops.size());
-       ++location) {
+  for (int64_t location = kInlineMark; location < static_cast<int64_t>(loops.size()); ++location) {
     order.push_back(location);
   }
   for (size_t i = 0; i < order.size(); ++i) {
     std::swap(order[i], order[i + next_random() % (order.size() - i)]);
-    if (is_compute_location(sch, block_rv, block, func_name, collector.loops, order[i],
-                            primitive) &&
+    if (is_compute_location(sch, block_rv, block, func_name, loops, order[i], primitive) &&
         accept(order[i])) {
       return order[i];
     }
@@ -846,9 +848,7 @@ RV sample_compute_location(Schedule& sch, const RV& block_rv,
   // Step 1. Resolve the block and list the loops of its scope.
   const BlockLocation& block = sch.block(block_rv, primitive);
   std::string func_name = sch.func_name(block_rv);
-  ScopeLoopCollector collector;
-  if (block.scope != nullptr) collector.visit_stmt(block.scope->body);
-  const std::vector<const For*>& loops = collector.loops;
+  std::vector<const For*> loops = scope_loops(block);
   // Step 2. Take the decision when it is a location (one move planned: a replay checks only the
   // location it is given), or draw one among the candidates.
   int64_t chosen = 0;
