@@ -821,13 +821,15 @@ std::vector<int64_t> compute_location_candidates(Schedule& sch, const RV& block_
   return candidates;
 }
 
-std::optional<int64_t> draw_compute_location(Schedule& sch, const RV& block_rv,
-                                             const std::function<uint64_t()>& next_random,
-                                             const std::function<bool(int64_t)>& accept) {
+namespace {
+
+// draw_compute_location for a block whose scope loops are known.
+std::optional<int64_t> draw_location(Schedule& sch, const RV& block_rv, const BlockLocation& block,
+                                     const std::string& func_name,
+                                     const std::vector<const For*>& loops,
+                                     const std::function<uint64_t()>& next_random,
+                                     const std::function<bool(int64_t)>& accept) {
   const char* primitive = "sample_compute_location";
-  const BlockLocation& block = sch.block(block_rv, primitive);
-  std::string func_name = sch.func_name(block_rv);
-  std::vector<const For*> loops = scope_loops(block);
   std::vector<int64_t> order;
   for (int64_t location = kInlineMark; location < static_cast<int64_t>(loops.size()); ++location) {
     order.push_back(location);
@@ -840,6 +842,16 @@ std::optional<int64_t> draw_compute_location(Schedule& sch, const RV& block_rv,
     }
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int64_t> draw_compute_location(Schedule& sch, const RV& block_rv,
+                                             const std::function<uint64_t()>& next_random,
+                                             const std::function<bool(int64_t)>& accept) {
+  const BlockLocation& block = sch.block(block_rv, "sample_compute_location");
+  return draw_location(sch, block_rv, block, sch.func_name(block_rv), scope_loops(block),
+                       next_random, accept);
 }
 
 RV sample_compute_location(Schedule& sch, const RV& block_rv,
@@ -867,8 +879,9 @@ RV sample_compute_location(Schedule& sch, const RV& block_rv,
     }
   } else {
     // The root is always a candidate.
-    chosen = draw_compute_location(
-                 sch, block_rv, [&sch] { return sch.next_random(); }, [](int64_t) { return true; })
+    chosen = draw_location(
+                 sch, block_rv, block, func_name, loops, [&sch] { return sch.next_random(); },
+                 [](int64_t) { return true; })
                  .value_or(kRootMark);
   }
   // Step 3. Make the handle and record.

@@ -368,7 +368,7 @@ class LoopPartitioner : public IRMutator {
  private:
   // The loop split on `c`, or null when neither a steady nor a decided-false part would remain.
   Stmt partition(const For* op, const Candidate& c) {
-    arith::Analyzer& ana = ana_;  // it knows the loops around op
+    // ana_ knows the loops around op.
     // Step 1. The split points. With k < 0 the comparison holds for every inner iteration up
     // to floor(h_min / -k) and for none from floor(h_max / -k) + 1 on; with k > 0 it holds for
     // none below ceil(-h_max / k) and for every one from ceil(-h_min / k) on.
@@ -378,16 +378,16 @@ class LoopPartitioner : public IRMutator {
                      : floordiv(add(neg(h), make_const(t, c.k - 1)), make_const(t, c.k));
     };
     DataType vt = op->loop_var->dtype;
-    Expr end = ana.simplify(add(op->min, op->extent));
-    auto clamp = [&](const Expr& p) { return ana.simplify(min(max(cast(vt, p), op->min), end)); };
+    Expr end = ana_.simplify(add(op->min, op->extent));
+    auto clamp = [&](const Expr& p) { return ana_.simplify(min(max(cast(vt, p), op->min), end)); };
     Expr first_point = clamp(point(c.k < 0 ? c.h_min : c.h_max));
     Expr second_point = clamp(point(c.k < 0 ? c.h_max : c.h_min));
-    Range first{op->min, ana.simplify(sub(first_point, op->min))};
-    Range middle{first_point, ana.simplify(sub(second_point, first_point))};
-    Range last{second_point, ana.simplify(sub(end, second_point))};
+    Range first{op->min, ana_.simplify(sub(first_point, op->min))};
+    Range middle{first_point, ana_.simplify(sub(second_point, first_point))};
+    Range last{second_point, ana_.simplify(sub(end, second_point))};
     const Range& steady = c.k < 0 ? first : last;
     const Range& decided_false = c.k < 0 ? last : first;
-    auto empty = [&](const Range& r) { return ana.can_prove(le(r.extent, make_zero(vt))); };
+    auto empty = [&](const Range& r) { return ana_.can_prove(le(r.extent, make_zero(vt))); };
     if (empty(steady) && empty(decided_false)) return Stmt();
     // On a GPU the threads of a block may synchronize inside the loop (a shared fetch, a loop of
     // its threads): each of them must run it as often as the others.

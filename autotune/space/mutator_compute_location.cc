@@ -1,7 +1,7 @@
 // The mutator mutate_compute_location: another location for a block that a
 // sample_compute_location decision places, among those that do not recompute a reduction
-// (useful_compute_locations). The locations depend on the schedule at that point of the trace,
-// so the trace up to the instruction is replayed to list them.
+// (is_useful_compute_location), drawn uniformly. The locations depend on the schedule at that
+// point of the trace, so the trace up to the instruction is replayed to draw one.
 #include <algorithm>
 #include <optional>
 
