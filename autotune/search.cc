@@ -122,6 +122,7 @@ class TaskSearch {
     trials_before_ = static_cast<int64_t>(measured_.size());
     load_best_from_database();
     prepare_baseline();
+    reserve_ = reserved_for_local_search();
   }
 
   // The code of the records measured before (their search JSON's "code_hash"), so that a
@@ -245,15 +246,32 @@ class TaskSearch {
     }
   }
 
-  // The end of a task: neighbours of the best, then the top candidates measured again with
-  // interleaved rounds; the best is what those rounds say.
-  // `budget`: the trials left of the global budget. Returns the trials spent.
-  int64_t finish(int64_t budget) {
+  // The trials kept for the local search at the end (local_search_trials, at most a quarter of
+  // the task's trials, at most what is left): the rounds stop short of them, so that a run whose
+  // budget the rounds would spend still ends with the neighbours of its best.
+  int64_t reserved_for_local_search() const {
+    int64_t quarter = config_.max_trials_per_task / 4;
+    return std::max<int64_t>(
+        0, std::min<int64_t>({int64_t{config_.local_search_trials}, quarter, remaining()}));
+  }
+  int64_t reserved() const { return reserve_; }
+  // The trials the rounds may spend before the local search.
+  int64_t rounds_left() const { return remaining() - reserve_; }
+
+  // The end of the rounds: neighbours of the best, measured with at most `budget` trials (the
+  // trials left of the global budget). Returns the trials spent.
+  int64_t local_search_at_end(int64_t budget) {
     int64_t before = trials_this_run_;
     int64_t local = std::min<int64_t>({remaining(), config_.local_search_trials, budget});
     if (best_.candidate.mod.defined() && local > 0) local_search(local);
-    if (config_.final_top_k > 1 && config_.final_rounds > 0) successive_halving();
+    reserve_ = 0;
     return trials_this_run_ - before;
+  }
+
+  // The end of a task: the top candidates measured again with interleaved rounds; the best is
+  // what those rounds say.
+  void finish() {
+    if (config_.final_top_k > 1 && config_.final_rounds > 0) successive_halving();
   }
 
   TaskResult result() const {
@@ -676,6 +694,7 @@ class TaskSearch {
     for (const Member& m : batch) inputs.push_back(MeasureInput{m.candidate.mod, ""});
     std::vector<MeasureResult> results = runner_.run(inputs, config_.screen_repeat);
     commit(batch, results, "local");
+    interrupted_ = results.size() < batch.size();
     learn(batch, results);
     trials_this_run_ += static_cast<int64_t>(std::min(batch.size(), results.size()));
     history_.emplace_back(trials(), best_seconds_);
@@ -823,6 +842,7 @@ class TaskSearch {
   int64_t trials_before_ = 0, trials_this_run_ = 0, rejected_lowering_ = 0, same_code_ = 0;
   int generation_ = 0, empty_rounds_ = 0;
   bool exhausted_ = false, interrupted_ = false;
+  int64_t reserve_ = 0;  // reserved_for_local_search() while the rounds run
   std::vector<std::pair<int64_t, double>> history_;
   std::vector<std::pair<double, double>> found_;
   std::map<std::string, int64_t> failures_;
@@ -837,7 +857,7 @@ size_t next_task(const std::vector<std::unique_ptr<TaskSearch>>& searches) {
   double best_gain = -1;
   for (size_t i = 0; i < searches.size(); ++i) {
     const TaskSearch& s = *searches[i];
-    if (s.remaining() <= 0 || s.exhausted()) continue;
+    if (s.rounds_left() <= 0 || s.exhausted()) continue;
     if (s.best_seconds() <= 0) return i;
     const auto& history = s.history();
     double improvement = 0.05;
@@ -907,20 +927,43 @@ std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database&
                        : config.max_trials_per_task * static_cast<int64_t>(tasks.size());
   int64_t spent = 0;
   bool stopped = false;
-  while (spent < global && !stopped) {
-    size_t i = next_task(searches);
-    if (i == searches.size()) break;
-    TaskSearch& s = *searches[i];
-    int64_t budget = std::min<int64_t>({config.num_trials_per_iter, s.remaining(), global - spent});
-    runner.set_task(s.task());
-    spent += s.round(budget);
-    if (s.interrupted() || (progress && !progress(s.progress()))) stopped = true;
+  // Rounds of the task with the most expected gain, within `limit` trials of all tasks and each
+  // task's rounds_left(); false when tuning was stopped (Ctrl-C, the progress callback).
+  auto run_rounds = [&](int64_t limit) {
+    while (spent < limit) {
+      size_t i = next_task(searches);
+      if (i == searches.size()) break;
+      TaskSearch& s = *searches[i];
+      int64_t budget = std::min<int64_t>({config.num_trials_per_iter, s.rounds_left(), limit - spent});
+      runner.set_task(s.task());
+      spent += s.round(budget);
+      if (s.interrupted() || (progress && !progress(s.progress()))) return false;
+    }
+    return true;
+  };
+  // Step 1. Rounds, short of the trials reserved for the local searches.
+  int64_t reserved = 0;
+  for (const std::unique_ptr<TaskSearch>& s : searches) reserved += s->reserved();
+  stopped = !run_rounds(std::max<int64_t>(0, global - reserved));
+  // Step 2. The local search around each task's best; then rounds again for what it left
+  // (too few new neighbours, a task whose rounds ended early).
+  if (!stopped) {
+    for (std::unique_ptr<TaskSearch>& s : searches) {
+      runner.set_task(s->task());
+      spent += s->local_search_at_end(global - spent);
+      if (s->interrupted() || (progress && !progress(s->progress()))) {
+        stopped = true;
+        break;
+      }
+    }
   }
+  if (!stopped) stopped = !run_rounds(global);
+  // Step 3. The final re-measurements.
   std::vector<TaskResult> results;
   for (std::unique_ptr<TaskSearch>& s : searches) {
     if (!stopped) {
       runner.set_task(s->task());
-      spent += s->finish(global - spent);
+      s->finish();
       if (progress) progress(s->progress());
     }
     results.push_back(s->result());

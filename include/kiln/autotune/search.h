@@ -20,8 +20,9 @@
 //             it learned it, is logged
 //   drift     every few rounds a fixed reference candidate is timed again: a machine whose
 //             speed moved by more than 3% is flagged in the log and the result
-// When a task's budget is spent: a local search around the best (tile factors one step up and
-// down), then the top candidates are re-measured with interleaved rounds (successive halving):
+// The rounds stop short of the task's last trials (local_search_trials, at most a quarter of
+// its budget): a local search around the best (tile factors one step up and down) spends them,
+// and rounds take what it leaves. Then the top candidates are re-measured with interleaved rounds (successive halving):
 // the top final_pool_k by their pooled samples, the baseline schedule and the fastest single
 // measurement of the search for final_pool_rounds, then the best final_top_k of those (with the
 // baseline and the fastest single measurement again) for final_rounds; in each round a member's
@@ -65,7 +66,7 @@ struct SearchConfig {
   int final_pool_rounds = 3;     // interleaved rounds of the pool (0: no pool)
   int final_top_k = 4;           // the pool's best, re-measured again
   int final_rounds = 10;         // interleaved rounds of that re-measurement
-  int local_search_trials = 16;  // neighbours of the best measured at the end (within budget)
+  int local_search_trials = 16;  // neighbours of the best measured at the end (reserved)
   // Every this many rounds of a task (0: never), its reference candidate (the best when the
   // first check ran, fixed for the run) is measured again; a change above drift_threshold of
   // its first time is logged and reported: the machine's speed moved (another load, clocks).

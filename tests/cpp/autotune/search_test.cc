@@ -219,6 +219,20 @@ TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
   EXPECT_EQ(winners, 1);
 }
 
+TEST_F(SearchTest, TheLastTrialsGoToTheNeighboursOfTheBest) {
+  // Rounds of 8 would spend all 40 trials; they stop 4 short, and the local search around the
+  // best measures 4 of its neighbours.
+  TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
+  FakeRunner runner;
+  CostModel model;
+  std::ostringstream log;
+  std::vector<TaskResult> results = tune_tasks({task}, *db_, runner, model, config(40), &log);
+  EXPECT_EQ(results[0].trials_this_run, 40);
+  EXPECT_EQ(records_with(*db_, task, "\"stage\":\"local\"").size(), 4u);
+  EXPECT_NE(log.str().find("[mm] trials 36/40"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("[mm] local search: 4 neighbours of the best"), std::string::npos);
+}
+
 TEST_F(SearchTest, TheFinalVerdictComparesTheMembersRoundByRound) {
   // The members of the final rounds run at 1, 1.1, 1.2 ... times the first one's time on a
   // machine whose speed moves from round to round (1x, 3x, 2x slower), and the first is slowed
