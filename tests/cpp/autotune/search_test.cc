@@ -221,16 +221,20 @@ TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
 
 TEST_F(SearchTest, TheLastTrialsGoToTheNeighboursOfTheBest) {
   // Rounds of 8 would spend all 40 trials; they stop 4 short, and the local search around the
-  // best measures 4 of its neighbours.
-  TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
+  // best measures its neighbours not measured yet (the rounds take what it leaves).
+  TuneTask task = make_task(matmul(128, 128, 128), "llvm", "mm");
   FakeRunner runner;
   CostModel model;
   std::ostringstream log;
   std::vector<TaskResult> results = tune_tasks({task}, *db_, runner, model, config(40), &log);
   EXPECT_EQ(results[0].trials_this_run, 40);
-  EXPECT_EQ(records_with(*db_, task, "\"stage\":\"local\"").size(), 4u);
+  size_t local = records_with(*db_, task, "\"stage\":\"local\"").size();
+  EXPECT_GE(local, 1u);
+  EXPECT_LE(local, 4u);
   EXPECT_NE(log.str().find("[mm] trials 36/40"), std::string::npos) << log.str();
-  EXPECT_NE(log.str().find("[mm] local search: 4 neighbours of the best"), std::string::npos);
+  EXPECT_NE(log.str().find("[mm] local search: " + std::to_string(local) + " neighbours"),
+            std::string::npos)
+      << log.str();
 }
 
 TEST_F(SearchTest, TheFinalVerdictComparesTheMembersRoundByRound) {
