@@ -261,6 +261,10 @@ class LocalRunner final : public Runner {
     // later, with repeats within 5% of each other). The first round warms each candidate up and
     // picks its calls per repeat, which the later rounds keep. A candidate whose worker died
     // since is staged again in the first worker and goes on with the rounds left.
+    // Every candidate's arguments lie at the same placement in a round, the next one in the
+    // next round, and the next batch goes on from there (RunnerConfig::vary_placement).
+    int64_t placement = placements_;
+    placements_ += repeats;
     detail::TimingRequest first{config_.warmup, config_.number, 1, config_.min_repeat_ms};
     std::vector<std::optional<MeasureResult>> timed(n);
     size_t staged_n = 0;  // staging stops at an interruption
@@ -273,6 +277,7 @@ class LocalRunner final : public Runner {
           continue;
         }
         if (round > 0 && timed[k]->status != RecordStatus::kOk) continue;
+        first.placement = placement + round;
         std::optional<MeasureResult> result = time_staged_round(
             api, &owner[k], static_cast<int>(k), round, repeats, first, inputs[k], modules[k]);
         if (!result) {
@@ -325,7 +330,8 @@ class LocalRunner final : public Runner {
         fresh = true;
       }
       Lane& lane = lanes_[*owner];
-      Message request = fresh ? detail::time_request(k, first, !last) : detail::time_request(k);
+      Message request = fresh ? detail::time_request(k, first, !last)
+                              : detail::time_request(k, first.placement);
       bool started = false;
       result = exchange(lane, request, &started, interrupt_check());
       if (!result) return std::nullopt;
@@ -372,6 +378,7 @@ class LocalRunner final : public Runner {
     request.seed = config_.seed;
     request.num_threads = config_.num_threads;
     request.flush_cache = config_.flush_cache;
+    request.vary_placement = config_.vary_placement;
     request.object_cache_dir = config_.object_cache_dir;
     request.check_correctness = config_.check_correctness;
     request.rtol = config_.rtol;
@@ -513,7 +520,8 @@ class LocalRunner final : public Runner {
     detail::CandidateRequest request;
     request.slot = slot;
     request.fault = fault;
-    request.timing = {config_.warmup, config_.number, repeat, config_.min_repeat_ms};
+    request.timing = {config_.warmup, config_.number, repeat, config_.min_repeat_ms, placements_};
+    if (repeat > 0) placements_ += repeat;
     request.module_json = module_json;
     std::optional<MeasureResult> result =
         exchange_once_started(api, lane, detail::to_message(request), check);
@@ -531,6 +539,7 @@ class LocalRunner final : public Runner {
   std::atomic<int> num_threads_{0};
   std::deque<Reference> references_;
   int64_t measured_ = 0;  // candidates run() measured, for RunnerConfig::fault_plan
+  int64_t placements_ = 0;  // the placement of the next timed repeat's arguments
 };
 
 }  // namespace

@@ -161,6 +161,7 @@ Message to_message(const TaskRequest& request) {
   h["seed"] = request.seed;
   h["num_threads"] = request.num_threads;
   h["flush_cache"] = request.flush_cache;
+  h["vary_placement"] = request.vary_placement;
   h["object_cache_dir"] = request.object_cache_dir;
   h["check_correctness"] = request.check_correctness;
   h["rtol"] = request.rtol;
@@ -191,6 +192,7 @@ TaskRequest task_request_of(const Message& message) {
   request.seed = field<uint64_t>(message, "seed");
   request.num_threads = field<int>(message, "num_threads");
   request.flush_cache = field<bool>(message, "flush_cache");
+  request.vary_placement = field<bool>(message, "vary_placement");
   request.object_cache_dir = field<std::string>(message, "object_cache_dir");
   request.check_correctness = field<bool>(message, "check_correctness");
   request.rtol = field<double>(message, "rtol");
@@ -227,6 +229,7 @@ void put_timing(const TimingRequest& timing, Json* header) {
   (*header)["number"] = timing.number;
   (*header)["repeat"] = timing.repeat;
   (*header)["min_repeat_ms"] = timing.min_repeat_ms;
+  (*header)["placement"] = timing.placement;
 }
 
 TimingRequest timing_fields(const Message& message) {
@@ -235,6 +238,7 @@ TimingRequest timing_fields(const Message& message) {
   timing.number = field<int>(message, "number");
   timing.repeat = field<int>(message, "repeat");
   timing.min_repeat_ms = field<double>(message, "min_repeat_ms");
+  timing.placement = field<int64_t>(message, "placement");
   return timing;
 }
 
@@ -261,14 +265,21 @@ CandidateRequest candidate_request_of(const Message& message) {
   return request;
 }
 
-Message time_request(int slot) {
+Message time_request(int slot, int64_t placement) {
   Message message = typed("time");
   message.header["slot"] = slot;
+  message.header["placement"] = placement;
   return message;
 }
 
+int64_t placement_of(const Message& message) {
+  expect_type(message, "time");
+  return field<int64_t>(message, "placement");
+}
+
 Message time_request(int slot, const TimingRequest& timing, bool keep) {
-  Message message = time_request(slot);
+  Message message = typed("time");
+  message.header["slot"] = slot;
   put_timing(timing, &message.header);
   message.header["keep"] = keep;
   return message;

@@ -31,7 +31,7 @@ namespace kiln::autotune::detail {
 using Json = nlohmann::json;
 
 // Bumped whenever a message changes; the parent refuses a worker that says another version.
-constexpr int kProtocolVersion = 5;
+constexpr int kProtocolVersion = 6;
 
 struct Message {
   Json header;                     // an object with "type"
@@ -72,6 +72,7 @@ struct TaskRequest {
   uint64_t seed = 0;
   int num_threads = 0;
   bool flush_cache = false;
+  bool vary_placement = false;   // RunnerConfig::vary_placement
   std::string object_cache_dir;  // RunnerConfig::object_cache_dir
   bool check_correctness = true;
   double rtol = 0, atol = 0;
@@ -93,11 +94,13 @@ struct TaskRequest {
 Message to_message(const TaskRequest& request);
 TaskRequest task_request_of(const Message& message);
 
-// The timing of a candidate: the warm-up, the calls per repeat (0: picked from min_repeat_ms)
-// and the repeats.
+// The timing of a candidate: the warm-up, the calls per repeat (0: picked from min_repeat_ms),
+// the repeats, and the placement of the arguments for the first repeat (the next ones take the
+// next placements; see TaskArguments::place), used when the task varies placements.
 struct TimingRequest {
   int warmup = 0, number = 0, repeat = 0;
   double min_repeat_ms = 0;
+  int64_t placement = 0;
 };
 
 // One candidate: build, check, then timing.repeat timed repeats, or with timing.repeat -1 (and
@@ -112,8 +115,10 @@ Message to_message(const CandidateRequest& request);
 CandidateRequest candidate_request_of(const Message& message);
 
 // One more round of the candidate kept in `slot` (run_interleaved, and the rounds of run after
-// the first).
-Message time_request(int slot);
+// the first), its arguments at `placement`.
+Message time_request(int slot, int64_t placement);
+// The placement of a `time` request for one more round.
+int64_t placement_of(const Message& message);
 // The full timing of the candidate staged in `slot`, which the worker then drops, or with
 // `keep` keeps for more rounds, its calls per repeat settled by this timing.
 Message time_request(int slot, const TimingRequest& timing, bool keep = false);

@@ -78,6 +78,7 @@ struct Task {
   bool check_correctness = true;
   Tolerance tolerance;
   bool flush_cache = false;
+  bool vary_placement = false;
   driver::BuildOptions build_options;     // the object cache
   std::unique_ptr<CacheFlusher> flusher;  // made at the first flush
 };
@@ -107,7 +108,7 @@ class Worker {
         int slot = message->header.at("slot").get<int>();
         std::optional<TimingRequest> timing = timing_of(*message);
         write_message(fd_, to_message(timing ? time_staged(slot, *timing, keeps_candidate(*message))
-                                             : time_kept(slot)));
+                                             : time_kept(slot, placement_of(*message))));
       } else if (type == "release") {
         kept_.clear();
       } else {
@@ -131,6 +132,7 @@ class Worker {
     task->check_correctness = request.check_correctness;
     task->tolerance = Tolerance{request.rtol, request.atol};
     task->flush_cache = request.flush_cache;
+    task->vary_placement = request.vary_placement;
     task->build_options.object_cache_dir = request.object_cache_dir;
     KilnSetNumThreads(request.num_threads);
     codegen::Target target;
@@ -218,6 +220,7 @@ class Worker {
                                   e.what());
       }
       task->flush_cache = false;
+      task->vary_placement = false;  // device memory: its placement is the driver's
     }
     ready.num_threads = KilnGetNumThreads();
     task_ = std::move(task);
@@ -229,6 +232,7 @@ class Worker {
     TaskArguments* args = task_->args.get();
     h.call = [function, args] { return call(function, *args); };
     h.restore = [args] { args->restore_written(); };
+    h.place = [args](uint64_t index) { args->place(index); };
     h.flush = [this] {
       if (!task_->flusher) task_->flusher = std::make_unique<CacheFlusher>();
       task_->flusher->flush();
@@ -250,6 +254,7 @@ class Worker {
     plan.repeat = timing.repeat;
     plan.min_repeat_ms = timing.min_repeat_ms;
     plan.flush_cache = task_->flush_cache;
+    plan.first_placement = task_->vary_placement ? timing.placement : -1;
     plan.restore_each_call = task_->restore_each_call;
     return plan;
   }
@@ -393,11 +398,13 @@ class Worker {
     return result;
   }
 
-  // One more round of a kept candidate: one repeat, its number settled by the first round.
-  MeasureResult time_kept(int slot) {
+  // One more round of a kept candidate: one repeat, its number settled by the first round, its
+  // arguments at `placement` (when the task varies placements).
+  MeasureResult time_kept(int slot, int64_t placement) {
     auto it = kept_.find(slot);
     internal_check(it != kept_.end()) << "tune worker: no candidate kept in slot " << slot;
     Kept& kept = it->second;
+    kept.plan.first_placement = task_->vary_placement ? placement : -1;
     MeasureResult result;
     time_and_recheck(kept.function, kept.plan, &kept.number, &result);
     return result;

@@ -179,7 +179,9 @@ struct TaskArguments::Tensor {
   bool written = false;
   size_t elements = 0;  // lane elements the buffer spans
   size_t bytes = 0;
-  char* working = nullptr;
+  char* working = nullptr;     // allocation + placement offset (TaskArguments::place)
+  char* allocation = nullptr;  // kPlacementSlack bytes longer than the tensor
+  size_t alignment = 64;
   std::vector<char> pristine;
   DLTensor tensor{};
   size_t value_index = 0;  // in the packed arguments
@@ -191,7 +193,7 @@ struct TaskArguments::Tensor {
   double expected_scale = -1;
 
   ~Tensor() {
-    KilnFreeAligned(working);
+    KilnFreeAligned(allocation);
     if (device_tensor.data != nullptr) {
       KilnDeviceFree(device_tensor.device.device_type, device_tensor.device.device_id,
                      device_tensor.data);
@@ -266,8 +268,10 @@ TaskArguments::TaskArguments(const KilnFuncSpec& spec, uint64_t seed) {
     // Step 2. The working buffer, aligned as the spec asks (64 bytes at least, as the
     // runtime's own arrays), and the pristine random values.
     size_t alignment = std::max<size_t>(64, static_cast<size_t>(std::max(arg.alignment, 1)));
-    tensor->working =
-        static_cast<char*>(KilnAllocAligned(std::max<size_t>(tensor->bytes, 1), alignment));
+    tensor->alignment = alignment;
+    tensor->allocation =
+        static_cast<char*>(KilnAllocAligned(tensor->bytes + kPlacementSlack, alignment));
+    tensor->working = tensor->allocation;
     runtime_check(tensor->working != nullptr)
         << "tune worker: cannot allocate " << tensor->bytes << " bytes for argument " << arg.name;
     tensor->pristine.resize(tensor->bytes);
@@ -361,6 +365,20 @@ void TaskArguments::fetch(bool written_only) {
         << "tune worker: copying argument " << t->name
         << " from the device failed: " << KilnGetLastError();
   }
+}
+
+void TaskArguments::place(uint64_t index) {
+  if (device_.device_type == kDLCPU) {
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      Tensor& t = *tensors_[i];
+      size_t slots = std::max<size_t>(1, kPlacementSlack / t.alignment);
+      uint64_t state = index * 0x9E3779B97F4A7C15ull + i;
+      size_t slot = index == 0 ? 0 : static_cast<size_t>(next_random(&state) % slots);
+      t.working = t.allocation + slot * t.alignment;
+      t.tensor.data = t.working;
+    }
+  }
+  restore_all();
 }
 
 void TaskArguments::restore_all() {

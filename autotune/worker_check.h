@@ -50,6 +50,15 @@ class TaskArguments {
   // Where the working buffers live: kDLCPU, or the device of place_on_device.
   DLDevice device() const { return device_; }
 
+  // Moves every working buffer in host memory to the `index`-th placement and restores all of
+  // them (restore_all). A buffer lies at an offset of its allocation between 0 and
+  // kPlacementSlack, a multiple of its alignment (64 bytes at least), that a hash of `index`
+  // and the tensor's position picks: so the tensors' placements relative to each other, within
+  // a page, change from one index to the next, as those of a caller's arrays may. Index 0 puts
+  // every buffer at offset 0. Arguments on a device are only restored.
+  void place(uint64_t index);
+  static constexpr size_t kPlacementSlack = 4096;
+
   // Copies the pristine values into every working buffer, or into those the function writes.
   void restore_all();
   void restore_written();

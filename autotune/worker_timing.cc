@@ -124,6 +124,9 @@ std::vector<double> time_calls(const TimingPlan& plan, const TimingHooks& hooks,
   bool may_grow = automatic && plan.grow && !plan.flush_cache && plan.min_repeat_ms > 0;
   std::vector<double> times;
   for (int r = 0; r < plan.repeat; ++r) {
+    if (plan.first_placement >= 0 && hooks.place) {
+      hooks.place(static_cast<uint64_t>(plan.first_placement + r));
+    }
     for (;;) {
       if (plan.flush_cache) hooks.flush();
       double elapsed = run_batch(plan, hooks, n);

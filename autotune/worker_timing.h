@@ -19,6 +19,9 @@ struct TimingPlan {
   int repeat = 1;  // 0: warm up and pick the number only
   double min_repeat_ms = 20;
   bool flush_cache = false;
+  // The placement of the arguments for the first repeat (TimingHooks::place), the next one for
+  // each repeat after it; -1: the arguments stay where they are.
+  int64_t first_placement = -1;
   // Restore the arguments before every call, timing each call alone.
   bool restore_each_call = false;
   // Whether a repeat shorter than min_repeat_ms may grow the number and be redone (false once
@@ -32,6 +35,9 @@ struct TimingHooks {
   std::function<int()> call;
   std::function<void()> restore;  // used with restore_each_call
   std::function<void()> flush;    // used with flush_cache
+  // Moves the arguments to the given placement (and restores their values): used with
+  // first_placement, before each repeat (before its flush).
+  std::function<void(uint64_t)> place;
   // Waits until the work the calls issued has finished (a GPU's launches return before their
   // kernels end); a nonzero return is a failure of that work, as for `call`. Empty for CPU
   // code. Inside the timed span, after each repeat's calls (and each call with

@@ -51,6 +51,18 @@ namespace kiln::autotune {
 // repeat starts with the arguments out of the caches. Only a repeat's first call is then cold,
 // so number 0 means one call per repeat in this mode: each time is one cold call.
 //
+// Placement. With vary_placement (the default), the worker moves every tensor argument before
+// each timed repeat to another offset of its buffer, a multiple of its alignment (64 bytes at
+// least) below 4 KiB, and restores its values there: the arguments' placements relative to each
+// other within a page change from repeat to repeat, as those of a caller's arrays do from one
+// allocation to the next. A kernel whose speed depends on them (loads and stores 4 KiB apart
+// that the CPU takes for overlapping, inputs and outputs on the same cache sets) is then timed
+// over several placements, not at one lucky or unlucky one: a 3x3 convolution candidate ran
+// between 87 and 119 GFLOP/s on arguments placed differently, others within 3%. In one round
+// of a batch (Runner::run, run_interleaved) every candidate runs at the same placement, the
+// next round at the next one, and each batch goes on where the last one stopped. Arguments in a
+// GPU's memory stay where its driver put them.
+//
 // Arguments. The worker fills every tensor argument (outputs too) with random values from
 // `seed`: floats uniform in [-1, 1) (float16 and bfloat16: multiples of 1/64 in [-1, 1], exact
 // in both), signed integers in [-8, 8], unsigned ones in [0, 15], bools 0 or 1; scalar
@@ -93,6 +105,7 @@ struct RunnerConfig {
   int repeat = 3;             // timed repeats (>= 1) when run() is given 0
   double min_repeat_ms = 20;  // the shortest repeat when number is 0 (>= 0)
   bool flush_cache = false;   // evict the arguments from the CPU caches before each repeat
+  bool vary_placement = true;  // move the arguments before each repeat (see "Placement")
   // The limit per candidate (build, check and timing; for run_interleaved, per load and per
   // round) in seconds; past it the worker is killed and the candidate is kTimeout.
   double timeout_s = 10;

@@ -36,6 +36,13 @@ class RunnerConfig:
     turn, then the second of each, and so on, so that a moment when the machine is slower
     falls on one repeat of several candidates rather than on every repeat of one.
 
+    Placement: with ``vary_placement`` (the default) every tensor argument moves before each
+    repeat to another offset of its buffer (a multiple of 64 bytes below 4 KiB), its values
+    restored there, so that a kernel whose speed depends on where its arguments lie relative to
+    each other (4K aliasing, cache-set conflicts) is timed over several placements, as a
+    caller's arrays would have them. In a round of a batch every candidate runs at the same
+    placement. Arguments in a GPU's memory stay where the driver put them.
+
     Arguments: every tensor argument is filled from ``seed`` (floats uniform in [-1, 1),
     float16/bfloat16 multiples of 1/64, signed integers in [-8, 8], unsigned in [0, 15]), and
     each candidate starts from fresh copies. A function that changes its own results when
@@ -54,6 +61,7 @@ class RunnerConfig:
         repeat: timed repeats (>= 1) when :meth:`LocalRunner.run` is given none.
         min_repeat_ms: the shortest repeat when ``number`` is 0.
         flush_cache: evict the arguments from the CPU caches before each repeat.
+        vary_placement: move the arguments to another placement before each repeat.
         timeout_s: the limit per candidate (build, check and timing); past it the worker is
             killed and the candidate is ``"timeout"``.
         reference_timeout_s: the limit for computing the untuned function's results.
@@ -86,6 +94,7 @@ class RunnerConfig:
     repeat: int = 3
     min_repeat_ms: float = 20.0
     flush_cache: bool = False
+    vary_placement: bool = True
     timeout_s: float = 10.0
     reference_timeout_s: float = 120.0
     check_correctness: bool = True

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,32 @@ TEST(WorkerTiming, AFlushPrecedesEachRepeatOfOneColdCall) {
   EXPECT_EQ(counts.calls, 1 + 3);
 }
 
+TEST(WorkerTiming, EachRepeatRunsAtTheNextPlacement) {
+  Counts counts;
+  std::vector<uint64_t> placed;
+  std::vector<int> calls_when_placed;
+  TimingHooks hooks = counting(&counts);
+  hooks.place = [&](uint64_t index) {
+    placed.push_back(index);
+    calls_when_placed.push_back(counts.calls);
+  };
+  TimingPlan plan;
+  plan.warmup = 1;
+  plan.number = 2;
+  plan.repeat = 3;
+  plan.first_placement = 7;
+  int number = 0;
+  EXPECT_EQ(time_calls(plan, hooks, &number).size(), 3u);
+  EXPECT_EQ(placed, (std::vector<uint64_t>{7, 8, 9}));
+  // After the warm-up call, then after each repeat of two calls: never inside a repeat.
+  EXPECT_EQ(calls_when_placed, (std::vector<int>{1, 3, 5}));
+  // Without a first placement the arguments stay where they are.
+  placed.clear();
+  plan.first_placement = -1;
+  time_calls(plan, hooks, &number);
+  EXPECT_TRUE(placed.empty());
+}
+
 TEST(WorkerTiming, ALoadOnlyWarmsUpAndPicksTheNumber) {
   Counts counts;
   TimingPlan plan;
@@ -207,6 +234,41 @@ TEST(WorkerCheck, RandomArgumentsFollowTheSeedAndTheirRanges) {
     EXPECT_GE(small[i], -8);
     EXPECT_LE(small[i], 8);
   }
+}
+
+TEST(WorkerCheck, PlacementsMoveTheArgumentsWithinAPageAndKeepTheirValues) {
+  TwoArgs floats(kFloat32, {1000});
+  TaskArguments args(floats.spec, 5);
+  args.restore_all();
+  std::string a0(args.working(0), 4000), b0(args.working(1), 4000);
+  const char* start[2] = {args.working(0), args.working(1)};
+  std::set<std::ptrdiff_t> relative;  // B's offset from A's, modulo a page
+  for (uint64_t index = 0; index < 16; ++index) {
+    std::memset(args.working(1), 0, 4000);  // a kernel's results
+    args.place(index);
+    for (int t = 0; t < 2; ++t) {
+      std::ptrdiff_t offset = args.working(t) - start[t];
+      EXPECT_GE(offset, 0);
+      EXPECT_LT(offset, static_cast<std::ptrdiff_t>(TaskArguments::kPlacementSlack));
+      EXPECT_EQ(offset % 64, 0);
+      // The kernel receives the moved buffer.
+      const DLTensor* tensor = static_cast<const DLTensor*>(args.values()[t].v_handle);
+      EXPECT_EQ(tensor->data, args.working(t));
+      if (index == 0) {
+        EXPECT_EQ(offset, 0);
+      }
+    }
+    EXPECT_EQ(std::string(args.working(0), 4000), a0);
+    EXPECT_EQ(std::string(args.working(1), 4000), b0);  // restored
+    relative.insert(((args.working(1) - start[1]) - (args.working(0) - start[0]) + 4096) % 4096);
+  }
+  EXPECT_GE(relative.size(), 8u);
+  // The same index, the same placement.
+  args.place(3);
+  const char* third = args.working(1);
+  args.place(4);
+  args.place(3);
+  EXPECT_EQ(args.working(1), third);
 }
 
 TEST(WorkerCheck, EqualResultsPass) {
