@@ -258,11 +258,11 @@ class TaskSearch {
   // The trials the rounds may spend before the local search.
   int64_t rounds_left() const { return remaining() - reserve_; }
 
-  // The end of the rounds: neighbours of the best, measured with at most `budget` trials (the
-  // trials left of the global budget). Returns the trials spent.
+  // The end of the rounds: neighbours of the best, measured with the trials reserved for them,
+  // at most `budget` (the trials left of the global budget). Returns the trials spent.
   int64_t local_search_at_end(int64_t budget) {
     int64_t before = trials_this_run_;
-    int64_t local = std::min<int64_t>({remaining(), config_.local_search_trials, budget});
+    int64_t local = std::min<int64_t>({reserve_, remaining(), budget});
     if (best_.candidate.mod.defined() && local > 0) local_search(local);
     reserve_ = 0;
     return trials_this_run_ - before;

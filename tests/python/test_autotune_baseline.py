@@ -120,7 +120,9 @@ def test_the_baseline_is_timed_again_in_the_final_rounds_even_outside_the_top(tm
     name = ("test_the_baseline_is_timed_again_in_the_final_rounds_even_outside_the_top."
             "<locals>.slow")
     assert [r.search.get("baseline") for r in finals].count(name) == 1
-    assert len(finals) == 3  # the top two and the baseline
+    # The pool's top two and the baseline, and the search's fastest single measurement when it
+    # is not one of the two.
+    assert len(finals) in (3, 4)
 
 
 def raises(func):

@@ -197,6 +197,18 @@ def test_in_place_functions_get_fresh_arguments_for_every_call():
     assert results[2].status == "wrong_result"
 
 
+@pytest.mark.parametrize("vary", [False, True])
+def test_moving_the_arguments_between_repeats_keeps_every_result_right(vary):
+    # With vary_placement, each repeat (and each round) runs on arguments moved and restored:
+    # results stay right, in-place functions included (each call on fresh values).
+    with ms.LocalRunner(number=20, min_repeat_ms=1, vary_placement=vary) as runner:
+        runner.set_task(in_place(2.0))
+        assert_ok(runner.run([in_place(2.0)], repeat=5)[0], 5)
+        results = runner.run_interleaved([in_place(2.0), in_place(2.0)], rounds=4)
+    assert_ok(results[0], 4)
+    assert_ok(results[1], 4)
+
+
 def test_interleaved_runs_give_one_time_per_round(runner):
     sch = split_vectorized(scale(2.0))
     results = runner.run_interleaved(
@@ -309,6 +321,9 @@ def test_bad_configs_are_refused():
     with pytest.raises(KilnTypeError, match=r"kiln.autotune.RunnerConfig: timeout_s must be a number \(int or float\), "
                        "found an object of type str"):
         ms.LocalRunner(timeout_s="10")
+    with pytest.raises(KilnTypeError, match=r"kiln.autotune.RunnerConfig: vary_placement must be "
+                       "a bool, found an object of type str"):
+        ms.LocalRunner(vary_placement="yes")
     with pytest.raises(KilnTypeError, match="config must be a RunnerConfig, found dict"):
         ms.LocalRunner({"repeat": 3})
     with pytest.raises(KilnRuntimeError, match="the tune worker executable '/nonexistent/worker' "
