@@ -330,8 +330,8 @@ class LocalRunner final : public Runner {
         fresh = true;
       }
       Lane& lane = lanes_[*owner];
-      Message request = fresh ? detail::time_request(k, first, !last)
-                              : detail::time_request(k, first.placement);
+      Message request =
+          fresh ? detail::time_request(k, first, !last) : detail::time_request(k, first.placement);
       bool started = false;
       result = exchange(lane, request, &started, interrupt_check());
       if (!result) return std::nullopt;
@@ -538,7 +538,7 @@ class LocalRunner final : public Runner {
   // The kernel threads in effect in the workers (set_task learns it).
   std::atomic<int> num_threads_{0};
   std::deque<Reference> references_;
-  int64_t measured_ = 0;  // candidates run() measured, for RunnerConfig::fault_plan
+  int64_t measured_ = 0;    // candidates run() measured, for RunnerConfig::fault_plan
   int64_t placements_ = 0;  // the placement of the next timed repeat's arguments
 };
 

@@ -934,7 +934,8 @@ std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database&
       size_t i = next_task(searches);
       if (i == searches.size()) break;
       TaskSearch& s = *searches[i];
-      int64_t budget = std::min<int64_t>({config.num_trials_per_iter, s.rounds_left(), limit - spent});
+      int64_t budget =
+          std::min<int64_t>({config.num_trials_per_iter, s.rounds_left(), limit - spent});
       runner.set_task(s.task());
       spent += s.round(budget);
       if (s.interrupted() || (progress && !progress(s.progress()))) return false;

@@ -100,11 +100,11 @@ namespace kiln::autotune {
 // kWrongResult, naming the argument, the element of the largest error (index, expected, found)
 // and how many elements differ.
 struct RunnerConfig {
-  int warmup = 1;             // untimed calls before the first repeat (>= 0)
-  int number = 0;             // calls per repeat (>= 0); 0: as many as fill min_repeat_ms
-  int repeat = 3;             // timed repeats (>= 1) when run() is given 0
-  double min_repeat_ms = 20;  // the shortest repeat when number is 0 (>= 0)
-  bool flush_cache = false;   // evict the arguments from the CPU caches before each repeat
+  int warmup = 1;              // untimed calls before the first repeat (>= 0)
+  int number = 0;              // calls per repeat (>= 0); 0: as many as fill min_repeat_ms
+  int repeat = 3;              // timed repeats (>= 1) when run() is given 0
+  double min_repeat_ms = 20;   // the shortest repeat when number is 0 (>= 0)
+  bool flush_cache = false;    // evict the arguments from the CPU caches before each repeat
   bool vary_placement = true;  // move the arguments before each repeat (see "Placement")
   // The limit per candidate (build, check and timing; for run_interleaved, per load and per
   // round) in seconds; past it the worker is killed and the candidate is kTimeout.

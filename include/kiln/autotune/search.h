@@ -22,12 +22,12 @@
 //             speed moved by more than 3% is flagged in the log and the result
 // The rounds stop short of the task's last trials (local_search_trials, at most a quarter of
 // its budget): a local search around the best (tile factors one step up and down) spends them,
-// and rounds take what it leaves. Then the top candidates are re-measured with interleaved rounds (successive halving):
-// the top final_pool_k by their pooled samples, the baseline schedule and the fastest single
-// measurement of the search for final_pool_rounds, then the best final_top_k of those (with the
-// baseline and the fastest single measurement again) for final_rounds; in each round a member's
-// time is divided by the round's median time, and the lowest median ratio ranks first, so that
-// the machine's speed moving between rounds does not decide.
+// and rounds take what it leaves. Then the top candidates are re-measured with interleaved rounds
+// (successive halving): the top final_pool_k by their pooled samples, the baseline schedule and the
+// fastest single measurement of the search for final_pool_rounds, then the best final_top_k of
+// those (with the baseline and the fastest single measurement again) for final_rounds; in each
+// round a member's time is divided by the round's median time, and the lowest median ratio ranks
+// first, so that the machine's speed moving between rounds does not decide.
 #pragma once
 
 #include <cstdint>
