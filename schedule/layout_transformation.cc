@@ -1,6 +1,8 @@
 // Layout transformation: transform_layout.
 #include "kiln/schedule/layout_transformation.h"
 
+#include <numeric>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -116,6 +118,40 @@ class LayoutRewriter : public IRMutator {
   arith::Analyzer analyzer_;
 };
 
+// The extents of a buffer the function allocates padded for a map that cuts an index by
+// constants that do not divide its extent (i // 6 and i % 6 over 1024 rows): each constant
+// extent rounded up to a multiple of the constants that divide or take the modulo of its own
+// index in the map. Nothing when no extent changes.
+std::optional<std::vector<Expr>> padded_extents(const std::vector<Expr>& mapped,
+                                                const std::vector<Expr>& indices,
+                                                const std::vector<Expr>& shape) {
+  std::unordered_map<const Node*, int64_t> multiple;  // index var -> lcm of its divisors
+  auto note = [&](const Expr& a, const Expr& b) {
+    const int64_t* c = as_const_int(b);
+    if (c == nullptr || *c <= 1 || a.as<Var>() == nullptr) return;
+    int64_t& m = multiple.try_emplace(a.get(), 1).first->second;
+    m = std::lcm(m, *c);
+  };
+  for (const Expr& e : mapped) {
+    post_order_visit(e, [&](const Node* node) {
+      if (const auto* d = dynamic_cast<const FloorDiv*>(node)) note(d->a, d->b);
+      if (const auto* m = dynamic_cast<const FloorMod*>(node)) note(m->a, m->b);
+    });
+  }
+  std::vector<Expr> padded = shape;
+  bool changed = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    auto found = multiple.find(indices[d].get());
+    const int64_t* extent = as_const_int(shape[d]);
+    if (found == multiple.end() || extent == nullptr || *extent % found->second == 0) continue;
+    int64_t rounded = (*extent + found->second - 1) / found->second * found->second;
+    padded[d] = make_const(shape[d]->dtype, rounded);
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  return padded;
+}
+
 Ref<Buffer> resolve_buffer(const Ref<PrimFunc>& func, const BlockLocation& loc,
                            const BufferSpec& spec, const char* primitive) {
   if (const auto* pair = std::get_if<std::pair<BufferIndexType, int64_t>>(&spec)) {
@@ -184,19 +220,27 @@ void transform_layout(Schedule& sch, const RV& block_rv, const BufferSpec& spec,
         func, loc.realize);
   }
   // Step 2. Check that the map is a bijection of the old index space onto a box that starts at
-  // zero, and take the box as the new shape.
-  arith::Analyzer analyzer;
+  // zero, and take the box as the new shape. A buffer the function allocates may be padded: a
+  // map that is a bijection once the extents it cuts are rounded up (padded_extents) is one of
+  // the old index space into the padded box, whose extra elements nothing reads or writes.
+  std::vector<Ref<Var>> vars;
   std::vector<Expr> indices;
-  arith::IterRanges ranges;
-  std::unordered_map<const Var*, Range> domain;
   for (size_t d = 0; d < buffer->shape.size(); ++d) {
-    const Expr& extent = buffer->shape[d];
-    Ref<Var> v = make_var(index_map.initial_indices()[d]->name, extent->dtype);
-    indices.push_back(v);
-    ranges[v.get()] = domain[v.get()] = Range{make_zero(extent->dtype), extent};
-    analyzer.bind(v, ranges[v.get()]);
+    vars.push_back(make_var(index_map.initial_indices()[d]->name, buffer->shape[d]->dtype));
+    indices.push_back(vars.back());
   }
   std::vector<Expr> mapped = index_map.map_indices(indices);
+  std::vector<Expr> extents = buffer->shape;
+  if (!is_param_buffer(*func, buffer.get())) {
+    if (auto padded = padded_extents(mapped, indices, buffer->shape)) extents = *padded;
+  }
+  arith::Analyzer analyzer;
+  arith::IterRanges ranges;
+  std::unordered_map<const Var*, Range> domain;
+  for (size_t d = 0; d < vars.size(); ++d) {
+    ranges[vars[d].get()] = domain[vars[d].get()] = Range{make_zero(extents[d]->dtype), extents[d]};
+    analyzer.bind(vars[d], ranges[vars[d].get()]);
+  }
   arith::IterMapResult detected = arith::detect_iter_map(
       mapped, ranges, bool_const(true), arith::IterMapLevel::kBijective, &analyzer);
   std::string shape_text;

@@ -152,7 +152,8 @@ class PackOperand : public Postproc {
   // block's loop `tile_loop` from the innermost (1: the innermost) and that tile's elements
   // going last: [.., i // T, .., k, i % T]. The operand read along the rows of the register
   // tile (pack_rows: A of a matmul, T = MR, the second innermost loop) then gives the
-  // micro-kernel MR neighbours per k step, one stream in all, where it read MR rows far apart;
+  // micro-kernel MR neighbours per k step, one stream in all, where it read MR rows far apart
+  // (also where MR does not divide the rows: the last slice is padded);
   // the weight of a convolution tiled along its filters (T = NR, the innermost) gives the
   // vectors of NR filters of one tap. The copy writes in order, its T elements unrolled (their
   // reads are strided: no vectors).
@@ -167,7 +168,9 @@ class PackOperand : public Postproc {
     const int64_t* tile = as_const_int(loc->loops[loc->loops.size() - tile_loop]->extent);
     if (dim < 0 || dim + 1 >= operand->ndim()) return;
     const int64_t* extent = as_const_int(operand->shape[dim]);
-    if (tile == nullptr || extent == nullptr || *tile <= 1 || *extent % *tile != 0) return;
+    // A tile that does not divide the extent (6 rows of 1024) pads the copy's last slice
+    // (transform_layout pads a buffer the function allocates); the copy's split leaves a guard.
+    if (tile == nullptr || extent == nullptr || *tile <= 1) return;
     int64_t t = *tile;
     int location = copy_location(*loc, index);
     RV packed =

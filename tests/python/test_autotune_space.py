@@ -110,12 +110,36 @@ def test_both_operands_of_a_matmul_can_be_packed(sketch):
         columns = re.search(r'index_map="lambda d0, d1: \[d1 // (\d+), d0, d1 % (\d+)\]"', text)
         seen.add((rows is not None, columns is not None))
         if rows:
-            assert rows.group(1) == rows.group(2) and 64 % int(rows.group(1)) == 0
+            assert rows.group(1) == rows.group(2)  # MR (6 does not divide 64: padded)
         args = random_args(func, seed)
         expected = reference(func, args)
         kiln.build(candidate.mod)(*args)
         np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
     assert {rows for rows, _ in seen} == {True, False}, seen  # a decision, drawn both ways
+
+
+def test_a_register_tile_that_does_not_divide_the_rows_packs_them_padded():
+    # 62 rows: the 6-row tile of AVX2's registers (the most rows that fit) leaves a partial last
+    # tile; A packed along those rows gets a padded last slice, and the candidates compute the
+    # matmul.
+    func = matmul(62, 48, 32)
+    space = SpaceGenerator(func, "llvm -mcpu=haswell")
+    padded = 0
+    for sketch in (0, 1):
+        for seed in range(24):
+            candidate = space.sample(sketch, seed)
+            if candidate is None:
+                continue
+            text = candidate.trace.as_python()
+            rows = re.search(r'index_map="lambda d0, d1: \[d0 // (\d+), d1, d0 % \1\]"', text)
+            if rows is None or 62 % int(rows.group(1)) == 0:
+                continue
+            padded += 1
+            args = random_args(func, seed)
+            expected = reference(func, args)
+            kiln.build(candidate.mod, target="llvm -mcpu=haswell")(*args)
+            np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+    assert padded > 0
 
 
 def matmul_nt(m, n, k, batch=None):

@@ -224,6 +224,39 @@ def test_transform_layout_of_an_intermediate():
     assert_trace_roundtrip(sch, func)
 
 
+def test_a_map_that_does_not_divide_an_allocated_buffer_pads_it():
+    # A's rows packed by 6 (A micro-kernel's tile) though 6 does not divide 16: the copy is
+    # (3, 8, 6), its last two rows of the last slice padding that nothing reads or writes.
+    func = matmul(16, 12, 8)
+    sch = tir.Schedule(func)
+    packed = sch.cache_read(sch.get_block("C"), 0, "global")
+    sch.transform_layout(packed, ("write", 0), lambda i, k: [i // 6, k, i % 6])
+    text = script(sch)
+    assert 'A_global = T.alloc_buffer((3, 8, 6), "float32")' in text
+    assert "A_global[v0 // 6, v1, v0 % 6] = A[v0, v1]" in text
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
+    # Tiled by 6 rows too (a guarded last tile), built with LLVM.
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    sch.split(i, factors=[None, 6])
+    ci, ck = sch.get_loops(packed)
+    c0, c1 = sch.split(ci, factors=[None, 6])
+    sch.reorder(c0, ck, c1)
+    a, b = [np.random.default_rng(1).random(s, dtype=np.float32) for s in ((16, 8), (8, 12))]
+    c = np.zeros((16, 12), np.float32)
+    kiln.build(sch.mod)(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+
+
+def test_a_parameter_is_never_padded():
+    sch = tir.Schedule(matmul(16, 12, 8))
+    block = sch.get_block("C")
+    assert_fails(sch, "NonBijectiveIndexMapError",
+                 lambda: sch.transform_layout(block, "A", lambda i, k: [i // 6, k, i % 6]),
+                 "is not a bijection over the shape (16, 8) of buffer A",
+                 "the extent 16 of i is not divisible by 6")
+
+
 def test_transform_layout_maps_regions_of_a_blockized_loop():
     func = elementwise_chain(8, 4)
     sch = tir.Schedule(func)

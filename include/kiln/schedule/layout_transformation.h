@@ -26,13 +26,17 @@ using BufferSpec = std::variant<std::pair<BufferIndexType, int64_t>, std::string
 //   … B[vk, vj] …                       ==>    … B[vj // 16, vk, vj % 16] …
 // (index_map `lambda k, j: [j // 16, k, j % 16]`). A parameter changes the function's
 // signature. The new buffer is compact: strides set by storage_align are dropped.
-// Padding (a map that is not onto its range, filled with a pad value) is not supported.
+// A buffer the function allocates (not a parameter) may be padded: a map that cuts an index by
+// constants that do not divide its extent (`lambda i, k: [i // 6, k, i % 6]` over 1024 rows)
+// gives the shape of the extent rounded up to their multiple ((171, 1024, 6)); the padding's
+// elements are never read or written (every access goes through the map), so they have no
+// value. A parameter is never padded (its shape is the caller's).
 // Preconditions:
 //  1. The block has the read or write entry named by the spec (BufferIndexOutOfRangeError), or
 //     accesses exactly one buffer of that name (BufferNotFoundError).
 //  2. The map has one initial index per dimension of the buffer (InvalidIndexMapError).
-//  3. The map is a bijection from the buffer's index space onto the product of the ranges of
-//     its final indices, each of which starts at 0 (NonBijectiveIndexMapError).
+//  3. The map is a bijection from the buffer's index space (padded as above) onto the product
+//     of the ranges of its final indices, each of which starts at 0 (NonBijectiveIndexMapError).
 void transform_layout(Schedule& sch, const RV& block, const BufferSpec& buffer,
                       const IndexMap& index_map);
 
