@@ -56,7 +56,7 @@ class FakeRunner : public Runner {
       seconds *= 1 + 1e-9 * static_cast<double>(hash % 1000);
       if (hash == fast_hash_) seconds *= 0.01;
       if (again) seconds *= again_;
-      if (!interleaving_ && hash % 2 == 1) seconds *= odd_screens_;
+      if (!interleaving_ && hash % 2 == slow_parity_) seconds *= slow_screens_;
       MeasureResult r;
       r.status = RecordStatus::kOk;
       r.run_secs.assign(static_cast<size_t>(std::max(repeat, 1)), seconds);
@@ -105,9 +105,10 @@ class FakeRunner : public Runner {
   int num_threads_ = 2;            // the threads the candidates "run" on
   uint64_t fast_hash_ = 0;         // the candidate with this hash runs 100 times faster
   double again_ = 1;  // a candidate timed again alone (the drift check) takes this much longer
-  // The candidates of odd hashes take this much longer when run() times them (screened while
-  // the machine was slower), not in interleaved rounds.
-  double odd_screens_ = 1;
+  // The candidates whose hash has the parity slow_parity_ take this much longer when run() times
+  // them (screened while the machine was slower), not in interleaved rounds.
+  double slow_screens_ = 1;
+  uint64_t slow_parity_ = 1;
   // The final rounds' times are multiplied by these, per round, when they are set.
   std::vector<double> fastest_rounds_, other_rounds_;
   uint64_t interleaved_fastest_ = 0;  // the fastest member of the final rounds
@@ -302,12 +303,13 @@ TEST_F(SearchTest, TheFastestMeasurementIsTimedAgainInTheFinalRounds) {
 }
 
 TEST_F(SearchTest, ACandidateScreenedWhileTheMachineWasSlowReachesTheFinalRoundsThroughThePool) {
-  // Candidates of odd hashes are screened 100 times slower than they run in interleaved rounds
+  // Candidates of even hashes are screened 100 times slower than they run in interleaved rounds
   // (the pool of the top 16 by their screens holds the best of them): the fastest of the
   // pool ranks below the top two by its screen, and wins the final rounds.
   TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
   FakeRunner runner;
-  runner.odd_screens_ = 100;
+  runner.slow_screens_ = 100;
+  runner.slow_parity_ = 0;
   CostModel model;
   SearchConfig c = config(24);
   c.local_search_trials = 0;
