@@ -231,7 +231,8 @@ void transform_layout(Schedule& sch, const RV& block_rv, const BufferSpec& spec,
   }
   std::vector<Expr> mapped = index_map.map_indices(indices);
   std::vector<Expr> extents = buffer->shape;
-  if (!is_param_buffer(*func, buffer.get())) {
+  // Not a "warp" buffer either: a fragment layout spreads whole tiles over a warp's lanes.
+  if (!is_param_buffer(*func, buffer.get()) && buffer->scope != "warp") {
     if (auto padded = padded_extents(mapped, indices, buffer->shape)) extents = *padded;
   }
   arith::Analyzer analyzer;

@@ -30,7 +30,8 @@ using BufferSpec = std::variant<std::pair<BufferIndexType, int64_t>, std::string
 // constants that do not divide its extent (`lambda i, k: [i // 6, k, i % 6]` over 1024 rows)
 // gives the shape of the extent rounded up to their multiple ((171, 1024, 6)); the padding's
 // elements are never read or written (every access goes through the map), so they have no
-// value. A parameter is never padded (its shape is the caller's).
+// value. A parameter is never padded (its shape is the caller's), nor a "warp" buffer (a
+// fragment layout spreads whole tiles over the lanes of a warp).
 // Preconditions:
 //  1. The block has the read or write entry named by the spec (BufferIndexOutOfRangeError), or
 //     accesses exactly one buffer of that name (BufferNotFoundError).
