@@ -122,7 +122,12 @@ class TaskSearch {
     trials_before_ = static_cast<int64_t>(measured_.size());
     load_best_from_database();
     prepare_baseline();
-    reserve_ = reserved_for_local_search();
+    // The trials kept for the local search at the end (local_search_trials, at most a quarter
+    // of the task's trials, at most what is left): the rounds stop short of them, so that a run
+    // whose budget the rounds would spend still ends with the neighbours of its best.
+    reserve_ =
+        std::max<int64_t>(0, std::min<int64_t>({int64_t{config_.local_search_trials},
+                                                config_.max_trials_per_task / 4, remaining()}));
   }
 
   // The code of the records measured before (their search JSON's "code_hash"), so that a
@@ -246,14 +251,7 @@ class TaskSearch {
     }
   }
 
-  // The trials kept for the local search at the end (local_search_trials, at most a quarter of
-  // the task's trials, at most what is left): the rounds stop short of them, so that a run whose
-  // budget the rounds would spend still ends with the neighbours of its best.
-  int64_t reserved_for_local_search() const {
-    int64_t quarter = config_.max_trials_per_task / 4;
-    return std::max<int64_t>(
-        0, std::min<int64_t>({int64_t{config_.local_search_trials}, quarter, remaining()}));
-  }
+  // The trials reserved for the local search until it runs (set by the constructor).
   int64_t reserved() const { return reserve_; }
   // The trials the rounds may spend before the local search.
   int64_t rounds_left() const { return remaining() - reserve_; }
@@ -842,7 +840,7 @@ class TaskSearch {
   int64_t trials_before_ = 0, trials_this_run_ = 0, rejected_lowering_ = 0, same_code_ = 0;
   int generation_ = 0, empty_rounds_ = 0;
   bool exhausted_ = false, interrupted_ = false;
-  int64_t reserve_ = 0;  // reserved_for_local_search() while the rounds run
+  int64_t reserve_ = 0;  // see reserved()
   std::vector<std::pair<int64_t, double>> history_;
   std::vector<std::pair<double, double>> found_;
   std::map<std::string, int64_t> failures_;

@@ -2,7 +2,6 @@
 #include "kiln/schedule/layout_transformation.h"
 
 #include <numeric>
-#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -121,10 +120,9 @@ class LayoutRewriter : public IRMutator {
 // The extents of a buffer the function allocates padded for a map that cuts an index by
 // constants that do not divide its extent (i // 6 and i % 6 over 1024 rows): each constant
 // extent rounded up to a multiple of the constants that divide or take the modulo of its own
-// index in the map. Nothing when no extent changes.
-std::optional<std::vector<Expr>> padded_extents(const std::vector<Expr>& mapped,
-                                                const std::vector<Expr>& indices,
-                                                const std::vector<Expr>& shape) {
+// index in the map (`vars`, one per dimension); the others as they are.
+std::vector<Expr> padded_extents(const std::vector<Expr>& mapped, const std::vector<Ref<Var>>& vars,
+                                 const std::vector<Expr>& shape) {
   std::unordered_map<const Node*, int64_t> multiple;  // index var -> lcm of its divisors
   auto note = [&](const Expr& a, const Expr& b) {
     const int64_t* c = as_const_int(b);
@@ -139,16 +137,13 @@ std::optional<std::vector<Expr>> padded_extents(const std::vector<Expr>& mapped,
     });
   }
   std::vector<Expr> padded = shape;
-  bool changed = false;
   for (size_t d = 0; d < shape.size(); ++d) {
-    auto found = multiple.find(indices[d].get());
+    auto found = multiple.find(vars[d].get());
     const int64_t* extent = as_const_int(shape[d]);
     if (found == multiple.end() || extent == nullptr || *extent % found->second == 0) continue;
     int64_t rounded = (*extent + found->second - 1) / found->second * found->second;
     padded[d] = make_const(shape[d]->dtype, rounded);
-    changed = true;
   }
-  if (!changed) return std::nullopt;
   return padded;
 }
 
@@ -233,7 +228,7 @@ void transform_layout(Schedule& sch, const RV& block_rv, const BufferSpec& spec,
   std::vector<Expr> extents = buffer->shape;
   // Not a "warp" buffer either: a fragment layout spreads whole tiles over a warp's lanes.
   if (!is_param_buffer(*func, buffer.get()) && buffer->scope != "warp") {
-    if (auto padded = padded_extents(mapped, indices, buffer->shape)) extents = *padded;
+    extents = padded_extents(mapped, vars, buffer->shape);
   }
   arith::Analyzer analyzer;
   arith::IterRanges ranges;
