@@ -69,6 +69,14 @@ void CodeGenLLVM::finish_function() {
   if (fn_.max_vector_bits > 0) {
     fn_.function->addFnAttr("min-legal-vector-width", std::to_string(fn_.max_vector_bits));
   }
+  // A function whose schedule chose vectors wider than the CPU prefers (zmm where an AVX-512
+  // CPU prefers ymm) gets them from LLVM's vectorizers too: a tile's initialisation left to the
+  // loop vectorizer in the preferred width would store halves of the vectors the tile's loads
+  // read, and SROA could not keep the tile in registers.
+  int chosen = std::min(fn_.max_vector_bits, target_.vector_register_bits);
+  if (chosen > target_.preferred_vector_bits) {
+    fn_.function->addFnAttr("prefer-vector-width", std::to_string(chosen));
+  }
 }
 
 void CodeGenLLVM::add_function(const PrimFunc& func) {

@@ -15,6 +15,8 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
+#include <llvm/Transforms/Scalar/LoopPassManager.h>
+#include <llvm/Transforms/Scalar/LoopUnrollPass.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -203,11 +205,14 @@ constexpr const char* kScalarPasses =
     "sroa,"  // locals and "local" buffers (register tiles) to SSA values
     "early-cse,simplifycfg,instcombine,"
     "loop-mssa(licm,loop-rotate,licm),"  // invariant loads and address arithmetic out of loops
-    "simplifycfg,instcombine,"
-    "loop(loop-unroll-full),"  // loops marked llvm.loop.unroll.full (kUnrolled, too big to copy)
-    "sroa,"                    // ... whose "local" tiles their copies index by constants
-    "gvn,"                     // loads and index arithmetic computed twice
-    "jump-threading,"          // one guard tested many times (a padding row) becomes one branch
+    "simplifycfg,instcombine";
+// Then LLVM's full unroll of the loops marked llvm.loop.unroll.full (kUnrolled, too big to copy)
+// and no other: a small copy loop unrolled this early would reach the loop vectorizer as the
+// straight-line body of its outer loop, which an AVX-512 cost model vectorizes with gathers.
+constexpr const char* kAfterForcedUnroll =
+    "sroa,"           // ... whose "local" tiles their copies index by constants
+    "gvn,"            // loads and index arithmetic computed twice
+    "jump-threading,"  // one guard tested many times (a padding row) becomes one branch
     "simplifycfg,instcombine,loop-mssa(licm),simplifycfg";
 constexpr const char* kLoopVectorizer = "loop-vectorize";  // loops left serial and scalar
 constexpr const char* kSlpVectorizer =
@@ -256,6 +261,9 @@ llvm::FunctionPassManager parse_function_passes(llvm::PassBuilder& builder, cons
 void run_kiln_pipeline(llvm::Module& module, llvm::PassBuilder& builder,
                        llvm::FunctionAnalysisManager& analyses) {
   llvm::FunctionPassManager scalar = parse_function_passes(builder, kScalarPasses);
+  scalar.addPass(llvm::createFunctionToLoopPassAdaptor(
+      llvm::LoopFullUnrollPass(/*OptLevel=*/3, /*OnlyWhenForced=*/true, /*ForgetSCEV=*/false)));
+  scalar.addPass(parse_function_passes(builder, kAfterForcedUnroll));
   llvm::FunctionPassManager loop_vectorizer = parse_function_passes(builder, kLoopVectorizer);
   llvm::FunctionPassManager slp_vectorizer = parse_function_passes(builder, kSlpVectorizer);
   llvm::FunctionPassManager after_vectorizers = parse_function_passes(builder, kAfterVectorizers);
@@ -311,7 +319,8 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, int opt
 
 std::string optimization_pipeline(int opt_level) {
   if (opt_level < 3) return "default<O" + std::to_string(std::max(opt_level, 0)) + ">";
-  return std::string(kScalarPasses) + ";" + kLoopVectorizer + ";" + kSlpVectorizer + ";" +
+  return std::string(kScalarPasses) + ";loop(loop-unroll-full<forced>);" + kAfterForcedUnroll +
+         ";" + kLoopVectorizer + ";" + kSlpVectorizer + ";" +
          kAfterVectorizers + ";" + kLoopUnroller;
 }
 
