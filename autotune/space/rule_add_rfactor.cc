@@ -81,11 +81,11 @@ class AddRFactor : public ScheduleRule {
     ir::DataType dtype = loc->block->writes.at(0).buffer->dtype;
     int factor_axis = static_cast<int>(loc->block->writes.at(0).buffer->ndim());
     if (loc->loops.empty() || target.vector_register_bits <= 0 || !dtype.is_scalar()) return {sch};
-    int64_t lanes = target.vector_lanes(dtype);
     int inner = a.loop_iter.back();
     const int64_t* extent = ir::as_const_int(loc->loops.back()->extent);
-    if (inner < 0 || !a.is_reduce[inner] || extent == nullptr || lanes < 2 ||
-        *extent % lanes != 0 || *extent < 4 * lanes) {
+    if (extent == nullptr) return {sch};
+    int64_t lanes = target.vector_lanes_dividing(dtype, *extent);
+    if (inner < 0 || !a.is_reduce[inner] || lanes < 2 || *extent < 4 * lanes) {
       return {sch};
     }
     bool contiguous = false;

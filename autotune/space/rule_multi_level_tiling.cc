@@ -109,9 +109,10 @@ class MultiLevelTiling : public ScheduleRule {
   }
 
   // The candidates of the register tile of this target, for the block's accumulator dtype:
-  // NR (columns, whole vectors: a power of two of them) and MR (rows) such that the MR x NR
-  // accumulators, the vectors of one row of the operand and one broadcast fit the vector
-  // registers (MR * V + V + 1 <= registers, V = NR / lanes). MR is a divisor of the rows, or
+  // NR (columns, whole vectors: a power of two of them; vectors of half a register where whole
+  // registers do not divide the columns, see Target::vector_lanes_dividing) and MR (rows) such
+  // that the MR x NR accumulators, the vectors of one row of the operand and one broadcast fit
+  // the vector registers (MR * V + V + 1 <= registers, V = NR / lanes). MR is a divisor of the rows, or
   // the most rows that fit with one of the NR (6 x 16 with AVX2's 16 registers): a BLAS's
   // tile, which uses the registers best, is worth a last partial tile (its split leaves a
   // guard, and lowering peels the last tile off) where it does not divide the rows (128).
@@ -122,8 +123,9 @@ class MultiLevelTiling : public ScheduleRule {
                                int64_t row_extent) const {
     RegisterTiles tiles;
     const codegen::Target& target = context_.task->target;
-    int lanes =
-        dtype.is_scalar() && target.vector_register_bits > 0 ? target.vector_lanes(dtype) : 1;
+    int lanes = dtype.is_scalar() && target.vector_register_bits > 0
+                    ? target.vector_lanes_dividing(dtype, column_extent)
+                    : 1;
     int registers = target.num_vector_registers;
     int64_t max_rows = 1;
     std::vector<int64_t> fullest;  // per NR, the most rows that fit
@@ -202,13 +204,12 @@ class MultiLevelTiling : public ScheduleRule {
     ir::DataType dtype = block.writes[0].buffer->dtype;
     const codegen::Target& target = context_.task->target;
     if (!dtype.is_scalar() || target.vector_register_bits <= 0) return std::nullopt;
-    int64_t lanes = target.vector_lanes(dtype);
-    if (lanes < 2) return std::nullopt;
+    if (target.vector_lanes(dtype) < 2) return std::nullopt;
     // Without a window: where x is no whole vectors (a 1 x 1 convolution of 14 x 14 pixels),
     // the operand read along x is the broadcast one.
     const int64_t* x_extent = ir::as_const_int(loc->loops[rows.column]->extent);
-    for (size_t r = 0;
-         r < block.reads.size() && input < 0 && x_extent != nullptr && *x_extent % lanes != 0;
+    for (size_t r = 0; r < block.reads.size() && input < 0 && x_extent != nullptr &&
+                       target.vector_lanes_dividing(dtype, *x_extent) == 1;
          ++r) {
       if (a.read_uses[r][x]) input = static_cast<int64_t>(r);
     }
@@ -218,7 +219,9 @@ class MultiLevelTiling : public ScheduleRule {
       if (a.is_reduce[f] || f == x || a.read_uses[input][f]) continue;
       const int64_t* extent = ir::as_const_int(loc->loops[l]->extent);
       int64_t out_dim = dim_of(block.writes[0].region, f);
-      if (extent == nullptr || *extent % lanes != 0 || out_dim < 0) continue;
+      if (extent == nullptr || target.vector_lanes_dividing(dtype, *extent) == 1 || out_dim < 0) {
+        continue;
+      }
       for (size_t r = 0; r < block.reads.size(); ++r) {
         int64_t d = dim_of(block.reads[r].region, f);
         if (d < 0 || d + 1 == static_cast<int64_t>(block.reads[r].region.size()) ||

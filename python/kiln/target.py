@@ -169,6 +169,12 @@ class Target:
         KilnValueError."""
         return self._handle.vector_lanes(dtype)
 
+    def vector_lanes_dividing(self, dtype, extent):
+        """The lanes of the widest vector of ``dtype`` whose lanes divide ``extent``: a whole
+        register, or where that does not divide, half of one while the half is 256 bits or more
+        (AVX-512: 8 float32 for 56 columns, where vector_lanes is 16); 1 where none divides."""
+        return self._handle.vector_lanes_dividing(dtype, extent)
+
     @property
     def l1d_cache_bytes(self):
         """The L1 data cache of one core in bytes, for the host target; None when unknown or

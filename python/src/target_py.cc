@@ -54,7 +54,14 @@ void bind_target(py::module_& parent) {
           [](const Target& target, py::handle dtype) {
             return target.vector_lanes(to_dtype(dtype, "Target.vector_lanes"));
           },
-          py::arg("dtype"));
+          py::arg("dtype"))
+      .def(
+          "vector_lanes_dividing",
+          [](const Target& target, py::handle dtype, int64_t extent) {
+            return target.vector_lanes_dividing(to_dtype(dtype, "Target.vector_lanes_dividing"),
+                                                extent);
+          },
+          py::arg("dtype"), py::arg("extent"));
   m.def("nvrtc_available", [] {
     std::string why;
     bool ok = codegen::nvrtc_available(&why);

@@ -505,6 +505,16 @@ int Target::vector_lanes(const ir::DataType& dtype) const {
   return std::max(1, vector_register_bits / dtype.bits());
 }
 
+int Target::vector_lanes_dividing(const ir::DataType& dtype, int64_t extent) const {
+  int lanes = vector_lanes(dtype);
+  while (lanes > 1) {
+    if (extent > 0 && extent % lanes == 0) return lanes;
+    if (lanes * dtype.bits() <= 256) break;
+    lanes /= 2;
+  }
+  return 1;
+}
+
 const Target& host_target() {
   static const Target host = parse_target("llvm");
   return host;

@@ -493,6 +493,21 @@ def test_padding_is_inlined_into_the_convolution_or_kept_as_a_stage():
         np.testing.assert_allclose(run_args[2], expected[2], rtol=1e-4, atol=1e-4)
 
 
+def test_an_avx512_target_tiles_rows_of_half_its_vectors():
+    # 8 filters x 8 columns: no whole 16-lane zmm vector, so the register tiles use ymm halves
+    # (8 lanes): the same three tilings per padding choice as with AVX2, drawing the same
+    # register tiles (rows 1-8 x 8 columns; with 8 rows, 32 registers fit no more).
+    func = padded_conv()
+
+    def draws(target):
+        return [re.findall(r"sample_categorical\(candidates=\[([\d, ]+)\]", sketch.as_python())
+                for sketch in SpaceGenerator(func, target).sketches]
+
+    avx512 = draws("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512")
+    assert len(avx512) == 6 and avx512 == draws(HASWELL)
+    assert all("8" in found for found in avx512), avx512
+
+
 def conv(layout, h=10, ci=4, co=16, stride=1, depthwise=False, kernel=3):
     shape = (1, ci, h, h) if layout == "NCHW" else (1, h, h, ci)
     X = te.placeholder(shape, "float32", name="X")

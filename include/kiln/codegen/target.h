@@ -103,6 +103,11 @@ struct Target {
   // (vector_register_bits / bits, at least 1): vector_lanes(float32) is 16 with AVX-512, 8 with
   // AVX2, 4 with SSE or NEON. A vector or handle dtype is a kValue error.
   int vector_lanes(const ir::DataType& dtype) const;
+
+  // The lanes of the widest vector of `dtype` whose lanes divide `extent`: a whole register, or
+  // where that does not divide, a half of it while the half is 256 bits or more (an AVX-512
+  // register's ymm half: 8 float32 for 56 columns); 1 where none divides.
+  int vector_lanes_dividing(const ir::DataType& dtype, int64_t extent) const;
 };
 
 // Parses a target string and asks LLVM for the vector unit's properties (see Target). Raises a

@@ -176,6 +176,22 @@ TEST(TargetVectorUnit, LanesPerDtype) {
   EXPECT_EQ(t.vector_lanes(DataType::bool_()), 32);
 }
 
+TEST(TargetVectorUnit, LanesDividingAnExtentFallBackToA256BitHalf) {
+  Target avx512 = parse_target("llvm -mcpu=skylake-avx512");
+  EXPECT_EQ(avx512.vector_lanes_dividing(DataType::float32(), 64), 16);
+  EXPECT_EQ(avx512.vector_lanes_dividing(DataType::float32(), 56), 8);  // ymm halves
+  EXPECT_EQ(avx512.vector_lanes_dividing(DataType::float32(), 12), 1);  // no xmm quarters
+  EXPECT_EQ(avx512.vector_lanes_dividing(DataType::float64(), 4), 4);
+  EXPECT_EQ(avx512.vector_lanes_dividing(DataType::int_(8), 96), 32);
+  Target haswell = parse_target("llvm -mcpu=haswell");
+  EXPECT_EQ(haswell.vector_lanes_dividing(DataType::float32(), 56), 8);
+  EXPECT_EQ(haswell.vector_lanes_dividing(DataType::float32(), 12), 1);  // no xmm halves
+  EXPECT_EQ(haswell.vector_lanes_dividing(DataType::float32(), 0), 1);
+  Target neon = parse_target("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1");
+  EXPECT_EQ(neon.vector_lanes_dividing(DataType::float32(), 6), 1);
+  EXPECT_EQ(neon.vector_lanes_dividing(DataType::float32(), 8), 4);
+}
+
 TEST(TargetVectorUnit, HostAgreesWithItsFeatures) {
   const Target& host = host_target();
   if (host.triple.rfind("x86_64", 0) != 0) GTEST_SKIP() << "the host is not x86-64";
