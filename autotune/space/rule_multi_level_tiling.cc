@@ -112,8 +112,8 @@ class MultiLevelTiling : public ScheduleRule {
   // NR (columns, whole vectors: a power of two of them; vectors of half a register where whole
   // registers do not divide the columns, see Target::vector_lanes_dividing) and MR (rows) such
   // that the MR x NR accumulators, the vectors of one row of the operand and one broadcast fit
-  // the vector registers (MR * V + V + 1 <= registers, V = NR / lanes). MR is a divisor of the rows, or
-  // the most rows that fit with one of the NR (6 x 16 with AVX2's 16 registers): a BLAS's
+  // the vector registers (MR * V + V + 1 <= registers, V = NR / lanes). MR is a divisor of the
+  // rows, or the most rows that fit with one of the NR (6 x 16 with AVX2's 16 registers): a BLAS's
   // tile, which uses the registers best, is worth a last partial tile (its split leaves a
   // guard, and lowering peels the last tile off) where it does not divide the rows (128).
   struct RegisterTiles {

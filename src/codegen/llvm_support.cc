@@ -210,8 +210,8 @@ constexpr const char* kScalarPasses =
 // and no other: a small copy loop unrolled this early would reach the loop vectorizer as the
 // straight-line body of its outer loop, which an AVX-512 cost model vectorizes with gathers.
 constexpr const char* kAfterForcedUnroll =
-    "sroa,"           // ... whose "local" tiles their copies index by constants
-    "gvn,"            // loads and index arithmetic computed twice
+    "sroa,"            // ... whose "local" tiles their copies index by constants
+    "gvn,"             // loads and index arithmetic computed twice
     "jump-threading,"  // one guard tested many times (a padding row) becomes one branch
     "simplifycfg,instcombine,loop-mssa(licm),simplifycfg";
 constexpr const char* kLoopVectorizer = "loop-vectorize";  // loops left serial and scalar
@@ -320,8 +320,8 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, int opt
 std::string optimization_pipeline(int opt_level) {
   if (opt_level < 3) return "default<O" + std::to_string(std::max(opt_level, 0)) + ">";
   return std::string(kScalarPasses) + ";loop(loop-unroll-full<forced>);" + kAfterForcedUnroll +
-         ";" + kLoopVectorizer + ";" + kSlpVectorizer + ";" +
-         kAfterVectorizers + ";" + kLoopUnroller;
+         ";" + kLoopVectorizer + ";" + kSlpVectorizer + ";" + kAfterVectorizers + ";" +
+         kLoopUnroller;
 }
 
 std::string emit_machine_code(llvm::Module& module, llvm::TargetMachine& machine,
