@@ -204,14 +204,17 @@ def gemm_blocking(target, dtype="float32", n=None, k=None, threads=None):
     caches of ``target``: returns (MR, NR, panels).
 
     MR x NR is the register tile: the block of C that stays in vector registers while k runs.
-    Each step of k keeps it in MR * V vector registers (V = NR / lanes, lanes =
-    ``target.vector_lanes(dtype)``), loads the V vectors of one row of B and broadcasts one
-    element of A at a time: MR * V + V + 1 registers, which must fit in
-    ``target.num_vector_registers`` or the compiler spills accumulators to memory on every step.
-    Among the tiles that fit, the one with the most multiply-adds per load, MR * V / (MR + V),
-    wins. V is a power of two, so that a vectorized loop over the NR columns is a vector type
-    LLVM splits into whole registers (a 24-lane vector is legalized lane by lane). When ``n``
-    is given, NR divides it, so that B can be packed into whole [n / NR, k, NR] panels.
+    Each step of k keeps it in MR * V vector registers (V = NR / lanes), loads the V vectors of
+    one row of B and broadcasts one element of A at a time: MR * V + V + 1 registers, which
+    must fit in ``target.num_vector_registers`` or the compiler spills accumulators to memory on
+    every step. Among the tiles that fit, the one with the most multiply-adds per load,
+    MR * V / (MR + V), wins. V is a power of two, so that a vectorized loop over the NR columns
+    is a vector type LLVM splits into whole registers (a 24-lane vector is legalized lane by
+    lane). When ``n`` is given, NR divides it, so that B can be packed into whole
+    [n / NR, k, NR] panels, and the vectors are the widest whose lanes divide n
+    (``target.vector_lanes_dividing(dtype, n)``: on AVX-512, 16 float32 lanes for 64 columns,
+    the 8 of a register's 256-bit half for 24 or 56, each vector still taking a register);
+    otherwise, and where none divides n, lanes = ``target.vector_lanes(dtype)``.
 
     ``panels`` is how many NR-column panels of B one pass over an MR-row tile of A covers: the
     tile (MR x k elements) is read once per pass and reused from the L1 cache, while the
@@ -220,8 +223,8 @@ def gemm_blocking(target, dtype="float32", n=None, k=None, threads=None):
     power of two that divides n / NR and leaves at least ``threads`` groups of panels for a
     parallel loop (default: the runtime's thread count); 1 when ``k`` is not given.
 
-    Float32 tiles: AVX-512 (32 registers of 16 lanes) 6 x 64; AVX2 (16 of 8) 6 x 16; SSE (16 of
-    4) 6 x 8; NEON (32 of 4) 6 x 16.
+    Float32 tiles: AVX-512 (32 registers of 16 lanes) 6 x 64, or 30 x 8 where 8 divides n but
+    16 does not (n = 24, 56); AVX2 (16 of 8) 6 x 16; SSE (16 of 4) 6 x 8; NEON (32 of 4) 6 x 16.
 
     Example::
 
@@ -233,7 +236,12 @@ def gemm_blocking(target, dtype="float32", n=None, k=None, threads=None):
     (a target without vector registers, or no NR that divides ``n``).
     """
     target = target if isinstance(target, Target) else Target(target)
-    lanes = target.vector_lanes(dtype)
+    register_lanes = target.vector_lanes(dtype)
+    lanes = register_lanes
+    if n is not None:
+        dividing = target.vector_lanes_dividing(dtype, n)
+        if dividing > 1:  # else no NR divides n: the error below names the register's lanes
+            lanes = dividing
     registers = target.num_vector_registers
     best = None
     vectors = 1
@@ -248,7 +256,7 @@ def gemm_blocking(target, dtype="float32", n=None, k=None, threads=None):
         vectors *= 2
     if best is None:
         raise KilnValueError(f"gemm_blocking: no register tile of {dtype} fits target {target} "
-                             f"({registers} vector registers of {lanes} lanes)"
+                             f"({registers} vector registers of {register_lanes} lanes)"
                              + (f" with NR dividing n = {n}" if n is not None else ""))
     _, mr, nr = best
 
@@ -258,7 +266,7 @@ def gemm_blocking(target, dtype="float32", n=None, k=None, threads=None):
             from .runtime import get_num_threads
             threads = get_num_threads()
         budget = (target.l2_cache_bytes or 256 * 1024) // 2
-        element_bytes = target.vector_register_bits // 8 // lanes
+        element_bytes = target.vector_register_bits // 8 // register_lanes
         panel_bytes = k * nr * element_bytes
         groups = None if n is None else n // nr
         while (2 * panels * panel_bytes <= budget and

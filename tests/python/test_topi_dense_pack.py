@@ -97,8 +97,9 @@ def test_dense_pack_with_a_symbolic_batch_and_a_bias():
 
 
 def test_the_register_tile_reads_whole_panels():
-    # Panels of 8 columns where the tile would take 16 on AVX2: NR follows the panels, so every
-    # load of the weight is one contiguous vector of a panel.
+    # Panels of 8 columns where the tile would take more (16 on AVX2, 64 on AVX-512): NR follows
+    # the panels, so every load of the weight is one contiguous vector of a panel (on AVX-512
+    # one of its 256-bit halves).
     w, x = rand(64, 64), rand(12, 64)
     packed = topi.nn.pack_dense_weight(w, bn=8)
     X = te.placeholder((12, 64), "float32", name="x")

@@ -181,8 +181,10 @@ def test_batch_matmul():
 def test_the_column_operand_of_a_product_is_packed_into_panels_per_batch(transposed):
     # B (or y of batch_matmul, read [b, j, k]) is copied into panels of NR contiguous columns
     # ([b, j // NR, k, j % NR]) inside the parallel batch loop, each batch's panels packed
-    # just before its row tiles read them; 45 rows leave a partial last tile.
-    batch, m, n, k = 16, 45, 64, 32
+    # just before its row tiles read them; 45 rows leave a partial last tile. Four panels of
+    # the target's NR (64 columns with AVX2's 16, 256 with AVX-512's 64).
+    nr = kiln.target.gemm_blocking("llvm", "float32")[1]
+    batch, m, n, k = 16, 45, 4 * nr, 32
     x = te.placeholder((batch, m, k), "float32", name="x")
     xv = rand(RNG, batch, m, k)
     if transposed:

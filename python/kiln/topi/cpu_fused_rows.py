@@ -247,8 +247,9 @@ class RowFusion:
 
     def rfactor_reductions(self, chain, product):
         """Splits each row reduction of the chain (not the product) into vector lanes of
-        partial results (rfactor, at the root, where it is alone under its loops); returns the
-        names of the partial-result blocks."""
+        partial results, those of the widest vector that divides the reduction (rfactor, at the
+        root, where it is alone under its loops); returns the names of the partial-result
+        blocks."""
         sch, scheduler = self.sch, self.scheduler
         partials = []
         for name in chain:
@@ -258,9 +259,9 @@ class RowFusion:
             if len(info.reduce) != 1:
                 continue
             r = info.reduce[0]
-            extent, lanes = info.extents[r], scheduler.lanes(info.dtype)
-            if extent is None or lanes < 2 or extent % lanes or extent < 4 * lanes or \
-                    name in scheduler.no_vector:
+            extent = info.extents[r]
+            lanes = scheduler.lanes_dividing(info.dtype, extent)
+            if lanes < 2 or extent < 4 * lanes or name in scheduler.no_vector:
                 continue
             # At least two vectors per lane group, or the reduction loop would vanish.
             width = next(w for w in (4 * lanes, 2 * lanes, lanes)

@@ -35,12 +35,13 @@ whatever operators built it:
    read while it is in cache.
 4. Every block runs its outer spatial loops in parallel, fused until there is work for the
    runtime's threads, when it has enough work; its innermost spatial loop is vectorized by the
-   target's vector lanes when the extent allows.
+   target's widest vectors whose lanes divide its extent (a whole register, or on AVX-512 its
+   256-bit half: 8 float32 lanes for 24 or 56 columns), when one does.
 5. (Done first.) A reduction along contiguous rows that is not a product (the max and sum of
    a softmax, the sum of squares of a norm, a row sum, argmax's (index, value) pairs)
-   accumulates vectors: its reduction loop is split by a multiple of the vector lanes and the
-   inner part becomes a vector of partial results (rfactor), reduced to one value per row at
-   the end.
+   accumulates vectors: its reduction loop is split by a multiple of the lanes of the widest
+   vector that divides it (as in step 4) and the inner part becomes a vector of partial results
+   (rfactor), reduced to one value per row at the end.
 
 A step whose preconditions fail is skipped, so the schedule never fails where the unscheduled
 function builds; a vectorized loop that lowering would run serially is not vectorized.
@@ -182,15 +183,28 @@ class _Scheduler:
         return True if result is None else result
 
     def lanes(self, dtype):
+        """The lanes of dtype in one of the target's vector registers (1 where it has none)."""
         try:
             return self.target.vector_lanes(dtype)
         except KilnError:
             return 1
 
+    def lanes_dividing(self, dtype, extent):
+        """The lanes of the target's widest vector of dtype whose lanes divide extent: a whole
+        register, or half of one of 256 bits or more (Target.vector_lanes_dividing); 1 where
+        none divides or extent is symbolic (None)."""
+        if extent is None:
+            return 1
+        try:
+            return self.target.vector_lanes_dividing(dtype, extent)
+        except KilnError:
+            return 1
+
     def vectorize_innermost(self, sch, name, loop, extent, dtype):
-        """Vectorizes loop by the target's lanes when its extent is a multiple of them; returns
-        the loop left outside (loop itself, or None when the whole loop is vectorized)."""
-        lanes = self.lanes(dtype)
+        """Vectorizes loop by the lanes of the target's widest vector that divides its extent
+        (lanes_dividing), where one does; returns the loop left outside (loop itself, or None
+        when the whole loop is vectorized)."""
+        lanes = self.lanes_dividing(dtype, extent)
         if name in self.no_vector or extent is None or lanes < 2 or extent % lanes:
             return loop
         if extent == lanes:
@@ -355,8 +369,8 @@ class _Scheduler:
                 mr, nr, _ = gemm_blocking(self.target, info.dtype, n=panel)
                 panels = 1
         except KilnError:
-            lanes = self.lanes(info.dtype)
-            if lanes < 2 or columns % lanes or (panel is not None and panel % lanes):
+            lanes = self.lanes_dividing(info.dtype, math.gcd(columns, panel or columns))
+            if lanes < 2:
                 raise
             mr, nr, panels = 4, lanes, 1
         if i is None:
@@ -450,11 +464,14 @@ class _Scheduler:
         info = self.info(name, sch)
         f, h, j, column_reduce, row_reduce, channel = self.window_axes(info)
         extents = info.extents
-        # Columns: vectors of the target's lanes, or of a divisor of the width between half the
-        # lanes and the lanes (28 columns: vectors of 7 floats in 8-lane registers).
-        lanes = self.lanes(info.dtype)
-        lanes = max((d for d in range(lanes // 2, lanes + 1) if d > 1 and extents[j] % d == 0),
-                    default=0)
+        # Columns: the target's widest vectors that divide the width (lanes_dividing), else
+        # vectors of a divisor of the width between half a register's lanes and its lanes (28
+        # columns: vectors of 7 floats in 8-lane AVX2 registers).
+        lanes = self.lanes_dividing(info.dtype, extents[j])
+        if lanes < 2:
+            full = self.lanes(info.dtype)
+            lanes = max((d for d in range(full // 2, full + 1) if d > 1 and extents[j] % d == 0),
+                        default=0)
         if lanes < 2:
             raise KilnValueError("the columns are not whole vectors")
         l1 = self.target.l1d_cache_bytes or ASSUMED_L1_BYTES
@@ -526,12 +543,14 @@ class _Scheduler:
 
     def schedule_filter_vector(self, sch, name):
         """Step 2 for a convolution whose image rows do not make whole vectors (28 or 14
-        columns in 8 lanes) or whose window is strided: the vectors run along the filters
-        instead (filter_axes). The weight is packed per call so that FV filters (two vectors)
-        of one tap are contiguous, [f // FV, .., f % FV]; the register tile is FV filters x P
-        output columns of one row, P input values broadcast per tap (their stride does not
-        matter), the whole reduction inside the tile; per parallel task (FV filters of one
-        output row) the row's accumulators live in a "local" buffer, filters innermost. The
+        columns: no vector of the target divides them) or whose window is strided: the vectors
+        run along the filters instead (filter_axes), those of the widest vector that divides
+        the filters (lanes_dividing: 8 float32 lanes for 24 filters on AVX-512). The weight is
+        packed per call so that FV filters (two vectors where they divide the filters) of one
+        tap are contiguous, [f // FV, .., f % FV]; the register tile is FV filters x P output
+        columns of one row, P input values broadcast per tap (their stride does not matter),
+        the whole reduction inside the tile; per parallel task (FV filters of one output row)
+        the row's accumulators live in a "local" buffer, filters innermost. The
         input's producer (the padding) stays a pass of its own: computed per task it was
         copied again for every row and filter block (1.5x as slow on the 7 x 7 / 2 stem and a
         5 x 5 layer, the same on 3 x 3 ones). Raises where the window
@@ -544,12 +563,12 @@ class _Scheduler:
         info = self.info(name, sch)
         f, j, weight, f_dim = self.filter_axes(info)
         extents = info.extents
-        lanes = self.lanes(info.dtype)
-        if lanes < 2 or extents[f] % lanes:
+        lanes = self.lanes_dividing(info.dtype, extents[f])
+        if lanes < 2:
             raise KilnValueError("the filters are not whole vectors")
         try:
             self.window_axes(info)
-            whole_rows = extents[j] % lanes == 0
+            whole_rows = self.lanes_dividing(info.dtype, extents[j]) > 1
         except KilnValueError:
             whole_rows = False
         if whole_rows:
@@ -708,7 +727,8 @@ class _Scheduler:
             loops, extents = loops[:-1], extents[:-1]
         elif outer != loops[-1]:  # split: the outer part of the vector loop
             loops = loops[:-1] + [outer]
-            extents = extents[:-1] + [extents[-1] // self.lanes(info.dtype)]
+            extents = extents[:-1] + [extents[-1] // self.lanes_dividing(info.dtype,
+                                                                         extents[-1])]
         self.parallelize(sch, loops, extents, info.iterations)
 
     def place(self, sch, producer, loop):
@@ -753,8 +773,9 @@ class _Scheduler:
         if name in self.no_vector or len(info.reduce) != 1:
             raise KilnValueError("not a reduction over one loop")
         r = info.reduce[0]
-        extent, lanes = info.extents[r], self.lanes(info.dtype)
-        if extent is None or lanes < 2 or extent % lanes or extent < 4 * lanes:
+        extent = info.extents[r]
+        lanes = self.lanes_dividing(info.dtype, extent)
+        if lanes < 2 or extent < 4 * lanes:
             raise KilnValueError("not a reduction of whole vectors")
         if not any(r in load.last_uses for load in info.loads):
             raise KilnValueError("the reduction does not read along rows")

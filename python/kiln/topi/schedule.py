@@ -16,9 +16,9 @@ def default_schedule(func, target="llvm", tensor_intrinsics=None, num_threads=No
 
     For a CPU ("llvm"): element-wise stages inlined, matrix products and convolutions
     register-tiled after kiln.target.gemm_blocking, row statistics computed per row with their
-    consumer, outer loops parallel and inner loops vectorized by the target's vector lanes. The
-    thread count is ``num_threads``, by default the runtime's (kiln.runtime.get_num_threads)
-    when this is called.
+    consumer, outer loops parallel and inner loops vectorized by the target's widest vectors
+    that divide them (Target.vector_lanes_dividing). The thread count is ``num_threads``, by
+    default the runtime's (kiln.runtime.get_num_threads) when this is called.
 
     For a GPU ("cuda", "opencl"): element-wise stages inlined; matrix products and convolutions
     tiled for thread blocks, each thread accumulating a register tile, the operands' tiles
