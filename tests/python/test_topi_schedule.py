@@ -177,6 +177,20 @@ def test_batch_matmul():
     assert 'scope="local"' in script
 
 
+@pytest.mark.parametrize("cpu", ["haswell", "skylake-avx512"])
+def test_a_large_product_on_two_threads_packs_its_column_operand(cpu):
+    # AVX-512's 64-column tile in passes of 4 panels left 4 column strips of 1024, too few for
+    # 2 threads without fusing past the packed copy, and B went unpacked (half NumPy's speed):
+    # the passes take fewer panels where B does not fit the L2 cache.
+    a = te.placeholder((1024, 1024), "float32", name="a")
+    b = te.placeholder((1024, 1024), "float32", name="b")
+    func = te.create_prim_func([a, b, topi.nn.matmul(a, b)])
+    sch = topi.default_schedule(func, target="llvm -mtriple=x86_64-pc-linux-gnu -mcpu=" + cpu,
+                                num_threads=2)
+    assert "b_global" in [sch.get(block).name_hint
+                          for block in sch.get_child_blocks(sch.get_block("root"))]
+
+
 @pytest.mark.parametrize("transposed", [False, True])
 def test_the_column_operand_of_a_product_is_packed_into_panels_per_batch(transposed):
     # B (or y of batch_matmul, read [b, j, k]) is copied into panels of NR contiguous columns

@@ -73,6 +73,8 @@ WINDOW_UNROLL_STEPS = 64
 FILTER_VECTOR_MIN_PIXELS = 128
 # The L1 data cache assumed where the target does not say (not the host).
 ASSUMED_L1_BYTES = 32 * 1024
+# The L2 cache (per core) assumed where the target does not say.
+ASSUMED_L2_BYTES = 256 * 1024
 # The shipped tensor intrinsics tried, in this order, on sums of products where the target has
 # their features (the tuner's rule tensorize tries the same ones): the 512-bit VNNI form before
 # the 256-bit one, which a target with only AVX-VNNI (alderlake) has.
@@ -377,6 +379,8 @@ class _Scheduler:
             mr = 1
         elif info.extents[i] is not None:
             mr = min(mr, info.extents[i])  # a last partial tile is peeled off by lowering
+        if pack and panel is None:
+            panels = self.panels_for_threads(info, i, j, nr, panels, depth)
         outer, outer_extents, rows, cols, reduce_loops, write_back, local_name = self.tile(
             sch, name, info, i, j, mr, nr, panels)
         if nr > 1:
@@ -616,6 +620,24 @@ class _Scheduler:
         # The innermost taps unrolled around the tile's columns: 1.2x to 1.8x as fast on
         # 3 x 3 and 5 x 5 layers (the 7 x 7 stem the same).
         _unroll_nest(sch, name)
+
+    def panels_for_threads(self, info, i, j, nr, panels, depth):
+        """Fewer panels per pass where the column operand does not fit the L2 cache (so that
+        packing it pays) and the passes (column strips, times the batch) would be too few for
+        the threads to share without the parallel loop fusing past the packed copy
+        (pack_column_operand): AVX-512's 64-column tiles in passes of 4 panels leave 4 strips
+        of 1024 columns, and unpacked, a 1024^3 GEMM on 2 threads ran at half NumPy's speed."""
+        wanted = self.threads * PARALLEL_ITERATIONS_PER_THREAD if self.threads > 1 else 1
+        others = [info.extents[p] for p in info.spatial if p not in (i, j)]
+        if info.extents[j] is None or depth is None or any(e is None for e in others):
+            return panels
+        operand_bytes = depth * info.extents[j] * dtype_bytes(info.dtype)
+        if operand_bytes <= (self.target.l2_cache_bytes or ASSUMED_L2_BYTES):
+            return panels
+        batch = product_of(others)
+        while panels > 1 and batch * (info.extents[j] // (nr * panels)) < wanted:
+            panels //= 2
+        return panels
 
     def pack_column_operand(self, sch, name, info, i, j, nr, outer, outer_extents):
         """Packs the argument the tile's columns are loaded from (B of C[i, j] += A[i, k] *
