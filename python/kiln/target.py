@@ -199,6 +199,10 @@ def nvrtc_available():
     return _target.nvrtc_available()
 
 
+# The L2 cache (per core) assumed where the target does not say (a target other than the host).
+ASSUMED_L2_BYTES = 256 * 1024
+
+
 def gemm_blocking(target, dtype="float32", n=None, k=None, threads=None):
     """How a matrix multiply ``C[m, n] += A[m, k] * B[k, n]`` is blocked for the registers and
     caches of ``target``: returns (MR, NR, panels).
@@ -265,7 +269,7 @@ def gemm_blocking(target, dtype="float32", n=None, k=None, threads=None):
         if threads is None:
             from .runtime import get_num_threads
             threads = get_num_threads()
-        budget = (target.l2_cache_bytes or 256 * 1024) // 2
+        budget = (target.l2_cache_bytes or ASSUMED_L2_BYTES) // 2
         element_bytes = target.vector_register_bits // 8 // register_lanes
         panel_bytes = k * nr * element_bytes
         groups = None if n is None else n // nr

@@ -52,7 +52,7 @@ import math
 
 from .. import tir
 from ..error import KilnError, KilnTypeError, KilnValueError, ScheduleError
-from ..target import gemm_blocking
+from ..target import ASSUMED_L2_BYTES, gemm_blocking
 from ._block_info import is_sum_of_products
 from .cpu_fused_rows import RowFusion, pack_columns
 from ._schedule_steps import (block_info, block_names, fold_epilogues, inline_elementwise,
@@ -73,8 +73,6 @@ WINDOW_UNROLL_STEPS = 64
 FILTER_VECTOR_MIN_PIXELS = 128
 # The L1 data cache assumed where the target does not say (not the host).
 ASSUMED_L1_BYTES = 32 * 1024
-# The L2 cache (per core) assumed where the target does not say.
-ASSUMED_L2_BYTES = 256 * 1024
 # The shipped tensor intrinsics tried, in this order, on sums of products where the target has
 # their features (the tuner's rule tensorize tries the same ones): the 512-bit VNNI form before
 # the 256-bit one, which a target with only AVX-VNNI (alderlake) has.
