@@ -1,8 +1,6 @@
 // The local runner: candidates built and checked in worker processes (several share a batch),
 // then timed one at a time, each in the worker that built it; a worker is replaced whenever a
 // candidate kills it or hangs (see kiln/autotune/runner.h).
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "autotune/parallel.h"
 #include "autotune/runner_process.h"
 #include "autotune/runner_protocol.h"
 #include "kiln/autotune/runner.h"
@@ -85,10 +84,7 @@ std::string seconds_text(double seconds) {
 // use, at most 4 (each worker holds its own LLVM).
 size_t worker_count(int configured) {
   if (configured > 0) return static_cast<size_t>(configured);
-  int cores = 1;
-  cpu_set_t cpus;
-  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0) cores = CPU_COUNT(&cpus);
-  return static_cast<size_t>(std::clamp(cores, 1, 4));
+  return static_cast<size_t>(std::clamp(available_cores(), 1, 4));
 }
 
 class LocalRunner final : public Runner {

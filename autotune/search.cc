@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autotune/parallel.h"
 #include "autotune/search_scoring.h"
 #include "kiln/autotune/runner.h"
 #include "kiln/ir/serialize.h"
@@ -111,7 +112,8 @@ class TaskSearch {
         space_(task, config.space),
         scorer_(task.target,
                 config.space.num_threads > 0 ? config.space.num_threads : KilnGetNumThreads()),
-        rng_(config.seed + 7919 * static_cast<uint64_t>(group)) {
+        rng_(config.seed + 7919 * static_cast<uint64_t>(group)),
+        threads_(config.search_threads > 0 ? config.search_threads : available_cores()) {
     start_ = Clock::now();
     runner_.set_task(task_);
     target_ = runner_.target_key();
@@ -314,35 +316,73 @@ class TaskSearch {
     scorer_.score(model_, group_, items);
   }
 
-  // Adds a candidate to the population unless it is there already.
-  void add(Candidate candidate, int generation) {
-    if (!seen_.insert(candidate.hash).second) return;
-    Member m;
-    m.scored = scorer_.analyze(candidate.mod);
-    ++analyzed_;
-    if (!m.scored.valid) {
-      ++rejected_lowering_;
-      return;
+  // Adds candidates to the population, in order, unless there already: each new one is lowered
+  // and analyzed (on the search's threads) and kept when its code is new.
+  void add(std::vector<Candidate> candidates, int generation) {
+    std::vector<Candidate> fresh;
+    for (Candidate& c : candidates) {
+      if (seen_.insert(c.hash).second) fresh.push_back(std::move(c));
     }
-    if (!codes_.insert(m.scored.code_hash).second) {
-      ++same_code_;  // another schedule of this code is in the population or measured
-      return;
+    std::vector<Scored> scored(fresh.size());
+    parallel_for(fresh.size(), threads_,
+                 [&](size_t i) { scored[i] = scorer_.analyze(fresh[i].mod); });
+    analyzed_ += static_cast<int64_t>(fresh.size());
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      if (!scored[i].valid) {
+        ++rejected_lowering_;
+        continue;
+      }
+      if (!codes_.insert(scored[i].code_hash).second) {
+        ++same_code_;  // another schedule of this code is in the population or measured
+        continue;
+      }
+      Member m;
+      m.candidate = std::move(fresh[i]);
+      m.scored = std::move(scored[i]);
+      m.generation = generation;
+      fresh_.push_back(std::move(m));
     }
-    m.candidate = std::move(candidate);
-    m.generation = generation;
-    fresh_.push_back(std::move(m));
   }
 
+  // The candidates of (sketch, decisions) pairs, replayed on the search's threads, in order;
+  // those that do not replay are left out.
+  std::vector<Candidate> replay(const std::vector<std::pair<int, schedule::Trace>>& items) {
+    std::vector<std::optional<Candidate>> replayed(items.size());
+    parallel_for(items.size(), threads_,
+                 [&](size_t i) { replayed[i] = space_.replay(items[i].first, items[i].second); });
+    std::vector<Candidate> out;
+    for (std::optional<Candidate>& c : replayed) {
+      if (c) out.push_back(std::move(*c));
+    }
+    return out;
+  }
+
+  // random_per_round random samples (drawn in waves of the samples still missing, at most four
+  // draws per sample), then the seeds from the database.
   void generate() {
     int sketches = static_cast<int>(space_.sketches().size());
-    int target = config_.random_per_round;
-    for (int attempt = 0; attempt < target * 4 && target > 0; ++attempt) {
-      std::optional<Candidate> c = space_.sample(static_cast<int>(rng_() % sketches), rng_());
-      if (!c) continue;
-      add(std::move(*c), generation_);
-      --target;
+    int missing = config_.random_per_round;
+    int draws_left = missing * 4;
+    std::vector<Candidate> sampled;
+    while (missing > 0 && draws_left > 0) {
+      std::vector<std::pair<int, uint64_t>> draws;
+      for (int i = 0; i < std::min(missing, draws_left); ++i) {
+        uint64_t seed = rng_();
+        int sketch = static_cast<int>(rng_() % static_cast<uint64_t>(sketches));
+        draws.emplace_back(sketch, seed);
+      }
+      draws_left -= static_cast<int>(draws.size());
+      std::vector<std::optional<Candidate>> drawn(draws.size());
+      parallel_for(draws.size(), threads_,
+                   [&](size_t i) { drawn[i] = space_.sample(draws[i].first, draws[i].second); });
+      for (std::optional<Candidate>& c : drawn) {
+        if (!c) continue;
+        sampled.push_back(std::move(*c));
+        --missing;
+      }
     }
-    for (Candidate& c : seeds_) add(std::move(c), generation_);
+    add(std::move(sampled), generation_);
+    add(std::move(seeds_), generation_);
     seeds_.clear();
   }
 
@@ -371,21 +411,20 @@ class TaskSearch {
     std::vector<double> weights;
     for (size_t i = 0; i < population_.size(); ++i) weights.push_back(1.0 / (i + 1.0));
     std::discrete_distribution<size_t> pick_parent(weights.begin(), weights.end());
+    // The children's decisions are drawn here, in order; their replays run on the threads.
+    std::vector<std::pair<int, schedule::Trace>> children;
     for (int child = 0; child < config_.children_per_round; ++child) {
       const Member& parent = population_[pick_parent(rng_)];
       std::optional<schedule::Trace> mutated = space_.mutate(parent.candidate.decisions, rng_);
-      if (!mutated) continue;
-      std::optional<Candidate> c = space_.replay(parent.candidate.sketch, *mutated);
-      if (c) add(std::move(*c), generation_);
+      if (mutated) children.emplace_back(parent.candidate.sketch, std::move(*mutated));
     }
     if (best_.candidate.mod.defined()) {
       for (int child = 0; child < config_.children_per_round / 4; ++child) {
         std::optional<schedule::Trace> mutated = space_.mutate(best_.candidate.decisions, rng_);
-        if (!mutated) continue;
-        std::optional<Candidate> c = space_.replay(best_.candidate.sketch, *mutated);
-        if (c) add(std::move(*c), generation_);
+        if (mutated) children.emplace_back(best_.candidate.sketch, std::move(*mutated));
       }
     }
+    add(replay(children), generation_);
     merge_fresh();
   }
 
@@ -665,14 +704,23 @@ class TaskSearch {
   }
 
   void local_search(int64_t budget) {
+    std::vector<std::pair<int, schedule::Trace>> neighbours;
+    for (schedule::Trace& t : space_.neighbours(best_.candidate.decisions)) {
+      neighbours.emplace_back(best_.candidate.sketch, std::move(t));
+    }
+    std::vector<Candidate> unmeasured;
+    for (Candidate& c : replay(neighbours)) {
+      if (measured_.count(c.hash) == 0) unmeasured.push_back(std::move(c));
+    }
+    std::vector<Scored> scored(unmeasured.size());
+    parallel_for(unmeasured.size(), threads_,
+                 [&](size_t i) { scored[i] = scorer_.analyze(unmeasured[i].mod); });
     std::vector<Member> candidates;
-    for (const schedule::Trace& t : space_.neighbours(best_.candidate.decisions)) {
-      std::optional<Candidate> c = space_.replay(best_.candidate.sketch, t);
-      if (!c || measured_.count(c->hash) != 0) continue;
+    for (size_t i = 0; i < unmeasured.size(); ++i) {
+      if (!scored[i].valid || codes_.count(scored[i].code_hash) != 0) continue;
       Member m;
-      m.scored = scorer_.analyze(c->mod);
-      if (!m.scored.valid || codes_.count(m.scored.code_hash) != 0) continue;
-      m.candidate = std::move(*c);
+      m.candidate = std::move(unmeasured[i]);
+      m.scored = std::move(scored[i]);
       m.generation = generation_;
       candidates.push_back(std::move(m));
     }
@@ -819,6 +867,7 @@ class TaskSearch {
   SpaceGenerator space_;
   Scorer scorer_;
   std::mt19937_64 rng_;
+  int threads_;  // that replay and analyze candidates
   TargetKey target_;
   Workload workload_;
   Clock::time_point start_;

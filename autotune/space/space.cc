@@ -2,6 +2,7 @@
 // sampling, replaying and mutating them (the postprocessors finish every candidate). The rules
 // and postprocessors are those of the target's kind: CPU or GPU.
 #include <algorithm>
+#include <mutex>
 #include <set>
 
 #include "autotune/space/block_analysis.h"
@@ -55,6 +56,7 @@ struct SpaceGenerator::Impl {
   std::vector<double> mutator_weights;
   std::vector<Trace> sketches;
   std::map<std::string, int64_t> rejections;
+  std::mutex rejections_mutex;  // sample and replay run on several threads
 
   // Step 1 of a candidate: the trace replayed on a fresh schedule (decisions that are null are
   // drawn with `seed`). Step 2: the postprocessors. Any kiln error refuses the candidate.
@@ -141,6 +143,7 @@ struct SpaceGenerator::Impl {
   void reject(const std::string& where, const Error& e) {
     const auto* schedule_error = dynamic_cast<const schedule::ScheduleError*>(&e);
     std::string what = schedule_error != nullptr ? schedule_error->error_class() : "error";
+    std::lock_guard<std::mutex> lock(rejections_mutex);
     ++rejections[where + ": " + what];
   }
 };

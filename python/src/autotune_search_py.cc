@@ -47,6 +47,7 @@ autotune::SearchConfig to_search_config(const py::dict& d, const char* api) {
   user_check(c.drift_threshold >= 0 && c.drift_threshold < 1)
       << api << ": drift_threshold must be in [0, 1), found " << c.drift_threshold;
   c.seed = static_cast<uint64_t>(get("seed", 0));
+  c.search_threads = static_cast<int>(get("search_threads", 0));
   c.space.num_threads = static_cast<int>(get("num_threads", 0));
   py::handle intrinsics = d["tensor_intrinsics"];
   if (!intrinsics.is_none()) {

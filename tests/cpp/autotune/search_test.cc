@@ -1,10 +1,10 @@
 // The search end to end with a fake runner whose times are a deterministic function of each
 // candidate (no measurement noise): it spends its budget, never measures a schedule twice, puts
 // every batch in the database, resumes where it stopped (per thread count), stops when asked,
-// shares trials among tasks, finds better schedules than random sampling does, measures a task's
-// baseline schedule once, as a record of its first round, and judges the final rounds round by
-// round, after a pool of the top candidates that finds the ones screened while the machine was
-// slow.
+// shares trials among tasks, finds better schedules than random sampling does, measures the same
+// candidates with any number of search threads, measures a task's baseline schedule once, as a
+// record of its first round, and judges the final rounds round by round, after a pool of the top
+// candidates that finds the ones screened while the machine was slow.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -220,6 +220,28 @@ TEST_F(SearchTest, SpendsItsBudgetWithoutMeasuringTwiceAndCommitsEveryBatch) {
   EXPECT_EQ(winners, 1);
 }
 
+TEST_F(SearchTest, AnyNumberOfSearchThreadsMeasuresTheSameCandidatesInTheSameOrder) {
+  // The replays and analyses run on the threads; the draws, the deduplication and the order
+  // stay on the search's own, so one thread and three measure alike (the local search too).
+  TuneTask task = make_task(matmul(64, 64, 64), "llvm", "mm");
+  std::vector<std::vector<double>> times;
+  std::vector<std::map<uint64_t, int>> measured;
+  for (int threads : {1, 3}) {
+    std::unique_ptr<Database> db =
+        Database::open((dir_ / ("threads" + std::to_string(threads) + ".db")).string());
+    FakeRunner runner;
+    CostModel model;
+    SearchConfig c = config(40);
+    c.search_threads = threads;
+    std::vector<TaskResult> results = tune_tasks({task}, *db, runner, model, c);
+    EXPECT_EQ(results[0].trials_this_run, 40);
+    times.push_back(runner.times_);
+    measured.push_back(runner.measured_);
+  }
+  EXPECT_EQ(times[0], times[1]);
+  EXPECT_EQ(measured[0], measured[1]);
+}
+
 TEST_F(SearchTest, TheLastTrialsGoToTheNeighboursOfTheBest) {
   // Rounds of 8 would spend all 40 trials; they stop 4 short, and the local search around the
   // best measures its neighbours not measured yet (the rounds take what it leaves).
@@ -315,6 +337,7 @@ TEST_F(SearchTest, ACandidateScreenedWhileTheMachineWasSlowReachesTheFinalRounds
   c.local_search_trials = 0;
   c.drift_check_every = 0;
   c.final_pool_k = 16;
+  c.seed = 3;  // draws that make the case (checked below: the fastest screened below the top 2)
   tune_tasks({task}, *db_, runner, model, c);
   std::vector<Record> pool = records_with(*db_, task, "\"stage\":\"pool\"");
   ASSERT_GE(pool.size(), 16u);
