@@ -239,6 +239,8 @@ def test_bad_arguments_name_the_api_and_what_was_found(tmp_path):
         ms.tune_tasks([matmul(8), matmul(16)], work_dir=tmp_path, weights=[1, -2])
     with pytest.raises(KilnValueError, match="weight of task 0 .* found 'x'"):
         ms.tune_tasks([("mm", matmul(8), "x")], work_dir=tmp_path)
+    with pytest.raises(KilnValueError, match="search_threads.*-1"):
+        ms.tune_tir(matmul(8), work_dir=tmp_path, max_trials_global=4, search_threads=-1)
     n = tir.Var("n", "int32")
     a = te.placeholder((n,), "float32", name="A")
     b = te.compute((n,), lambda i: a[i] * 2, name="B")
