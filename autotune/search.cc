@@ -323,9 +323,7 @@ class TaskSearch {
     for (Candidate& c : candidates) {
       if (seen_.insert(c.hash).second) fresh.push_back(std::move(c));
     }
-    std::vector<Scored> scored(fresh.size());
-    parallel_for(fresh.size(), threads_,
-                 [&](size_t i) { scored[i] = scorer_.analyze(fresh[i].mod); });
+    std::vector<Scored> scored = analyze(fresh);
     analyzed_ += static_cast<int64_t>(fresh.size());
     for (size_t i = 0; i < fresh.size(); ++i) {
       if (!scored[i].valid) {
@@ -342,6 +340,14 @@ class TaskSearch {
       m.generation = generation;
       fresh_.push_back(std::move(m));
     }
+  }
+
+  // The analyses of `candidates` (lowered, features, prior), on the search's threads.
+  std::vector<Scored> analyze(const std::vector<Candidate>& candidates) const {
+    std::vector<Scored> scored(candidates.size());
+    parallel_for(candidates.size(), threads_,
+                 [&](size_t i) { scored[i] = scorer_.analyze(candidates[i].mod); });
+    return scored;
   }
 
   // The candidates of (sketch, decisions) pairs, replayed on the search's threads, in order;
@@ -712,9 +718,7 @@ class TaskSearch {
     for (Candidate& c : replay(neighbours)) {
       if (measured_.count(c.hash) == 0) unmeasured.push_back(std::move(c));
     }
-    std::vector<Scored> scored(unmeasured.size());
-    parallel_for(unmeasured.size(), threads_,
-                 [&](size_t i) { scored[i] = scorer_.analyze(unmeasured[i].mod); });
+    std::vector<Scored> scored = analyze(unmeasured);
     std::vector<Member> candidates;
     for (size_t i = 0; i < unmeasured.size(); ++i) {
       if (!scored[i].valid || codes_.count(scored[i].code_hash) != 0) continue;
