@@ -1,6 +1,7 @@
 """The tuner's design space: sketches from the schedule rules, random candidates that compute
 what the function computes (checked against NumPy after building them), replay, mutation and the
 neighbours of the local search."""
+import platform
 import re
 import warnings
 
@@ -11,6 +12,8 @@ import kiln
 from kiln import te, tir, topi
 from kiln.autotune import SpaceGenerator
 from kiln.error import VectorizeFallbackWarning
+
+HASWELL = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell"  # 8 float32 lanes, whatever the host
 
 
 def matmul(m, n, k, dtype="float32"):
@@ -118,6 +121,8 @@ def test_both_operands_of_a_matmul_can_be_packed(sketch):
     assert {rows for rows, _ in seen} == {True, False}, seen  # a decision, drawn both ways
 
 
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="runs code built for haswell, an x86-64 CPU model")
 def test_a_register_tile_that_does_not_divide_the_rows_packs_them_padded():
     # 62 rows: the 6-row tile of AVX2's registers (the most rows that fit) leaves a partial last
     # tile; A packed along those rows gets a padded last slice, and the candidates compute the
@@ -224,8 +229,8 @@ def test_a_nest_that_only_packs_an_operand_unrolls_at_most_16_steps():
 def test_the_register_tile_fits_the_target():
     # The innermost tile of j (NR) is a whole number of vectors, and MR rows of it, one row of
     # the operand and a broadcast fit the vector registers (6 x 16 float32 with AVX2's 16).
-    for target, lanes, registers in (("llvm -mcpu=haswell", 8, 16),
-                                     ("llvm -mcpu=skylake-avx512", 16, 32)):
+    skylake = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512"
+    for target, lanes, registers in ((HASWELL, 8, 16), (skylake, 16, 32)):
         space = SpaceGenerator(matmul(96, 128, 64), target)
         lists = [eval(line.split("candidates=")[1].split("]")[0] + "]")  # noqa: S307
                  for line in space.sketches[0].as_python().splitlines()
@@ -261,7 +266,7 @@ def test_the_fullest_register_tile_is_drawn_where_it_does_not_divide_the_rows():
     # 6 x 16 fills AVX2's registers best; 6 does not divide 128 rows, so its last tile is
     # partial (a guard that lowering peels off). Other rows that do not divide are not drawn.
     func = matmul(128, 128, 64)
-    space = SpaceGenerator(func, "llvm -mcpu=haswell")
+    space = SpaceGenerator(func, HASWELL)
     text = space.sketches[1].as_python().split("candidates=")[1].split("]")[0]
     rows = [int(x) for x in text.strip("[ ").split(",")]
     assert rows == [1, 2, 4, 6, 8, 14], rows
@@ -351,7 +356,7 @@ def test_a_batch_matmul_packs_each_batch_inside_the_parallel_loop():
     # rows that all read the whole of B, is one pass before the product (A's, packed along
     # the rows, may be made under that loop).
     func = batch_matmul(4, 24, 32, 16)
-    space = SpaceGenerator(func, "llvm -mcpu=haswell")
+    space = SpaceGenerator(func, HASWELL)
     placed = 0
     for seed in range(60):
         candidate = space.sample(1, seed)
@@ -373,7 +378,7 @@ def test_a_batch_matmul_packs_each_batch_inside_the_parallel_loop():
         np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
         placed += 1
     assert placed >= 2
-    space = SpaceGenerator(matmul(64, 48, 32), "llvm -mcpu=haswell")
+    space = SpaceGenerator(matmul(64, 48, 32), HASWELL)
     packed = 0
     for seed in range(16):
         candidate = space.sample(1, seed)
@@ -766,9 +771,6 @@ def test_a_long_reduction_gets_two_rfactor_sketches(workload):
 def test_a_matmul_gets_no_rfactor():
     space = SpaceGenerator(matmul(256, 256, 256), "llvm", num_threads=4)
     assert sketches_with(space, "rfactor") == []
-
-
-HASWELL = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell"  # 8 float32 lanes, whatever the host
 
 
 @pytest.mark.parametrize("workload", ["row_sum", "softmax", "rms_norm"])

@@ -185,14 +185,14 @@ Ref<PrimFunc> vector_fma16() {
 }
 
 TEST(Source, AssemblyForZnver4UsesVectorRegisters) {
-  Target znver4 = parse_target("llvm -mcpu=znver4");
+  Target znver4 = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4");
   std::string asm_text = compile_source({vector_fma16()}, znver4, "asm");
   EXPECT_NE(asm_text.find("zmm"), std::string::npos) << asm_text.substr(0, 2000);
   if (host_target().has_feature("avx512f")) {
     auto module = compile_jit({vector_fma16()}, znver4, "");
     EXPECT_NE(module->get_source("asm").find("zmm"), std::string::npos);
   }
-  Target haswell = parse_target("llvm -mcpu=haswell");
+  Target haswell = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell");
   std::string avx2 = compile_source({vector_fma16()}, haswell, "asm");
   EXPECT_NE(avx2.find("ymm"), std::string::npos);
   EXPECT_EQ(avx2.find("zmm"), std::string::npos);

@@ -40,7 +40,8 @@ TEST(Target, NativeCpuIsTheHost) {
 }
 
 TEST(Target, CanonicalFormParsesToTheSameTarget) {
-  for (const char* text : {"llvm", "llvm -mcpu=znver4", "llvm -mcpu=skylake-avx512 -opt-level=1",
+  for (const char* text : {"llvm", "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4",
+                           "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512 -opt-level=1",
                            "llvm -mtriple=x86_64-pc-linux-gnu -mattr=+avx512f,+avx512bw"}) {
     Target t = parse_target(text);
     Target again = parse_target(t.str());
@@ -50,7 +51,7 @@ TEST(Target, CanonicalFormParsesToTheSameTarget) {
 }
 
 TEST(Target, NamedCpuHasItsFeatures) {
-  Target t = parse_target("llvm -mcpu=znver4");
+  Target t = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4");
   EXPECT_FALSE(t.is_host);
   EXPECT_EQ(t.cpu, "znver4");
   for (const char* f :
@@ -58,7 +59,7 @@ TEST(Target, NamedCpuHasItsFeatures) {
     EXPECT_TRUE(t.has_feature(f)) << f;
   }
   EXPECT_FALSE(t.has_feature("amx-tile"));
-  Target haswell = parse_target("llvm -mcpu=haswell");
+  Target haswell = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell");
   EXPECT_TRUE(haswell.has_feature("avx2"));
   EXPECT_FALSE(haswell.has_feature("avx512f"));
 }
@@ -75,7 +76,8 @@ TEST(Target, AvxVnniIsReportedApartFromAvx512Vnni) {
   Target spr = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids");
   EXPECT_TRUE(spr.has_feature("avxvnni"));
   EXPECT_TRUE(spr.has_feature("avx512vnni"));
-  EXPECT_FALSE(parse_target("llvm -mcpu=znver4").has_feature("avxvnni"));
+  EXPECT_FALSE(
+      parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4").has_feature("avxvnni"));
   Target added = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell -mattr=+avxvnni");
   EXPECT_TRUE(added.has_feature("avxvnni"));
   EXPECT_FALSE(added.has_feature("avx512vnni"));
@@ -89,7 +91,7 @@ TEST(Target, AttrsAddAndRemoveFeatures) {
   EXPECT_TRUE(t.has_feature("avx512bw"));
   EXPECT_FALSE(t.has_feature("avx512vnni"));
   EXPECT_EQ(t.str(), "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=x86-64 -mattr=+avx512bw,+avx512f");
-  Target off = parse_target("llvm -mcpu=znver4 -mattr=-avx512f");
+  Target off = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4 -mattr=-avx512f");
   EXPECT_FALSE(off.has_feature("avx512f"));
   EXPECT_FALSE(off.has_feature("avx512bw"));
   EXPECT_TRUE(off.has_feature("avx2"));
@@ -97,7 +99,7 @@ TEST(Target, AttrsAddAndRemoveFeatures) {
 
 // What tensor intrinsics may require: CPU features for llvm, architecture levels for cuda.
 TEST(Target, IntrinsicFeaturesByKind) {
-  Target znver4 = parse_target("llvm -mcpu=znver4");
+  Target znver4 = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4");
   EXPECT_EQ(znver4.intrinsic_features(), znver4.isa_features());
   using Names = std::vector<std::string>;
   EXPECT_EQ(
@@ -129,14 +131,16 @@ TEST(TargetVectorUnit, NamedCpus) {
     bool fma;
     int float32_lanes;
   };
-  for (const Expected& e : {Expected{"llvm -mcpu=znver4", 512, 32, true, 16},
-                            Expected{"llvm -mcpu=sapphirerapids", 512, 32, true, 16},
-                            Expected{"llvm -mcpu=skylake-avx512", 512, 32, true, 16},
-                            Expected{"llvm -mcpu=znver3", 256, 16, true, 8},
-                            Expected{"llvm -mcpu=haswell", 256, 16, true, 8},
-                            Expected{"llvm -mcpu=sandybridge", 256, 16, false, 8},
-                            Expected{"llvm -mcpu=x86-64", 128, 16, false, 4},
-                            Expected{"llvm -mcpu=haswell -mattr=-fma", 256, 16, false, 8}}) {
+  const Expected cpus[] = {
+      {"llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4", 512, 32, true, 16},
+      {"llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids", 512, 32, true, 16},
+      {"llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512", 512, 32, true, 16},
+      {"llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver3", 256, 16, true, 8},
+      {"llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell", 256, 16, true, 8},
+      {"llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sandybridge", 256, 16, false, 8},
+      {"llvm -mtriple=x86_64-pc-linux-gnu -mcpu=x86-64", 128, 16, false, 4},
+      {"llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell -mattr=-fma", 256, 16, false, 8}};
+  for (const Expected& e : cpus) {
     Target t = parse_target(e.text);
     EXPECT_EQ(t.vector_register_bits, e.register_bits) << e.text;
     EXPECT_EQ(t.num_vector_registers, e.num_registers) << e.text;
@@ -152,24 +156,24 @@ TEST(TargetVectorUnit, NamedCpus) {
 
 TEST(TargetVectorUnit, PreferredWidthFollowsTheCpuTuning) {
   // skylake-avx512 has 512-bit registers but LLVM prefers 256-bit vectors there (frequency).
-  Target skylake = parse_target("llvm -mcpu=skylake-avx512");
+  Target skylake = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512");
   EXPECT_EQ(skylake.vector_register_bits, 512);
   EXPECT_EQ(skylake.preferred_vector_bits, 256);
-  Target haswell = parse_target("llvm -mcpu=haswell");
+  Target haswell = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell");
   EXPECT_EQ(haswell.preferred_vector_bits, 256);
 }
 
 TEST(TargetVectorUnit, AttrsChangeTheVectorUnit) {
-  Target t = parse_target("llvm -mcpu=x86-64 -mattr=+avx512f");
+  Target t = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=x86-64 -mattr=+avx512f");
   EXPECT_EQ(t.vector_register_bits, 512);
   EXPECT_EQ(t.num_vector_registers, 32);
-  Target off = parse_target("llvm -mcpu=znver4 -mattr=-avx512f");
+  Target off = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4 -mattr=-avx512f");
   EXPECT_EQ(off.vector_register_bits, 256);
   EXPECT_EQ(off.num_vector_registers, 16);
 }
 
 TEST(TargetVectorUnit, LanesPerDtype) {
-  Target t = parse_target("llvm -mcpu=haswell");
+  Target t = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell");
   EXPECT_EQ(t.vector_lanes(DataType::float64()), 4);
   EXPECT_EQ(t.vector_lanes(DataType::float_(16)), 16);
   EXPECT_EQ(t.vector_lanes(DataType::int_(8)), 32);
@@ -221,7 +225,7 @@ TEST(TargetVectorUnit, AArch64) {
 }
 
 TEST(TargetErrors, VectorLanesOfAVectorDtype) {
-  Target t = parse_target("llvm -mcpu=haswell");
+  Target t = parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell");
   std::string msg = error_of([&] { t.vector_lanes(DataType::float32().with_lanes(4)); });
   EXPECT_NE(msg.find("Target.vector_lanes: expected a scalar element dtype such as float32, "
                      "found float32x4"),
@@ -248,19 +252,21 @@ TEST(TargetErrors, UnknownOptionListsTheValidOnes) {
 }
 
 TEST(TargetErrors, UnknownCpuListsTheValidOnes) {
-  std::string msg = error_of([] { parse_target("llvm -mcpu=znver9"); });
+  std::string msg =
+      error_of([] { parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver9"); });
   EXPECT_NE(msg.find("parse_target: unknown CPU 'znver9' (-mcpu)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("znver4"), std::string::npos) << msg;
   EXPECT_NE(msg.find("skylake-avx512"), std::string::npos) << msg;
 }
 
 TEST(TargetErrors, MalformedAttrs) {
-  std::string msg = error_of([] { parse_target("llvm -mattr=avx512f"); });
+  std::string msg =
+      error_of([] { parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mattr=avx512f"); });
   EXPECT_NE(msg.find("parse_target: malformed -mattr entry 'avx512f'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("+feature or -feature"), std::string::npos) << msg;
-  msg = error_of([] { parse_target("llvm -mattr=+avx512f,,+fma"); });
+  msg = error_of([] { parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mattr=+avx512f,,+fma"); });
   EXPECT_NE(msg.find("malformed -mattr entry ''"), std::string::npos) << msg;
-  msg = error_of([] { parse_target("llvm -mattr=+avx513"); });
+  msg = error_of([] { parse_target("llvm -mtriple=x86_64-pc-linux-gnu -mattr=+avx513"); });
   EXPECT_NE(msg.find("unknown feature 'avx513'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("avx512vnni"), std::string::npos) << msg;
 }
