@@ -417,18 +417,27 @@ class TaskSearch {
     std::vector<double> weights;
     for (size_t i = 0; i < population_.size(); ++i) weights.push_back(1.0 / (i + 1.0));
     std::discrete_distribution<size_t> pick_parent(weights.begin(), weights.end());
-    // The children's decisions are drawn here, in order; their replays run on the threads.
-    std::vector<std::pair<int, schedule::Trace>> children;
+    // Each child's parent and the seed of its mutation are drawn here, in order; the mutations
+    // (each replays its trace up to the mutated decision) and the children's replays run on
+    // the threads.
+    std::vector<std::pair<const Candidate*, uint64_t>> draws;
     for (int child = 0; child < config_.children_per_round; ++child) {
-      const Member& parent = population_[pick_parent(rng_)];
-      std::optional<schedule::Trace> mutated = space_.mutate(parent.candidate.decisions, rng_);
-      if (mutated) children.emplace_back(parent.candidate.sketch, std::move(*mutated));
+      const Candidate* parent = &population_[pick_parent(rng_)].candidate;
+      draws.emplace_back(parent, rng_());
     }
     if (best_.candidate.mod.defined()) {
       for (int child = 0; child < config_.children_per_round / 4; ++child) {
-        std::optional<schedule::Trace> mutated = space_.mutate(best_.candidate.decisions, rng_);
-        if (mutated) children.emplace_back(best_.candidate.sketch, std::move(*mutated));
+        draws.emplace_back(&best_.candidate, rng_());
       }
+    }
+    std::vector<std::optional<schedule::Trace>> mutated(draws.size());
+    parallel_for(draws.size(), threads_, [&](size_t i) {
+      std::mt19937_64 rng(draws[i].second);
+      mutated[i] = space_.mutate(draws[i].first->decisions, rng);
+    });
+    std::vector<std::pair<int, schedule::Trace>> children;
+    for (size_t i = 0; i < draws.size(); ++i) {
+      if (mutated[i]) children.emplace_back(draws[i].first->sketch, std::move(*mutated[i]));
     }
     add(replay(children), generation_);
     merge_fresh();

@@ -25,7 +25,7 @@ class MutateComputeLocation : public Mutator {
   const char* name() const override { return "mutate_compute_location"; }
 
   bool propose(const schedule::Trace& trace, std::mt19937_64& rng, size_t* index,
-               Json* decision) override {
+               Json* decision) const override {
     std::vector<size_t> sites;
     for (size_t i = 0; i < trace.instructions().size(); ++i) {
       const Instruction& inst = trace.instructions()[i];

@@ -46,7 +46,7 @@ class MutateTileSize : public Mutator {
   const char* name() const override { return "mutate_tile_size"; }
 
   bool propose(const schedule::Trace& trace, std::mt19937_64& rng, size_t* index,
-               Json* decision) override {
+               Json* decision) const override {
     std::vector<size_t> tiles;
     for (size_t i = 0; i < trace.instructions().size(); ++i) {
       if (is_tile(trace.instructions()[i])) tiles.push_back(i);
@@ -75,7 +75,7 @@ class MutateCategorical : public Mutator {
   const char* name() const override { return "mutate_categorical"; }
 
   bool propose(const schedule::Trace& trace, std::mt19937_64& rng, size_t* index,
-               Json* decision) override {
+               Json* decision) const override {
     std::vector<size_t> choices;
     for (size_t i = 0; i < trace.instructions().size(); ++i) {
       const Instruction& inst = trace.instructions()[i];

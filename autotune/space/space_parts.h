@@ -260,9 +260,10 @@ class Mutator {
  public:
   virtual ~Mutator() = default;
   virtual const char* name() const = 0;
-  // A new decision for one instruction of `trace` (its index and the decision), or false.
+  // A new decision for one instruction of `trace` (its index and the decision), or false. May
+  // run on several threads at once (the search mutates on its threads).
   virtual bool propose(const schedule::Trace& trace, std::mt19937_64& rng, size_t* index,
-                       schedule::Json* decision) = 0;
+                       schedule::Json* decision) const = 0;
 };
 
 // Moves a prime factor between two levels of a sample_perfect_tile decision.

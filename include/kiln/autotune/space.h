@@ -62,8 +62,8 @@ struct Candidate {
   uint64_t hash = 0;          // structural hash of the scheduled function: the dedupe key
 };
 
-// The sketches of a task and the ways to sample, replay and mutate them. sample and replay may
-// run on several threads at once; the rest is not thread-safe.
+// The sketches of a task and the ways to sample, replay and mutate them. sample, replay and
+// mutate may run on several threads at once; the rest is not thread-safe.
 class SpaceGenerator {
  public:
   SpaceGenerator(const TuneTask& task, const SpaceConfig& config);
