@@ -1,12 +1,16 @@
-// available_cores and parallel_for (see parallel.h).
+// available_cores, available_memory_bytes, count_that_fits and parallel_for (see parallel.h).
 #include "autotune/parallel.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <exception>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -19,6 +23,26 @@ int available_cores() {
     return CPU_COUNT(&cpus);
   }
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+double available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  double kib = 0;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  long pages = sysconf(_SC_AVPHYS_PAGES);
+  long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<double>(pages) * static_cast<double>(page_size);
+}
+
+size_t count_that_fits(double bytes_each, double available_bytes, size_t at_most) {
+  if (!(bytes_each > 0) || !(available_bytes > 0)) return at_most;
+  double fit = std::floor(available_bytes / bytes_each);
+  return static_cast<size_t>(
+      std::clamp(fit, 1.0, static_cast<double>(std::max<size_t>(at_most, 1))));
 }
 
 void parallel_for(size_t count, int threads, const std::function<void(size_t)>& body) {

@@ -19,6 +19,7 @@
 #include "autotune/runner_protocol.h"
 #include "kiln/autotune/runner.h"
 #include "kiln/codegen/target.h"
+#include "kiln/ir/op.h"
 #include "kiln/ir/serialize.h"
 #include "kiln/runtime/c_runtime_api.h"
 #include "kiln/schedule/tensor_intrin.h"
@@ -87,6 +88,29 @@ size_t worker_count(int configured) {
   return static_cast<size_t>(std::clamp(available_cores(), 1, 4));
 }
 
+// The bytes of `func`'s tensor arguments (its shapes are constants: make_task checks).
+double argument_bytes(const ir::PrimFunc& func) {
+  double bytes = 0;
+  for (const auto& [param, buffer] : func.buffer_map) {
+    double elements = 1;
+    for (const ir::Expr& extent : buffer->shape) {
+      const int64_t* value = ir::as_const_int(extent);
+      if (value != nullptr) elements *= static_cast<double>(*value);
+    }
+    bytes += elements * buffer->dtype.bytes();
+  }
+  return bytes;
+}
+
+// The workers that may stage a batch of `func` side by side: each holds a working and a
+// pristine copy of the arguments and the reference results (at most as large again), so a task
+// whose copies would not fit in 80% of the memory available has fewer of them, at least one
+// (on a 24 GiB machine, two workers staging a uint8 addition of 2^31 elements, 6 GiB of
+// arguments, ran out of memory and the kernel killed one).
+size_t staging_workers(const ir::PrimFunc& func, size_t workers) {
+  return count_that_fits(3 * argument_bytes(func), 0.8 * available_memory_bytes(), workers);
+}
+
 class LocalRunner final : public Runner {
  public:
   LocalRunner(const RunnerConfig& config, std::string worker_path)
@@ -108,6 +132,7 @@ class LocalRunner final : public Runner {
     }
     task_ = task;
     task_key_ = task.target.str() + "\n" + ir::save_json(task.func);
+    staging_lanes_ = staging_workers(*task.func, lanes_.size());
     for (Lane& lane : lanes_) {
       lane.has_task = false;
       lane.loaded.clear();
@@ -209,8 +234,8 @@ class LocalRunner final : public Runner {
     std::vector<int> owner(n, -1);
     std::atomic<size_t> next{0};
     std::atomic<bool> stop{false};
-    std::atomic<size_t> running{lanes_.size() - 1};
-    std::vector<std::exception_ptr> errors(lanes_.size());
+    std::atomic<size_t> running{staging_lanes_ - 1};
+    std::vector<std::exception_ptr> errors(staging_lanes_);
     auto stage = [&](size_t l, const InterruptCheck& check) {
       try {
         for (size_t k = next++; k < n && !stop; k = next++) {
@@ -235,7 +260,7 @@ class LocalRunner final : public Runner {
       return stop.load();
     };
     std::vector<std::thread> threads;
-    for (size_t l = 1; l < lanes_.size(); ++l) {
+    for (size_t l = 1; l < staging_lanes_; ++l) {
       threads.emplace_back([&, l] {
         stage(l, stopped);
         --running;
@@ -529,7 +554,8 @@ class LocalRunner final : public Runner {
   std::string worker_path_;
   std::optional<TuneTask> task_;
   std::string task_key_;         // the target string, a newline, the function's JSON
-  std::vector<Lane> lanes_;      // all of them stage (run_staged); lane 0 measures alone
+  std::vector<Lane> lanes_;      // lane 0 measures alone
+  size_t staging_lanes_ = 1;     // the first ones stage a batch (run_staged): staging_workers
   std::mutex references_mutex_;  // the stagers' threads start workers
   // The kernel threads in effect in the workers (set_task learns it).
   std::atomic<int> num_threads_{0};

@@ -120,7 +120,10 @@ struct RunnerConfig {
   int num_threads = 0;
   // Worker processes that build and check a batch of run() side by side before its candidates
   // are timed one at a time (nothing is timed while they build); 0: the cores this process may
-  // use, at most 4. With 1, each candidate is built, checked and timed before the next.
+  // use, at most 4. With 1, each candidate is built, checked and timed before the next. A task
+  // whose arguments are too large for that many workers to hold in 80% of the memory available
+  // (each keeps a working and a pristine copy and the reference results: three times the
+  // arguments' bytes) is staged by as many as fit, at least one.
   int build_workers = 0;
   // When not empty, a directory of compiled objects the workers share (see
   // driver::BuildOptions::object_cache_dir): a candidate built before, e.g. again for the

@@ -82,7 +82,10 @@ class RunnerConfig:
             :meth:`LocalRunner.run` side by side before its candidates are timed one at a
             time, each in the worker that built it (nothing is timed while they build); 0 is
             the cores this process may use, at most 4; 1 builds, checks and times each
-            candidate before the next.
+            candidate before the next. A task whose arguments are too large for that many
+            workers in 80% of the memory available (each holds three times their bytes: a
+            working and a pristine copy, and the reference results) is staged by as many as
+            fit, at least one.
         object_cache_dir: a directory of compiled objects that the workers share (None: no
             cache): a candidate whose LLVM IR was compiled before for the same target, e.g.
             again for the final rounds or by a resumed run, is loaded without running LLVM.

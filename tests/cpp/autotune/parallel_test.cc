@@ -1,5 +1,5 @@
 // parallel_for, the search's loop over threads: every index runs once whatever the thread count,
-// and an exception in a body reaches the caller.
+// and an exception in a body reaches the caller. count_that_fits, the runner's workers by memory.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -34,6 +34,21 @@ TEST(ParallelFor, AnExceptionInABodyReachesTheCaller) {
                std::runtime_error);
   EXPECT_GE(ran.load(), 1);
   EXPECT_LE(ran.load(), 100);
+}
+
+TEST(CountThatFits, AsManyAsFitAtLeastOneAtMostTheLimit) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  EXPECT_EQ(count_that_fits(18 * kGiB, 0.8 * 23 * kGiB, 2), 1u);  // 6 GiB of arguments, x3
+  EXPECT_EQ(count_that_fits(1 * kGiB, 10 * kGiB, 4), 4u);
+  EXPECT_EQ(count_that_fits(3 * kGiB, 10 * kGiB, 4), 3u);
+  EXPECT_EQ(count_that_fits(100 * kGiB, 1 * kGiB, 4), 1u);  // one tries, whatever it takes
+  EXPECT_EQ(count_that_fits(0, 1 * kGiB, 4), 4u);           // sizes unknown: the limit
+  EXPECT_EQ(count_that_fits(1 * kGiB, 0, 4), 4u);
+  EXPECT_EQ(count_that_fits(1e300, 1e-300, 2), 1u);
+  EXPECT_EQ(count_that_fits(1, 1e300, 3), 3u);
+#ifdef __linux__
+  EXPECT_GT(available_memory_bytes(), 0);
+#endif
 }
 
 }  // namespace
