@@ -1,9 +1,9 @@
 // Threads and memory of the tuner (private to autotune/): the cores this process may use (the
 // runner's build workers, the search's threads), the memory its workers may take, and a loop
-// whose iterations run on several threads. The
-// search replays and analyzes candidates on them while no candidate is built or measured, and
-// keeps whatever depends on order (the random draws, deduplication) on its own thread, so that
-// a run does the same with any number of threads.
+// whose iterations run on several threads. The search mutates, replays and analyzes candidates
+// on them while no candidate is built or measured, and keeps whatever depends on order (the
+// random draws, deduplication) on its own thread, so that a run does the same with any number
+// of threads.
 #pragma once
 
 #include <cstddef>
