@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "autotune/parallel.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune::detail {
@@ -24,8 +25,12 @@ struct ElementType {
 };
 
 // splitmix64: a small generator with the same sequence everywhere, unlike std's distributions.
+// Each draw steps the state by the same constant, so the n-th draw after a state can be made
+// alone (the fill of the arguments is split over threads).
+constexpr uint64_t kRandomStep = 0x9e3779b97f4a7c15ull;
+
 uint64_t next_random(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  uint64_t z = (*state += kRandomStep);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
@@ -155,6 +160,62 @@ void set_int(char* data, const ElementType& type, size_t i, int64_t value) {
   std::memcpy(data + i * type.bytes, &value, type.bytes);
 }
 
+// Elements [begin, end) of `data` (of `type`), each the next draw after `state` for element 0:
+// floats in [-1, 1) (float16 and bfloat16 multiples of 1/64, exact in both), signed integers in
+// [-8, 8], unsigned ones in [0, 15], booleans.
+void fill_random_range(char* data, const ElementType& type, uint64_t state, size_t begin,
+                       size_t end) {
+  state += begin * kRandomStep;
+  switch (type.kind) {
+    case Kind::kFloat:
+    case Kind::kBFloat:
+      for (size_t i = begin; i < end; ++i) {
+        uint64_t r = next_random(&state);
+        set_float(data, type, i,
+                  type.bytes == 2 ? (static_cast<int>(r % 129) - 64) / 64.0
+                                  : static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0);
+      }
+      break;
+    case Kind::kInt:
+    case Kind::kUInt:
+    case Kind::kBool: {
+      // One loop per element size, so that each store is a plain store, not a memcpy call.
+      auto fill = [&](auto zero) {
+        using T = decltype(zero);
+        T* out = reinterpret_cast<T*>(data);
+        for (size_t i = begin; i < end; ++i) {
+          uint64_t r = next_random(&state);
+          int64_t value = type.kind == Kind::kInt    ? static_cast<int64_t>(r % 17) - 8
+                          : type.kind == Kind::kUInt ? static_cast<int64_t>(r % 16)
+                                                     : static_cast<int64_t>(r & 1);
+          out[i] = static_cast<T>(value);
+        }
+      };
+      if (type.bytes == 1) {
+        fill(uint8_t{});
+      } else if (type.bytes == 2) {
+        fill(uint16_t{});
+      } else if (type.bytes == 4) {
+        fill(uint32_t{});
+      } else {
+        fill(uint64_t{});
+      }
+      break;
+    }
+  }
+}
+
+// Fills the `elements` of `data` with the random values of fill_random_range, the same whatever
+// the number of threads: a large tensor (a uint8 one of 2^31 elements took 20 s on one thread)
+// is filled in slices on the cores the worker may use.
+void fill_random(char* data, const ElementType& type, size_t elements, uint64_t state) {
+  constexpr size_t kSlice = size_t{1} << 22;
+  size_t slices = (elements + kSlice - 1) / kSlice;
+  parallel_for(slices, available_cores(), [&](size_t k) {
+    fill_random_range(data, type, state, k * kSlice, std::min(elements, (k + 1) * kSlice));
+  });
+}
+
 // The machine epsilon of a float type: the floor of both tolerances is 4 of it.
 double epsilon(const ElementType& type) {
   if (type.kind == Kind::kBFloat) return std::ldexp(1.0, -7);
@@ -275,30 +336,8 @@ TaskArguments::TaskArguments(const KilnFuncSpec& spec, uint64_t seed) {
     runtime_check(tensor->working != nullptr)
         << "tune worker: cannot allocate " << tensor->bytes << " bytes for argument " << arg.name;
     tensor->pristine.resize(tensor->bytes);
-    const ElementType& type = tensor->type;
-    for (size_t i = 0; i < tensor->elements; ++i) {
-      uint64_t r = next_random(&state);
-      char* data = tensor->pristine.data();
-      switch (type.kind) {
-        case Kind::kFloat:
-        case Kind::kBFloat:
-          if (type.bytes == 2) {  // multiples of 1/64, exact in float16 and bfloat16
-            set_float(data, type, i, (static_cast<int>(r % 129) - 64) / 64.0);
-          } else {
-            set_float(data, type, i, static_cast<double>(r >> 11) * 0x1.0p-52 - 1.0);
-          }
-          break;
-        case Kind::kInt:
-          set_int(data, type, i, static_cast<int64_t>(r % 17) - 8);
-          break;
-        case Kind::kUInt:
-          set_int(data, type, i, static_cast<int64_t>(r % 16));
-          break;
-        case Kind::kBool:
-          set_int(data, type, i, static_cast<int64_t>(r & 1));
-          break;
-      }
-    }
+    fill_random(tensor->pristine.data(), tensor->type, tensor->elements, state);
+    state += tensor->elements * kRandomStep;
 
     // Step 3. The DLTensor of the working buffer.
     DLTensor& t = tensor->tensor;

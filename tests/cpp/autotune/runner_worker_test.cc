@@ -236,6 +236,50 @@ TEST(WorkerCheck, RandomArgumentsFollowTheSeedAndTheirRanges) {
   }
 }
 
+TEST(WorkerCheck, RandomArgumentsAreTheDrawsInOrderHoweverTheFillIsSliced) {
+  // splitmix64 from the seed, one draw per element, A's elements then B's; tensors of several
+  // million elements are filled in slices on threads, and must not tell.
+  auto draws = [](uint64_t seed, size_t count) {
+    std::vector<uint64_t> out;
+    uint64_t state = seed;
+    for (size_t i = 0; i < count; ++i) {
+      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      out.push_back(z ^ (z >> 31));
+    }
+    return out;
+  };
+  constexpr size_t kBytes = (size_t{10} << 20) + 7;  // three slices and a bit
+  TwoArgs bytes({kDLUInt, 8, 1}, {static_cast<int64_t>(kBytes)});
+  TaskArguments u8(bytes.spec, 9);
+  u8.restore_all();
+  std::vector<uint64_t> r = draws(9, 2 * kBytes);
+  const uint8_t* a = reinterpret_cast<const uint8_t*>(u8.working(0));
+  const uint8_t* b = reinterpret_cast<const uint8_t*>(u8.working(1));
+  size_t wrong = 0;
+  for (size_t i = 0; i < kBytes; ++i) {
+    wrong += a[i] != r[i] % 16 ? 1 : 0;
+    wrong += b[i] != r[kBytes + i] % 16 ? 1 : 0;
+  }
+  EXPECT_EQ(wrong, 0u);
+  TwoArgs floats(kFloat32, {5});
+  TaskArguments f32(floats.spec, 9);
+  f32.restore_all();
+  r = draws(9, 10);
+  for (size_t i = 0; i < 10; ++i) {
+    float expected = static_cast<float>(static_cast<double>(r[i] >> 11) * 0x1.0p-52 - 1.0);
+    EXPECT_EQ(reinterpret_cast<const float*>(f32.working(i / 5))[i % 5], expected) << i;
+  }
+  TwoArgs ints({kDLInt, 16, 1}, {5});
+  TaskArguments i16(ints.spec, 9);
+  i16.restore_all();
+  for (size_t i = 0; i < 10; ++i) {
+    int16_t expected = static_cast<int16_t>(static_cast<int64_t>(r[i] % 17) - 8);
+    EXPECT_EQ(reinterpret_cast<const int16_t*>(i16.working(i / 5))[i % 5], expected) << i;
+  }
+}
+
 TEST(WorkerCheck, PlacementsMoveTheArgumentsWithinAPageAndKeepTheirValues) {
   TwoArgs floats(kFloat32, {1000});
   TaskArguments args(floats.spec, 5);
