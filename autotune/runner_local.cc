@@ -130,12 +130,20 @@ class LocalRunner final : public Runner {
           << (task.target.kind == "cuda" ? "CUDA" : "OpenCL")
           << " device to measure on, and this machine has none that matches: " << why;
     }
+    // The same task again (the search sets it before each of its rounds): the workers keep it,
+    // with its arguments and reference results, instead of building and filling them anew.
+    std::string key = task.target.str() + "\n" + ir::save_json(task.func);
+    std::string reference_json = task.reference ? ir::save_json(task.reference->func) : "";
+    bool same = task_.has_value() && key == task_key_ && reference_json == reference_json_;
     task_ = task;
-    task_key_ = task.target.str() + "\n" + ir::save_json(task.func);
-    staging_lanes_ = staging_workers(*task.func, lanes_.size());
-    for (Lane& lane : lanes_) {
-      lane.has_task = false;
-      lane.loaded.clear();
+    task_key_ = std::move(key);
+    reference_json_ = std::move(reference_json);
+    if (!same) {
+      staging_lanes_ = staging_workers(*task.func, lanes_.size());
+      for (Lane& lane : lanes_) {
+        lane.has_task = false;
+        lane.loaded.clear();
+      }
     }
     try {
       runtime_check(ensure_worker("set_task", lanes_[0], interrupt_check()))
@@ -394,7 +402,7 @@ class LocalRunner final : public Runner {
     lane.loaded.clear();
     detail::TaskRequest request;
     request.func_json = task_key_.substr(task_key_.find('\n') + 1);
-    if (task_->reference) request.reference_func_json = ir::save_json(task_->reference->func);
+    request.reference_func_json = reference_json_;
     request.target = task_->target.str();
     request.seed = config_.seed;
     request.num_threads = config_.num_threads;
@@ -554,6 +562,7 @@ class LocalRunner final : public Runner {
   std::string worker_path_;
   std::optional<TuneTask> task_;
   std::string task_key_;         // the target string, a newline, the function's JSON
+  std::string reference_json_;   // the reference schedule's function, or empty
   std::vector<Lane> lanes_;      // lane 0 measures alone
   size_t staging_lanes_ = 1;     // the first ones stage a batch (run_staged): staging_workers
   std::mutex references_mutex_;  // the stagers' threads start workers

@@ -181,7 +181,8 @@ class Runner {
 
   // The function that the next candidates schedule and the target they are built for. The
   // local runner computes the reference results here (or reuses those of an earlier set_task
-  // of the same function, target and seed). Raises a kValue error when the untuned function
+  // of the same function, target and seed; the workers keep a task set again, as the search
+  // does before each round, with its arguments). Raises a kValue error when the untuned function
   // does not build or run, a kRuntime error when the worker cannot start or dies or passes
   // reference_timeout_s computing the reference, and for a GPU target without its device
   // here (codegen::find_gpu_device), naming the target and why.
