@@ -7,6 +7,7 @@
 #include <cmath>
 #include <deque>
 #include <exception>
+#include <iomanip>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -102,6 +103,12 @@ double argument_bytes(const ir::PrimFunc& func) {
   return bytes;
 }
 
+std::string gib_text(double bytes) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << bytes / (1024.0 * 1024 * 1024) << " GiB";
+  return out.str();
+}
+
 // The workers that may stage a batch of `func` side by side: each holds a working and a
 // pristine copy of the arguments and the reference results (at most as large again), so a task
 // whose copies would not fit in 80% of the memory available has fewer of them, at least one
@@ -135,15 +142,31 @@ class LocalRunner final : public Runner {
     std::string key = task.target.str() + "\n" + ir::save_json(task.func);
     std::string reference_json = task.reference ? ir::save_json(task.reference->func) : "";
     bool same = task_.has_value() && key == task_key_ && reference_json == reference_json_;
+    double bytes = same ? task_bytes_ : argument_bytes(*task.func);
+    if (!same) {
+      // A worker needs at least a working and a pristine copy of the arguments; what the
+      // workers hold for the task before is freed before they take this one.
+      double available = available_memory_bytes();
+      double held = 0;
+      for (const Lane& lane : lanes_) held += lane.has_task ? 3 * task_bytes_ : 0;
+      user_check(available <= 0 || 2 * bytes <= available + held)
+          << "Runner.set_task: the arguments of task '" << task.name << "' take " << gib_text(bytes)
+          << ", and a worker holds them twice (a working and a pristine "
+          << "copy), but this machine has " << gib_text(available + held)
+          << " of memory available: tune a smaller instance of the function";
+    }
     task_ = task;
     task_key_ = std::move(key);
     reference_json_ = std::move(reference_json);
+    task_bytes_ = bytes;
     if (!same) {
       staging_lanes_ = staging_workers(*task.func, lanes_.size());
       for (Lane& lane : lanes_) {
         lane.has_task = false;
         lane.loaded.clear();
       }
+      // The workers this task does not use would keep the arguments of the one before.
+      for (size_t l = staging_lanes_; l < lanes_.size(); ++l) drop_worker(lanes_[l]);
     }
     try {
       runtime_check(ensure_worker("set_task", lanes_[0], interrupt_check()))
@@ -563,6 +586,7 @@ class LocalRunner final : public Runner {
   std::optional<TuneTask> task_;
   std::string task_key_;         // the target string, a newline, the function's JSON
   std::string reference_json_;   // the reference schedule's function, or empty
+  double task_bytes_ = 0;        // of the task's arguments
   std::vector<Lane> lanes_;      // lane 0 measures alone
   size_t staging_lanes_ = 1;     // the first ones stage a batch (run_staged): staging_workers
   std::mutex references_mutex_;  // the stagers' threads start workers

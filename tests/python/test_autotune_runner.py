@@ -355,6 +355,22 @@ def test_bad_batches_are_refused_before_measuring(runner):
         runner.run([scale(2.0), "not a module"])
 
 
+def test_set_task_refuses_arguments_larger_than_the_memory_and_keeps_the_task_before():
+    # 2^40 float32 elements per tensor: 8 TiB of arguments, refused before any worker tries.
+    n = 1 << 40
+    a = te.placeholder((n,), "float32", name="a")
+    b = te.compute((n,), lambda i: a[i] * 2.0, name="b")
+    huge = te.create_prim_func([a, b])
+    with ms.LocalRunner() as runner:
+        runner.set_task(scale(2.0), "llvm")
+        with pytest.raises(KilnValueError, match=r"Runner.set_task: the arguments of task 'huge' "
+                           r"take 8192.0 GiB, and a worker holds them twice \(a working and a "
+                           r"pristine copy\), but this machine has [0-9.]+ GiB of memory "
+                           r"available: tune a smaller instance of the function"):
+            runner.set_task(huge, "llvm", name="huge")
+        assert runner.run([scale(2.0)])[0].status == "ok"
+
+
 def test_set_task_refuses_an_untuned_function_that_does_not_build():
     with ms.LocalRunner() as runner:
         with pytest.raises(KilnValueError, match="set_task: the untuned function of task 'bound' "

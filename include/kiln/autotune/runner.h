@@ -183,9 +183,10 @@ class Runner {
   // local runner computes the reference results here (or reuses those of an earlier set_task
   // of the same function, target and seed; the workers keep a task set again, as the search
   // does before each round, with its arguments). Raises a kValue error when the untuned function
-  // does not build or run, a kRuntime error when the worker cannot start or dies or passes
-  // reference_timeout_s computing the reference, and for a GPU target without its device
-  // here (codegen::find_gpu_device), naming the target and why.
+  // does not build or run, or when its arguments would not fit twice (a working and a pristine
+  // copy) in the memory available (the task before stays), a kRuntime error when the worker cannot
+  // start or dies or passes reference_timeout_s computing the reference, and for a GPU target
+  // without its device here (codegen::find_gpu_device), naming the target and why.
   virtual void set_task(const TuneTask& task) = 0;
 
   // Builds, checks and times each candidate, with `repeat` repeats (0: the config's). Nothing

@@ -258,8 +258,10 @@ class LocalRunner:
         (it binds no loop to GPU threads, so it cannot run on the GPU).
 
         Raises:
-            KilnValueError: a symbolic dimension, an unknown target, or an untuned function (or
-                reference schedule) that does not build or run.
+            KilnValueError: a symbolic dimension, an unknown target, an untuned function (or
+                reference schedule) that does not build or run, or arguments that a worker
+                cannot hold twice (a working and a pristine copy) in the memory available;
+                the task set before stays.
             KilnRuntimeError: the worker died or passed ``reference_timeout_s``, or a GPU target
                 has no device here (the message names the target and why).
         """
