@@ -179,17 +179,16 @@ void fill_random_range(char* data, const ElementType& type, uint64_t state, size
     case Kind::kInt:
     case Kind::kUInt:
     case Kind::kBool: {
+      auto value_of = [&type](uint64_t r) {
+        return type.kind == Kind::kInt    ? static_cast<int64_t>(r % 17) - 8
+               : type.kind == Kind::kUInt ? static_cast<int64_t>(r % 16)
+                                          : static_cast<int64_t>(r & 1);
+      };
       // One loop per element size, so that each store is a plain store, not a memcpy call.
       auto fill = [&](auto zero) {
         using T = decltype(zero);
         T* out = reinterpret_cast<T*>(data);
-        for (size_t i = begin; i < end; ++i) {
-          uint64_t r = next_random(&state);
-          int64_t value = type.kind == Kind::kInt    ? static_cast<int64_t>(r % 17) - 8
-                          : type.kind == Kind::kUInt ? static_cast<int64_t>(r % 16)
-                                                     : static_cast<int64_t>(r & 1);
-          out[i] = static_cast<T>(value);
-        }
+        for (size_t i = begin; i < end; ++i) out[i] = static_cast<T>(value_of(next_random(&state)));
       };
       if (type.bytes == 1) {
         fill(uint8_t{});
@@ -197,8 +196,10 @@ void fill_random_range(char* data, const ElementType& type, uint64_t state, size
         fill(uint16_t{});
       } else if (type.bytes == 4) {
         fill(uint32_t{});
-      } else {
+      } else if (type.bytes == 8) {
         fill(uint64_t{});
+      } else {
+        for (size_t i = begin; i < end; ++i) set_int(data, type, i, value_of(next_random(&state)));
       }
       break;
     }
