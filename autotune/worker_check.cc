@@ -244,7 +244,7 @@ struct TaskArguments::Tensor {
   char* working = nullptr;     // allocation + placement offset (TaskArguments::place)
   char* allocation = nullptr;  // kPlacementSlack bytes longer than the tensor
   size_t alignment = 64;
-  std::vector<char> pristine;
+  std::unique_ptr<char[]> pristine;  // of `bytes`
   DLTensor tensor{};
   size_t value_index = 0;  // in the packed arguments
   // Its mirror in a GPU's memory (place_on_device); data null while in host memory.
@@ -336,8 +336,8 @@ TaskArguments::TaskArguments(const KilnFuncSpec& spec, uint64_t seed) {
     tensor->working = tensor->allocation;
     runtime_check(tensor->working != nullptr)
         << "tune worker: cannot allocate " << tensor->bytes << " bytes for argument " << arg.name;
-    tensor->pristine.resize(tensor->bytes);
-    fill_random(tensor->pristine.data(), tensor->type, tensor->elements, state);
+    tensor->pristine.reset(new char[tensor->bytes]);  // not zeroed: the fill writes every byte
+    fill_random(tensor->pristine.get(), tensor->type, tensor->elements, state);
     state += tensor->elements * kRandomStep;
 
     // Step 3. The DLTensor of the working buffer.
@@ -422,13 +422,13 @@ void TaskArguments::place(uint64_t index) {
 }
 
 void TaskArguments::restore_all() {
-  for (auto& t : tensors_) std::memcpy(t->working, t->pristine.data(), t->bytes);
+  for (auto& t : tensors_) std::memcpy(t->working, t->pristine.get(), t->bytes);
   upload(false);
 }
 
 void TaskArguments::restore_written() {
   for (auto& t : tensors_) {
-    if (t->written) std::memcpy(t->working, t->pristine.data(), t->bytes);
+    if (t->written) std::memcpy(t->working, t->pristine.get(), t->bytes);
   }
   upload(true);
 }
@@ -547,7 +547,7 @@ std::optional<std::string> TaskArguments::compare(const Tolerance& tolerance, bo
   fetch(written_only);
   size_t offset = 0;
   for (const auto& t : tensors_) {
-    const char* expected = t->written ? reference_.data() + offset : t->pristine.data();
+    const char* expected = t->written ? reference_.data() + offset : t->pristine.get();
     if (t->written) offset += t->bytes;
     if ((written_only && !t->written) || std::memcmp(t->working, expected, t->bytes) == 0) {
       continue;
