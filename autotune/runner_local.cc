@@ -109,13 +109,16 @@ std::string gib_text(double bytes) {
   return out.str();
 }
 
-// The workers that may stage a batch of `func` side by side: each holds a working and a
-// pristine copy of the arguments and the reference results (at most as large again), so a task
-// whose copies would not fit in 80% of the memory available has fewer of them, at least one
-// (on a 24 GiB machine, two workers staging a uint8 addition of 2^31 elements, 6 GiB of
-// arguments, ran out of memory and the kernel killed one).
-size_t staging_workers(const ir::PrimFunc& func, size_t workers) {
-  return count_that_fits(3 * argument_bytes(func), 0.8 * available_memory_bytes(), workers);
+// What a worker holding a task keeps, in multiples of its arguments' bytes: a working and a
+// pristine copy, and the reference results (at most as large again).
+constexpr double kWorkerCopies = 3;
+
+// The workers that may stage a batch of a task with `bytes` of arguments side by side: a task
+// whose copies would not fit in 80% of the memory `available` has fewer, at least one (on a
+// 24 GiB machine, two workers staging a uint8 addition of 2^31 elements, 6 GiB of arguments,
+// ran out of memory and the kernel killed one).
+size_t staging_workers(double bytes, double available, size_t workers) {
+  return count_that_fits(kWorkerCopies * bytes, 0.8 * available, workers);
 }
 
 class LocalRunner final : public Runner {
@@ -143,16 +146,16 @@ class LocalRunner final : public Runner {
     std::string reference_json = task.reference ? ir::save_json(task.reference->func) : "";
     bool same = task_.has_value() && key == task_key_ && reference_json == reference_json_;
     double bytes = same ? task_bytes_ : argument_bytes(*task.func);
+    double available = 0;
     if (!same) {
       // A worker needs at least a working and a pristine copy of the arguments; what the
       // workers hold for the task before is freed before they take this one.
-      double available = available_memory_bytes();
-      double held = 0;
-      for (const Lane& lane : lanes_) held += lane.has_task ? 3 * task_bytes_ : 0;
-      user_check(available <= 0 || 2 * bytes <= available + held)
+      available = available_memory_bytes();
+      for (const Lane& lane : lanes_) available += lane.has_task ? kWorkerCopies * task_bytes_ : 0;
+      user_check(available <= 0 || 2 * bytes <= available)
           << "Runner.set_task: the arguments of task '" << task.name << "' take " << gib_text(bytes)
           << ", and a worker holds them twice (a working and a pristine "
-          << "copy), but this machine has " << gib_text(available + held)
+          << "copy), but this machine has " << gib_text(available)
           << " of memory available: tune a smaller instance of the function";
     }
     task_ = task;
@@ -160,7 +163,7 @@ class LocalRunner final : public Runner {
     reference_json_ = std::move(reference_json);
     task_bytes_ = bytes;
     if (!same) {
-      staging_lanes_ = staging_workers(*task.func, lanes_.size());
+      staging_lanes_ = staging_workers(bytes, available, lanes_.size());
       for (Lane& lane : lanes_) {
         lane.has_task = false;
         lane.loaded.clear();

@@ -880,7 +880,7 @@ class TaskSearch {
   SpaceGenerator space_;
   Scorer scorer_;
   std::mt19937_64 rng_;
-  int threads_;  // that replay and analyze candidates
+  int threads_;  // that mutate, replay and analyze candidates
   TargetKey target_;
   Workload workload_;
   Clock::time_point start_;

@@ -73,8 +73,8 @@ struct SearchConfig {
   int drift_check_every = 4;
   double drift_threshold = 0.03;
   uint64_t seed = 1;
-  // Threads that replay and analyze candidates between measurements (0: the cores this process
-  // may use). A run draws and keeps the same candidates with any number of them.
+  // Threads that mutate, replay and analyze candidates between measurements (0: the cores this
+  // process may use). A run draws and keeps the same candidates with any number of them.
   int search_threads = 0;
   SpaceConfig space;
 };

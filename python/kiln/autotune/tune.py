@@ -69,9 +69,9 @@ class TuneConfig:
             none); a change above ``drift_threshold`` (a share of its first time) is logged.
         drift_threshold: see drift_check_every.
         seed: of the search's random choices.
-        search_threads: threads that replay and analyze candidates between measurements (0:
-            the cores this process may use); a run draws and keeps the same candidates with any
-            number of them.
+        search_threads: threads that mutate, replay and analyze candidates between
+            measurements (0: the cores this process may use); a run draws and keeps the same
+            candidates with any number of them.
         num_threads: threads the kernels run on (0: the runtime's); the records store the
             count in effect, and the trials already in the database count only when they were
             measured with the same count.
