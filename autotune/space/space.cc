@@ -56,7 +56,7 @@ struct SpaceGenerator::Impl {
   std::vector<double> mutator_weights;
   std::vector<Trace> sketches;
   std::map<std::string, int64_t> rejections;
-  std::mutex rejections_mutex;  // sample and replay run on several threads
+  std::mutex rejections_mutex;  // sample, replay and mutate run on several threads
 
   // Step 1 of a candidate: the trace replayed on a fresh schedule (decisions that are null are
   // drawn with `seed`). Step 2: the postprocessors. Any kiln error refuses the candidate.
