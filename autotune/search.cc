@@ -296,6 +296,7 @@ class TaskSearch {
     Progress p;
     p.task = task_.name;
     p.trials = trials();
+    p.trials_this_run = trials_this_run_;
     p.max_trials = config_.max_trials_per_task;
     p.best_seconds = best_seconds_;
     p.best_gflops = gflops(best_seconds_);

@@ -122,16 +122,20 @@ def main(argv=None):
     commands = parser.add_subparsers(dest="command", required=True)
     tune = commands.add_parser("tune", help="tune functions defined in a Python file")
     tune.add_argument("spec", help="FILE.py:NAME; NAME returns a PrimFunc, an IRModule or a list")
-    tune.add_argument("--target", default="llvm")
+    tune.add_argument("--target", default="llvm",
+                      help='the target to tune for and measure on (default "llvm": this CPU)')
     tune.add_argument("--trials", type=int, default=512, help="trials of all tasks together")
     tune.add_argument("--per-task", type=int, default=0, help="trials of each task at most")
     tune.add_argument("--per-iter", type=int, default=32, help="candidates measured per round")
-    tune.add_argument("--db", default="tuning.db")
+    tune.add_argument("--db", default="tuning.db",
+                      help="the SQLite database to tune into (created when missing)")
     tune.add_argument("--work-dir", default=None,
                       help="cost model, log and compiled candidates (default DB_work)")
-    tune.add_argument("--seed", type=int, default=1)
-    tune.add_argument("--threads", type=int, default=0)
-    tune.add_argument("--no-progress", action="store_true")
+    tune.add_argument("--seed", type=int, default=1, help="the seed of the search's draws")
+    tune.add_argument("--threads", type=int, default=0,
+                      help="threads the kernels run on (default 0: the runtime's count, "
+                      "KILN_NUM_THREADS or all cores)")
+    tune.add_argument("--no-progress", action="store_true", help="no progress bars")
     tune.add_argument("--no-baseline", action="store_true",
                       help="do not measure topi.default_schedule's schedule as a baseline")
     tune.add_argument("--reference", choices=("auto", "untuned", "default"), default="auto",
@@ -141,16 +145,17 @@ def main(argv=None):
     db = commands.add_parser("db", help="inspect or combine tuning databases")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     listing = db_commands.add_parser("list", help="the workloads")
-    listing.add_argument("db")
+    listing.add_argument("db", help="a tuning database")
     show = db_commands.add_parser("show", help="the best records")
-    show.add_argument("db")
-    show.add_argument("--top", type=int, default=3)
+    show.add_argument("db", help="a tuning database")
+    show.add_argument("--top", type=int, default=3,
+                      help="records per workload, target and thread count")
     export = db_commands.add_parser("export", help="write JSON lines")
-    export.add_argument("db")
-    export.add_argument("file")
+    export.add_argument("db", help="a tuning database")
+    export.add_argument("file", help="the JSON lines file to write")
     merge = db_commands.add_parser("merge", help="add another database's records")
-    merge.add_argument("db")
-    merge.add_argument("other")
+    merge.add_argument("db", help="the database that receives the records")
+    merge.add_argument("other", help="a database or a JSON lines export")
     args = parser.parse_args(argv)
     from .error import KilnError
     try:

@@ -144,6 +144,7 @@ void bind_autotune_search(py::module_& m) {
               // A plain object with the fields of autotune::Progress.
               progress(py::module_::import("types").attr("SimpleNamespace")(
                   py::arg("task") = p.task, py::arg("trials") = p.trials,
+                  py::arg("trials_this_run") = p.trials_this_run,
                   py::arg("max_trials") = p.max_trials, py::arg("best_seconds") = p.best_seconds,
                   py::arg("best_gflops") = p.best_gflops, py::arg("elapsed_s") = p.elapsed_s,
                   py::arg("recall") = p.recall));

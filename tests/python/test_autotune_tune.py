@@ -175,6 +175,23 @@ def test_each_thread_count_is_tuned_on_its_own_and_build_prefers_its_own(tmp_pat
         kiln.runtime.set_num_threads(0)  # the default again
 
 
+def test_functions_that_share_a_name_go_by_their_outputs_and_show_a_bar_each(tmp_path, capsys):
+    # te.create_prim_func names every function "main": the tasks go by their outputs' names,
+    # a name still repeated gets "#2", and a name given stays.
+    x = te.placeholder((64,), "float32", name="X")
+    doubled = te.create_prim_func([x, te.compute((64,), lambda i: x[i] * 2, name="Y")])
+    config = dict(SMALL, progress=True, max_trials_global=2, num_trials_per_iter=2,
+                  local_search_trials=0, final_pool_rounds=0, final_rounds=0, baseline=None)
+    results = ms.tune_tasks([matmul(8), doubled, matmul(16), ("mine", matmul(4))],
+                            work_dir=tmp_path, **config)
+    assert [r.task for r in results] == ["C", "Y", "C#2", "mine"]
+    # One bar per task, each there from the start (at 0 trials), whether or not the task
+    # scheduler gave it a round.
+    bars = capsys.readouterr().err.replace("\r", "\n")
+    for name in ("C", "Y", "C#2", "mine"):
+        assert re.search(rf"^{re.escape(name)}: +0%.* 0/2 ", bars, re.M), bars
+
+
 def test_faulty_candidates_are_recorded_and_the_search_goes_on(tmp_path):
     # Candidates 1, 3, 5 and 6 of the run crash, hang, compute a wrong result and abort.
     runner = ms.LocalRunner(ms.RunnerConfig(

@@ -82,7 +82,8 @@ struct SearchConfig {
 // A moment of a task's tuning, for progress bars and plots.
 struct Progress {
   std::string task;
-  int64_t trials = 0;  // measured so far (database records included)
+  int64_t trials = 0;           // measured so far (database records included)
+  int64_t trials_this_run = 0;  // of which measured by this run
   int64_t max_trials = 0;
   double best_seconds = 0;  // 0 until something measured right
   double best_gflops = 0;

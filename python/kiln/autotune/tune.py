@@ -327,28 +327,59 @@ def _database(database, work_dir, api):
                         f"an object of type {type(database).__name__}")
 
 
-class _ProgressBars:
-    """One tqdm progress bar per task (trials, best GFLOP/s, time left), or nothing."""
+def _task_labels(entries):
+    """The labels of progress bars, log lines and the summary, one per (name, function name,
+    func, weight) entry, each its own: the name given, else the function's name; functions
+    that share their name (te.create_prim_func names every function "main") go by the name
+    of their last parameter's buffer (the output of a te function: "C" for a matmul), and
+    whatever still repeats gets "#2", "#3"."""
+    def own(fname, func):
+        if func.params and func.params[-1] in func.buffer_map:
+            return func.buffer_map[func.params[-1]].name
+        return fname
+    counts = {}
+    for name, fname, _, _ in entries:
+        if name is None:
+            counts[fname] = counts.get(fname, 0) + 1
+    labels = []
+    for index, (name, fname, func, _) in enumerate(entries):
+        label = name or fname
+        if name is None and (fname is None or counts[fname] > 1):
+            label = own(fname, func) or f"task{index}"
+        unique, suffix = label, 1
+        while unique in labels:
+            suffix += 1
+            unique = f"{label}#{suffix}"
+        labels.append(unique)
+    return labels
 
-    def __init__(self, enabled, budgets):
+
+class _ProgressBars:
+    """One tqdm progress bar per task (trials, best GFLOP/s, time left), or nothing. The bars
+    are made when tuning starts, so that their rates count its whole time; the trials that the
+    database held before are the bar's initial count, not part of its rate."""
+
+    def __init__(self, enabled, labels, budget):
         self._bars = {}
-        self._budgets = budgets
-        self._tqdm = None
-        if enabled:
-            try:
-                from tqdm.auto import tqdm
-                self._tqdm = tqdm
-            except ImportError:
-                self._tqdm = None
+        self._started = set()
+        if not enabled:
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            return
+        for label in labels:
+            self._bars[label] = tqdm(total=max(budget, 1), desc=label, unit="trial", leave=True,
+                                     file=sys.stderr)
 
     def update(self, progress):
-        if self._tqdm is None:
-            return
         bar = self._bars.get(progress.task)
         if bar is None:
-            bar = self._bars[progress.task] = self._tqdm(
-                total=max(progress.max_trials, 1), desc=progress.task, unit="trial",
-                leave=True, file=sys.stderr)
+            return
+        bar.total = max(progress.max_trials, 1)
+        if progress.task not in self._started:
+            self._started.add(progress.task)
+            bar.initial = min(progress.trials - progress.trials_this_run, bar.total)
         bar.n = min(progress.trials, bar.total)
         bar.set_postfix_str(f"best {progress.best_gflops:.1f} GFLOP/s", refresh=False)
         bar.refresh()
@@ -428,16 +459,11 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
             raise KilnValueError(f"{api}: the weight of task {index} must be a positive number, "
                                  f"found {weight!r}")
         for fname, func in _functions(task, api):
-            label = name or fname or f"task{len(entries)}"
-            # Names label progress bars and log lines: each task gets its own.
-            used = {e[0] for e in entries}
-            unique, suffix = label, 1
-            while unique in used:
-                suffix += 1
-                unique = f"{label}#{suffix}"
-            entries.append((unique, func, float(weight)))
+            entries.append((name, fname, func, float(weight)))
     if not entries:
         raise KilnValueError(f"{api}: no functions to tune")
+    entries = [(label, func, weight)
+               for label, (_, _, func, weight) in zip(_task_labels(entries), entries)]
     if work_dir is not None:
         os.makedirs(os.fspath(work_dir), exist_ok=True)
     db = _database(database, work_dir, api)
@@ -459,7 +485,7 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
     # The baseline and the reference are callables or names: not the search's settings (asdict
     # would copy them).
     settings = dataclasses.asdict(dataclasses.replace(config, baseline=None, reference=None))
-    bars = _ProgressBars(progress, per_task)
+    bars = _ProgressBars(progress, [e[0] for e in entries], per_task)
     try:
         raw = _core.tune_tasks([e[1] for e in entries], [e[0] for e in entries],
                                [e[2] for e in entries], baselines, references, target, db._core,
