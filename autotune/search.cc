@@ -1003,10 +1003,18 @@ std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database&
     }
     return true;
   };
+  // Each task as it starts (the trials its records hold), in order: a progress bar per task
+  // from the start.
+  for (const std::unique_ptr<TaskSearch>& s : searches) {
+    if (progress && !progress(s->progress())) {
+      stopped = true;
+      break;
+    }
+  }
   // Step 1. Rounds, short of the trials reserved for the local searches.
   int64_t reserved = 0;
   for (const std::unique_ptr<TaskSearch>& s : searches) reserved += s->reserved();
-  stopped = !run_rounds(std::max<int64_t>(0, global - reserved));
+  if (!stopped) stopped = !run_rounds(std::max<int64_t>(0, global - reserved));
   // Step 2. The local search around each task's best; then rounds again for what it left
   // (too few new neighbours, a task whose rounds ended early).
   if (!stopped) {

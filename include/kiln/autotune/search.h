@@ -90,8 +90,8 @@ struct Progress {
   double elapsed_s = 0;
   double recall = -1;  // top-k recall of the cost model on the last batch (-1: not yet)
 };
-// Called after every batch; returning false stops the tuning cleanly (what was measured is
-// committed).
+// Called for each task when the tuning starts (in the order of the tasks), then after every
+// batch; returning false stops the tuning cleanly (what was measured is committed).
 using ProgressCallback = std::function<bool(const Progress&)>;
 
 // What tuning a task found.

@@ -355,32 +355,30 @@ def _task_labels(entries):
 
 
 class _ProgressBars:
-    """One tqdm progress bar per task (trials, best GFLOP/s, time left), or nothing. The bars
-    are made when tuning starts, so that their rates count its whole time; the trials that the
-    database held before are the bar's initial count, not part of its rate."""
+    """One tqdm progress bar per task (trials, best GFLOP/s, time left), or nothing. The search
+    reports each task as it starts, so the bars are there from the start; the trials the
+    database held before are a bar's initial count, outside its rate."""
 
-    def __init__(self, enabled, labels, budget):
+    def __init__(self, enabled):
         self._bars = {}
-        self._started = set()
-        if not enabled:
-            return
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            return
-        for label in labels:
-            self._bars[label] = tqdm(total=max(budget, 1), desc=label, unit="trial", leave=True,
-                                     file=sys.stderr)
+        self._tqdm = None
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+                self._tqdm = tqdm
+            except ImportError:
+                self._tqdm = None
 
     def update(self, progress):
-        bar = self._bars.get(progress.task)
-        if bar is None:
+        if self._tqdm is None:
             return
-        bar.total = max(progress.max_trials, 1)
-        if progress.task not in self._started:
-            self._started.add(progress.task)
-            bar.initial = min(progress.trials - progress.trials_this_run, bar.total)
-        bar.n = min(progress.trials, bar.total)
+        bar = self._bars.get(progress.task)
+        total = max(progress.max_trials, 1)
+        if bar is None:
+            bar = self._bars[progress.task] = self._tqdm(
+                total=total, initial=min(progress.trials - progress.trials_this_run, total),
+                desc=progress.task, unit="trial", leave=True, file=sys.stderr)
+        bar.n = min(progress.trials, total)
         bar.set_postfix_str(f"best {progress.best_gflops:.1f} GFLOP/s", refresh=False)
         bar.refresh()
 
@@ -479,13 +477,12 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
         if model_dir is not None and os.path.isdir(model_dir):
             cost_model.load(model_dir)
     log_path = os.path.join(os.fspath(work_dir), "tune.log") if work_dir is not None else ""
-    per_task = config.max_trials_per_task or config.max_trials_global
     baselines = _baselines(entries, config.baseline, target, config, log_path)
     references = _references(entries, config.reference, target, config, log_path)
     # The baseline and the reference are callables or names: not the search's settings (asdict
     # would copy them).
     settings = dataclasses.asdict(dataclasses.replace(config, baseline=None, reference=None))
-    bars = _ProgressBars(progress, [e[0] for e in entries], per_task)
+    bars = _ProgressBars(progress)
     try:
         raw = _core.tune_tasks([e[1] for e in entries], [e[0] for e in entries],
                                [e[2] for e in entries], baselines, references, target, db._core,

@@ -419,11 +419,29 @@ TEST_F(SearchTest, AProgressCallbackStopsTheRunAfterItsBatch) {
       tune_tasks({task}, *db_, runner, model, config(64), nullptr, [&](const Progress& p) {
         ++calls;
         EXPECT_EQ(p.task, "mm");
-        EXPECT_GT(p.trials, 0);
-        return calls < 2;
+        // The first call is the task's start, the next ones follow its batches.
+        if (calls == 1) {
+          EXPECT_EQ(p.trials, 0);
+        } else {
+          EXPECT_GT(p.trials, 0);
+        }
+        EXPECT_EQ(p.trials_this_run, p.trials);
+        return calls < 3;
       });
-  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(calls, 3);
   EXPECT_EQ(results[0].trials, 16);
+  // Stopped at the start, a run measures nothing; a run after a stopped one starts from the
+  // trials its records hold.
+  calls = 0;
+  EXPECT_EQ(tune_tasks({task}, *db_, runner, model, config(64), nullptr,
+                       [&](const Progress&) { return ++calls > 1; })[0]
+                .trials_this_run,
+            0);
+  EXPECT_EQ(calls, 1);
+  tune_tasks({task}, *db_, runner, model, config(64), nullptr, [&](const Progress& p) {
+    EXPECT_EQ(p.trials - p.trials_this_run, 16);
+    return false;
+  });
 }
 
 TEST_F(SearchTest, TasksShareTheGlobalBudget) {
@@ -473,7 +491,7 @@ TEST_F(SearchTest, AMachineThatSlowsDownIsFlagged) {
   int calls = 0;
   std::vector<TaskResult> results =
       tune_tasks({task}, *db_, runner, model, c, nullptr, [&](const Progress&) {
-        if (++calls == 2) runner.scale_ = 1.1;  // after the first check
+        if (++calls == 3) runner.scale_ = 1.1;  // after the first check (the start is call 1)
         return true;
       });
   ASSERT_EQ(results[0].drift.size(), 2u);
