@@ -30,7 +30,8 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None, ob
             CPU model (kiln.autotune.compile_tir), measured with the thread count it will run
             on (kiln.runtime.get_num_threads() at build time). Without such a record the best of
             another thread count is used, with a TuningRecordThreadsWarning; a function without
-            any record is built as given, with a TuningRecordMissingWarning.
+            any record is built as given, with a TuningRecordMissingWarning (and so are all
+            functions when there is no file at the path given: a build does not create one).
         object_cache (str or os.PathLike, optional): a directory of compiled objects: a
             function whose LLVM IR was compiled before for the same target is loaded from it
             without running LLVM's optimizer and code generator, and a new one is stored there
@@ -51,7 +52,8 @@ def build(func_or_mod, target="llvm", name=None, dump_ir=None, database=None, ob
             each vector load or store made lane by lane (e.g. not provably aligned), naming the
             function or kernel, the loop or buffer and the reason; ``rt.warnings`` lists them.
         kiln.error.TuningRecordMissingWarning: a database without a record of a function on
-            the target (once per function and target in a process).
+            the target (once per function and target in a process), or no file at the
+            database path.
         kiln.error.TuningRecordThreadsWarning: the record applied to a function was measured
             with another thread count than kiln.runtime.get_num_threads(); the message says
             which (once per function, target and thread counts in a process).
@@ -102,7 +104,7 @@ def _apply_database(func_or_mod, target, database):
     from . import autotune, ir, tir
     from ._kiln import autotune as _core
     from .autotune.database import TargetKey, _device_text
-    from .autotune.tune import _best_schedule
+    from .autotune.tune import _best_schedule, _database_to_read
     if isinstance(func_or_mod, tir.Schedule):
         raise KilnValueError("kiln.build: a database applies to unscheduled functions; give the "
                              "PrimFunc or IRModule that was tuned, not a tir.Schedule")
@@ -112,7 +114,10 @@ def _apply_database(func_or_mod, target, database):
         functions, single = dict(func_or_mod.functions), False
     else:
         return func_or_mod, []  # _driver.build names the wrong type
-    db = database if isinstance(database, autotune.Database) else autotune.Database(database)
+    db = _database_to_read(database, "kiln.build", "the functions are built as given",
+                           stacklevel=3)
+    if db is None:
+        return func_or_mod, []
     tuned = {}
     for fname, func in functions.items():
         sch = _best_schedule(db, func, target, None, "kiln.build", f"function '{fname}'",

@@ -222,6 +222,14 @@ def test_build_warns_once_without_a_record_and_refuses_a_schedule(tmp_path):
     with pytest.raises(KilnValueError, match="not a tir.Schedule"):
         kiln.build(tir.Schedule(func), database=db)
     assert ms.compile_tir(db, func) is None
+    # A path where there is no database: the build warns and builds as given, and neither it
+    # nor compile_tir leaves an empty database there.
+    missing = tmp_path / "no_such" / "tuning.db"
+    with pytest.warns(TuningRecordMissingWarning, match="no tuning database at .*no_such"):
+        run_matmul(kiln.build(func, database=missing), n=16)
+    with pytest.warns(TuningRecordMissingWarning, match="no schedule to compile"):
+        assert ms.compile_tir(str(missing), func) is None
+    assert not missing.parent.exists()
 
 
 def test_records_of_another_cpu_model_are_not_applied(tmp_path):

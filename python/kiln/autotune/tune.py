@@ -32,10 +32,11 @@ import dataclasses
 import json
 import os
 import sys
+import warnings
 
 from .. import ir, tir, topi
 from .._kiln import autotune as _core
-from ..error import KilnTypeError, KilnValueError
+from ..error import KilnTypeError, KilnValueError, TuningRecordMissingWarning
 from ..target import Target
 from ..tir import Schedule, Trace
 from .cost_model import CostModel
@@ -327,6 +328,17 @@ def _database(database, work_dir, api):
                         f"an object of type {type(database).__name__}")
 
 
+def _database_to_read(database, api, consequence, stacklevel):
+    """The database a lookup reads (``_database``'s rules), or None, with a
+    TuningRecordMissingWarning that ends in ``consequence``, for a path where there is no file:
+    a lookup does not create one (a mistyped path would leave an empty database behind)."""
+    if isinstance(database, (str, os.PathLike)) and not os.path.exists(os.fspath(database)):
+        warnings.warn(f"{api}: there is no tuning database at {os.fspath(database)}; "
+                      f"{consequence}", TuningRecordMissingWarning, stacklevel=stacklevel + 1)
+        return None
+    return _database(database, None, api)
+
+
 def _task_labels(entries):
     """The labels of progress bars, log lines and the summary, one per (name, function name,
     func, weight) entry, each its own: the name given, else the function's name; functions
@@ -525,13 +537,13 @@ def tune_tir(mod_or_func, target="llvm", work_dir=None, max_trials_global=512,
         db = ms.tune_tir(func, target="llvm", work_dir="tune_gemm", max_trials_global=128)
     """
     api = "kiln.autotune.tune_tir"
-    pairs = _functions(mod_or_func, api)
+    _functions(mod_or_func, api)  # a wrong type is refused before anything is created
     db = _database(database, work_dir, api) if work_dir is None or database is not None else None
     if work_dir is not None:
         os.makedirs(os.fspath(work_dir), exist_ok=True)
         if db is None:
             db = Database(os.path.join(os.fspath(work_dir), "tuning.db"))
-    tune_tasks([(name, func) if name else func for name, func in pairs], target=target,
+    tune_tasks([mod_or_func], target=target,
                work_dir=work_dir, database=db, max_trials_global=max_trials_global,
                num_trials_per_iter=num_trials_per_iter, **options)
     return db
@@ -540,7 +552,8 @@ def tune_tir(mod_or_func, target="llvm", work_dir=None, max_trials_global=512,
 def compile_tir(database, mod_or_func, target="llvm", num_threads=None):
     """The best schedule the database holds for a function on ``target`` (this machine's CPU
     model, or for a GPU target this machine's device of that kind), replayed on the function: a
-    tir.Schedule, or None when there is no record.
+    tir.Schedule, or None when there is no record (or no file at a path given: it is not
+    created, and a kiln.error.TuningRecordMissingWarning says so).
 
     The record is one measured with ``num_threads`` threads when there is one; otherwise the best
     record of another thread count (or of an unknown one) is used, with a
@@ -562,7 +575,9 @@ def compile_tir(database, mod_or_func, target="llvm", num_threads=None):
     if len(pairs) != 1:
         raise KilnValueError(f"{api}: expected one function, found {len(pairs)}; compile each "
                              "function of the module on its own")
-    db = _database(database, None, api)
+    db = _database_to_read(database, api, "there is no schedule to compile", stacklevel=2)
+    if db is None:
+        return None
     return _best_schedule(db, pairs[0][1], target, num_threads, api,
                           f"function '{pairs[0][0] or 'main'}'", stacklevel=2)
 
