@@ -84,6 +84,10 @@ def _tune(args):
 
 def _db(args):
     from . import autotune as ms
+    from .error import KilnValueError
+    # Reading commands do not create a database; merge may (into a new file).
+    if args.db_command != "merge" and not os.path.exists(args.db):
+        raise KilnValueError(f"there is no tuning database at {args.db}")
     db = ms.Database(args.db)
     if args.db_command == "list":
         rows = []
@@ -154,7 +158,7 @@ def main(argv=None):
     export.add_argument("db", help="a tuning database")
     export.add_argument("file", help="the JSON lines file to write")
     merge = db_commands.add_parser("merge", help="add another database's records")
-    merge.add_argument("db", help="the database that receives the records")
+    merge.add_argument("db", help="the database that receives the records (created when missing)")
     merge.add_argument("other", help="a database or a JSON lines export")
     args = parser.parse_args(argv)
     from .error import KilnError

@@ -307,6 +307,11 @@ def test_cli_tunes_a_file_and_shows_the_database(tmp_path):
     assert exported.returncode == 0 and (tmp_path / "e.jsonl").stat().st_size > 0
     missing = cli("tune", f"{path}:nothing", "--db", db)
     assert missing.returncode != 0 and "defines no 'nothing'" in missing.stderr
+    # Reading a database that is not there is an error, and leaves no empty one behind.
+    for command in (["list"], ["show"], ["export", tmp_path / "x.jsonl"]):
+        absent = cli("db", command[0], tmp_path / "absent.db", *command[1:])
+        assert absent.returncode == 1 and "no tuning database at" in absent.stderr
+    assert not (tmp_path / "absent.db").exists() and not (tmp_path / "x.jsonl").exists()
 
 
 def wait_for_records(db_path, count, proc, limit_s=300):
