@@ -29,6 +29,16 @@ bool is_iterator_plus_constant(const Expr& index, const Block& block) {
   return false;
 }
 
+// The iterator of `block` that the last index of `region` is exactly, or -1.
+int last_iter(const BufferRegion& region, const Block& block) {
+  if (region.region.empty() || !is_const_int(region.region.back().extent, 1)) return -1;
+  const auto* v = region.region.back().min.as<Var>();
+  for (size_t k = 0; v != nullptr && k < block.iter_vars.size(); ++k) {
+    if (block.iter_vars[k].var.get() == v) return static_cast<int>(k);
+  }
+  return -1;
+}
+
 }  // namespace
 
 int64_t annotation_or(const Block& block, const char* key, int64_t fallback) {
@@ -84,16 +94,9 @@ BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name) {
       }
     }
     result.read_uses.push_back(uses);
-    int last = -1;
-    if (!read.region.empty() && is_const_int(read.region.back().extent, 1)) {
-      if (const auto* v = read.region.back().min.as<Var>()) {
-        for (size_t k = 0; k < n; ++k) {
-          if (block.iter_vars[k].var.get() == v) last = static_cast<int>(k);
-        }
-      }
-    }
-    result.read_last_iter.push_back(last);
+    result.read_last_iter.push_back(last_iter(read, block));
   }
+  if (!block.writes.empty()) result.write_last_iter = last_iter(block.writes[0], block);
   const auto* store = block.body.as<BufferStore>();
   bool all_spatial = true;
   for (bool r : result.is_reduce) all_spatial = all_spatial && !r;

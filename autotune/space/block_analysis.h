@@ -22,6 +22,8 @@ struct BlockAnalysis {
   std::vector<std::vector<bool>> read_uses;
   // Per read region: the iterator its last index is exactly (-1 when it is another expression).
   std::vector<int> read_last_iter;
+  // The same of the first write region (-1 without one).
+  int write_last_iter = -1;
   bool has_init = false;
   // Every iterator is bound to exactly one loop of constant extent, and every loop to one
   // iterator: the block as te.create_prim_func makes it.

@@ -172,6 +172,7 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
     s.block_rules.push_back(make_tensorize(s.context));
     s.block_rules.push_back(make_add_rfactor(s.context));
     s.block_rules.push_back(make_multi_level_tiling(s.context));
+    s.block_rules.push_back(make_transpose_tiling());
     s.block_rules.push_back(make_random_compute_location(s.context));
     s.root_rule = make_parallel_vectorize_unroll(s.context);
     s.postprocs.push_back(make_refuse_recomputation(s.context));

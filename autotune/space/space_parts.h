@@ -122,6 +122,16 @@ std::vector<schedule::RV> split_with_inner(schedule::Schedule& sch, const schedu
 // AVX-VNNI), a target that has both gets sketches of the wider only.
 std::unique_ptr<ScheduleRule> make_tensorize(const SpaceContext& context);
 
+// Gives a spatial block that reads a buffer across the rows it writes (a transpose, NCHW ->
+// NHWC) a second sketch with the loop along the read's rows and the loop along the written rows
+// split in two (the inner parts at most kMaxTransposeTile) and their tile loops innermost, the
+// written rows' last; the block as it is stays a sketch:
+//   v3, v4 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=32)
+//   l5, l6 = sch.split(loop=l2, factors=[v3, v4])
+//   sch.reorder(l5, l9, l6, l10)
+std::unique_ptr<ScheduleRule> make_transpose_tiling();
+constexpr int kMaxTransposeTile = 32;
+
 // Adds, for a reduction with fewer spatial iterations than the threads can share, two sketches
 // that split its (fused) reduction loop in two and factor the reduction over the outer half (to
 // run in parallel) or over the inner half (to run in vectors); the block as it is stays a sketch:

@@ -905,3 +905,46 @@ def test_a_malformed_decision_is_refused_with_a_counted_reason():
                 if inst["kind"] == "sample_perfect_tile")
     assert rfactor_space.replay(1, parent.decisions.with_decision(tile, [[1], 2])) is None
     assert rfactor_space.rejections == {"replay: error": 1}
+
+
+def permuted(shape, axes):
+    """T = np.transpose(X, axes) as a te function."""
+    X = te.placeholder(shape, "float32", name="X")
+
+    def element(*index):
+        source = [None] * len(shape)
+        for position, axis in enumerate(axes):
+            source[axis] = index[position]
+        return X[tuple(source)]
+
+    T = te.compute(tuple(shape[a] for a in axes), element, name="T")
+    return te.create_prim_func([X, T])
+
+
+@pytest.mark.parametrize("shape, axes, order", [
+    ((64, 96), (1, 0), "l5, l9, l6, l10"),  # a transpose: the read's rows run along i (l1)
+    ((2, 16, 12, 24), (0, 2, 3, 1), "l1, l2, l7, l11, l8, l12"),  # NCHW -> NHWC: w (l3), c (l4)
+])
+def test_a_transpose_gets_a_sketch_with_tiles_of_both_rows(shape, axes, order):
+    func = permuted(shape, axes)
+    space = SpaceGenerator(func, "llvm")
+    assert len(space.sketches) == 2  # the block as it is, and tiled
+    text = space.sketches[1].as_python()
+    assert text.count("max_innermost_factor=32, n=2") == 2
+    # The other loops outside, then the outer parts, then the tile: the written rows innermost.
+    assert f"sch.reorder({order})" in text
+    for seed in range(4):
+        candidate = space.sample(1, seed)
+        assert candidate is not None, space.rejections
+        args = random_args(func, seed)
+        kiln.build(candidate.mod)(*args)
+        np.testing.assert_array_equal(args[1], np.transpose(args[0], axes))
+
+
+def test_element_wise_broadcast_and_short_rows_get_no_transpose_tiles():
+    X = te.placeholder((64, 96), "float32", name="X")
+    b = te.placeholder((64,), "float32", name="b")
+    shifted = te.create_prim_func([X, b, te.compute((64, 96), lambda i, j: X[i, j] + b[i])])
+    for func in (shifted, permuted((4, 96), (1, 0)), matmul(64, 64, 32)):
+        assert not any("max_innermost_factor=32" in s.as_python()
+                       for s in SpaceGenerator(func, "llvm").sketches)

@@ -1,4 +1,4 @@
-// The schedule rules add_rfactor and random_compute_location and the mutator
+// The schedule rules transpose_tiling, add_rfactor and random_compute_location and the mutator
 // mutate_compute_location: which workloads get their sketches, that the candidates of
 // compute_location_candidates are exactly the decisions sample_compute_location accepts, that a
 // mutated location is a valid other one, and that a malformed decision refuses the candidate
@@ -120,6 +120,48 @@ SpaceConfig four_threads() {
   SpaceConfig config;
   config.num_threads = 4;
   return config;
+}
+
+// T[i, j] = A[j, i] (n x m from m x n).
+Ref<PrimFunc> transpose(int64_t m, int64_t n) {
+  te::Tensor a = te::placeholder({c(m), c(n)}, DataType::float32(), "A");
+  te::Tensor t = te::compute(
+      {c(n), c(m)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return a({i[1], i[0]});
+      },
+      "T");
+  return te::create_prim_func({a, t});
+}
+
+// ---------------------------------------------------------------------------------------------
+// transpose_tiling
+
+TEST(TransposeTiling, ATransposeGetsTheSketchAsItIsAndOneWithBothRowsTiled) {
+  SpaceGenerator space(make_task(transpose(64, 96), "llvm"), four_threads());
+  ASSERT_EQ(space.sketches().size(), 2u);
+  EXPECT_EQ(count_sketches_with(space, "sample_perfect_tile"), 1u);
+  std::vector<schedule::Instruction> tiles =
+      instructions_of(space.sketches()[1], "sample_perfect_tile");
+  ASSERT_EQ(tiles.size(), 2u);
+  for (const schedule::Instruction& tile : tiles) {
+    EXPECT_EQ(tile.attrs.at("max_innermost_factor"), kMaxTransposeTile);
+  }
+  // Its candidates sample (the loop order and the results: test_autotune_space.py).
+  std::optional<Candidate> candidate = space.sample(1, 3);
+  ASSERT_TRUE(candidate.has_value());
+  EXPECT_EQ(instructions_of(candidate->decisions, "reorder").size(), 1u);
+}
+
+TEST(TransposeTiling, ElementWiseBroadcastAndShortRowsGetNone) {
+  for (const Ref<PrimFunc>& func : {scale_shift(256), transpose(4, 256), matmul(64, 64, 64)}) {
+    SpaceGenerator space(make_task(func, "llvm"), four_threads());
+    for (const schedule::Trace& sketch : space.sketches()) {
+      for (const schedule::Instruction& tile : instructions_of(sketch, "sample_perfect_tile")) {
+        EXPECT_NE(tile.attrs.at("max_innermost_factor"), kMaxTransposeTile);
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
