@@ -67,8 +67,11 @@ def _tune(args):
     fields["reference"] = args.reference
     if args.per_task:
         fields["max_trials_per_task"] = args.per_task
+    # One task: a function, a module, or a (name, func[, weight]) tuple; else a list of them.
+    one = not isinstance(functions, (list, tuple)) or (
+        isinstance(functions, tuple) and bool(functions) and isinstance(functions[0], str))
     try:
-        results = ms.tune_tasks(functions if isinstance(functions, (list, tuple)) else [functions],
+        results = ms.tune_tasks([functions] if one else functions,
                                 target=args.target, work_dir=work_dir, database=db,
                                 progress=not args.no_progress, **fields)
     except KeyboardInterrupt:
@@ -125,7 +128,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="kiln", description="kiln's tuner and its database")
     commands = parser.add_subparsers(dest="command", required=True)
     tune = commands.add_parser("tune", help="tune functions defined in a Python file")
-    tune.add_argument("spec", help="FILE.py:NAME; NAME returns a PrimFunc, an IRModule or a list")
+    tune.add_argument("spec", help="FILE.py:NAME; NAME returns a PrimFunc, an IRModule, a (name, "
+                      "func) pair or a list of them")
     tune.add_argument("--target", default="llvm",
                       help='the target to tune for and measure on (default "llvm": this CPU)')
     tune.add_argument("--trials", type=int, default=512, help="trials of all tasks together")

@@ -42,6 +42,9 @@ def small():
 
 def two():
     return [("mm", matmul(32)), ("mm48", matmul(48))]
+
+def named():
+    return ("mine", matmul(16))
 """
 
 
@@ -307,6 +310,11 @@ def test_cli_tunes_a_file_and_shows_the_database(tmp_path):
     assert exported.returncode == 0 and (tmp_path / "e.jsonl").stat().st_size > 0
     missing = cli("tune", f"{path}:nothing", "--db", db)
     assert missing.returncode != 0 and "defines no 'nothing'" in missing.stderr
+    # A (name, func) pair is one task of that name.
+    one = cli("tune", f"{path}:named", "--trials", 2, "--per-iter", 2, "--db", tmp_path / "n.db",
+              "--no-progress", "--no-baseline")
+    assert one.returncode == 0, one.stderr
+    assert [line.split()[0] for line in one.stdout.splitlines()[2:]] == ["mine"]
     # Reading a database that is not there is an error, and leaves no empty one behind.
     for command in (["list"], ["show"], ["export", tmp_path / "x.jsonl"]):
         absent = cli("db", command[0], tmp_path / "absent.db", *command[1:])
