@@ -3,10 +3,11 @@
 // sketches in which its reduction loop is split in two and one half becomes a dimension of a
 // partial result (rfactor): the outer half, whose partial sums can run in parallel, or the inner
 // half, whose partial sums are a vector. A reduction along the rows of its input that has
-// enough rows for the threads (a row sum, a softmax's maximum and sum, a norm's sum of squares)
-// gets one more sketch: its innermost reduction loop split by a multiple of the vector lanes,
-// the inner half the vector of partial results, so that its loads and its arithmetic are
-// vectors (a reduction loop is never vectorized). The block as it is stays a sketch too.
+// enough rows for the threads (a row sum, a softmax's maximum and sum, a norm's sum of squares,
+// a matrix-vector product) gets one more sketch: its innermost reduction loop split by a multiple
+// of the vector lanes, the inner half the vector of partial results, so that its loads and its
+// arithmetic are vectors (a reduction loop is never vectorized). The block as it is stays a sketch
+// too.
 #include <algorithm>
 
 #include "autotune/space/block_analysis.h"
@@ -71,7 +72,7 @@ class AddRFactor : public ScheduleRule {
   // `sch` alone when the block is not one: its innermost loop is the last one bound to a
   // reduction iterator that the last index of a read is, its extent a multiple of the lanes
   // and at least four vectors, and no read leaves out a spatial iterator (a block with reuse is
-  // multi_level_tiling's).
+  // multi_level_tiling's) unless the block streams an operand (streams_an_operand).
   std::vector<schedule::Schedule> along_rows(const schedule::Schedule& sch,
                                              const std::string& block_name,
                                              const BlockAnalysis& a) const {
@@ -91,11 +92,8 @@ class AddRFactor : public ScheduleRule {
     bool contiguous = false;
     for (size_t r = 0; r < a.read_uses.size(); ++r) {
       contiguous = contiguous || a.read_last_iter[r] == inner;
-      for (size_t k = 0; k < a.read_uses[r].size(); ++k) {
-        if (!a.is_reduce[k] && !a.read_uses[r][k]) return {sch};
-      }
     }
-    if (!contiguous) return {sch};
+    if (!contiguous || (has_operand_reuse(a) && !streams_an_operand(a, inner))) return {sch};
     std::vector<int64_t> widths;
     for (int64_t width = lanes; width <= 8 * lanes && width * 2 <= *extent; width *= 2) {
       if (*extent % width == 0) widths.push_back(width);
@@ -112,6 +110,22 @@ class AddRFactor : public ScheduleRule {
       return {sch};
     }
     return {sch, result};
+  }
+
+  // Whether the block streams an operand along its reduction: a read that uses every iterator
+  // (no tile of the output reuses it) with `inner` as its last index, while no read runs along
+  // the output's rows (a matrix-vector product; the scores of one query against the keys).
+  // multi_level_tiling's vectors along the output would gather that operand across its rows;
+  // partial results along its rows load it as vectors.
+  static bool streams_an_operand(const BlockAnalysis& a, int inner) {
+    bool streamed = false;
+    for (size_t r = 0; r < a.read_uses.size(); ++r) {
+      if (a.write_last_iter >= 0 && a.read_last_iter[r] == a.write_last_iter) return false;
+      bool uses_all =
+          std::find(a.read_uses[r].begin(), a.read_uses[r].end(), false) == a.read_uses[r].end();
+      streamed = streamed || (uses_all && a.read_last_iter[r] == inner);
+    }
+    return streamed;
   }
 
   // Whether the block's spatial iterations number fewer than the threads can share

@@ -948,3 +948,33 @@ def test_element_wise_broadcast_and_short_rows_get_no_transpose_tiles():
     for func in (shifted, permuted((4, 96), (1, 0)), matmul(64, 64, 32)):
         assert not any("max_innermost_factor=32" in s.as_python()
                        for s in SpaceGenerator(func, "llvm").sketches)
+
+
+@pytest.mark.parametrize("batch", [None, 3])
+def test_a_matrix_vector_product_gets_vector_partial_results_along_its_rows(batch):
+    # y = A x (batched: the scores of one query against the keys): the sketches with partial
+    # results along A's rows (rfactor) load A as vectors; their candidates compute y.
+    lead = () if batch is None else (batch,)
+    A = te.placeholder(lead + (64, 256), "float32", name="A")
+    x = te.placeholder(lead + (256,), "float32", name="x")
+    r = te.reduce_axis((0, 256), name="r")
+    if batch is None:
+        y = te.compute((64,), lambda i: te.sum(A[i, r] * x[r], axis=r), name="y")
+    else:
+        y = te.compute((batch, 64), lambda b, i: te.sum(A[b, i, r] * x[b, r], axis=r), name="y")
+    func = te.create_prim_func([A, x, y])
+    space = SpaceGenerator(func, "llvm")
+    along_rows = [k for k, s in enumerate(space.sketches) if "sch.rfactor(" in s.as_python()]
+    assert len(along_rows) == 2
+    for sketch in along_rows:
+        accepted = 0
+        for seed in range(8):
+            candidate = space.sample(sketch, seed)
+            if candidate is None:  # refused by a postprocessor (a counted reason)
+                continue
+            accepted += 1
+            args = random_args(func, seed)
+            kiln.build(candidate.mod)(*args)
+            np.testing.assert_allclose(args[2], np.einsum("...ir,...r->...i", args[0], args[1]),
+                                       rtol=1e-4, atol=1e-4)
+        assert accepted >= 3, space.rejections

@@ -247,6 +247,34 @@ TEST(AddRFactor, AMatmulGetsNone) {
   EXPECT_EQ(count_sketches_with(SpaceGenerator(short_sum, four_threads()), "rfactor"), 0u);
 }
 
+// y[i] = sum_r A[i, r] * x[r]: A streamed along its rows, x reused by every row.
+Ref<PrimFunc> matvec(int64_t m, int64_t n) {
+  te::Tensor a = te::placeholder({c(m), c(n)}, DataType::float32(), "A");
+  te::Tensor x = te::placeholder({c(n)}, DataType::float32(), "x");
+  IterVar r = te::reduce_axis(Range{c(0), c(n)}, "r");
+  te::Tensor y = te::compute(
+      {c(m)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return te::sum(a({i[0], r.var}) * x({r.var}), {r});
+      },
+      "y");
+  return te::create_prim_func({a, x, y});
+}
+
+TEST(AddRFactor, AMatrixVectorProductAlsoGetsVectorPartialResultsAlongItsRows) {
+  // multi_level_tiling's vectors along y would gather A across its rows: the partial results
+  // along A's rows come besides, and multi_level_tiling tiles them (rows of A x lanes).
+  SpaceGenerator space(make_task(matvec(256, 512), kHaswell), four_threads());
+  EXPECT_EQ(count_sketches_with(space, "rfactor"), 2u);
+  EXPECT_EQ(space.sketches().size(), 3u);
+  for (const schedule::Trace& sketch : space.sketches()) {
+    std::vector<schedule::Instruction> rfactor = instructions_of(sketch, "rfactor");
+    if (rfactor.empty()) continue;
+    EXPECT_EQ(rfactor[0].attrs.at("factor_axis"), 1);
+    EXPECT_FALSE(instructions_of(sketch, "cache_write").empty());  // the tiled partial results
+  }
+}
+
 TEST(AddRFactor, CandidatesAreAcceptedButWherePartialResultsWouldBeOneLaneAtATime) {
   TuneTask task = make_task(sum_rows(4, 65536), "llvm");
   SpaceGenerator space(task, four_threads());
