@@ -108,6 +108,21 @@ bool match_iter_offset(const Expr& e, const std::unordered_set<const Var*>& iter
   return false;
 }
 
+// `floordiv(v, c)` or `floormod(v, c)` (as `kind` says) with v one of `iters` and c a positive
+// integer constant: v and c. A layout's split dimension (transform_layout's [i // 64, k, i % 64]).
+template <typename Kind>
+bool match_iter_split(const Expr& e, const std::unordered_set<const Var*>& iters, const Var** var,
+                      int64_t* divisor) {
+  const Kind* split = e.as<Kind>();
+  if (split == nullptr) return false;
+  const auto* v = split->a.template as<Var>();
+  const int64_t* c = as_const_int(split->b);
+  if (v == nullptr || iters.count(v) == 0 || c == nullptr || *c <= 0) return false;
+  *var = v;
+  *divisor = *c;
+  return true;
+}
+
 // The statements of a loop body, one per subtree.
 std::vector<Stmt> body_stmts(const Stmt& body) {
   if (const SeqStmt* s = body.as<SeqStmt>()) return s->seq;
@@ -469,7 +484,9 @@ class ComputeAtPlanner {
         }
       }
     }
-    // Each dimension `v + c` of what the block provides bounds v by that dimension.
+    // Each dimension `v + c` of what the block provides bounds v by that dimension. For
+    // compute_at, whose producer may compute more than is needed, a dimension `v // c` bounds v
+    // by whole blocks of c values too, and `v % c` leaves v to the other dimensions.
     std::unordered_set<const Var*> iters;
     for (const IterVar& iv : block_.block->iter_vars) iters.insert(iv.var.get());
     std::unordered_map<const Var*, std::vector<arith::IntSet>> constraints;
@@ -480,11 +497,22 @@ class ComputeAtPlanner {
       for (size_t d = 0; d < p.region.size(); ++d) {
         const Var* v = nullptr;
         Expr offset;
-        if (is_const_int(p.region[d].extent, 1) &&
-            match_iter_offset(p.region[d].min, iters, &v, &offset)) {
+        int64_t c = 0;
+        bool point = is_const_int(p.region[d].extent, 1);
+        if (point && match_iter_offset(p.region[d].min, iters, &v, &offset)) {
           const arith::IntSet& need = it->second[d];
           constraints[v].push_back(arith::IntSet::interval(
               analyzer_.simplify(need.min() - offset), analyzer_.simplify(need.max() - offset)));
+        } else if (point && !move_.reverse &&
+                   match_iter_split<FloorDiv>(p.region[d].min, iters, &v, &c)) {
+          const arith::IntSet& need = it->second[d];
+          Expr divisor = make_const(v->dtype, c);
+          constraints[v].push_back(
+              arith::IntSet::interval(analyzer_.simplify(need.min() * divisor),
+                                      analyzer_.simplify((need.max() + 1) * divisor - 1)));
+        } else if (point && !move_.reverse &&
+                   match_iter_split<FloorMod>(p.region[d].min, iters, &v, &c)) {
+          continue;
         } else {
           for (const Expr& e : {p.region[d].min, p.region[d].extent}) {
             post_order_visit(e, [&](const Node* n) {

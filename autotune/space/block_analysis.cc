@@ -67,12 +67,14 @@ BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name) {
   const BlockRealize& realize = *loc->realize;
   size_t n = block.iter_vars.size();
   result.is_reduce.resize(n);
+  result.is_unit.resize(n);
   result.iter_loop.assign(n, -1);
   result.loop_iter.assign(loc->loops.size(), -1);
   result.has_init = block.init.defined();
   bool trivial = realize.iter_values.size() == n && loc->loops.size() == n;
   for (size_t k = 0; k < n; ++k) {
     result.is_reduce[k] = block.iter_vars[k].type != IterType::kDataPar;
+    result.is_unit[k] = is_const_int(block.iter_vars[k].dom.extent, 1);
     const auto* v = k < realize.iter_values.size() ? realize.iter_values[k].as<Var>() : nullptr;
     for (size_t l = 0; v != nullptr && l < loc->loops.size(); ++l) {
       if (loc->loops[l]->loop_var.get() == v) {
@@ -217,7 +219,7 @@ bool has_operand_reuse(const BlockAnalysis& a) {
     bool operand = false, reused = false;
     for (size_t k = 0; k < uses.size(); ++k) {
       operand = operand || (a.is_reduce[k] && uses[k]);
-      reused = reused || (!a.is_reduce[k] && !uses[k]);
+      reused = reused || (!a.is_reduce[k] && !a.is_unit[k] && !uses[k]);
     }
     if (operand && reused) return true;
   }

@@ -18,6 +18,8 @@ struct BlockAnalysis {
   // Per iterator: whether it is a reduction (else spatial) and the loop bound to it (-1: none).
   std::vector<bool> is_reduce;
   std::vector<int> iter_loop;
+  // Per iterator: whether its domain has one value (a kept dimension of a reduction's result).
+  std::vector<bool> is_unit;
   // Per read region (in order): the iterators its indices use.
   std::vector<std::vector<bool>> read_uses;
   // Per read region: the iterator its last index is exactly (-1 when it is another expression).
@@ -48,7 +50,9 @@ BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name);
 
 // Whether an operand of the block's contraction (a read that uses a reduction iterator) leaves
 // out a spatial iterator, so that a tile of the output reuses it (A and B of a matmul; not a
-// per-row value such as a softmax's maximum, read by its sum).
+// per-row value such as a softmax's maximum, read by its sum, nor a read that leaves out only
+// iterators of one value, as a global pooling's input leaves out the unit height and width of
+// its result).
 bool has_operand_reuse(const BlockAnalysis& a);
 
 // The integer value of annotation `key` of `block`, or `fallback` where it has none (or it is

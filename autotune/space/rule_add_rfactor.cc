@@ -70,8 +70,9 @@ class AddRFactor : public ScheduleRule {
  private:
   // The sketch of a reduction along contiguous rows (see the top of the file), with `sch`, or
   // `sch` alone when the block is not one: its innermost loop is the last one bound to a
-  // reduction iterator that the last index of a read is, its extent a multiple of the lanes
-  // and at least four vectors, and no read leaves out a spatial iterator (a block with reuse is
+  // reduction iterator that the last index of a read is (with the loops outside it that run
+  // along the same contiguous row, fused: row_loops), their extent a multiple of the lanes and
+  // at least four vectors, and no read leaves out a spatial iterator (a block with reuse is
   // multi_level_tiling's) unless the block streams an operand (streams_an_operand).
   std::vector<schedule::Schedule> along_rows(const schedule::Schedule& sch,
                                              const std::string& block_name,
@@ -83,24 +84,24 @@ class AddRFactor : public ScheduleRule {
     int factor_axis = static_cast<int>(loc->block->writes.at(0).buffer->ndim());
     if (loc->loops.empty() || target.vector_register_bits <= 0 || !dtype.is_scalar()) return {sch};
     int inner = a.loop_iter.back();
-    const int64_t* extent = ir::as_const_int(loc->loops.back()->extent);
-    if (extent == nullptr) return {sch};
-    int64_t lanes = target.vector_lanes_dividing(dtype, *extent);
-    if (inner < 0 || !a.is_reduce[inner] || lanes < 2 || *extent < 4 * lanes) {
-      return {sch};
+    if (inner < 0 || !a.is_reduce[inner]) return {sch};
+    size_t row = row_loops(*loc, a);
+    if (row == 0 || (has_operand_reuse(a) && !streams_an_operand(a, inner))) return {sch};
+    int64_t extent = 1;
+    for (size_t l = loc->loops.size() - row; l < loc->loops.size(); ++l) {
+      extent *= *ir::as_const_int(loc->loops[l]->extent);
     }
-    bool contiguous = false;
-    for (size_t r = 0; r < a.read_uses.size(); ++r) {
-      contiguous = contiguous || a.read_last_iter[r] == inner;
-    }
-    if (!contiguous || (has_operand_reuse(a) && !streams_an_operand(a, inner))) return {sch};
+    int64_t lanes = target.vector_lanes_dividing(dtype, extent);
+    if (lanes < 2 || extent < 4 * lanes) return {sch};
     std::vector<int64_t> widths;
-    for (int64_t width = lanes; width <= 8 * lanes && width * 2 <= *extent; width *= 2) {
-      if (*extent % width == 0) widths.push_back(width);
+    for (int64_t width = lanes; width <= 8 * lanes && width * 2 <= extent; width *= 2) {
+      if (extent % width == 0) widths.push_back(width);
     }
     try {
       RV block = schedule::get_block(result, block_name);
-      RV loop = schedule::get_loops(result, block).back();
+      std::vector<RV> loops = schedule::get_loops(result, block);
+      std::vector<RV> row_part(loops.end() - static_cast<std::ptrdiff_t>(row), loops.end());
+      RV loop = row == 1 ? row_part[0] : schedule::fuse(result, row_part);
       RV width =
           schedule::sample_categorical(result, widths, std::vector<double>(widths.size(), 1.0));
       std::vector<RV> halves =
@@ -112,17 +113,50 @@ class AddRFactor : public ScheduleRule {
     return {sch, result};
   }
 
+  // How many of the block's innermost loops run along one contiguous row of a read, 0 for none:
+  // the innermost loop bound to the reduction iterator of the read's last index, and each loop
+  // outside it bound to the reduction iterator of the index before while the dimensions inside
+  // are whole (a global pooling's height and width: rows of height x width). The most of any
+  // read.
+  static size_t row_loops(const schedule::BlockLocation& loc, const BlockAnalysis& a) {
+    size_t best = 0;
+    size_t loops = loc.loops.size();
+    for (size_t r = 0; r < loc.block->reads.size(); ++r) {
+      if (a.read_last_iter[r] != a.loop_iter.back()) continue;
+      const ir::BufferRegion& read = loc.block->reads[r];
+      size_t dims = read.region.size(), count = 1;
+      while (count < loops && count < dims) {
+        // The dimension counted last is whole, and the next loop out indexes the one before.
+        const int64_t* inside = ir::as_const_int(loc.loops[loops - count]->extent);
+        const int64_t* whole = ir::as_const_int(read.buffer->shape[dims - count]);
+        int k = a.loop_iter[loops - 1 - count];
+        const ir::Range& next = read.region[dims - 1 - count];
+        const auto* v = next.min.as<ir::Var>();
+        if (inside == nullptr || whole == nullptr || *inside != *whole || k < 0 ||
+            !a.is_reduce[k] || !ir::is_const_int(next.extent, 1) || v == nullptr ||
+            v != loc.block->iter_vars[k].var.get()) {
+          break;
+        }
+        ++count;
+      }
+      best = std::max(best, count);
+    }
+    return best;
+  }
+
   // Whether the block streams an operand along its reduction: a read that uses every iterator
-  // (no tile of the output reuses it) with `inner` as its last index, while no read runs along
-  // the output's rows (a matrix-vector product; the scores of one query against the keys).
-  // multi_level_tiling's vectors along the output would gather that operand across its rows;
-  // partial results along its rows load it as vectors.
+  // but those of one value (no tile of the output reuses it) with `inner` as its last index, while
+  // no read runs along the output's rows (a matrix-vector product; the scores of one query against
+  // the keys). multi_level_tiling's vectors along the output would gather that operand across its
+  // rows; partial results along its rows load it as vectors.
   static bool streams_an_operand(const BlockAnalysis& a, int inner) {
     bool streamed = false;
     for (size_t r = 0; r < a.read_uses.size(); ++r) {
       if (a.write_last_iter >= 0 && a.read_last_iter[r] == a.write_last_iter) return false;
-      bool uses_all =
-          std::find(a.read_uses[r].begin(), a.read_uses[r].end(), false) == a.read_uses[r].end();
+      bool uses_all = true;  // but iterators of one value
+      for (size_t k = 0; k < a.read_uses[r].size(); ++k) {
+        uses_all = uses_all && (a.read_uses[r][k] || a.is_unit[k]);
+      }
       streamed = streamed || (uses_all && a.read_last_iter[r] == inner);
     }
     return streamed;

@@ -978,3 +978,28 @@ def test_a_matrix_vector_product_gets_vector_partial_results_along_its_rows(batc
             np.testing.assert_allclose(args[2], np.einsum("...ir,...r->...i", args[0], args[1]),
                                        rtol=1e-4, atol=1e-4)
         assert accepted >= 3, space.rejections
+
+
+@pytest.mark.parametrize("pool", ["avg", "max"])
+def test_a_global_pooling_sums_whole_rows_of_height_times_width(pool):
+    # The pooled height and width, whole rows of X, fused into one loop whose partial results
+    # are vectors; every candidate computes the pooling.
+    X = te.placeholder((1, 32, 12, 12), "float32", name="X")
+    func = te.create_prim_func([X, topi.nn.global_pool(X, pool)])
+    space = SpaceGenerator(func, "llvm")
+    fused = [k for k, s in enumerate(space.sketches)
+             if "sch.fuse(" in s.as_python() and "sch.rfactor(" in s.as_python()]
+    assert len(fused) == 1
+    assert not any("cache_write" in s.as_python() for s in space.sketches)
+    reduce = np.mean if pool == "avg" else np.max
+    accepted = 0
+    for seed in range(6):
+        candidate = space.sample(fused[0], seed)
+        if candidate is None:  # refused by a postprocessor (a counted reason)
+            continue
+        accepted += 1
+        args = random_args(func, seed)
+        kiln.build(candidate.mod)(*args)
+        np.testing.assert_allclose(args[1], reduce(args[0], axis=(2, 3), keepdims=True),
+                                   rtol=1e-5, atol=1e-5)
+    assert accepted >= 3, space.rejections

@@ -654,3 +654,28 @@ def test_reverse_compute_at_error_producer_that_may_not_run():
     assert_fails(sch, lambda: sch.reverse_compute_at(conv, b_2), "RegionNotCoverableError",
                  "block 'pad_o' is guarded by b_0 * 4 + b_1 * 4 + b_2 < 1, which may be false "
                  "for a whole iteration of loop 'b_2'")
+
+
+def test_compute_at_a_packed_copy_under_its_panel_loop_copies_one_panel():
+    # C[i, j] = sum_k A[i, k] * B[j, k], B packed as [j // 8, k, j % 8]: under the loop over the
+    # panels j_0 the copy writes the one panel j_0 reads (the split dimension j // 8 bounds j to
+    # [8 j_0, 8 j_0 + 8)), not all of B in every iteration.
+    A = te.placeholder((4, 16), "float32", name="A")
+    B = te.placeholder((32, 16), "float32", name="B")
+    k = te.reduce_axis((0, 16), name="k")
+    C = te.compute((4, 32), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="C")
+    func = te.create_prim_func([A, B, C])
+    sch = tir.Schedule(func)
+    block = sch.get_block("C")
+    packed = sch.cache_read(block, 1, "global")
+    sch.transform_layout(packed, ("write", 0), lambda j, k: [j // 8, k, j % 8])
+    i, j, _ = sch.get_loops(block)
+    j_0, _ = sch.split(j, factors=[None, 8])
+    sch.reorder(j_0, i)
+    sch.compute_at(packed, j_0)
+    script = sch.mod["main"].script()
+    assert "for ax0, ax1 in T.grid(8, 16):" in script, script
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
+    lowered = str(tir.lower(sch.mod))
+    assert 'T.allocate((128,), "float32"' in lowered, lowered

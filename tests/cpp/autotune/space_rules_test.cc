@@ -275,6 +275,34 @@ TEST(AddRFactor, AMatrixVectorProductAlsoGetsVectorPartialResultsAlongItsRows) {
   }
 }
 
+// S[0, c, 0, 0] = sum_{y, x} X[0, c, y, x]: a global pooling's sum, its height and width kept
+// as dimensions of one value.
+Ref<PrimFunc> global_sum(int64_t channels, int64_t height, int64_t width) {
+  te::Tensor x =
+      te::placeholder({c(1), c(channels), c(height), c(width)}, DataType::float32(), "X");
+  IterVar ry = te::reduce_axis(Range{c(0), c(height)}, "ry");
+  IterVar rx = te::reduce_axis(Range{c(0), c(width)}, "rx");
+  te::Tensor s = te::compute(
+      {c(1), c(channels), c(1), c(1)},
+      [&](const std::vector<Ref<Var>>& i) {
+        return te::sum(x({i[0], i[1], ry.var, rx.var}), {ry, rx});
+      },
+      "S");
+  return te::create_prim_func({x, s});
+}
+
+TEST(AddRFactor, AGlobalPoolingSumsWholeRowsOfHeightTimesWidthInVectors) {
+  // No tile reuses X (the result's unit height and width are no reuse): no multi_level_tiling;
+  // the partial results run along y and x fused (28 x 28 = 784 = 98 vectors of 8).
+  SpaceGenerator space(make_task(global_sum(64, 28, 28), kHaswell), four_threads());
+  EXPECT_EQ(count_sketches_with(space, "cache_write"), 0u);
+  ASSERT_EQ(count_sketches_with(space, "rfactor"), 1u);
+  const schedule::Trace& sketch = space.sketches().back();
+  ASSERT_EQ(instructions_of(sketch, "fuse").size(), 1u);
+  EXPECT_EQ(instructions_of(sketch, "sample_categorical")[0].attrs.at("candidates"),
+            Json::array({8, 16}));
+}
+
 TEST(AddRFactor, CandidatesAreAcceptedButWherePartialResultsWouldBeOneLaneAtATime) {
   TuneTask task = make_task(sum_rows(4, 65536), "llvm");
   SpaceGenerator space(task, four_threads());
