@@ -8,10 +8,11 @@
 // them while it runs; the parallel_vectorize_unroll postprocessor parallelizes the outer loops
 // and vectorizes along the written rows. The block as it is stays a sketch (small rows fit the
 // cache untiled):
-//   v3, v4 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=32)
-//   l5, l6 = sch.split(loop=l2, factors=[v3, v4])
-//   v7, v8 = sch.sample_perfect_tile(loop=l1, n=2, max_innermost_factor=32)
-//   l9, l10 = sch.split(loop=l1, factors=[v7, v8])
+// (T[i, j] = X[j, i]: the read's rows run along i, l1; the written rows along j, l2)
+//   v3, v4 = sch.sample_perfect_tile(loop=l1, n=2, max_innermost_factor=32)
+//   l5, l6 = sch.split(loop=l1, factors=[v3, v4])
+//   v7, v8 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=32)
+//   l9, l10 = sch.split(loop=l2, factors=[v7, v8])
 //   sch.reorder(l5, l9, l6, l10)
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"

@@ -126,8 +126,8 @@ std::unique_ptr<ScheduleRule> make_tensorize(const SpaceContext& context);
 // NHWC) a second sketch with the loop along the read's rows and the loop along the written rows
 // split in two (the inner parts at most kMaxTransposeTile) and their tile loops innermost, the
 // written rows' last; the block as it is stays a sketch:
-//   v3, v4 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=32)
-//   l5, l6 = sch.split(loop=l2, factors=[v3, v4])
+//   v3, v4 = sch.sample_perfect_tile(loop=l1, n=2, max_innermost_factor=32)
+//   l5, l6 = sch.split(loop=l1, factors=[v3, v4])
 //   sch.reorder(l5, l9, l6, l10)
 std::unique_ptr<ScheduleRule> make_transpose_tiling();
 constexpr int kMaxTransposeTile = 32;
