@@ -146,7 +146,7 @@ def test_norms():
                  rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("m", [1, 37, 128])
+@pytest.mark.parametrize("m", [2, 37, 128])  # one row is a matrix-vector product (below)
 def test_dense_has_a_register_tile(m):
     x = te.placeholder((m, 256), "float32", name="x")
     w = te.placeholder((128, 256), "float32", name="w")
@@ -155,6 +155,26 @@ def test_dense_has_a_register_tile(m):
                           atol=1e-4)
     assert 'scope="local"' in script and "T.vectorized" in script
     assert "T_dense_init" in script  # the init is decomposed out of the reduction
+
+
+@pytest.mark.parametrize("one_token", [False, True])
+def test_a_matrix_vector_product_sums_vectors_along_the_matrix_rows(one_token):
+    # y = A v, or a dense layer of one token (its weight [out, in]): the matrix is read once,
+    # along its rows, in vector partial sums (rfactor), not gathered across rows by a tile.
+    a = te.placeholder((96, 256), "float32", name="a")
+    av = rand(RNG, 96, 256)
+    if one_token:
+        x = te.placeholder((1, 256), "float32", name="x")
+        y = topi.nn.dense(x, a)
+        xv = rand(RNG, 1, 256)
+        script = check_family([x, a, y], [xv, av], xv @ av.T, rtol=1e-4, atol=1e-4)
+    else:
+        v = te.placeholder((256,), "float32", name="v")
+        k = te.reduce_axis((0, 256), name="k")
+        y = te.compute((96,), lambda i: te.sum(a[i, k] * v[k], axis=k), name="y")
+        vv = rand(RNG, 256)
+        script = check_family([a, v, y], [av, vv], av @ vv, rtol=1e-4, atol=1e-4)
+    assert "_rf" in script and "T.vectorized" in script, script
 
 
 def test_matmul_bias_and_activation_fold_into_the_tile_write_back():

@@ -784,11 +784,30 @@ class _Scheduler:
                          info.iterations)
 
 
+    @staticmethod
+    def streams_rows(info, r):
+        """Whether a product streams an operand along its rows: a load of a plain layout (no
+        packed panels) that uses every spatial iterator (but those of one value), its last
+        index the reduction iterator r itself, while no
+        load's last index uses the output's last spatial iterator (a matrix-vector product, a
+        dense layer of one token over a weight [out, in]). Its register tile would load that
+        operand across rows; partial results along them load it as vectors."""
+        if not info.spatial:
+            return False
+        last = info.spatial[-1]
+        if any(last in load.last_uses for load in info.loads):
+            return False
+        row = info.iter_vars[r].var
+        return any(load.indices and load.indices[-1].same_as(row) and not load.panels and
+                   all(p in load.uses for p in info.spatial if info.extents[p] != 1)
+                   for load in info.loads)
+
     def vectorize_reduction(self, sch, name):
         """Step 5: the vector partial results of a reduction along contiguous rows, in a nest of
         their own (rfactor needs the reduction alone under its loops, so this comes before the
         row statistics are placed); the final reduction of each row's lanes stays the block
-        name, which step 3 places with its consumer."""
+        name, which step 3 places with its consumer. A product with reuse is step 2's, unless
+        it streams an operand along its rows (streams_rows)."""
         info = self.info(name, sch)
         if name in self.no_vector or len(info.reduce) != 1:
             raise KilnValueError("not a reduction over one loop")
@@ -800,7 +819,7 @@ class _Scheduler:
         if not any(r in load.last_uses for load in info.loads):
             raise KilnValueError("the reduction does not read along rows")
         if any(p not in load.uses for load in info.loads for p in info.spatial
-               if info.extents[p] != 1):
+               if info.extents[p] != 1) and not self.streams_rows(info, r):
             raise KilnValueError("a product with reuse: step 2 tiles it")
         loops = sch.get_loops(name)
         if len(loops) != len(info.iter_vars) or info.spatial != list(range(len(info.spatial))):
