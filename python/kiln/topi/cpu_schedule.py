@@ -788,10 +788,10 @@ class _Scheduler:
     def streams_rows(info, r):
         """Whether a product streams an operand along its rows: a load of a plain layout (no
         packed panels) that uses every spatial iterator (but those of one value), its last
-        index the reduction iterator r itself, while no
-        load's last index uses the output's last spatial iterator (a matrix-vector product, a
-        dense layer of one token over a weight [out, in]). Its register tile would load that
-        operand across rows; partial results along them load it as vectors."""
+        index the reduction iterator r itself, while no load's last index uses the output's
+        last spatial iterator (a matrix-vector product, a dense layer of one token over a
+        weight [out, in]). Its register tile would load that operand across rows; partial
+        results along them load it as vectors."""
         if not info.spatial:
             return False
         last = info.spatial[-1]
