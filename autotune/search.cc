@@ -90,8 +90,8 @@ struct Member {
 };
 
 // A member of the final rounds: a measured candidate replayed from its record, with what the
-// record's search JSON says of it that its new records keep (sketch, decisions_length, and a
-// baseline schedule's name).
+// record's search JSON says of it that its new records keep (sketch, decisions_length, the
+// design space, and a baseline schedule's name).
 struct FinalMember {
   Candidate candidate;
   Json search;
@@ -497,14 +497,14 @@ class TaskSearch {
       const Member& m = batch[i];
       const MeasureResult& r = results[i];
       if (m.baseline.empty()) {
-        records.push_back(
-            measurement_of(m.candidate, r,
-                           {{"stage", stage},
-                            {"code_hash", m.scored.code_hash},
-                            {"sketch", m.candidate.sketch},
-                            {"decisions_length", m.candidate.decisions.instructions().size()},
-                            {"generation", m.generation},
-                            {"predicted_score", m.scored.score}}));
+        Json search = {{"stage", stage},
+                       {"code_hash", m.scored.code_hash},
+                       {"sketch", m.candidate.sketch},
+                       {"decisions_length", m.candidate.decisions.instructions().size()},
+                       {"generation", m.generation},
+                       {"predicted_score", m.scored.score}};
+        if (!space_.space_id().empty()) search["space"] = space_.space_id();
+        records.push_back(measurement_of(m.candidate, r, search));
       } else {
         records.push_back(measurement_of(m.candidate, r,
                                          {{"stage", "baseline"},
@@ -580,11 +580,13 @@ class TaskSearch {
 
   // The best records of the database seed the population (their decisions are the first
   // instructions of their traces, as search_json records); a baseline schedule's record has no
-  // decisions and sets only the best time.
+  // decisions and sets only the best time. Records of another design space seed nothing, so
+  // the best records are read a few times over.
   void load_best_from_database() {
     if (config_.seeds_from_database <= 0) return;
     for (const Record& record :
-         db_.best(workload_.id, target_, config_.seeds_from_database, ThreadMatch::kExact)) {
+         db_.best(workload_.id, target_, 4 * config_.seeds_from_database, ThreadMatch::kExact)) {
+      if (static_cast<int>(seeds_.size()) >= config_.seeds_from_database) break;
       double seconds = record.median.value_or(0);
       if (seconds > 0 && (best_seconds_ == 0 || seconds < best_seconds_)) {
         best_seconds_ = seconds;
@@ -595,6 +597,9 @@ class TaskSearch {
       if (!search.is_object() || !trace.is_object() || !search.contains("decisions_length")) {
         continue;
       }
+      // Decisions of another design space (the rules', another user space) would make that
+      // space's candidates here.
+      if (search.value("space", "") != space_.space_id()) continue;
       size_t length = search["decisions_length"].get<size_t>();
       int sketch = search.value("sketch", 0);
       if (sketch < 0 || sketch >= static_cast<int>(space_.sketches().size()) ||
@@ -835,7 +840,7 @@ class TaskSearch {
       m.search = Json::object();
       if (search.is_object()) {
         m.candidate.sketch = search.value("sketch", 0);
-        for (const char* key : {"sketch", "decisions_length", "baseline"}) {
+        for (const char* key : {"sketch", "decisions_length", "baseline", "space"}) {
           if (search.contains(key)) m.search[key] = search[key];
         }
       }

@@ -1,7 +1,8 @@
-// SpaceGenerator: the sketches of a task (the rules applied to every block, outputs first), and
-// sampling, replaying and mutating them (the postprocessors finish every candidate). The rules
-// and postprocessors are those of the target's kind: CPU or GPU.
+// SpaceGenerator: the sketches of a task (the rules applied to every block, outputs first, or a
+// user space's), and sampling, replaying and mutating them (the postprocessors finish every
+// candidate). The rules and postprocessors are those of the target's kind: CPU or GPU.
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
 #include <set>
 
@@ -44,6 +45,43 @@ size_t limits_prefix(const Json& json) {
   return prefix;
 }
 
+// The sketches of a user space, each replayed on `mod` (decisions kept: sample draws them anew).
+std::vector<Trace> user_sketches(const ir::Ref<ir::IRModule>& mod, const UserSpace& space) {
+  user_check(!space.sketches.empty()) << "design space '" << space.name << "' has no sketches";
+  std::vector<Trace> sketches;
+  for (size_t i = 0; i < space.sketches.size(); ++i) {
+    Json json = Json::parse(space.sketches[i], nullptr, false);
+    user_check(json.is_object() && json.contains("instructions"))
+        << "design space '" << space.name << "': sketch " << i
+        << " is not a trace in JSON (an object with \"instructions\"), found '"
+        << space.sketches[i].substr(0, 80) << "'";
+    Schedule sch(mod, 0);
+    try {
+      Trace::apply_json(json, &sch);
+    } catch (const Error& e) {
+      user_check(false) << "design space '" << space.name << "': sketch " << i
+                        << " does not replay on the task's function: " << e.what();
+    }
+    sketches.push_back(sch.trace());
+  }
+  return sketches;
+}
+
+// A user space's identity: its name and an FNV-1a hash of its sketches without decisions.
+std::string user_space_id(const UserSpace& space, const std::vector<Trace>& sketches) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const Trace& sketch : sketches) {
+    Json json = sketch.as_json();
+    for (Json& inst : json.at("instructions")) inst.erase("decision");
+    for (unsigned char c : json.dump() + ";") {
+      hash = (hash ^ c) * 0x100000001b3ULL;
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+  return space.name + "#" + hex;
+}
+
 }  // namespace
 
 struct SpaceGenerator::Impl {
@@ -55,6 +93,7 @@ struct SpaceGenerator::Impl {
   std::vector<std::unique_ptr<Mutator>> mutators;
   std::vector<double> mutator_weights;
   std::vector<Trace> sketches;
+  std::string space_id;  // empty: kiln's rules
   std::map<std::string, int64_t> rejections;
   std::mutex rejections_mutex;  // sample, replay and mutate run on several threads
 
@@ -188,6 +227,11 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
   s.mutators.push_back(make_mutate_compute_location(s.context));
   s.mutator_weights.push_back(0.1);
 
+  if (task.space) {
+    s.sketches = user_sketches(s.mod, *task.space);
+    s.space_id = user_space_id(*task.space, s.sketches);
+    return;
+  }
   // The sketches: every rule on every block, outputs first (a consumer's schedule decides
   // what its producers are computed for), then the root rule.
   // A block a rule creates (the partial result of rfactor) is a producer of the block the rule
@@ -233,6 +277,10 @@ SpaceGenerator::~SpaceGenerator() = default;
 
 const std::vector<Trace>& SpaceGenerator::sketches() const {
   return impl_->sketches;
+}
+
+const std::string& SpaceGenerator::space_id() const {
+  return impl_->space_id;
 }
 
 std::optional<Candidate> SpaceGenerator::sample(int sketch, uint64_t seed) {

@@ -85,8 +85,9 @@ void bind_autotune_search(py::module_& m) {
   m.def(
       "tune_tasks",
       [](py::handle funcs, py::handle names, py::handle weights, py::handle baselines,
-         py::handle references, py::handle target, py::handle database, py::handle runner,
-         py::handle cost_model, py::handle config, py::handle log_path, py::object progress) {
+         py::handle references, py::handle spaces, py::handle target, py::handle database,
+         py::handle runner, py::handle cost_model, py::handle config, py::handle log_path,
+         py::object progress) {
         const char* api = "kiln.autotune.tune_tasks";
         std::vector<autotune::TuneTask> tasks;
         std::string target_text = to_str(target, api, "target");
@@ -95,6 +96,7 @@ void bind_autotune_search(py::module_& m) {
         py::list weight_list = py::reinterpret_borrow<py::list>(weights);
         py::list baseline_list = py::reinterpret_borrow<py::list>(baselines);
         py::list reference_list = py::reinterpret_borrow<py::list>(references);
+        py::list space_list = py::reinterpret_borrow<py::list>(spaces);
         for (size_t i = 0; i < func_list.size(); ++i) {
           tasks.push_back(autotune::make_task(
               to_node<ir::PrimFunc>(func_list[i], api, "a task's function", "a PrimFunc"),
@@ -115,6 +117,16 @@ void bind_autotune_search(py::module_& m) {
             tasks.back().reference = autotune::ReferenceSchedule{
                 to_str(pair[0], api, "a reference schedule's name"),
                 to_node<ir::PrimFunc>(pair[1], api, "a reference schedule", "a PrimFunc")};
+          }
+          // (name, [trace JSON text]) of the task's user design space, or None (the rules).
+          py::handle space = space_list[i];
+          if (!space.is_none()) {
+            py::tuple pair = space.cast<py::tuple>();
+            autotune::UserSpace user{to_str(pair[0], api, "a design space's name"), {}};
+            for (py::handle sketch : pair[1]) {
+              user.sketches.push_back(to_str(sketch, api, "a design space's sketch"));
+            }
+            tasks.back().space = std::move(user);
           }
         }
         if (!py::isinstance<autotune::Database>(database)) {
@@ -170,12 +182,14 @@ void bind_autotune_search(py::module_& m) {
         return out;
       },
       py::arg("funcs"), py::arg("names"), py::arg("weights"), py::arg("baselines"),
-      py::arg("references"), py::arg("target"), py::arg("database"), py::arg("runner"),
-      py::arg("cost_model"), py::arg("config"), py::arg("log_path"), py::arg("progress"),
+      py::arg("references"), py::arg("spaces"), py::arg("target"), py::arg("database"),
+      py::arg("runner"), py::arg("cost_model"), py::arg("config"), py::arg("log_path"),
+      py::arg("progress"),
       "Tunes functions into a database (see kiln.autotune.tune_tasks); baselines holds, per "
       "function, None or the (name, trace JSON text) of its baseline schedule; references, None "
-      "or the (name, scheduled PrimFunc) that computes its reference results. Returns result "
-      "dicts.");
+      "or the (name, scheduled PrimFunc) that computes its reference results; spaces, None (the "
+      "rules) or the (name, [trace JSON text]) of its user design space's sketches. Returns "
+      "result dicts.");
   m.def(
       "count_flops",
       [](py::handle func) {

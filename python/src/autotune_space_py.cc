@@ -31,7 +31,7 @@ void bind_autotune_space(py::module_& m) {
   };
   py::class_<PySpace>(m, "SpaceGenerator", "The design space of one function on one target.")
       .def(py::init([](py::handle func, py::handle target, py::handle num_threads,
-                       py::handle tensor_intrinsics) {
+                       py::handle tensor_intrinsics, py::handle sketches, py::handle space_name) {
              const char* api = "kiln.autotune.SpaceGenerator";
              auto result = std::make_unique<PySpace>();
              result->task =
@@ -49,17 +49,31 @@ void bind_autotune_space(py::module_& m) {
                  config.tensor_intrinsics.push_back(to_str(name, api, "tensor_intrinsics[i]"));
                }
              }
+             if (!sketches.is_none()) {
+               autotune::UserSpace user{to_str(space_name, api, "space_name"), {}};
+               for (py::handle sketch : sketches) {
+                 user.sketches.push_back(to_str(sketch, api, "sketches[i]"));
+               }
+               result->task.space = std::move(user);
+             }
              result->space = std::make_unique<SpaceGenerator>(result->task, config);
              return result;
            }),
            py::arg("func"), py::arg("target") = "llvm", py::arg("num_threads") = 0,
-           py::arg("tensor_intrinsics") = py::none(),
+           py::arg("tensor_intrinsics") = py::none(), py::arg("sketches") = py::none(),
+           py::arg("space_name") = "space",
            "Builds the sketches of ``func`` for ``target`` (``num_threads`` 0: the runtime's). "
            "``tensor_intrinsics``: the intrinsics the rule tensorize tries (None: the shipped x86 "
-           "ones); it uses those whose required features the target has.")
+           "ones); it uses those whose required features the target has. ``sketches``: the traces "
+           "(JSON text) of a user design space's sketches, named ``space_name``, instead of the "
+           "rules' (kiln.autotune.SpaceGenerator makes them from a schedule function).")
       .def_property_readonly(
           "sketches", [](const PySpace& s) { return s.space->sketches(); },
           "The sketches' traces (decisions drawn once; sample() draws them anew).")
+      .def_property_readonly(
+          "space_id", [](const PySpace& s) { return s.space->space_id(); },
+          "Which design space this is in the records' search JSON: \"\" for kiln's rules, else "
+          "the user space's name and a hash of its sketches.")
       .def(
           "sample",
           [](PySpace& s, py::handle sketch, py::handle seed) {

@@ -66,13 +66,21 @@ struct Candidate {
 // mutate may run on several threads at once; the rest is not thread-safe.
 class SpaceGenerator {
  public:
+  // Raises a kValue error when a sketch of the task's user space does not replay on its
+  // function.
   SpaceGenerator(const TuneTask& task, const SpaceConfig& config);
   ~SpaceGenerator();
   SpaceGenerator(const SpaceGenerator&) = delete;
   SpaceGenerator& operator=(const SpaceGenerator&) = delete;
 
-  // The sketches, at least one (the function as it is, when no rule applies).
+  // The sketches, at least one: those of the task's user space (TuneTask::space), else the
+  // rules' (the function as it is, when no rule applies).
   const std::vector<schedule::Trace>& sketches() const;
+  // Which design space this is, as the search's records keep it: empty for kiln's rules; for a
+  // user space, its name and a hash of its sketches' instructions without their decisions (a
+  // changed schedule function is another space). The search seeds a run only with records of
+  // the same space.
+  const std::string& space_id() const;
 
   // A random candidate of sketch `sketch`: its decisions drawn anew with `seed`. Nothing when
   // the replay or a postprocessor refuses it; the reason is counted (rejections()). On a GPU

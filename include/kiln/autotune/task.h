@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kiln/codegen/target.h"
 #include "kiln/ir/function.h"
@@ -28,6 +29,15 @@ struct ReferenceSchedule {
   ir::Ref<ir::PrimFunc> func;  // the scheduled function, taking the task function's arguments
 };
 
+// A design space written by the user instead of kiln's rules (MetaSchedule's ScheduleFn): the
+// traces of the sketches a schedule function made, whose sampling instructions (tile sizes,
+// categorical choices, compute locations) the search draws, mutates and refines. Its candidates
+// are finished by the same postprocessors as the rules' candidates.
+struct UserSpace {
+  std::string name;                   // what it is, for the log and the records: "my_tiling"
+  std::vector<std::string> sketches;  // the traces as JSON text; each replays on the function
+};
+
 struct TuneTask {
   std::string name;            // for logs and tables, e.g. "matmul"
   ir::Ref<ir::PrimFunc> func;  // the function as written (the workload); its schedules replay on it
@@ -37,6 +47,7 @@ struct TuneTask {
   double flops = 0.0;          // the arithmetic operations of one call (count_flops)
   std::optional<BaselineSchedule> baseline;    // none: the search measures only its own candidates
   std::optional<ReferenceSchedule> reference;  // none: the function as written gives the results
+  std::optional<UserSpace> space;              // none: the design space of kiln's rules
 };
 
 // A task for `func` on `target` (a target string). Raises a kValue error naming `api` for a

@@ -42,6 +42,7 @@ from ..tir import Schedule, Trace
 from .cost_model import CostModel
 from .database import Database, TargetKey, _lookup_threads, _warn_other_threads
 from .runner import LocalRunner, RunnerConfig
+from .space import DEFAULT_SPACE, check_space, user_sketches
 
 
 @dataclasses.dataclass
@@ -94,6 +95,12 @@ class TuneConfig:
             would disagree with it. One that cannot be made (it raises, or returns no schedule
             of one function) falls back to the function as written, with the reason in
             tune.log; the choice is logged too.
+        space: the design space: "post-order-apply" (kiln's rules) or a schedule function
+            that takes a tir.Schedule of each function and schedules it with sampling
+            instructions (see kiln.autotune.space), called once per function; the search draws,
+            mutates and refines its decisions. A run seeds its search only with records of the
+            same space (the records say which); the final rounds and builds take the best
+            record of any.
     """
 
     max_trials_global: int = 512
@@ -118,6 +125,7 @@ class TuneConfig:
     tensor_intrinsics: list = None
     baseline: object = "default"
     reference: object = "auto"
+    space: object = DEFAULT_SPACE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,6 +323,21 @@ def _baselines(entries, baseline, target, config, log_path):
     return out
 
 
+def _spaces(entries, space, api, log_path):
+    """Per task, None (kiln's rules) or the (name, [trace JSON text]) of its user design space's
+    sketches, logged. A schedule function that fails raises (see user_sketches): the run would
+    tune another space than the one asked for."""
+    out = []
+    for task_name, func, _ in entries:
+        user = user_sketches(space, func, f"{api} (task {task_name})")
+        if user is not None and log_path:
+            with open(log_path, "a") as log:
+                log.write(f"[{task_name}] design space: {user[0]}, {len(user[1])} sketch"
+                          f"{'es' if len(user[1]) != 1 else ''}\n")
+        out.append(user)
+    return out
+
+
 def _database(database, work_dir, api):
     if database is None:
         if work_dir is None:
@@ -430,7 +453,9 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
         KilnRuntimeError: a GPU target without its device on this machine.
         KilnTypeError: an argument of the wrong type.
         KilnValueError, KilnTypeError: a baseline other than "default", None or a callable; a
-            reference other than "auto", "untuned", "default" or a callable.
+            reference other than "auto", "untuned", "default" or a callable; a space other than
+            "post-order-apply" or a callable, or a schedule function that raises, returns
+            something other than schedules of the function, or makes one that does not replay.
         KeyboardInterrupt: Ctrl-C; every batch measured before it is in the database.
     """
     api = "kiln.autotune.tune_tasks"
@@ -448,6 +473,7 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
     config = dataclasses.replace(config, **config_fields)
     _check_baseline(config.baseline, api)
     _check_reference(config.reference, api)
+    check_space(config.space, api)
     if weights is not None and (not isinstance(weights, (list, tuple))
                                 or len(weights) != len(tasks)):
         raise KilnValueError(f"{api}: weights must be a list with one weight per task "
@@ -489,15 +515,18 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
         if model_dir is not None and os.path.isdir(model_dir):
             cost_model.load(model_dir)
     log_path = os.path.join(os.fspath(work_dir), "tune.log") if work_dir is not None else ""
+    spaces = _spaces(entries, config.space, api, log_path)
     baselines = _baselines(entries, config.baseline, target, config, log_path)
     references = _references(entries, config.reference, target, config, log_path)
-    # The baseline and the reference are callables or names: not the search's settings (asdict
-    # would copy them).
-    settings = dataclasses.asdict(dataclasses.replace(config, baseline=None, reference=None))
+    # The baseline, the reference and the space are callables or names: not the search's
+    # settings (asdict would copy them).
+    settings = dataclasses.asdict(dataclasses.replace(config, baseline=None, reference=None,
+                                                      space=None))
     bars = _ProgressBars(progress)
     try:
         raw = _core.tune_tasks([e[1] for e in entries], [e[0] for e in entries],
-                               [e[2] for e in entries], baselines, references, target, db._core,
+                               [e[2] for e in entries], baselines, references, spaces, target,
+                               db._core,
                                runner._core, cost_model._core, settings, log_path, bars.update)
     finally:
         bars.close()

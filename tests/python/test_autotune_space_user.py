@@ -1,0 +1,162 @@
+"""A design space of the user's (MetaSchedule's ScheduleFn): kiln.autotune.SpaceGenerator and
+tune_tir / tune_tasks with ``space=`` a schedule function. Its candidates keep the user's
+structure, compute what the function computes, are stored with the space's identity, and seed
+only runs of the same space; a schedule function that fails or returns the wrong thing is
+refused with a message naming the API and the space."""
+import json
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import autotune as ms
+from kiln import te, tir
+from kiln.error import KilnTypeError, KilnValueError
+
+SMALL = dict(num_trials_per_iter=8, population=32, random_per_round=8, children_per_round=16,
+             final_pool_k=5, final_pool_rounds=1, final_top_k=2, final_rounds=2,
+             local_search_trials=2, progress=False)
+
+
+def matmul(n=48):
+    a = te.placeholder((n, n), "float32", name="A")
+    b = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c])
+
+
+def check_matmul(mod, n=48):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    c = np.zeros((n, n), np.float32)
+    kiln.build(mod, target="llvm")(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def tiled(sch):
+    """i and j tiled by sampled factors, the inner j tile vectorized, the outer i parallel."""
+    i, j, k = sch.get_loops("C")
+    i0, i1 = sch.split(i, sch.sample_perfect_tile(i, n=2, max_innermost_factor=16))
+    j0, j1 = sch.split(j, sch.sample_perfect_tile(j, n=2, max_innermost_factor=16))
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.vectorize(j1)
+    sch.parallel(i0)
+
+
+def two_sketches(sch):
+    """The tiled sketch, and one that also caches the accumulators in a local tile."""
+    other = sch.copy()
+    tiled(sch)
+    tiled(other)
+    c = other.get_block("C")
+    other.reverse_compute_at(other.cache_write(c, 0, "local"), other.get_loops(c)[1])
+    return [sch, other]
+
+
+def kinds(trace_json):
+    return [inst["kind"] for inst in json.loads(trace_json)["instructions"]]
+
+
+def test_space_generator_samples_candidates_of_the_user_sketch():
+    space = ms.SpaceGenerator(matmul(), "llvm", space=tiled)
+    assert len(space.sketches) == 1
+    assert space.space_id.startswith("tiled#")
+    decisions = set()
+    for seed in range(8):
+        c = space.sample(0, seed=seed)
+        assert c is not None
+        trace = c.trace.as_json()["instructions"]
+        tiles = [inst["decision"] for inst in trace if inst["kind"] == "sample_perfect_tile"]
+        assert len(tiles) == 2
+        decisions.add(json.dumps(tiles))
+        # Nothing of the rules' (no register tile, no packing), the user's loops as written.
+        assert "cache_read" not in [inst["kind"] for inst in trace]
+        check_matmul(c.mod)
+    assert len(decisions) > 3
+    mutated = space.mutate(space.sample(0, seed=1).decisions, seed=3)
+    assert mutated is not None
+    check_matmul(space.replay(0, mutated).mod)
+
+
+def test_tune_tir_with_a_user_space_tunes_its_decisions(tmp_path):
+    func = matmul()
+    db = ms.tune_tir(func, work_dir=tmp_path, max_trials_global=16, space=two_sketches,
+                     baseline=None, **SMALL)
+    records = db.records()
+    assert records
+    ids = {r.search.get("space") for r in records if r.status == "ok"}
+    assert len(ids) == 1 and next(iter(ids)).startswith("two_sketches#")
+    sketches = {r.search["sketch"] for r in records if "sketch" in r.search}
+    assert sketches == {0, 1}
+    for r in records:
+        assert r.status == "ok", r.error
+        assert kinds(r.trace).count("sample_perfect_tile") == 2
+        assert ("cache_write" in kinds(r.trace)) == (r.search["sketch"] == 1)
+    log = (tmp_path / "tune.log").read_text()
+    assert "[main] design space: two_sketches, 2 sketches" in log
+    check_matmul(ms.compile_tir(db, func).mod)
+
+
+def test_a_run_is_seeded_only_with_records_of_its_own_space(tmp_path):
+    func = matmul()
+    ms.tune_tir(func, work_dir=tmp_path, max_trials_global=16, baseline=None, **SMALL)
+    db = ms.tune_tir(func, work_dir=tmp_path, max_trials_global=32, space=tiled, baseline=None,
+                     **SMALL)
+    records = db.records()
+    rules = [r for r in records if "space" not in r.search]
+    user = [r for r in records if "space" in r.search]
+    assert len(rules) >= 16 and user
+    # The second run measured only candidates of its space (children of the rules' records
+    # would carry their register tiles); the final rounds re-measure the best of both.
+    for r in user:
+        assert kinds(r.trace).count("sample_perfect_tile") == 2, r.trace
+        assert "cache_write" not in kinds(r.trace)
+    search_stages = {r.search.get("stage") for r in records}
+    assert "final" in search_stages
+
+
+def test_a_space_without_sampling_is_one_candidate(tmp_path):
+    def fixed(sch):
+        i, _, _ = sch.get_loops("C")
+        sch.parallel(i)
+
+    results = ms.tune_tasks([matmul()], work_dir=tmp_path, max_trials_global=16, space=fixed,
+                            baseline=None, **SMALL)
+    assert results[0].trials == 1
+    assert results[0].best_seconds > 0
+
+
+def test_bad_spaces_name_the_api_the_space_and_what_was_found(tmp_path):
+    func = matmul()
+    with pytest.raises(KilnValueError, match=r"tune_tasks.*space must be .*post-order-apply"):
+        ms.tune_tir(func, work_dir=tmp_path, space="rules", **SMALL)
+    with pytest.raises(KilnTypeError, match=r"space must be .*found an object of type int"):
+        ms.tune_tir(func, work_dir=tmp_path, space=3, **SMALL)
+
+    def broken(sch):
+        sch.get_block("D")
+
+    with pytest.raises(KilnValueError, match=r"task main.*design space .*broken raised "
+                                             r"BlockNotFoundError") as info:
+        ms.tune_tir(func, work_dir=tmp_path, space=broken, **SMALL)
+    assert isinstance(info.value.__cause__, tir.ScheduleError)
+
+    def returns_a_number(sch):
+        return 1
+
+    with pytest.raises(KilnTypeError, match=r"returns_a_number must change the tir.Schedule.*"
+                                            r"an object of type int"):
+        ms.tune_tir(func, work_dir=tmp_path, space=returns_a_number, **SMALL)
+
+    def of_another_function(sch):
+        return tir.Schedule(matmul(32))
+
+    with pytest.raises(KilnValueError, match=r"sketch 0 of the design space "
+                                             r".*of_another_function"):
+        ms.SpaceGenerator(func, "llvm", space=of_another_function)
+    with pytest.raises(KilnTypeError, match=r"SpaceGenerator: func must be a PrimFunc"):
+        ms.SpaceGenerator("C", "llvm", space=tiled)
+    # Nothing was tuned into the database by the refused runs.
+    assert ms.Database(tmp_path / "tuning.db").records() == []
