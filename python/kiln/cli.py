@@ -3,11 +3,14 @@
     kiln tune FILE.py:NAME [--target llvm] [--trials 512] [--per-iter 32] [--db tuning.db]
                            [--work-dir DIR] [--seed 1] [--threads N] [--no-progress]
                            [--no-baseline] [--reference auto|untuned|default]
+                           [--space FILE.py:FN]
         Tunes what NAME() returns in FILE.py (a PrimFunc, an IRModule, or a list of them) with a
         progress bar per task, then prints a table. Ctrl-C stops cleanly: every measured batch
         is in the database, and running the same command again resumes. The first round of
         each task measures topi.default_schedule's schedule too, unless --no-baseline. The
         candidates' results are checked against those of --reference (TuneConfig.reference).
+        --space names a schedule function that samples the design space instead of kiln's
+        rules (TuneConfig.space).
     kiln db list  DB                 the workloads, their record counts and thread counts
     kiln db show  DB [--top K]       the best records of every workload, target, device and
                                      thread count
@@ -20,8 +23,8 @@ import os
 import sys
 
 
-def _load(spec, api="kiln tune"):
-    """What NAME() returns in FILE.py, for "FILE.py:NAME"."""
+def _load(spec, api="kiln tune", call=True):
+    """What NAME() returns in FILE.py, for "FILE.py:NAME" (with call=False: NAME itself)."""
     path, sep, name = spec.rpartition(":")
     if not sep or not path or not name:
         raise SystemExit(f"{api}: expected FILE.py:NAME, found '{spec}'")
@@ -37,7 +40,7 @@ def _load(spec, api="kiln tune"):
     if not hasattr(module, name):
         raise SystemExit(f"{api}: {path} defines no '{name}'")
     value = getattr(module, name)
-    return value() if callable(value) else value
+    return value() if call and callable(value) else value
 
 
 def _table(rows, header):
@@ -67,6 +70,8 @@ def _tune(args):
     fields["reference"] = args.reference
     if args.per_task:
         fields["max_trials_per_task"] = args.per_task
+    if args.space:
+        fields["space"] = _load(args.space, "kiln tune --space", call=False)
     # One task: a function, a module, or a (name, func[, weight]) tuple; else a list of them.
     one = not isinstance(functions, (list, tuple)) or (
         isinstance(functions, tuple) and bool(functions) and isinstance(functions[0], str))
@@ -150,6 +155,9 @@ def main(argv=None):
                       help="what computes the results the candidates are checked against: the "
                       "function as written, topi.default_schedule, or the latter for functions "
                       "of more than 1e10 operations (auto)")
+    tune.add_argument("--space", default=None,
+                      help="FILE.py:FN, a schedule function that samples the design space "
+                      "(TuneConfig.space; default: kiln's rules)")
     db = commands.add_parser("db", help="inspect or combine tuning databases")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     listing = db_commands.add_parser("list", help="the workloads")

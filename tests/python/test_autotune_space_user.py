@@ -4,6 +4,8 @@ structure, compute what the function computes, are stored with the space's ident
 only runs of the same space; a schedule function that fails or returns the wrong thing is
 refused with a message naming the API and the space."""
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -160,3 +162,51 @@ def test_bad_spaces_name_the_api_the_space_and_what_was_found(tmp_path):
         ms.SpaceGenerator("C", "llvm", space=tiled)
     # Nothing was tuned into the database by the refused runs.
     assert ms.Database(tmp_path / "tuning.db").records() == []
+
+
+SPACE_FILE = '''
+from kiln import te
+
+def mm():
+    a = te.placeholder((32, 32), "float32", name="A")
+    b = te.placeholder((32, 32), "float32", name="B")
+    k = te.reduce_axis((0, 32), name="k")
+    c = te.compute((32, 32), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c])
+
+def tiled(sch):
+    i, j, k = sch.get_loops("C")
+    i0, i1 = sch.split(i, sch.sample_perfect_tile(i, n=2, max_innermost_factor=8))
+    sch.reorder(i0, k, i1, j)
+    sch.vectorize(j)
+
+def broken(sch):
+    sch.get_block("D")
+
+NOT_A_FUNCTION = 3
+'''
+
+
+def test_cli_tunes_with_a_space_from_a_file(tmp_path):
+    path = tmp_path / "spaces.py"
+    path.write_text(SPACE_FILE)
+    db = tmp_path / "t.db"
+
+    def cli(*args):
+        command = [sys.executable, "-m", "kiln", "tune", f"{path}:mm", "--db", db, "--trials", 4,
+                   "--per-iter", 4, "--no-baseline", "--no-progress", *args]
+        return subprocess.run(list(map(str, command)), capture_output=True, text=True,
+                              timeout=600)
+
+    done = cli("--space", f"{path}:tiled")
+    assert done.returncode == 0, done.stderr
+    with ms.Database(db) as opened:
+        records = opened.records()
+    assert records and all(r.search["space"].startswith("tiled#") for r in records)
+    broken = cli("--space", f"{path}:broken")
+    assert broken.returncode == 1 and "design space broken raised BlockNotFoundError" in \
+        broken.stderr
+    wrong = cli("--space", f"{path}:NOT_A_FUNCTION")
+    assert wrong.returncode == 1 and "space must be" in wrong.stderr
+    absent = cli("--space", f"{path}:nothing")
+    assert absent.returncode != 0 and "defines no 'nothing'" in absent.stderr
