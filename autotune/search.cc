@@ -983,6 +983,9 @@ std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database&
   user_check(config.num_trials_per_iter > 0 && config.max_trials_per_task >= 0)
       << "tune_tasks: num_trials_per_iter must be positive and max_trials non-negative, found "
       << config.num_trials_per_iter << " and " << config.max_trials_per_task;
+  user_check(config.time_budget_s >= 0)
+      << "tune_tasks: time_budget_s must not be negative, found " << config.time_budget_s;
+  Clock::time_point start = Clock::now();
   std::vector<std::unique_ptr<TaskSearch>> searches;
   for (size_t i = 0; i < tasks.size(); ++i) {
     searches.push_back(std::make_unique<TaskSearch>(tasks[i], static_cast<int>(i), db, runner,
@@ -993,10 +996,23 @@ std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database&
                        : config.max_trials_per_task * static_cast<int64_t>(tasks.size());
   int64_t spent = 0;
   bool stopped = false;
+  bool out_of_time = false;
+  // Whether the time budget is spent (logged once).
+  auto time_is_up = [&] {
+    if (out_of_time) return true;
+    if (config.time_budget_s <= 0 || seconds_since(start) < config.time_budget_s) return false;
+    out_of_time = true;
+    if (log != nullptr) {
+      *log << "time budget of " << config.time_budget_s << " s spent after " << spent
+           << " trials of this run: no more rounds\n";
+    }
+    return true;
+  };
   // Rounds of the task with the most expected gain, within `limit` trials of all tasks and each
-  // task's rounds_left(); false when tuning was stopped (Ctrl-C, the progress callback).
+  // task's rounds_left(), until the time budget is spent; false when tuning was stopped
+  // (Ctrl-C, the progress callback).
   auto run_rounds = [&](int64_t limit) {
-    while (spent < limit) {
+    while (spent < limit && !time_is_up()) {
       size_t i = next_task(searches);
       if (i == searches.size()) break;
       TaskSearch& s = *searches[i];
@@ -1024,6 +1040,7 @@ std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database&
   // (too few new neighbours, a task whose rounds ended early).
   if (!stopped) {
     for (std::unique_ptr<TaskSearch>& s : searches) {
+      if (time_is_up()) break;
       runner.set_task(s->task());
       spent += s->local_search_at_end(global - spent);
       if (s->interrupted() || (progress && !progress(s->progress()))) {
@@ -1042,6 +1059,7 @@ std::vector<TaskResult> tune_tasks(const std::vector<TuneTask>& tasks, Database&
       if (progress) progress(s->progress());
     }
     results.push_back(s->result());
+    results.back().out_of_time = out_of_time;
   }
   return results;
 }

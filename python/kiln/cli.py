@@ -3,12 +3,13 @@
     kiln tune FILE.py:NAME [--target llvm] [--trials 512] [--per-iter 32] [--db tuning.db]
                            [--work-dir DIR] [--seed 1] [--threads N] [--no-progress]
                            [--no-baseline] [--reference auto|untuned|default]
-                           [--space FILE.py:FN]
+                           [--time-budget SECONDS] [--space FILE.py:FN]
         Tunes what NAME() returns in FILE.py (a PrimFunc, an IRModule, or a list of them) with a
         progress bar per task, then prints a table. Ctrl-C stops cleanly: every measured batch
         is in the database, and running the same command again resumes. The first round of
         each task measures topi.default_schedule's schedule too, unless --no-baseline. The
         candidates' results are checked against those of --reference (TuneConfig.reference).
+        --time-budget stops starting rounds after that many seconds (TuneConfig.time_budget_s).
         --space names a schedule function that samples the design space instead of kiln's
         rules (TuneConfig.space).
     kiln db list  DB                 the workloads, their record counts and thread counts
@@ -70,6 +71,8 @@ def _tune(args):
     fields["reference"] = args.reference
     if args.per_task:
         fields["max_trials_per_task"] = args.per_task
+    if args.time_budget is not None:
+        fields["time_budget_s"] = args.time_budget
     if args.space:
         fields["space"] = _load(args.space, "kiln tune --space", call=False)
     # One task: a function, a module, or a (name, func[, weight]) tuple; else a list of them.
@@ -155,6 +158,9 @@ def main(argv=None):
                       help="what computes the results the candidates are checked against: the "
                       "function as written, topi.default_schedule, or the latter for functions "
                       "of more than 1e10 operations (auto)")
+    tune.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                      help="no round starts after this many seconds; the final rounds then "
+                      "pick the best of what was measured (default: the trials alone)")
     tune.add_argument("--space", default=None,
                       help="FILE.py:FN, a schedule function that samples the design space "
                       "(TuneConfig.space; default: kiln's rules)")

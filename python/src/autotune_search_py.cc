@@ -48,6 +48,12 @@ autotune::SearchConfig to_search_config(const py::dict& d, const char* api) {
       << api << ": drift_threshold must be in [0, 1), found " << c.drift_threshold;
   c.seed = static_cast<uint64_t>(get("seed", 0));
   c.search_threads = static_cast<int>(get("search_threads", 0));
+  if (!d["time_budget_s"].is_none()) {
+    c.time_budget_s = to_float(d["time_budget_s"], api, "time_budget_s");
+    user_check(c.time_budget_s > 0)
+        << api << ": time_budget_s must be a positive number of seconds or None, found "
+        << c.time_budget_s;
+  }
   c.space.num_threads = static_cast<int>(get("num_threads", 0));
   py::handle intrinsics = d["tensor_intrinsics"];
   if (!intrinsics.is_none()) {
@@ -76,6 +82,7 @@ py::dict dict_of(const autotune::TaskResult& r) {
   d["failures"] = r.failures;
   d["drift"] = r.drift;
   d["drift_flags"] = r.drift_flags;
+  d["out_of_time"] = r.out_of_time;
   return d;
 }
 

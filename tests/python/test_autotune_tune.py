@@ -195,6 +195,24 @@ def test_functions_that_share_a_name_go_by_their_outputs_and_show_a_bar_each(tmp
         assert re.search(rf"^{re.escape(name)}: +0%.* 0/2 ", bars, re.M), bars
 
 
+def test_a_time_budget_ends_the_rounds_and_the_final_rounds_pick(tmp_path):
+    func = matmul()
+    results = ms.tune_tasks([func], work_dir=tmp_path, max_trials_global=4096, time_budget_s=3,
+                            **SMALL)
+    assert results[0].out_of_time
+    assert 0 < results[0].trials_this_run < 4096
+    log = (tmp_path / "tune.log").read_text()
+    assert f"time budget of 3 s spent after {results[0].trials_this_run} trials" in log
+    stages = {r.search.get("stage") for r in ms.Database(tmp_path / "tuning.db").records()}
+    assert "final" in stages and "local" not in stages
+    run_matmul(kiln.build(func, database=tmp_path / "tuning.db"))
+    # The command line's --time-budget.
+    done = cli("tune", f"{workload_file(tmp_path)}:small", "--trials", 4096, "--per-iter", 8,
+               "--time-budget", 2, "--db", tmp_path / "c.db", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert "time budget of 2 s spent" in (tmp_path / "c_work" / "tune.log").read_text()
+
+
 def test_faulty_candidates_are_recorded_and_the_search_goes_on(tmp_path):
     # Candidates 1, 3, 5 and 6 of the run crash, hang, compute a wrong result and abort.
     runner = ms.LocalRunner(ms.RunnerConfig(
@@ -269,6 +287,11 @@ def test_bad_arguments_name_the_api_and_what_was_found(tmp_path):
         ms.tune_tasks([("mm", matmul(8), "x")], work_dir=tmp_path)
     with pytest.raises(KilnValueError, match="search_threads.*-1"):
         ms.tune_tir(matmul(8), work_dir=tmp_path, max_trials_global=4, search_threads=-1)
+    for budget in (0, -1.5, float("nan")):
+        with pytest.raises(KilnValueError, match="time_budget_s must be a positive number"):
+            ms.tune_tir(matmul(8), work_dir=tmp_path, max_trials_global=4, time_budget_s=budget)
+    with pytest.raises(KilnTypeError, match="time_budget_s"):
+        ms.tune_tir(matmul(8), work_dir=tmp_path, max_trials_global=4, time_budget_s="1 min")
     n = tir.Var("n", "int32")
     a = te.placeholder((n,), "float32", name="A")
     b = te.compute((n,), lambda i: a[i] * 2, name="B")

@@ -76,6 +76,11 @@ struct SearchConfig {
   // Threads that mutate, replay and analyze candidates between measurements (0: the cores this
   // process may use). A run draws and keeps the same candidates with any number of them.
   int search_threads = 0;
+  // Wall seconds after which no round and no local search starts (0: no limit): a run spends
+  // its trials or this time, whichever ends first, then the final rounds pick the best of
+  // what it measured. Counted from the start of tune_tasks, per run (a resumed run gets it
+  // again).
+  double time_budget_s = 0;
   SpaceConfig space;
 };
 
@@ -110,6 +115,7 @@ struct TaskResult {
   // (trial, time of the reference / its first time) of each drift check after the first.
   std::vector<std::pair<int64_t, double>> drift;
   int64_t drift_flags = 0;  // checks past SearchConfig::drift_threshold
+  bool out_of_time = false;  // SearchConfig::time_budget_s ended the run's rounds
 };
 
 // Tunes `tasks` into `db` with `runner` and `model` (shared by the tasks; each task is one group

@@ -74,6 +74,10 @@ class TuneConfig:
         search_threads: threads that mutate, replay and analyze candidates between
             measurements (0: the cores this process may use); a run draws and keeps the same
             candidates with any number of them.
+        time_budget_s: wall seconds after which no round and no local search starts (None:
+            no limit), counted from the start of the run: it spends its trials or this time,
+            whichever ends first, then the final rounds (a few seconds more) pick the best of
+            what was measured. A resumed run gets the time again.
         num_threads: threads the kernels run on (0: the runtime's); the records store the
             count in effect, and the trials already in the database count only when they were
             measured with the same count.
@@ -121,6 +125,7 @@ class TuneConfig:
     drift_threshold: float = 0.03
     seed: int = 1
     search_threads: int = 0
+    time_budget_s: float = None
     num_threads: int = 0
     tensor_intrinsics: list = None
     baseline: object = "default"
@@ -147,6 +152,7 @@ class TaskResult:
         failures: measured candidates that failed, by status.
         drift: (trial, time of the reference candidate / its first time) of each drift check.
         drift_flags: drift checks past the threshold (the machine's speed moved).
+        out_of_time: TuneConfig.time_budget_s ended the run's rounds before its trials.
     """
 
     task: str
@@ -161,6 +167,7 @@ class TaskResult:
     failures: dict
     drift: tuple = ()
     drift_flags: int = 0
+    out_of_time: bool = False
 
 
 for _cls in (TuneConfig, TaskResult):
@@ -541,7 +548,8 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
                                   best_trace=trace, best_so_far=tuple(r["best_so_far"]),
                                   seconds_to_90_percent=r["seconds_to_90_percent"],
                                   rejections=dict(r["rejections"]), failures=dict(r["failures"]),
-                                  drift=tuple(r["drift"]), drift_flags=r["drift_flags"]))
+                                  drift=tuple(r["drift"]), drift_flags=r["drift_flags"],
+                                  out_of_time=r["out_of_time"]))
     return results
 
 

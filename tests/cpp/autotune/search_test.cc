@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "kiln/autotune/cost_model.h"
 #include "kiln/autotune/runner.h"
@@ -44,6 +46,9 @@ class FakeRunner : public Runner {
   void set_task(const TuneTask& task) override { task_ = task; }
 
   std::vector<MeasureResult> run(const std::vector<MeasureInput>& batch, int repeat) override {
+    if (batch_seconds_ > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(batch_seconds_));
+    }
     std::vector<MeasureResult> results;
     for (const MeasureInput& input : batch) {
       Ref<PrimFunc> f = input.mod->lookup("main");
@@ -104,6 +109,7 @@ class FakeRunner : public Runner {
   double scale_ = 1;               // the machine's speed: every time is multiplied by it
   int num_threads_ = 2;            // the threads the candidates "run" on
   uint64_t fast_hash_ = 0;         // the candidate with this hash runs 100 times faster
+  double batch_seconds_ = 0;       // the wall time each run() takes
   double again_ = 1;  // a candidate timed again alone (the drift check) takes this much longer
   // The candidates whose hash has the parity slow_parity_ take this much longer when run() times
   // them (screened while the machine was slower), not in interleaved rounds.
@@ -442,6 +448,35 @@ TEST_F(SearchTest, AProgressCallbackStopsTheRunAfterItsBatch) {
     EXPECT_EQ(p.trials - p.trials_this_run, 16);
     return false;
   });
+}
+
+TEST_F(SearchTest, ATimeBudgetEndsTheRoundsAndTheFinalRoundsStillPick) {
+  TuneTask task = make_task(matmul(32, 32, 32), "llvm", "mm");
+  FakeRunner runner;
+  runner.batch_seconds_ = 0.15;
+  CostModel model;
+  SearchConfig c = config(64);
+  c.time_budget_s = 0.2;
+  std::ostringstream log;
+  std::vector<TaskResult> results = tune_tasks({task}, *db_, runner, model, c, &log);
+  // The first round ends past 0.15 s, a second may start before 0.2 s, no third: 8 or 16 of
+  // the 64 trials, and no local search.
+  EXPECT_TRUE(results[0].out_of_time);
+  EXPECT_GE(results[0].trials_this_run, 8);
+  EXPECT_LE(results[0].trials_this_run, 16);
+  EXPECT_NE(log.str().find("time budget of 0.2 s spent after " +
+                           std::to_string(results[0].trials_this_run) + " trials"),
+            std::string::npos)
+      << log.str();
+  EXPECT_TRUE(records_with(*db_, task, "\"stage\":\"local\"").empty());
+  EXPECT_GE(records_with(*db_, task, "\"stage\":\"final\"").size(), 2u);
+  EXPECT_GT(results[0].best_seconds, 0);
+  // Without a budget the same run spends its trials.
+  runner.batch_seconds_ = 0;
+  c.time_budget_s = 0;
+  results = tune_tasks({task}, *db_, runner, model, c);
+  EXPECT_FALSE(results[0].out_of_time);
+  EXPECT_EQ(results[0].trials, 64);
 }
 
 TEST_F(SearchTest, TasksShareTheGlobalBudget) {
