@@ -114,7 +114,7 @@ struct TaskResult {
   std::map<std::string, int64_t> failures;              // measurement statuses other than ok
   // (trial, time of the reference / its first time) of each drift check after the first.
   std::vector<std::pair<int64_t, double>> drift;
-  int64_t drift_flags = 0;  // checks past SearchConfig::drift_threshold
+  int64_t drift_flags = 0;   // checks past SearchConfig::drift_threshold
   bool out_of_time = false;  // SearchConfig::time_budget_s ended the run's rounds
 };
 
