@@ -82,6 +82,34 @@ def test_space_generator_samples_candidates_of_the_user_sketch():
     check_matmul(space.replay(0, mutated).mod)
 
 
+def test_root_annotations_leave_parallel_vectors_and_unrolling_to_the_postprocessor():
+    def annotated(sch):
+        i, j, k = sch.get_loops("C")
+        i0, i1 = sch.split(i, sch.sample_perfect_tile(i, n=2, max_innermost_factor=16))
+        j0, j1 = sch.split(j, sch.sample_perfect_tile(j, n=2, max_innermost_factor=16))
+        sch.reorder(i0, j0, k, i1, j1)
+        root = sch.get_block("root")
+        sch.annotate(root, "kiln.parallel_max", 64)
+        sch.annotate(root, "kiln.vectorize_max", 16)
+        sch.annotate(root, "kiln.unroll_max_step", sch.sample_categorical([0, 16], [0.5, 0.5]))
+
+    space = ms.SpaceGenerator(matmul(), "llvm", space=annotated)
+    unrolled, both = 0, 0
+    for seed in range(8):
+        c = space.sample(0, seed=seed)
+        instructions = c.trace.as_json()["instructions"]
+        applied = [inst["kind"] for inst in instructions]
+        # (A loop of one iteration is neither parallel nor a vector.)
+        both += "parallel" in applied and "vectorize" in applied
+        # The sampled depth: 16 unrolls, 0 leaves the loops as they are.
+        unrolled += any(inst["kind"] == "annotate" and inst["attrs"].get("ann_val") == 16
+                        and inst["attrs"]["ann_key"] == "pragma_auto_unroll_max_step"
+                        for inst in instructions)
+        check_matmul(c.mod)
+    assert 0 < unrolled < 8
+    assert both >= 5
+
+
 def test_tune_tir_with_a_user_space_tunes_its_decisions(tmp_path):
     func = matmul()
     db = ms.tune_tir(func, work_dir=tmp_path, max_trials_global=16, space=two_sketches,

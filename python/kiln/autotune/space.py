@@ -7,7 +7,13 @@ and schedules it with sampling instructions (``sample_perfect_tile``, ``sample_c
 ``sample_compute_location``), whose decisions the search draws, mutates and refines. It changes
 the schedule it is given (and returns None), or returns a schedule, or a list of schedules (one
 sketch each). Its candidates are finished by the same postprocessors as the rules' (reduction
-inits decomposed, candidates that recompute a reduction refused).
+inits decomposed, candidates that recompute a reduction refused). Like the rules, it may leave
+the parallel loops, vectors and unrolling to the postprocessor parallel_vectorize_unroll by
+annotating the root block (``sch.get_block("root")``), as MetaSchedule's ``meta_schedule.*``
+annotations do: ``kiln.parallel_max`` (the outer spatial loops fused and made parallel up to
+this extent), ``kiln.vectorize_max`` (each block's innermost spatial loop vectorized, split
+first when longer) and ``kiln.unroll_max_step`` (the depth of automatic unrolling; a sampled
+value, ``sch.sample_categorical``, is tuned).
 
 Example::
 
