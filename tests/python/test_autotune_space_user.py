@@ -15,6 +15,8 @@ from kiln import autotune as ms
 from kiln import te, tir
 from kiln.error import KilnTypeError, KilnValueError
 
+from gpu_helpers import opencl_missing, skip_unless
+
 SMALL = dict(num_trials_per_iter=8, population=32, random_per_round=8, children_per_round=16,
              final_pool_k=5, final_pool_rounds=1, final_top_k=2, final_rounds=2,
              local_search_trials=2, progress=False)
@@ -238,3 +240,31 @@ def test_cli_tunes_with_a_space_from_a_file(tmp_path):
     assert wrong.returncode == 1 and "space must be" in wrong.stderr
     absent = cli("--space", f"{path}:nothing")
     assert absent.returncode != 0 and "defines no 'nothing'" in absent.stderr
+
+
+def test_a_user_space_for_a_gpu_target_binds_its_own_threads(tmp_path):
+    skip_unless(opencl_missing())
+
+    def bound(sch):
+        i, j, k = sch.get_loops("C")
+        i0, i1 = sch.split(i, sch.sample_perfect_tile(i, n=2, max_innermost_factor=16))
+        j0, j1 = sch.split(j, sch.sample_perfect_tile(j, n=2, max_innermost_factor=16))
+        sch.reorder(i0, j0, i1, j1, k)
+        sch.bind(i0, "blockIdx.x")
+        sch.bind(j0, "blockIdx.y")
+        sch.bind(i1, "threadIdx.y")
+        sch.bind(j1, "threadIdx.x")
+
+    func = matmul(32)
+    results = ms.tune_tasks([func], target="opencl", work_dir=tmp_path, max_trials_global=8,
+                            space=bound, baseline=None, drift_check_every=0, **SMALL)
+    assert results[0].trials_this_run == 8 and not results[0].failures
+    sch = ms.compile_tir(ms.Database(tmp_path / "tuning.db"), func, target="opencl")
+    assert kinds(json.dumps(sch.trace.as_json())).count("bind") == 4
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((32, 32), dtype=np.float32) for _ in range(2))
+    device = kiln.opencl(0)
+    args = [kiln.nd.array(a, device), kiln.nd.array(b, device),
+            kiln.nd.array(np.zeros((32, 32), np.float32), device)]
+    kiln.build(sch.mod, target="opencl")["main"](*args)
+    np.testing.assert_allclose(args[2].numpy(), a @ b, rtol=1e-4, atol=1e-4)
