@@ -14,7 +14,8 @@
         rules (TuneConfig.space).
     kiln db list  DB                 the workloads, their record counts and thread counts
     kiln db show  DB [--top K]       the best records of every workload, target, device and
-                                     thread count
+                                     thread count, and where each schedule came from (kiln's
+                                     rules, a baseline, a user design space)
     kiln db export DB FILE.jsonl     every workload and record as JSON lines
     kiln db merge DB OTHER           adds the records of another database or export
 """
@@ -56,6 +57,14 @@ def _table(rows, header):
 def _threads(num_threads):
     """A record's thread count as the tables show it."""
     return str(num_threads) if num_threads > 0 else "unknown"
+
+
+def _origin(record):
+    """Where a record's schedule came from: a baseline's name, a user design space's name, or
+    kiln's rules."""
+    search = record.search if isinstance(record.search, dict) else {}
+    return (search.get("baseline") or str(search.get("space", "")).split("#")[0]
+            or "rules")
 
 
 def _tune(args):
@@ -117,9 +126,10 @@ def _db(args):
                                                    k.num_threads)):
                 for r in db.best(w, key, k=args.top):
                     rows.append([w.id, key.target, key.device_model, _threads(key.num_threads),
-                                 r.candidate_hash, f"{r.median * 1e3:.4f}", len(r.run_secs)])
+                                 r.candidate_hash, f"{r.median * 1e3:.4f}", len(r.run_secs),
+                                 _origin(r)])
         _table(rows, ["workload", "target", "device", "threads", "candidate", "median ms",
-                      "samples"])
+                      "samples", "from"])
     elif args.db_command == "export":
         count = db.export_jsonl(args.file)
         print(f"kiln db export: {count} records written to {args.file}")

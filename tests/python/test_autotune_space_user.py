@@ -233,6 +233,10 @@ def test_cli_tunes_with_a_space_from_a_file(tmp_path):
     with ms.Database(db) as opened:
         records = opened.records()
     assert records and all(r.search["space"].startswith("tiled#") for r in records)
+    shown = subprocess.run([sys.executable, "-m", "kiln", "db", "show", str(db)],
+                           capture_output=True, text=True, timeout=600)
+    assert shown.returncode == 0 and shown.stdout.splitlines()[0].split()[-1] == "from"
+    assert all(line.split()[-1] == "tiled" for line in shown.stdout.splitlines()[2:])
     broken = cli("--space", f"{path}:broken")
     assert broken.returncode == 1 and "design space broken raised BlockNotFoundError" in \
         broken.stderr
