@@ -176,6 +176,7 @@ class TaskSearch {
     for (Member& m : pick(places - batch.size())) batch.push_back(std::move(m));
     if (batch.empty()) {
       exhausted_ = population_.empty() || ++empty_rounds_ >= 3;
+      if (exhausted_) log_exhausted();
       return 0;
     }
     empty_rounds_ = 0;
@@ -562,6 +563,22 @@ class TaskSearch {
     std::sort(population_.begin(), population_.end(),
               [](const Member& a, const Member& b) { return a.scored.score > b.scored.score; });
     return recall;
+  }
+
+  // The log's line for a task whose design space has no candidate left to measure, with the
+  // most frequent reasons it refused candidates.
+  void log_exhausted() {
+    if (log_ == nullptr) return;
+    *log_ << "[" << task_.name << "] no candidates left to measure (" << trials_this_run_
+          << " measured in this run)";
+    std::vector<std::pair<std::string, int64_t>> reasons(space_.rejections().begin(),
+                                                         space_.rejections().end());
+    std::sort(reasons.begin(), reasons.end(),
+              [](const auto& a, const auto& b) { return a.second > b.second; });
+    for (size_t i = 0; i < reasons.size() && i < 3; ++i) {
+      *log_ << (i == 0 ? "; refused: " : ", ") << reasons[i].first << " x " << reasons[i].second;
+    }
+    *log_ << "\n";
   }
 
   void note_progress() {

@@ -45,6 +45,12 @@ class TuningRecordMissingWarning(KilnWarning):
     and this CPU model; the function is built as it was given (once per function and target)."""
 
 
+class TuningNoScheduleWarning(KilnWarning):
+    """A tuning run ended with no schedule of a task measured right: the design space refused
+    every candidate, or every measured one failed. The message gives the reasons with their
+    counts; kiln.build with the database builds the function as it was given."""
+
+
 class TuningRecordThreadsWarning(KilnWarning):
     """A tuning database holds no record of a function measured with the thread count a build (or
     a lookup) runs with; the best record of another thread count is applied, and the message

@@ -4,6 +4,7 @@ structure, compute what the function computes, are stored with the space's ident
 only runs of the same space; a schedule function that fails or returns the wrong thing is
 refused with a message naming the API and the space."""
 import json
+import re
 import subprocess
 import sys
 
@@ -13,7 +14,7 @@ import pytest
 import kiln
 from kiln import autotune as ms
 from kiln import te, tir
-from kiln.error import KilnTypeError, KilnValueError
+from kiln.error import KilnTypeError, KilnValueError, TuningNoScheduleWarning
 
 from gpu_helpers import opencl_missing, skip_unless
 
@@ -158,6 +159,29 @@ def test_a_space_without_sampling_is_one_candidate(tmp_path):
                             baseline=None, **SMALL)
     assert results[0].trials == 1
     assert results[0].best_seconds > 0
+
+
+def test_a_space_whose_every_candidate_is_refused_ends_with_the_reasons(tmp_path):
+    m = n = 32
+    a = te.placeholder((m, n), "float32", name="A")
+    k = te.reduce_axis((0, n), name="k")
+    s = te.compute((m,), lambda i: te.sum(a[i, k], axis=k), name="S")
+    y = te.compute((m, n), lambda i, j: a[i, j] / s[i], name="Y")
+    func = te.create_prim_func([a, y])
+
+    def recomputing(sch):  # the row sum under the loop over columns: computed n times a row
+        sch.compute_at(sch.get_block("S"), sch.get_loops("Y")[1])
+
+    with pytest.warns(TuningNoScheduleWarning, match=r"task main has no schedule measured right "
+                      r"after 0 trials \(postproc refuse_recomputation: "
+                      r"RecomputedReductionError: \d+\)"):
+        results = ms.tune_tasks([func], work_dir=tmp_path, max_trials_global=16,
+                                space=recomputing, baseline=None, **SMALL)
+    assert results[0].trials == 0
+    log = (tmp_path / "tune.log").read_text()
+    assert re.search(r"\[main\] no candidates left to measure \(0 measured in this run\); "
+                     r"refused: postproc refuse_recomputation: RecomputedReductionError x \d+",
+                     log), log
 
 
 def test_bad_spaces_name_the_api_the_space_and_what_was_found(tmp_path):

@@ -36,7 +36,8 @@ import warnings
 
 from .. import ir, tir, topi
 from .._kiln import autotune as _core
-from ..error import KilnTypeError, KilnValueError, TuningRecordMissingWarning
+from ..error import (KilnTypeError, KilnValueError, TuningNoScheduleWarning,
+                     TuningRecordMissingWarning)
 from ..target import Target
 from ..tir import Schedule, Trace
 from .cost_model import CostModel
@@ -345,6 +346,18 @@ def _spaces(entries, space, api, log_path):
     return out
 
 
+def _warn_no_schedule(api, result):
+    """The TuningNoScheduleWarning of a task that has no schedule measured right, with the
+    design space's refusals and the measurements' failures, the most frequent first."""
+    reasons = sorted(list(result["rejections"].items()) + list(result["failures"].items()),
+                     key=lambda item: -item[1])
+    why = ("; ".join(f"{reason}: {count}" for reason, count in reasons[:4])
+           if reasons else "nothing was measured")
+    warnings.warn(f"{api}: task {result['task']} has no schedule measured right after "
+                  f"{result['trials']} trials ({why}); a build with the database builds the "
+                  "function as it was given", TuningNoScheduleWarning, stacklevel=3)
+
+
 def _database(database, work_dir, api):
     if database is None:
         if work_dir is None:
@@ -541,6 +554,8 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
             cost_model.save(model_dir)
     results = []
     for r in raw:
+        if r["best_seconds"] <= 0:
+            _warn_no_schedule(api, r)
         trace = json.loads(r["best_trace_json"]) if r["best_trace_json"] else None
         results.append(TaskResult(task=r["task"], trials=r["trials"],
                                   trials_this_run=r["trials_this_run"],
