@@ -352,7 +352,7 @@ def _warn_no_schedule(api, result):
     reasons = sorted(list(result["rejections"].items()) + list(result["failures"].items()),
                      key=lambda item: -item[1])
     why = ("; ".join(f"{reason}: {count}" for reason, count in reasons[:4])
-           if reasons else "nothing was measured")
+           if reasons else "the run's trials or time ended before any reached it")
     warnings.warn(f"{api}: task {result['task']} has no schedule measured right after "
                   f"{result['trials']} trials ({why}); a build with the database builds the "
                   "function as it was given", TuningNoScheduleWarning, stacklevel=3)
