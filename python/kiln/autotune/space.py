@@ -46,7 +46,7 @@ __all__ = ["Candidate", "SpaceGenerator", "DEFAULT_SPACE"]
 DEFAULT_SPACE = "post-order-apply"
 
 
-def check_space(space, api):
+def _check_space(space, api):
     """Refuses a ``space`` that is neither DEFAULT_SPACE nor a callable."""
     if callable(space) or (isinstance(space, str) and space == DEFAULT_SPACE):
         return
@@ -57,12 +57,12 @@ def check_space(space, api):
                         f"{type(space).__name__}")
 
 
-def user_sketches(space, func, api):
+def _user_sketches(space, func, api):
     """None for kiln's rules, or (name, [trace JSON text]) of the sketches that the schedule
     function ``space`` makes of ``func``. Raises KilnValueError naming ``api`` and the space when
     the function raises or its schedule does not replay on ``func``, KilnTypeError when it
     returns something other than None, a tir.Schedule or a list of them."""
-    check_space(space, api)
+    _check_space(space, api)
     if isinstance(space, str):
         return None
     if not isinstance(func, tir.PrimFunc):
@@ -133,7 +133,9 @@ class SpaceGenerator(_SpaceGenerator):
 
     def __init__(self, func, target="llvm", num_threads=0, tensor_intrinsics=None,
                  space=DEFAULT_SPACE):
-        user = user_sketches(space, func, "kiln.autotune.SpaceGenerator")
+        """Builds the sketches of ``func`` for ``target``: the rules', or those the schedule
+        function ``space`` makes (the class's docstring lists the arguments and errors)."""
+        user = _user_sketches(space, func, "kiln.autotune.SpaceGenerator")
         if user is None:
             super().__init__(func, target, num_threads, tensor_intrinsics)
         else:

@@ -43,7 +43,7 @@ from ..tir import Schedule, Trace
 from .cost_model import CostModel
 from .database import Database, TargetKey, _lookup_threads, _warn_other_threads
 from .runner import LocalRunner, RunnerConfig
-from .space import DEFAULT_SPACE, check_space, user_sketches
+from .space import DEFAULT_SPACE, _check_space, _user_sketches
 
 
 @dataclasses.dataclass
@@ -333,11 +333,11 @@ def _baselines(entries, baseline, target, config, log_path):
 
 def _spaces(entries, space, api, log_path):
     """Per task, None (kiln's rules) or the (name, [trace JSON text]) of its user design space's
-    sketches, logged. A schedule function that fails raises (see user_sketches): the run would
+    sketches, logged. A schedule function that fails raises (see _user_sketches): the run would
     tune another space than the one asked for."""
     out = []
     for task_name, func, _ in entries:
-        user = user_sketches(space, func, f"{api} (task {task_name})")
+        user = _user_sketches(space, func, f"{api} (task {task_name})")
         if user is not None and log_path:
             with open(log_path, "a") as log:
                 log.write(f"[{task_name}] design space: {user[0]}, {len(user[1])} sketch"
@@ -493,7 +493,7 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
     config = dataclasses.replace(config, **config_fields)
     _check_baseline(config.baseline, api)
     _check_reference(config.reference, api)
-    check_space(config.space, api)
+    _check_space(config.space, api)
     if weights is not None and (not isinstance(weights, (list, tuple))
                                 or len(weights) != len(tasks)):
         raise KilnValueError(f"{api}: weights must be a list with one weight per task "
