@@ -17,27 +17,11 @@ from kiln import te, tir
 from kiln.error import KilnTypeError, KilnValueError, TuningNoScheduleWarning
 
 from gpu_helpers import opencl_missing, skip_unless
-
-SMALL = dict(num_trials_per_iter=8, population=32, random_per_round=8, children_per_round=16,
-             final_pool_k=5, final_pool_rounds=1, final_top_k=2, final_rounds=2,
-             local_search_trials=2, progress=False)
+from tune_helpers import SMALL, matmul, run_matmul
 
 
-def matmul(n=48):
-    a = te.placeholder((n, n), "float32", name="A")
-    b = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return te.create_prim_func([a, b, c])
-
-
-def check_matmul(mod, n=48):
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    c = np.zeros((n, n), np.float32)
-    kiln.build(mod, target="llvm")(a, b, c)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+def check_matmul(mod):
+    run_matmul(kiln.build(mod, target="llvm"))
 
 
 def tiled(sch):

@@ -13,7 +13,6 @@ import textwrap
 import time
 import warnings
 
-import numpy as np
 import pytest
 
 import kiln
@@ -22,10 +21,7 @@ from kiln import te, tir
 from kiln.error import (KilnTypeError, KilnValueError, TuningRecordMissingWarning,
                         TuningRecordThreadsWarning)
 
-# Small settings that still run every stage of the search.
-SMALL = dict(num_trials_per_iter=8, population=32, random_per_round=8, children_per_round=16,
-             final_pool_k=5, final_pool_rounds=1, final_top_k=2, final_rounds=2,
-             local_search_trials=2, progress=False)
+from tune_helpers import SMALL, matmul, run_matmul
 
 WORKLOAD_FILE = """
 from kiln import te
@@ -46,23 +42,6 @@ def two():
 def named():
     return ("mine", matmul(16))
 """
-
-
-def matmul(n=48):
-    a = te.placeholder((n, n), "float32", name="A")
-    b = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return te.create_prim_func([a, b, c])
-
-
-def run_matmul(rt, n=48):
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    c = kiln.nd.array(np.zeros((n, n), np.float32))
-    rt(kiln.nd.array(a), kiln.nd.array(b), c)
-    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4, atol=1e-4)
 
 
 def workload_file(tmp_path, n=48):
