@@ -11,22 +11,14 @@ import pytest
 
 import kiln
 from kiln import autotune as ms
-from kiln import te, tir, topi
+from kiln import tir, topi
 from kiln.error import KilnTypeError, KilnValueError
 
-from tune_helpers import write_ops_file
+from tune_helpers import matmul, write_ops_file
 
 SMALL = dict(num_trials_per_iter=4, population=16, random_per_round=4, children_per_round=8,
              final_pool_k=5, final_pool_rounds=1, final_top_k=2, final_rounds=2,
              local_search_trials=0, progress=False)
-
-
-def matmul(n=32):
-    a = te.placeholder((n, n), "float32", name="A")
-    b = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return te.create_prim_func([a, b, c])
 
 
 def baseline_records(db):
@@ -38,7 +30,7 @@ def log_of(work_dir):
 
 
 def test_the_default_schedule_is_measured_as_a_record_of_the_first_round(tmp_path):
-    func = matmul()
+    func = matmul(32)
     (result,) = ms.tune_tasks([("mm", func)], work_dir=tmp_path, max_trials_global=4, **SMALL)
     assert result.trials == 4  # the baseline is one of the trials
     assert "[mm] baseline (topi.default_schedule): " in log_of(tmp_path)
@@ -55,7 +47,7 @@ def test_the_default_schedule_is_measured_as_a_record_of_the_first_round(tmp_pat
 
 
 def test_the_best_record_is_never_slower_than_the_baseline(tmp_path):
-    func = matmul()
+    func = matmul(32)
     # Without the final rounds the best record is the lowest median of the records.
     db = ms.tune_tir(func, work_dir=tmp_path, max_trials_global=4,
                      **dict(SMALL, final_top_k=0))
@@ -67,7 +59,7 @@ def test_the_best_record_is_never_slower_than_the_baseline(tmp_path):
 
 
 def test_a_resumed_run_does_not_measure_the_baseline_again(tmp_path):
-    func = matmul()
+    func = matmul(32)
     ms.tune_tasks([("mm", func)], work_dir=tmp_path, max_trials_global=4, **SMALL)
     (same,) = ms.tune_tasks([("mm", func)], work_dir=tmp_path, max_trials_global=4, **SMALL)
     assert same.trials_this_run == 0
@@ -78,7 +70,7 @@ def test_a_resumed_run_does_not_measure_the_baseline_again(tmp_path):
 
 
 def test_baseline_none_measures_no_baseline(tmp_path):
-    (result,) = ms.tune_tasks([("mm", matmul())], work_dir=tmp_path, max_trials_global=4,
+    (result,) = ms.tune_tasks([("mm", matmul(32))], work_dir=tmp_path, max_trials_global=4,
                               baseline=None, **SMALL)
     assert result.trials == 4
     assert baseline_records(ms.Database(tmp_path / "tuning.db")) == []
@@ -92,7 +84,7 @@ def test_a_baseline_callable_is_measured_under_its_name(tmp_path):
         sch.parallel(sch.split(i, factors=[None, 8])[0])
         return sch
 
-    func = matmul()
+    func = matmul(32)
     ms.tune_tasks([("mm", func)], work_dir=tmp_path, max_trials_global=4, baseline=split_rows,
                   **SMALL)
     (record,) = baseline_records(ms.Database(tmp_path / "tuning.db"))
@@ -145,7 +137,7 @@ def of_another_function(func):
     (of_another_function, "its trace replays on the function to another function"),
 ])
 def test_a_baseline_that_fails_is_skipped_with_the_reason_in_the_log(tmp_path, baseline, reason):
-    (result,) = ms.tune_tasks([("mm", matmul())], work_dir=tmp_path, max_trials_global=4,
+    (result,) = ms.tune_tasks([("mm", matmul(32))], work_dir=tmp_path, max_trials_global=4,
                               baseline=baseline, **SMALL)
     assert result.trials == 4
     assert baseline_records(ms.Database(tmp_path / "tuning.db")) == []
