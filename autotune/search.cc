@@ -52,12 +52,17 @@ std::string from_object_cache(const std::vector<MeasureResult>& results) {
   return ", " + std::to_string(cached) + " built from the object cache";
 }
 
-// The members of interleaved rounds that ran, fastest first (indices into `results`). In each
-// round every member's time is divided by the round's median time, so that the machine's speed,
-// which moves from round to round on a shared host, cancels; the lowest median ratio comes first
-// (on a tie, the lowest median time). The rounds every ok member ran are compared (one that took
-// a member's worker along was run again in a fresh worker).
-std::vector<size_t> interleaved_order(const std::vector<MeasureResult>& results) {
+// Interleaved median ratios that differ by less than this factor are a tie: on a shared host
+// the final rounds' ratios of one kernel move by a few percent from run to run.
+constexpr double kTieRatio = 1.03;
+
+// For each ok member of interleaved rounds (index into `results`): (its median ratio, its
+// median time). In each round every member's time is divided by the round's median time, so
+// that the machine's speed, which moves from round to round on a shared host, cancels. The
+// rounds every ok member ran are compared (one that took a member's worker along was run again
+// in a fresh worker).
+std::map<size_t, std::pair<double, double>> interleaved_keys(
+    const std::vector<MeasureResult>& results) {
   std::vector<size_t> ok;
   size_t rounds = std::numeric_limits<size_t>::max();
   for (size_t i = 0; i < results.size(); ++i) {
@@ -73,8 +78,17 @@ std::vector<size_t> interleaved_order(const std::vector<MeasureResult>& results)
     if (middle <= 0) continue;
     for (size_t i : ok) ratios[i].push_back(results[i].run_secs[round] / middle);
   }
-  std::map<size_t, std::pair<double, double>> keys;  // (median ratio, median time)
+  std::map<size_t, std::pair<double, double>> keys;
   for (size_t i : ok) keys[i] = {median(ratios[i]), median(results[i].run_secs)};
+  return keys;
+}
+
+// The members of interleaved rounds that ran, fastest first (indices into `results`): the
+// lowest median ratio of interleaved_keys first (on a tie, the lowest median time).
+std::vector<size_t> interleaved_order(const std::vector<MeasureResult>& results) {
+  std::map<size_t, std::pair<double, double>> keys = interleaved_keys(results);
+  std::vector<size_t> ok;
+  for (const auto& [i, key] : keys) ok.push_back(i);
   std::stable_sort(ok.begin(), ok.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
   return ok;
 }
@@ -877,6 +891,7 @@ class TaskSearch {
     std::vector<MeasureResult> results = runner_.run_interleaved(inputs, rounds);
     std::vector<size_t> order = interleaved_order(results);
     bool final_stage = std::string(stage) == "final";
+    if (final_stage) keep_a_tied_baseline(members, results, &order);
     std::vector<Measurement> records;
     for (size_t i = 0; i < members.size() && i < results.size(); ++i) {
       Json search = members[i].search;
@@ -891,6 +906,30 @@ class TaskSearch {
             << "\n";
     }
     return results;
+  }
+
+  // The baseline schedule first in the final `order` when its median ratio is within
+  // kTieRatio of the fastest's: a searched candidate has to be clearly faster than the
+  // schedule written by hand to replace it (under noise a tie goes either way, and a searched
+  // candidate that wins one by 1% may be slower elsewhere: a 2-thread GEMM's pick won the final
+  // rounds of a noisy run by 1% and ran 15% slower than the baseline afterwards).
+  void keep_a_tied_baseline(const std::vector<FinalMember>& members,
+                            const std::vector<MeasureResult>& results, std::vector<size_t>* order) {
+    if (!baseline_hash_ || order->empty()) return;
+    std::map<size_t, std::pair<double, double>> keys = interleaved_keys(results);
+    for (size_t rank = 1; rank < order->size(); ++rank) {
+      size_t i = (*order)[rank];
+      if (members[i].candidate.hash != *baseline_hash_) continue;
+      if (keys[i].first > kTieRatio * keys[(*order)[0]].first) return;
+      order->erase(order->begin() + static_cast<std::ptrdiff_t>(rank));
+      order->insert(order->begin(), i);
+      if (log_ != nullptr) {
+        *log_ << "[" << task_.name << "] final: the baseline ("
+              << members[i].search.value("baseline", std::string("baseline")) << ") is within "
+              << std::lround((kTieRatio - 1) * 100) << "% of the fastest candidate and is kept\n";
+      }
+      return;
+    }
   }
 
   TuneTask task_;

@@ -95,6 +95,22 @@ class FakeRunner : public Runner {
       }
       interleaved_fastest_ = hash_of(order[0]);
     }
+    if (tie_hash_ != 0) {
+      // The candidate tie_hash_ takes tie_factor_ times the fastest other member's time.
+      for (size_t k = 0; k < static_cast<size_t>(rounds); ++k) {
+        double fastest = std::numeric_limits<double>::infinity();
+        for (size_t i = 0; i < batch.size(); ++i) {
+          if (structural_hash(batch[i].mod->lookup("main")) == tie_hash_) continue;
+          if (!results[i].run_secs.empty()) fastest = std::min(fastest, results[i].run_secs[k]);
+        }
+        for (size_t i = 0; i < batch.size(); ++i) {
+          if (structural_hash(batch[i].mod->lookup("main")) == tie_hash_ &&
+              !results[i].run_secs.empty()) {
+            results[i].run_secs[k] = tie_factor_ * fastest;
+          }
+        }
+      }
+    }
     interleaved_ = results;
     return results;
   }
@@ -118,6 +134,10 @@ class FakeRunner : public Runner {
   // The final rounds' times are multiplied by these, per round, when they are set.
   std::vector<double> fastest_rounds_, other_rounds_;
   uint64_t interleaved_fastest_ = 0;  // the fastest member of the final rounds
+  // In interleaved rounds the candidate with this hash takes tie_factor_ times the fastest
+  // other member's time, round by round (0: none).
+  uint64_t tie_hash_ = 0;
+  double tie_factor_ = 1;
   std::vector<MeasureResult> interleaved_;
 
  private:
@@ -600,6 +620,40 @@ TEST_F(SearchTest, ABaselineFasterThanEveryCandidateIsTheBestRecord) {
       marked = r.search_json.find("\"baseline\":\"hand\"") != std::string::npos;
   }
   EXPECT_TRUE(marked);
+}
+
+TEST_F(SearchTest, ABaselineWithinThreePercentOfTheFastestIsKeptByTheFinalRounds) {
+  // The final rounds' winner: the baseline when it is within 3% of the fastest candidate, else
+  // the fastest.
+  for (double factor : {1.02, 1.05}) {
+    TuneTask task = make_task(matmul(64, 64, 64), "llvm", factor < 1.03 ? "tie" : "slower");
+    auto [trace, hash] = hand_schedule(task.func);
+    task.baseline = BaselineSchedule{"hand", trace};
+    FakeRunner runner;
+    runner.fastest_rounds_ = {1, 1, 1};
+    runner.other_rounds_ = {1, 1, 1};
+    runner.tie_hash_ = hash;
+    runner.tie_factor_ = factor;
+    CostModel model;
+    SearchConfig c = config(24);
+    c.final_rounds = 3;
+    std::ostringstream log;
+    std::unique_ptr<Database> db = Database::open((dir_ / (task.name + ".db")).string());
+    tune_tasks({task}, *db, runner, model, c, &log);
+    std::vector<Record> winners = records_with(*db, task, "\"winner\":true");
+    ASSERT_EQ(winners.size(), 1u) << factor;
+    bool kept = log.str().find("[" + task.name +
+                               "] final: the baseline (hand) is within 3% of "
+                               "the fastest candidate and is kept") != std::string::npos;
+    if (factor < 1.03) {
+      EXPECT_EQ(winners[0].candidate_hash, hash);
+      EXPECT_TRUE(kept) << log.str();
+      EXPECT_EQ(best_record(*db, task, runner.target_key())->candidate_hash, hash);
+    } else {
+      EXPECT_NE(winners[0].candidate_hash, hash);
+      EXPECT_FALSE(kept) << log.str();
+    }
+  }
 }
 
 TEST_F(SearchTest, ABaselineThatDoesNotReplayIsSkippedWithTheReason) {
