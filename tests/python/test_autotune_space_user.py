@@ -13,7 +13,7 @@ import pytest
 
 import kiln
 from kiln import autotune as ms
-from kiln import te, tir
+from kiln import ir, te, tir
 from kiln.error import KilnTypeError, KilnValueError, TuningNoScheduleWarning
 
 from gpu_helpers import opencl_missing, skip_unless
@@ -114,6 +114,24 @@ def test_tune_tir_with_a_user_space_tunes_its_decisions(tmp_path):
     log = (tmp_path / "tune.log").read_text()
     assert "[main] design space: two_sketches, 2 sketches" in log
     check_matmul(ms.compile_tir(db, func).mod)
+
+
+def test_a_dict_gives_each_task_its_own_space(tmp_path):
+    tasks = [("small", matmul(32)), ("large", matmul(48))]
+    ms.tune_tasks(tasks, work_dir=tmp_path, max_trials_global=16, space={"large": tiled},
+                  baseline=None, **SMALL)
+    db = ms.Database(tmp_path / "tuning.db")
+    spaces = {}
+    for w in db.workloads():
+        func = ir.load_json(w.func_json)
+        n = int(func.buffer_map[func.params[0]].shape[0])
+        spaces[n] = {r.search.get("space", "rules").split("#")[0] for r in db.records(w)}
+    assert spaces == {32: {"rules"}, 48: {"tiled"}}
+    with pytest.raises(KilnValueError, match=r"space names tasks \['larg'\] that are not among "
+                                             r"the tasks \['small', 'large'\]"):
+        ms.tune_tasks(tasks, work_dir=tmp_path, space={"larg": tiled}, **SMALL)
+    with pytest.raises(KilnTypeError, match=r"space must be .*found an object of type int"):
+        ms.tune_tasks(tasks, work_dir=tmp_path, space={"large": 3}, **SMALL)
 
 
 def test_a_run_is_seeded_only_with_records_of_its_own_space(tmp_path):

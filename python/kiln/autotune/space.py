@@ -46,11 +46,18 @@ __all__ = ["Candidate", "SpaceGenerator", "DEFAULT_SPACE"]
 DEFAULT_SPACE = "post-order-apply"
 
 
-def _check_space(space, api):
-    """Refuses a ``space`` that is neither DEFAULT_SPACE nor a callable."""
+def _check_space(space, api, per_task=False):
+    """Refuses a ``space`` that is neither DEFAULT_SPACE nor a callable (with ``per_task``, nor
+    a dict of them by task name)."""
+    if per_task and isinstance(space, dict):
+        for value in space.values():
+            _check_space(value, api)
+        return
     if callable(space) or (isinstance(space, str) and space == DEFAULT_SPACE):
         return
     expected = f'"{DEFAULT_SPACE}" (kiln\'s rules) or a callable that schedules a tir.Schedule'
+    if per_task:
+        expected += ", or a dict of them by task name"
     if isinstance(space, str):
         raise KilnValueError(f"{api}: space must be {expected}, found {space!r}")
     raise KilnTypeError(f"{api}: space must be {expected}, found an object of type "

@@ -103,7 +103,8 @@ class TuneConfig:
         space: the design space: "post-order-apply" (kiln's rules) or a schedule function
             that takes a tir.Schedule of each function and schedules it with sampling
             instructions (see kiln.autotune.space), called once per function; the search draws,
-            mutates and refines its decisions. A run seeds its search only with records of the
+            mutates and refines its decisions. A dict gives each task its own by the task's
+            name (the name tune_tasks shows; tasks it does not name get the rules). A run seeds its search only with records of the
             same space (the records say which); the final rounds and builds take the best
             record of any.
     """
@@ -331,19 +332,33 @@ def _baselines(entries, baseline, target, config, log_path):
     return out
 
 
-def _spaces(entries, space, api, log_path):
+def _spaces(entries, space, api):
     """Per task, None (kiln's rules) or the (name, [trace JSON text]) of its user design space's
-    sketches, logged. A schedule function that fails raises (see _user_sketches): the run would
-    tune another space than the one asked for."""
+    sketches; ``space`` may give each task's by its name (a dict; the others: the rules). A
+    schedule function that fails raises (see _user_sketches): the run would tune another space
+    than the one asked for."""
+    names = [task_name for task_name, _, _ in entries]
+    if isinstance(space, dict):
+        unknown = [key for key in space if key not in names]
+        if unknown:
+            raise KilnValueError(f"{api}: space names tasks {unknown!r} that are not among the "
+                                 f"tasks {names!r}")
     out = []
     for task_name, func, _ in entries:
-        user = _user_sketches(space, func, f"{api} (task {task_name})")
-        if user is not None and log_path:
-            with open(log_path, "a") as log:
+        own = space.get(task_name, DEFAULT_SPACE) if isinstance(space, dict) else space
+        out.append(_user_sketches(own, func, f"{api} (task {task_name})"))
+    return out
+
+
+def _log_spaces(entries, spaces, log_path):
+    """One tune.log line per task with a user design space."""
+    if not log_path:
+        return
+    with open(log_path, "a") as log:
+        for (task_name, _, _), user in zip(entries, spaces):
+            if user is not None:
                 log.write(f"[{task_name}] design space: {user[0]}, {len(user[1])} sketch"
                           f"{'es' if len(user[1]) != 1 else ''}\n")
-        out.append(user)
-    return out
 
 
 def _warn_no_schedule(api, result):
@@ -493,7 +508,7 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
     config = dataclasses.replace(config, **config_fields)
     _check_baseline(config.baseline, api)
     _check_reference(config.reference, api)
-    _check_space(config.space, api)
+    _check_space(config.space, api, per_task=True)
     if weights is not None and (not isinstance(weights, (list, tuple))
                                 or len(weights) != len(tasks)):
         raise KilnValueError(f"{api}: weights must be a list with one weight per task "
@@ -520,6 +535,8 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
         raise KilnValueError(f"{api}: no functions to tune")
     entries = [(label, func, weight)
                for label, (_, _, func, weight) in zip(_task_labels(entries), entries)]
+    # The spaces' sketches before anything is created: a schedule function that fails stops here.
+    spaces = _spaces(entries, config.space, api)
     if work_dir is not None:
         os.makedirs(os.fspath(work_dir), exist_ok=True)
     db = _database(database, work_dir, api)
@@ -535,7 +552,7 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
         if model_dir is not None and os.path.isdir(model_dir):
             cost_model.load(model_dir)
     log_path = os.path.join(os.fspath(work_dir), "tune.log") if work_dir is not None else ""
-    spaces = _spaces(entries, config.space, api, log_path)
+    _log_spaces(entries, spaces, log_path)
     baselines = _baselines(entries, config.baseline, target, config, log_path)
     references = _references(entries, config.reference, target, config, log_path)
     # The baseline, the reference and the space are callables or names: not the search's
