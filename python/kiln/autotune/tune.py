@@ -104,9 +104,9 @@ class TuneConfig:
             that takes a tir.Schedule of each function and schedules it with sampling
             instructions (see kiln.autotune.space), called once per function; the search draws,
             mutates and refines its decisions. A dict gives each task its own by the task's
-            name (the name tune_tasks shows; tasks it does not name get the rules). A run seeds its search only with records of the
-            same space (the records say which); the final rounds and builds take the best
-            record of any.
+            name (the name tune_tasks shows; tasks it does not name get the rules). A run
+            seeds its search only with records of the same space (the records say which); the
+            final rounds and builds take the best record of any.
     """
 
     max_trials_global: int = 512
@@ -489,8 +489,9 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
         KilnTypeError: an argument of the wrong type.
         KilnValueError, KilnTypeError: a baseline other than "default", None or a callable; a
             reference other than "auto", "untuned", "default" or a callable; a space other than
-            "post-order-apply" or a callable, or a schedule function that raises, returns
-            something other than schedules of the function, or makes one that does not replay.
+            "post-order-apply", a callable or a dict of them by task name (that names only
+            tasks), or a schedule function that raises, returns something other than schedules
+            of the function, or makes one that does not replay.
         KeyboardInterrupt: Ctrl-C; every batch measured before it is in the database.
     """
     api = "kiln.autotune.tune_tasks"
