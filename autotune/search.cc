@@ -83,10 +83,10 @@ std::map<size_t, std::pair<double, double>> interleaved_keys(
   return keys;
 }
 
-// The members of interleaved rounds that ran, fastest first (indices into `results`): the
-// lowest median ratio of interleaved_keys first (on a tie, the lowest median time).
-std::vector<size_t> interleaved_order(const std::vector<MeasureResult>& results) {
-  std::map<size_t, std::pair<double, double>> keys = interleaved_keys(results);
+// The members of interleaved rounds that ran, fastest first (indices into the results `keys`
+// come from, interleaved_keys): the lowest median ratio first (on a tie, the lowest median
+// time).
+std::vector<size_t> interleaved_order(std::map<size_t, std::pair<double, double>> keys) {
   std::vector<size_t> ok;
   for (const auto& [i, key] : keys) ok.push_back(i);
   std::stable_sort(ok.begin(), ok.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
@@ -820,7 +820,7 @@ class TaskSearch {
       // The pool's best final_top_k go on, with the baseline and the fastest single
       // measurement wherever they ranked (failed members do not).
       std::vector<FinalMember> kept;
-      std::vector<size_t> order = interleaved_order(results);
+      std::vector<size_t> order = interleaved_order(interleaved_keys(results));
       for (size_t rank = 0; rank < order.size(); ++rank) {
         uint64_t hash = members[order[rank]].candidate.hash;
         bool always = (baseline_hash_ && hash == *baseline_hash_) ||
@@ -889,9 +889,10 @@ class TaskSearch {
     std::vector<MeasureInput> inputs;
     for (const FinalMember& m : members) inputs.push_back(MeasureInput{m.candidate.mod, ""});
     std::vector<MeasureResult> results = runner_.run_interleaved(inputs, rounds);
-    std::vector<size_t> order = interleaved_order(results);
+    std::map<size_t, std::pair<double, double>> keys = interleaved_keys(results);
+    std::vector<size_t> order = interleaved_order(keys);
     bool final_stage = std::string(stage) == "final";
-    if (final_stage) keep_a_tied_baseline(members, results, &order);
+    if (final_stage) keep_a_tied_baseline(members, keys, &order);
     std::vector<Measurement> records;
     for (size_t i = 0; i < members.size() && i < results.size(); ++i) {
       Json search = members[i].search;
@@ -914,13 +915,13 @@ class TaskSearch {
   // candidate that wins one by 1% may be slower elsewhere: a 2-thread GEMM's pick won the final
   // rounds of a noisy run by 1% and ran 15% slower than the baseline afterwards).
   void keep_a_tied_baseline(const std::vector<FinalMember>& members,
-                            const std::vector<MeasureResult>& results, std::vector<size_t>* order) {
+                            const std::map<size_t, std::pair<double, double>>& keys,
+                            std::vector<size_t>* order) {
     if (!baseline_hash_ || order->empty()) return;
-    std::map<size_t, std::pair<double, double>> keys = interleaved_keys(results);
     for (size_t rank = 1; rank < order->size(); ++rank) {
       size_t i = (*order)[rank];
       if (members[i].candidate.hash != *baseline_hash_) continue;
-      if (keys[i].first > kTieRatio * keys[(*order)[0]].first) return;
+      if (keys.at(i).first > kTieRatio * keys.at((*order)[0]).first) return;
       order->erase(order->begin() + static_cast<std::ptrdiff_t>(rank));
       order->insert(order->begin(), i);
       if (log_ != nullptr) {

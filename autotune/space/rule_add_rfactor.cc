@@ -89,7 +89,9 @@ class AddRFactor : public ScheduleRule {
     if (row == 0 || (has_operand_reuse(a) && !streams_an_operand(a, inner))) return {sch};
     int64_t extent = 1;
     for (size_t l = loc->loops.size() - row; l < loc->loops.size(); ++l) {
-      extent *= *ir::as_const_int(loc->loops[l]->extent);
+      const int64_t* e = ir::as_const_int(loc->loops[l]->extent);
+      if (e == nullptr) return {sch};  // a symbolic extent: no lanes to divide it
+      extent *= *e;
     }
     int64_t lanes = target.vector_lanes_dividing(dtype, extent);
     if (lanes < 2 || extent < 4 * lanes) return {sch};

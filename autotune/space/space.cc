@@ -67,18 +67,17 @@ std::vector<Trace> user_sketches(const ir::Ref<ir::IRModule>& mod, const UserSpa
   return sketches;
 }
 
-// A user space's identity: its name and an FNV-1a hash of its sketches without decisions.
+// A user space's identity: its name and a stable hash of its sketches without decisions.
 std::string user_space_id(const UserSpace& space, const std::vector<Trace>& sketches) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
+  std::string text;
   for (const Trace& sketch : sketches) {
     Json json = sketch.as_json();
     for (Json& inst : json.at("instructions")) inst.erase("decision");
-    for (unsigned char c : json.dump() + ";") {
-      hash = (hash ^ c) * 0x100000001b3ULL;
-    }
+    text += json.dump() + ";";
   }
   char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(ir::stable_string_hash(text)));
   return space.name + "#" + hex;
 }
 

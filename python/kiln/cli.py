@@ -62,8 +62,7 @@ def _threads(num_threads):
 def _origin(record):
     """Where a record's schedule came from: a baseline's name, a user design space's name, or
     kiln's rules."""
-    search = record.search if isinstance(record.search, dict) else {}
-    return (search.get("baseline") or str(search.get("space", "")).split("#")[0]
+    return (record.search.get("baseline") or record.search.get("space", "").split("#")[0]
             or "rules")
 
 

@@ -106,4 +106,8 @@ uint64_t structural_hash(const Ref<Node>& node, bool map_free_vars) {
   return handler.value();
 }
 
+uint64_t stable_string_hash(const std::string& text) {
+  return hash_string(text.data(), text.size());
+}
+
 }  // namespace kiln::ir

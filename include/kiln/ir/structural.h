@@ -49,6 +49,10 @@ bool structural_equal(const Ref<Node>& a, const Ref<Node>& b, bool map_free_vars
 // The structural hash of `node` (see the file comment); stable across processes and machines.
 uint64_t structural_hash(const Ref<Node>& node, bool map_free_vars = false);
 
+// The hash structural_hash gives a string (FNV-1a 64 over its bytes, then its length, mixed):
+// the same in every process, run and build.
+uint64_t stable_string_hash(const std::string& text);
+
 // The first difference between `a` and `b` in traversal order, as a readable field path (e.g.
 // `root.body.block.body.seq[1].value.b`) with what differs and both sides printed; the empty
 // string when they are equal.
