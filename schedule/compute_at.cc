@@ -907,9 +907,10 @@ RV sample_compute_location(Schedule& sch, const RV& block_rv,
     }
   } else {
     // The root is always a candidate.
+    const Schedule::LocationFilter& filter = sch.location_filter();
     chosen = draw_location(
                  sch, block_rv, block, func_name, loops, [&sch] { return sch.next_random(); },
-                 [](int64_t) { return true; })
+                 [&](int64_t location) { return !filter || filter(sch, block_rv, location); })
                  .value_or(kRootMark);
   }
   // Step 3. Make the handle and record.

@@ -45,6 +45,15 @@ size_t limits_prefix(const Json& json) {
   return prefix;
 }
 
+// A schedule of `mod` whose compute locations are drawn among those that compute each value
+// once (is_useful_compute_location): the others are refused by refuse_recomputation, and were
+// more than half of the draws of softmax and norm sketches.
+Schedule drawing_schedule(const ir::Ref<ir::IRModule>& mod, uint64_t seed) {
+  Schedule sch(mod, seed);
+  sch.set_location_filter(is_useful_compute_location);
+  return sch;
+}
+
 // The sketches of a user space, each replayed on `mod` (decisions kept: sample draws them anew).
 std::vector<Trace> user_sketches(const ir::Ref<ir::IRModule>& mod, const UserSpace& space) {
   user_check(!space.sketches.empty()) << "design space '" << space.name << "' has no sketches";
@@ -102,7 +111,7 @@ struct SpaceGenerator::Impl {
   // check_register_tiles on a CPU) is refused before the postprocessors, and `*redraw` says so.
   std::optional<Candidate> finish(int sketch, const Json& trace_json, uint64_t seed,
                                   bool* redraw = nullptr) {
-    Schedule sch(mod, seed);
+    Schedule sch = drawing_schedule(mod, seed);
     try {
       Trace::apply_json(trace_json, &sch, /*redraw_invalid_decisions=*/true);
     } catch (const Error& e) {
@@ -156,7 +165,7 @@ struct SpaceGenerator::Impl {
     Json& instructions = head.at("instructions");
     instructions.erase(instructions.begin() + static_cast<std::ptrdiff_t>(prefix),
                        instructions.end());
-    Schedule sch(mod, seed);
+    Schedule sch = drawing_schedule(mod, seed);
     try {
       Trace::apply_json(head, &sch, /*redraw_invalid_decisions=*/true);
     } catch (const Error& e) {
@@ -236,7 +245,7 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
   // A block a rule creates (the partial result of rfactor) is a producer of the block the rule
   // was applied to: the rules visit it next, in the sketches that have it (a rule leaves a
   // sketch without the block as it is).
-  std::vector<Schedule> current = {Schedule(s.mod, 0)};
+  std::vector<Schedule> current = {drawing_schedule(s.mod, 0)};
   std::vector<std::string> blocks = current[0].index("main").block_names();
   std::reverse(blocks.begin(), blocks.end());
   std::set<std::string> seen(blocks.begin(), blocks.end());

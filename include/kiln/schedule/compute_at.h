@@ -98,8 +98,9 @@ std::optional<int64_t> draw_compute_location(Schedule& sch, const RV& block,
                                              const std::function<uint64_t()>& next_random,
                                              const std::function<bool(int64_t)>& accept);
 
-// Draws a compute location of `block` uniformly among those where it can go and returns it as
-// a loop handle for compute_at. The decision (recorded in the trace) is an integer:
+// Draws a compute location of `block` uniformly among those where it can go (and that the
+// schedule's location filter accepts, Schedule::set_location_filter) and returns it as a loop
+// handle for compute_at. The decision (recorded in the trace) is an integer:
 //   -2   inline: compute_at inlines the block (only when compute_inline would succeed);
 //   -1   root: compute_at leaves the block where it is (always a candidate);
 //   k>=0 the k-th loop, in pre-order, of the loops of the block's scope (not inside a nested

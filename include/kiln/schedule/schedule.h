@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -101,6 +102,16 @@ class Schedule {
   // A uniformly distributed 64-bit random number (xoshiro256**).
   uint64_t next_random();
 
+  // --- Sampling -------------------------------------------------------------------------------
+  // Narrows the compute locations sample_compute_location draws for a block (a decision it is
+  // given is taken as it is): of the locations compute_at accepts, only those `filter` accepts
+  // (given this schedule, the block and the decision); none accepted leaves the block at the
+  // root. Copies of the schedule keep it. The tuner draws only locations that compute each
+  // value once so.
+  using LocationFilter = std::function<bool(Schedule&, const RV& block, int64_t location)>;
+  void set_location_filter(LocationFilter filter) { location_filter_ = std::move(filter); }
+  const LocationFilter& location_filter() const { return location_filter_; }
+
  private:
   struct Handle {
     RVKind kind;
@@ -118,6 +129,7 @@ class Schedule {
   int64_t next_id_ = 0;
   std::map<std::string, std::shared_ptr<FunctionIndex>> indices_;
   uint64_t rng_[4] = {0, 0, 0, 0};
+  LocationFilter location_filter_;
 };
 
 }  // namespace kiln::schedule

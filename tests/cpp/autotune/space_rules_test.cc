@@ -228,10 +228,10 @@ TEST(AddRFactor, AReductionAlongRowsWithEnoughRowsGetsVectorPartialResults) {
     EXPECT_NE(text.find("B_rf"), std::string::npos);
     EXPECT_NE(text.find("T.vectorized("), std::string::npos);
   }
-  EXPECT_GE(accepted, 4);
-  for (const auto& [reason, count] : space.rejections()) {
-    EXPECT_EQ(reason, "postproc refuse_recomputation: ReductionInReductionLoopError");
-  }
+  // The partial result's location is drawn among those outside the loop over the partial
+  // results: no draw is refused.
+  EXPECT_EQ(accepted, 12);
+  EXPECT_TRUE(space.rejections().empty());
   // Fewer than four vectors per row: nothing to gain.
   TuneTask short_rows = make_task(sum_rows(4096, 16), kHaswell);
   EXPECT_EQ(count_sketches_with(SpaceGenerator(short_rows, four_threads()), "rfactor"), 0u);
@@ -303,7 +303,7 @@ TEST(AddRFactor, AGlobalPoolingSumsWholeRowsOfHeightTimesWidthInVectors) {
             Json::array({8, 16}));
 }
 
-TEST(AddRFactor, CandidatesAreAcceptedButWherePartialResultsWouldBeOneLaneAtATime) {
+TEST(AddRFactor, PartialResultsAreNeverDrawnOneLaneAtATime) {
   TuneTask task = make_task(sum_rows(4, 65536), "llvm");
   SpaceGenerator space(task, four_threads());
   for (int sketch = 0; sketch < 3; ++sketch) {
@@ -315,11 +315,9 @@ TEST(AddRFactor, CandidatesAreAcceptedButWherePartialResultsWouldBeOneLaneAtATim
       bool factored = to_script(candidate->mod).find("B_rf") != std::string::npos;
       EXPECT_EQ(factored, sketch != 0);
     }
-    EXPECT_GE(accepted, sketch == 0 ? 12 : 4) << "sketch " << sketch;
+    EXPECT_EQ(accepted, 12) << "sketch " << sketch;
   }
-  for (const auto& [reason, count] : space.rejections()) {
-    EXPECT_EQ(reason, "postproc refuse_recomputation: ReductionInReductionLoopError");
-  }
+  EXPECT_TRUE(space.rejections().empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -375,8 +373,6 @@ TEST(RandomComputeLocation, TiledInlinedAndOutputBlocksAreNotMoved) {
   }
 }
 
-const char* const kRecomputation = "postproc refuse_recomputation: RecomputedReductionError";
-
 // The candidate of the first seed that `space` accepts for `sketch`.
 std::optional<Candidate> first_candidate(SpaceGenerator& space, size_t sketch) {
   for (uint64_t seed = 0; seed < 32; ++seed) {
@@ -386,20 +382,14 @@ std::optional<Candidate> first_candidate(SpaceGenerator& space, size_t sketch) {
   return std::nullopt;
 }
 
-// Every rejection `space` counted was a location that recomputes a reduction.
-void expect_only_recomputation_refused(const SpaceGenerator& space) {
-  for (const auto& [reason, count] : space.rejections()) EXPECT_EQ(reason, kRecomputation);
-}
-
-TEST(RandomComputeLocation, UsefulLocationsAreSampledAndAcceptedTheOthersRefused) {
+TEST(RandomComputeLocation, OnlyUsefulLocationsAreDrawn) {
   TuneTask task = make_task(centred_rows(16, 64), "llvm");
   SpaceGenerator space(task, four_threads());
   std::set<std::pair<int64_t, int64_t>> seen;
-  int accepted = 0;
   for (uint64_t seed = 0; seed < 48; ++seed) {
     std::optional<Candidate> candidate = space.sample(0, seed);
-    if (!candidate.has_value()) continue;
-    ++accepted;
+    // The draws skip the locations refuse_recomputation would refuse: every sample is kept.
+    ASSERT_TRUE(candidate.has_value()) << "seed " << seed;
     schedule::Schedule sch(candidate->mod, 0);
     EXPECT_FALSE(recomputes_reduction(sch, "mx")) << "seed " << seed;
     EXPECT_FALSE(recomputes_reduction(sch, "s")) << "seed " << seed;
@@ -407,9 +397,7 @@ TEST(RandomComputeLocation, UsefulLocationsAreSampledAndAcceptedTheOthersRefused
         instructions_of(candidate->decisions, "sample_compute_location");
     seen.insert({locations[0].decision.get<int64_t>(), locations[1].decision.get<int64_t>()});
   }
-  EXPECT_GE(accepted, 12);
-  expect_only_recomputation_refused(space);
-  EXPECT_EQ(space.rejections().count(kRecomputation), 1u);
+  EXPECT_TRUE(space.rejections().empty());
   // s: root or the loop i of Y; mx: root, or the loops i of Y or of s.
   EXPECT_GE(seen.size(), 3u);
 }
@@ -492,6 +480,40 @@ TEST(ComputeLocationCandidates, DrawsAreUniformOverTheAcceptedCandidates) {
       schedule::draw_compute_location(sch, block, next, [](int64_t) { return false; }).has_value());
 }
 
+TEST(ComputeLocationCandidates, TheScheduleFilterNarrowsDrawsButNotDecisions) {
+  Ref<IRModule> mod = make<IRModule>();
+  mod->functions["main"] = centred_rows(8, 16);
+  schedule::Schedule sch(mod, 5);
+  schedule::RV block = schedule::get_block(sch, "s");
+  std::vector<int64_t> candidates = schedule::compute_location_candidates(sch, block);
+  ASSERT_GE(candidates.size(), 3u);
+  int64_t only = candidates.back();
+  std::vector<int64_t> asked;
+  sch.set_location_filter([&](schedule::Schedule&, const schedule::RV& rv, int64_t location) {
+    EXPECT_EQ(rv.name(), block.name());
+    asked.push_back(location);
+    return location == only;
+  });
+  // Copies keep the filter: each draw takes the one location it accepts.
+  for (int k = 0; k < 8; ++k) {
+    schedule::Schedule copy = sch.copy();
+    schedule::sample_compute_location(copy, block);
+    EXPECT_EQ(copy.trace().instructions().back().decision, only);
+  }
+  // Only compute locations are offered to the filter; a given decision does not ask it.
+  for (int64_t location : asked) {
+    EXPECT_NE(std::find(candidates.begin(), candidates.end(), location), candidates.end());
+  }
+  asked.clear();
+  schedule::Schedule decided = sch.copy();
+  schedule::sample_compute_location(decided, block, candidates.front());
+  EXPECT_TRUE(asked.empty());
+  // A filter that accepts nothing leaves the block at the root.
+  sch.set_location_filter([](schedule::Schedule&, const schedule::RV&, int64_t) { return false; });
+  schedule::sample_compute_location(sch, block);
+  EXPECT_EQ(sch.trace().instructions().back().decision, -1);
+}
+
 TEST(MutateComputeLocation, ProposesAnotherValidLocation) {
   TuneTask task = make_task(centred_rows(16, 64), "llvm");
   SpaceGenerator space(task, four_threads());
@@ -522,7 +544,7 @@ TEST(MutateComputeLocation, ProposesAnotherValidLocation) {
     }
   }
   EXPECT_GT(proposals, 0);
-  expect_only_recomputation_refused(space);
+  EXPECT_TRUE(space.rejections().empty());
 }
 
 TEST(MutateComputeLocation, FindsNothingInATraceWithoutLocations) {
@@ -572,14 +594,10 @@ TEST(InvalidDecisions, ALocationThatNamesNoValidLoopIsDrawnAnew) {
   ASSERT_TRUE(parent.has_value());
   size_t site = first_index(parent->decisions, "sample_compute_location");
   std::optional<Candidate> child = space.replay(0, parent->decisions.with_decision(site, 999));
-  // Not refused as malformed: drawn anew, and the new location was kept or, when it would
-  // recompute a reduction, refused for that.
-  EXPECT_EQ(space.rejections().count("replay: error"), 0u);
-  if (child.has_value()) {
-    EXPECT_NE(child->decisions.instructions()[site].decision, 999);
-  } else {
-    EXPECT_EQ(space.rejections().count(kRecomputation), 1u);
-  }
+  // Not refused as malformed: drawn anew, among the locations that compute each value once.
+  ASSERT_TRUE(child.has_value());
+  EXPECT_NE(child->decisions.instructions()[site].decision, 999);
+  EXPECT_TRUE(space.rejections().empty());
 }
 
 TEST(InvalidDecisions, AMalformedSplitOfTheReductionIsRefusedAndCounted) {
