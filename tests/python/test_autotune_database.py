@@ -258,6 +258,13 @@ def test_closed_database_refuses_calls(db_path):
         db.workloads()
     assert str(error.value) == (f"kiln.autotune.Database.workloads: the tuning database "
                                 f"'{db_path}' is closed; open it again")
+    for method in ("best", "has_workload", "query_tuning_record", "query_schedule",
+                   "query_ir_module"):
+        args = (gemm_func(),) if method == "has_workload" else (gemm_func(), "llvm")
+        with pytest.raises(kiln.KilnValueError) as error:
+            getattr(db, method)(*args)
+        assert str(error.value) == (f"kiln.autotune.Database.{method}: the tuning database "
+                                    f"'{db_path}' is closed; open it again")
     db.close()  # closing twice is allowed
     assert repr(db) == f"kiln.autotune.Database({db_path!r}, closed)"
 

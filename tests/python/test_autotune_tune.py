@@ -93,6 +93,19 @@ def test_tune_tir_stores_a_schedule_that_build_applies(tmp_path):
     assert len(pool) >= 5 and 2 <= len(final) < len(pool) and final <= pool
     assert len(best) == 1 and best[0].candidate_hash == winners[0].candidate_hash
     assert db.best(matmul(24), "llvm") == []  # never tuned
+    # MetaSchedule's lookups give the same record and schedule; of a module of several
+    # functions, the one named workload_name.
+    assert db.has_workload(func) and not db.has_workload(matmul(24))
+    assert db.query_tuning_record(func, "llvm") == best[0]
+    assert db.query_tuning_record(matmul(24), "llvm") is None
+    module = kiln.ir.IRModule({"main": func, "other": matmul(24)})
+    assert kiln.ir.structural_equal(db.query_schedule(module, "llvm").mod, sch.mod)
+    assert kiln.ir.structural_equal(db.query_ir_module(func, "llvm"), sch.mod)
+    assert db.query_schedule(module, "llvm", workload_name="other") is None
+    with pytest.raises(KilnValueError, match=r"Database.query_ir_module: expected one function "
+                       r"or a function named 'mm' \(workload_name\), found a module of 2 "
+                       r"functions \('main', 'other'\)"):
+        db.query_ir_module(module, "llvm", workload_name="mm")
     # The pool and the final rounds load the objects their candidates were compiled to, as
     # does a build from the database in the work_dir.
     assert (tmp_path / "object_cache").is_dir()

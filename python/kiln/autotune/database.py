@@ -281,6 +281,22 @@ def _warn_other_threads(api, path, what, key, found, stacklevel, identity=None):
                   TuningRecordThreadsWarning, stacklevel=stacklevel + 1)
 
 
+def _query_function(mod, workload_name, api):
+    """(name, PrimFunc) of ``mod``: its one function, or the one named ``workload_name``."""
+    from .tune import _functions
+    pairs = _functions(mod, api)
+    if len(pairs) == 1:
+        return pairs[0]
+    for name, func in pairs:
+        if workload_name is not None and name == workload_name:
+            return name, func
+    names = ", ".join(repr(name) for name, _ in pairs) or "none"
+    wanted = ("one function" if workload_name is None
+              else f"one function or a function named {workload_name!r} (workload_name)")
+    raise KilnValueError(f"{api}: expected {wanted}, found a module of {len(pairs)} functions "
+                         f"({names})")
+
+
 class Database:
     """A tuning database: one SQLite file, created when missing and migrated when older.
 
@@ -320,10 +336,13 @@ class Database:
         for message in self._core.take_warnings():
             warnings.warn(message, DatabaseWarning, stacklevel=3)
 
-    def _call(self, method, *args):
+    def _check_open(self, api):
         if self._core is None:
-            raise KilnValueError(f"kiln.autotune.Database.{method}: the tuning database "
-                                 f"'{self._path}' is closed; open it again")
+            raise KilnValueError(f"{api}: the tuning database '{self._path}' is closed; open it "
+                                 "again")
+
+    def _call(self, method, *args):
+        self._check_open(f"kiln.autotune.Database.{method}")
         try:
             return getattr(self._core, method)(*args)
         finally:
@@ -438,7 +457,72 @@ class Database:
             KilnValueError: ``k < 0``, an unknown target, a negative ``num_threads``, or
                 ``num_threads`` given with a TargetKey (which carries its own).
         """
-        api = "kiln.autotune.Database.best"
+        return self._best(workload, target, k, num_threads, "kiln.autotune.Database.best")
+
+    def has_workload(self, mod):
+        """Whether the function of ``mod`` (a PrimFunc, or an IRModule of one function) has a
+        workload here: it was tuned (or committed) before, on any target.
+
+        Raises:
+            KilnTypeError: ``mod`` is neither a PrimFunc nor an IRModule.
+            KilnValueError: a module of several functions.
+        """
+        api = "kiln.autotune.Database.has_workload"
+        _, func = _query_function(mod, None, api)
+        self._check_open(api)
+        # The workload key does not depend on the target: any target string finds it.
+        return _core.task_key(self._core, func, "llvm", 0, api)[0] is not None
+
+    def query_tuning_record(self, mod, target, workload_name="main", num_threads=None):
+        """The best :class:`TuningRecord` of a function on ``target``, or None (MetaSchedule's
+        ``Database.query_tuning_record``): :meth:`best` with ``k=1``, and the same fallback to
+        another thread count.
+
+        ``mod`` is a PrimFunc or an IRModule; of a module of several functions, the one named
+        ``workload_name``. ``target`` and ``num_threads`` are as for :meth:`best`.
+
+        Raises:
+            KilnTypeError: an argument of the wrong type.
+            KilnValueError: a module without a function named ``workload_name``, or a bad
+                target or thread count (see :meth:`best`).
+        """
+        api = "kiln.autotune.Database.query_tuning_record"
+        _, func = _query_function(mod, workload_name, api)
+        best = self._best(func, target, 1, num_threads, api)
+        return best[0] if best else None
+
+    def query_schedule(self, mod, target, workload_name="main", num_threads=None):
+        """The best schedule of a function on ``target`` (see :meth:`query_tuning_record`)
+        replayed on it: a tir.Schedule, or None when there is no record (MetaSchedule's
+        ``Database.query_schedule``; :func:`kiln.autotune.compile_tir` with this database).
+
+        Raises:
+            KilnTypeError, KilnValueError: as :meth:`query_tuning_record`, and a KilnValueError
+                for a stored trace that does not replay on the function.
+        """
+        from .tune import _best_schedule
+        api = "kiln.autotune.Database.query_schedule"
+        name, func = _query_function(mod, workload_name, api)
+        self._check_open(api)
+        return _best_schedule(self, func, target, num_threads, api,
+                              f"function '{name or 'main'}'", stacklevel=2)
+
+    def query_ir_module(self, mod, target, workload_name="main", num_threads=None):
+        """The module of :meth:`query_schedule`'s schedule (the function with the best schedule
+        applied), or None (MetaSchedule's ``Database.query_ir_module``).
+
+        Raises:
+            KilnTypeError, KilnValueError: as :meth:`query_schedule`.
+        """
+        from .tune import _best_schedule
+        api = "kiln.autotune.Database.query_ir_module"
+        name, func = _query_function(mod, workload_name, api)
+        self._check_open(api)
+        sch = _best_schedule(self, func, target, num_threads, api,
+                             f"function '{name or 'main'}'", stacklevel=2)
+        return None if sch is None else sch.mod
+
+    def _best(self, workload, target, k, num_threads, api):
         workload, target = self._resolve(workload, target, num_threads, api)
         if workload is None:
             return []
@@ -446,7 +530,7 @@ class Database:
                                                    _target_key(target, api), k)]
         if records and records[0].num_threads != target.num_threads:
             _warn_other_threads(api, self.path, f"workload {records[0].workload_id}", target,
-                                records[0].num_threads, stacklevel=2)
+                                records[0].num_threads, stacklevel=3)
         return records
 
     def _resolve(self, workload, target, num_threads, api):
@@ -466,7 +550,7 @@ class Database:
             if isinstance(target, str):
                 target = TargetKey(*_core.local_target_key(target, num_threads, api))
             return workload, target
-        self._call("size")  # raises the error of a closed database
+        self._check_open(api)
         text = target.target if isinstance(target, TargetKey) else target
         found, *key = _core.task_key(self._core, workload, text, num_threads or 0, api)
         return found, target if isinstance(target, TargetKey) else TargetKey(*key)
