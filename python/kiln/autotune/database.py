@@ -500,12 +500,8 @@ class Database:
             KilnTypeError, KilnValueError: as :meth:`query_tuning_record`, and a KilnValueError
                 for a stored trace that does not replay on the function.
         """
-        from .tune import _best_schedule
-        api = "kiln.autotune.Database.query_schedule"
-        name, func = _query_function(mod, workload_name, api)
-        self._check_open(api)
-        return _best_schedule(self, func, target, num_threads, api,
-                              f"function '{name or 'main'}'", stacklevel=2)
+        return self._query_schedule(mod, target, workload_name, num_threads,
+                                    "kiln.autotune.Database.query_schedule")
 
     def query_ir_module(self, mod, target, workload_name="main", num_threads=None):
         """The module of :meth:`query_schedule`'s schedule (the function with the best schedule
@@ -514,13 +510,16 @@ class Database:
         Raises:
             KilnTypeError, KilnValueError: as :meth:`query_schedule`.
         """
+        sch = self._query_schedule(mod, target, workload_name, num_threads,
+                                   "kiln.autotune.Database.query_ir_module")
+        return None if sch is None else sch.mod
+
+    def _query_schedule(self, mod, target, workload_name, num_threads, api):
         from .tune import _best_schedule
-        api = "kiln.autotune.Database.query_ir_module"
         name, func = _query_function(mod, workload_name, api)
         self._check_open(api)
-        sch = _best_schedule(self, func, target, num_threads, api,
-                             f"function '{name or 'main'}'", stacklevel=2)
-        return None if sch is None else sch.mod
+        return _best_schedule(self, func, target, num_threads, api,
+                              f"function '{name or 'main'}'", stacklevel=3)
 
     def _best(self, workload, target, k, num_threads, api):
         workload, target = self._resolve(workload, target, num_threads, api)
