@@ -86,10 +86,11 @@ std::map<size_t, std::pair<double, double>> interleaved_keys(
 // The members of interleaved rounds that ran, fastest first (indices into the results `keys`
 // come from, interleaved_keys): the lowest median ratio first (on a tie, the lowest median
 // time).
-std::vector<size_t> interleaved_order(std::map<size_t, std::pair<double, double>> keys) {
+std::vector<size_t> interleaved_order(const std::map<size_t, std::pair<double, double>>& keys) {
   std::vector<size_t> ok;
   for (const auto& [i, key] : keys) ok.push_back(i);
-  std::stable_sort(ok.begin(), ok.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  std::stable_sort(ok.begin(), ok.end(),
+                   [&](size_t a, size_t b) { return keys.at(a) < keys.at(b); });
   return ok;
 }
 

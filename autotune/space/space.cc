@@ -68,8 +68,8 @@ std::vector<Trace> user_sketches(const ir::Ref<ir::IRModule>& mod, const UserSpa
     try {
       Trace::apply_json(json, &sch);
     } catch (const Error& e) {
-      user_check(false) << "design space '" << space.name << "': sketch " << i
-                        << " does not replay on the task's function: " << e.what();
+      user_error(ErrorKind::kValue) << "design space '" << space.name << "': sketch " << i
+                                    << " does not replay on the task's function: " << e.what();
     }
     sketches.push_back(sch.trace());
   }

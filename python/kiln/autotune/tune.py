@@ -564,8 +564,8 @@ def tune_tasks(tasks, target="llvm", work_dir=None, database=None, config=None, 
     try:
         raw = _core.tune_tasks([e[1] for e in entries], [e[0] for e in entries],
                                [e[2] for e in entries], baselines, references, spaces, target,
-                               db._core,
-                               runner._core, cost_model._core, settings, log_path, bars.update)
+                               db._core, runner._core, cost_model._core, settings, log_path,
+                               bars.update)
     finally:
         bars.close()
         if model_dir is not None:
