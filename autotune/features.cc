@@ -55,6 +55,7 @@ struct Context {
 void write_program(const Context& c, FeatureSink& put) {
   const Program& p = c.program;
   double ops = 0, float_ops = 0, vector_ops = 0, fma = 0, bytes = 0, work = 0, parallel_work = 0;
+  double stored_bytes = 0, streamed_bytes = 0;
   int max_depth = 0;
   std::map<const ir::Var*, double> unique_bytes;
   for (const Store& s : p.stores) {
@@ -66,6 +67,9 @@ void write_program(const Context& c, FeatureSink& put) {
     work += w;
     if (s.parallel_level >= 0) parallel_work += w;
     max_depth = std::max(max_depth, s.depth());
+    double stored = s.trips * s.accesses[0].lanes * s.accesses[0].element_bytes;
+    stored_bytes += stored;
+    if (s.streams) streamed_bytes += stored;
     for (const Access& a : s.accesses) {
       bytes += s.trips * a.lanes * a.element_bytes;
       double& unique = unique_bytes[a.data];
@@ -89,6 +93,7 @@ void write_program(const Context& c, FeatureSink& put) {
   put("program.parallel_share", ratio(parallel_work, work));
   put("program.log_parallel_launches", slog(launches));
   put("program.symbolic_loops", p.symbolic_loops);
+  put("program.streamed_store_share", ratio(streamed_bytes, stored_bytes));
 }
 
 void write_target(const Context& c, FeatureSink& put) {

@@ -11,6 +11,7 @@
 #include "kiln/ir/op.h"
 #include "kiln/ir/structural.h"
 #include "kiln/support/error.h"
+#include "kiln/tir/nontemporal.h"
 
 namespace kiln::autotune::detail {
 
@@ -52,6 +53,20 @@ class ProgramWalker : public IRVisitor {
   // Step 1. Loops: the stack of loops around the statement being walked. A loop of one
   // iteration is no loop (the compiler removes it): its variable is a constant of the body.
   void visit(const For* op) override {
+    if (streamed_.empty()) {
+      std::vector<const Var*> streamed =
+          tir::streamed_buffers(*op, [this](const Var* data) { return local_.count(data) != 0; });
+      if (!streamed.empty()) {
+        streamed_ = std::move(streamed);
+        visit_loop(op);
+        streamed_.clear();
+        return;
+      }
+    }
+    visit_loop(op);
+  }
+
+  void visit_loop(const For* op) {
     Loop loop;
     loop.var = op->loop_var.get();
     loop.kind = op->kind;
@@ -121,6 +136,7 @@ class ProgramWalker : public IRVisitor {
     store.arithmetic = count_arithmetic(op->value, machine_);
     store.body = stack_.empty() ? -1 : stack_.back();
     store.conditional = branch_depth_ >= static_cast<int>(stack_.size()) && !stack_.empty();
+    store.streams = !streamed_.empty() && tir::is_streaming_store(*op, streamed_);
     for (int level = 0; level < store.depth(); ++level) {
       if (program.loops[stack_[level]].kind == ForKind::kParallel && store.parallel_level < 0) {
         store.parallel_level = level;
@@ -227,6 +243,7 @@ class ProgramWalker : public IRVisitor {
   int branch_depth_ = -1;  // loops around the innermost if being walked, -1: none
   std::vector<std::pair<const Var*, Expr>> lets_;
   std::unordered_set<const Var*> local_;
+  std::vector<const Var*> streamed_;  // under a loop whose stores stream: their buffers
 };
 
 // LLVM's loop vectorizer runs at every opt level kiln uses: an innermost serial loop of scalar

@@ -105,6 +105,7 @@ struct Store {
   bool accumulates = false;      // the value loads the element it stores (a reduction update)
   int parallel_level = -1;       // position in `loops` of the parallel loop around it
   bool conditional = false;      // under an if inside its innermost loop
+  bool streams = false;          // a non-temporal store (kiln/tir/nontemporal.h)
   // Iterations of its innermost loop that the compiler's loop vectorizer is expected to run as
   // one vector (1: none). See auto_vectorize in features_loops.cc.
   int vector_factor = 1;

@@ -4,7 +4,8 @@
 // extent, and made parallel; each block's innermost loop, when spatial, is vectorized (a loop
 // longer than the largest vector is split first); the nest's outermost loop is marked for automatic
 // unrolling and keeps LLVM from unrolling what stays a loop (a nest that only copies into an
-// intermediate buffer, a packed operand, unrolls at most kStagingCopyUnrollMaxStep steps).
+// intermediate buffer, a packed operand, unrolls at most kStagingCopyUnrollMaxStep steps); under
+// kiln.nontemporal = 1 the outermost loop of each other nest is annotated pragma_nontemporal.
 #include <algorithm>
 #include <unordered_set>
 
@@ -17,6 +18,7 @@
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/loop_transformation.h"
 #include "kiln/schedule/tensor_intrin.h"
+#include "kiln/tir/nontemporal.h"
 
 namespace kiln::autotune {
 
@@ -113,6 +115,7 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
     int64_t parallel_max = annotation_or(*root->block, kParallelMaxAnnotation, 0);
     int64_t vectorize_max = annotation_or(*root->block, kVectorizeMaxAnnotation, 0);
     int64_t unroll = annotation_or(*root->block, kUnrollMaxAnnotation, -1);
+    bool stream = annotation_or(*root->block, kStreamingAnnotation, 0) != 0;
     // Step 1. The nests at the root, named by a block inside each (the IR changes as we go),
     // and whether each only stages data.
     std::vector<std::string> nests;
@@ -129,6 +132,7 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
     for (size_t n = 0; n < nests.size(); ++n) {
       if (nests[n].empty()) continue;
       if (parallel_max > 0) parallelize_outer(sch, nests[n], parallel_max);
+      if (stream && !staging[n]) mark_streaming(sch, nests[n]);
       if (unroll < 0) continue;
       mark_unroll(sch, nests[n], staging[n] ? std::min(unroll, kStagingCopyUnrollMaxStep) : unroll);
     }
@@ -197,6 +201,14 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
                    ? loops[0]
                    : schedule::fuse(sch, std::vector<RV>(loops.begin(), loops.begin() + count));
     schedule::parallel(sch, outer);
+  }
+
+  // The stores of the nest to outputs it does not read go past the caches (the code generator
+  // picks them: kiln/tir/nontemporal.h).
+  static void mark_streaming(schedule::Schedule& sch, const std::string& name) {
+    if (sch.index("main").find_block(name) == nullptr) return;
+    RV outer = schedule::get_loops(sch, schedule::get_block(sch, name)).front();
+    schedule::annotate(sch, outer, tir::kNontemporalAnnotation, make_const(DataType::int32(), 1));
   }
 
   static void mark_unroll(schedule::Schedule& sch, const std::string& name, int64_t steps) {

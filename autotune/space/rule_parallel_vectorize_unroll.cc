@@ -1,6 +1,7 @@
 // The rule parallel_vectorize_unroll: on the root block, the largest parallel extent, the
 // largest vectorized extent and the depth of automatic unrolling, for the postprocessor of the
-// same name to apply once the loops are final.
+// same name to apply once the loops are final, and whether outputs are stored past the caches.
+#include "autotune/program_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/ir/op.h"
 #include "kiln/schedule/annotation.h"
@@ -35,6 +36,10 @@ class ParallelVectorizeUnroll : public ScheduleRule {
       schedule::RV unroll =
           schedule::sample_categorical(result, steps, std::vector<double>(steps.size(), 1.0));
       schedule::annotate(result, root, kUnrollMaxAnnotation, unroll);
+      if (outgrows_last_level_cache()) {
+        schedule::RV stream = schedule::sample_categorical(result, {0, 1}, {1.0, 1.0});
+        schedule::annotate(result, root, kStreamingAnnotation, stream);
+      }
     } catch (const schedule::ScheduleError&) {
       return {sch};
     }
@@ -42,6 +47,21 @@ class ParallelVectorizeUnroll : public ScheduleRule {
   }
 
  private:
+  // Whether the function's buffers hold more bytes than the target's last-level cache.
+  bool outgrows_last_level_cache() const {
+    double bytes = 0;
+    for (const auto& entry : context_.task->func->buffer_map) {
+      const ir::Buffer& buffer = *entry.second;
+      double elements = 1;
+      for (const ir::Expr& extent : buffer.shape) {
+        const int64_t* c = ir::as_const_int(extent);
+        elements *= c != nullptr ? static_cast<double>(*c) : 0.0;
+      }
+      bytes += elements * buffer.dtype.bytes();
+    }
+    return bytes > detail::machine_model(context_.task->target, MachineOptions()).l3_bytes;
+  }
+
   SpaceContext context_;
 };
 

@@ -40,6 +40,7 @@ constexpr const char* kRegisterColumnsAnnotation = "kiln.register_tile_columns";
 constexpr const char* kParallelMaxAnnotation = "kiln.parallel_max";    // root: max extent
 constexpr const char* kVectorizeMaxAnnotation = "kiln.vectorize_max";  // root: max extent
 constexpr const char* kUnrollMaxAnnotation = "kiln.unroll_max_step";   // root: unroll depth
+constexpr const char* kStreamingAnnotation = "kiln.nontemporal";       // root: 0 or 1
 // GPU: a shared-memory copy that rewrite_cooperative_fetch spreads over the block's threads, its
 // value the vector width to copy with; on a tiled block, the fewest threads per block and the
 // most outputs per thread that verify_gpu_code accepts (check_gpu_tiles).
@@ -150,6 +151,9 @@ std::unique_ptr<ScheduleRule> make_random_compute_location(const SpaceContext& c
 // automatic unroll depth that the postprocessor parallel_vectorize_unroll applies:
 //   v1 = sch.sample_categorical(candidates=[0, 16, 64, 512], probs=[0.25, 0.25, 0.25, 0.25])
 //   sch.annotate(block_or_loop=b0, ann_val=v1, ann_key="kiln.unroll_max_step")
+// and, for a function whose buffers hold more bytes than the target's last-level cache (what it
+// writes would leave the cache before anyone read it), whether its nests store their outputs
+// past the caches (kiln.nontemporal: 0 or 1; see kiln/tir/nontemporal.h).
 std::unique_ptr<ScheduleRule> make_parallel_vectorize_unroll(const SpaceContext& context);
 
 // The GPU rules (targets "cuda" and "opencl"; space.cc picks the rules by the target's kind).
@@ -260,7 +264,8 @@ void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target);
 std::unique_ptr<Postproc> make_rewrite_reduction_block(const SpaceContext& context);
 // Applies the root's annotations: fuses and parallelizes the outer spatial loops of each nest,
 // vectorizes innermost spatial loops (not around a tensorized block, or a block holding blocks),
-// and marks each nest for automatic unrolling.
+// marks each nest for automatic unrolling and, under kiln.nontemporal = 1, the outermost loop of
+// each nest that is not a staging copy "pragma_nontemporal" (its stores to outputs stream).
 std::unique_ptr<Postproc> make_parallel_vectorize_unroll_postproc(const SpaceContext& context);
 
 // ---------------------------------------------------------------------------------------------

@@ -117,7 +117,11 @@ Example:
           py::arg("block_or_loop"), py::arg("ann_key"), py::arg("ann_val"),
           R"doc(Sets the annotation ``ann_key`` of a block or a loop to ``ann_val``.
 
-Lowering passes read some keys, e.g. "pragma_auto_unroll_max_step" on a loop.
+Lowering passes and code generators read some keys on loops: "pragma_auto_unroll_max_step"
+(unroll the loops under it up to that many steps), "pragma_unroll_explicit",
+"pragma_llvm_unroll" and "pragma_nontemporal" (1: the contiguous vector stores under the loop
+to outputs it does not read go past the caches, where the output's data is aligned to 64 bytes
+when the loop starts; a fence ends them. For outputs written once and larger than the caches).
 
 Args:
     block_or_loop (BlockRV, LoopRV or str): where to put it; a str names a block.

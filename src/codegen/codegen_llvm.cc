@@ -90,6 +90,7 @@ void CodeGenLLVM::add_function(const PrimFunc& func) {
   // Buffers by data variable, in first-use order, for alignment and alias scopes.
   buffer_of_data_.clear();
   alias_info_.clear();
+  allocated_.clear();
   std::vector<const Var*> data_vars;
   auto note_buffer = [&](const Buffer* buffer) {
     if (buffer_of_data_.emplace(buffer->data.get(), buffer).second) {
@@ -107,6 +108,7 @@ void CodeGenLLVM::add_function(const PrimFunc& func) {
         break;
       case NodeKind::Allocate:
         note_buffer(static_cast<const Allocate*>(node)->buffer.get());
+        allocated_.insert(static_cast<const Allocate*>(node)->buffer->data.get());
         break;
       default:
         break;

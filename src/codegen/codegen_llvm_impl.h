@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kiln/codegen/target.h"
@@ -50,6 +51,7 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
     std::unordered_map<const ir::Var*, llvm::Value*> vars;
     std::vector<llvm::Value*> workspaces;  // live KilnBackendAllocWorkspace results, in order
     int max_vector_bits = 0;               // for the "min-legal-vector-width" attribute
+    bool unfenced_streams = false;         // non-temporal stores emitted since the last fence
   };
   // kiln.noalias: the scope of a data Var's buffer and the list of every other buffer's scope.
   struct AliasInfo {
@@ -171,6 +173,12 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   void emit_store(const ir::BufferStore* op);
   void emit_allocate(const ir::Allocate* op);
   void emit_for(const ir::For* op);
+  // A loop as it is: parallel (a task function) or serial.
+  void emit_loop(const ir::For* op);
+  // For a loop whose stores stream (kiln/tir/nontemporal.h): the alignment check, the streaming
+  // copy of the loop ending in a fence, and the plain loop; false (nothing emitted) when no store
+  // under it streams.
+  bool emit_streaming_versions(const ir::For* op);
   // What a loop asks of LLVM: nothing (its unroller and loop vectorizer decide), a full
   // unrolling, or to be left as it is (neither unrolled nor vectorized: the schedule decided).
   enum class LoopUnroll { kLlvmDecides, kFull, kNever };
@@ -213,6 +221,10 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   std::unordered_map<const ir::Var*, AliasInfo> alias_info_;
   // Data Var -> a Buffer that uses it (for the alignment of the pointer bound to it).
   std::unordered_map<const ir::Var*, const ir::Buffer*> buffer_of_data_;
+  // The data Vars the current PrimFunc allocates (the rest are its arguments').
+  std::unordered_set<const ir::Var*> allocated_;
+  // The buffers whose contiguous vector stores stream, in the streaming copy of a loop.
+  std::vector<const ir::Var*> streamed_;
   std::map<std::string, llvm::Value*> strings_;
   std::map<std::string, int32_t> device_kernel_index_;  // kernel name -> KilnDeviceLaunch index
 };

@@ -199,6 +199,8 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
   bool fixed = op->annotations.count(tir::kLlvmLoopFixedAnnotation) != 0 && contains_loop(op->body);
   emit_serial_loop(op->loop_var.get(), chunk_begin, chunk_end, op->body,
                    fixed ? LoopUnroll::kNever : LoopUnroll::kLlvmDecides);
+  // Streaming stores of this chunk reach memory before the pool sees the task done.
+  if (fn_.unfenced_streams) builder_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
   builder_.CreateRet(builder_.getInt32(0));
   finish_function();
 

@@ -3,6 +3,7 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "codegen_llvm_impl.h"
@@ -10,6 +11,7 @@
 #include "kiln/ir/buffer.h"
 #include "kiln/ir/op.h"
 #include "kiln/support/error.h"
+#include "kiln/tir/nontemporal.h"
 #include "kiln/tir/unroll_loops.h"
 
 namespace kiln::codegen {
@@ -82,8 +84,12 @@ llvm::Align CodeGenLLVM::access_alignment(const Buffer& buffer, const Expr& inde
   } else if (const auto* ramp = index.as<Ramp>()) {
     factor = known_factor(ramp->base);
   }
-  int64_t bytes = std::gcd(std::max<int64_t>(buffer.alignment(), element),
-                           std::min(factor, kAnyFactor) * element);
+  int64_t declared = buffer.alignment();
+  if (std::find(streamed_.begin(), streamed_.end(), buffer.data.get()) != streamed_.end()) {
+    declared = std::max<int64_t>(declared, tir::kStreamingAlignment);  // checked at the loop
+  }
+  int64_t bytes =
+      std::gcd(std::max<int64_t>(declared, element), std::min(factor, kAnyFactor) * element);
   int64_t align = 1;
   while (bytes % (align * 2) == 0 && align * 2 <= bytes) align *= 2;
   return llvm::Align(static_cast<uint64_t>(align));
@@ -140,6 +146,12 @@ void CodeGenLLVM::emit_store(const BufferStore* op) {
     store = builder_.CreateMaskedScatter(value, addresses, llvm::Align(buffer.dtype.bytes()));
   }
   add_alias_info(store, buffer);
+  if (!streamed_.empty() && tir::is_streaming_store(*op, streamed_)) {
+    store->setMetadata(
+        llvm::LLVMContext::MD_nontemporal,
+        llvm::MDNode::get(context_, {llvm::ConstantAsMetadata::get(builder_.getInt32(1))}));
+    fn_.unfenced_streams = true;
+  }
 }
 
 void CodeGenLLVM::emit_error_return(const std::string& message) {
@@ -293,6 +305,45 @@ void CodeGenLLVM::emit_for(const For* op) {
       << " is bound to the GPU thread index " << op->thread_tag
       << "; the CPU backend cannot compile thread bindings: build for a GPU target or leave the "
          "loop unbound";
+  if (streamed_.empty() && emit_streaming_versions(op)) return;
+  emit_loop(op);
+}
+
+bool CodeGenLLVM::emit_streaming_versions(const For* op) {
+  // A pointer bound inside the loop is none the function received.
+  std::vector<const Var*> streamed = tir::streamed_buffers(*op, [this](const Var* data) {
+    return allocated_.count(data) != 0 || fn_.vars.count(data) == 0;
+  });
+  if (streamed.empty()) return false;
+  llvm::Type* address_type = module_->getDataLayout().getIntPtrType(context_);
+  llvm::Value* aligned = builder_.getTrue();
+  for (const Var* data : streamed) {
+    llvm::Value* address = builder_.CreatePtrToInt(lookup_var(data), address_type);
+    llvm::Value* offset = builder_.CreateAnd(
+        address, llvm::ConstantInt::get(address_type, tir::kStreamingAlignment - 1));
+    aligned = builder_.CreateAnd(
+        aligned, builder_.CreateICmpEQ(offset, llvm::ConstantInt::get(address_type, 0)));
+  }
+  auto* stream = llvm::BasicBlock::Create(context_, "streaming", fn_.function);
+  auto* plain = llvm::BasicBlock::Create(context_, "not_streaming", fn_.function);
+  auto* done = llvm::BasicBlock::Create(context_, "streaming_end", fn_.function);
+  builder_.CreateCondBr(aligned, stream, plain);
+  builder_.SetInsertPoint(stream);
+  streamed_ = std::move(streamed);
+  emit_loop(op);
+  streamed_.clear();
+  // The streaming stores of this thread reach memory before anything after the loop runs.
+  if (fn_.unfenced_streams) builder_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
+  fn_.unfenced_streams = false;
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(plain);
+  emit_loop(op);
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(done);
+  return true;
+}
+
+void CodeGenLLVM::emit_loop(const For* op) {
   if (op->kind == ForKind::kParallel) {
     emit_parallel_for(op);
     return;

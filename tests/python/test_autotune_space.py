@@ -653,6 +653,35 @@ def test_an_elementwise_function_gets_parallel_and_vector_loops():
     np.testing.assert_allclose(args[1], args[0] * 2.0)
 
 
+def streaming_decision(candidate):
+    """The kiln.nontemporal decision of a candidate's trace, or None where it has none."""
+    instructions = candidate.decisions.as_json()["instructions"]
+    for inst in instructions:
+        if inst["kind"] == "annotate" and inst["attrs"]["ann_key"] == "kiln.nontemporal":
+            sample = next(s for s in instructions if s["outputs"] == inst["inputs"][1:])
+            return sample["attrs"]["candidates"][sample["decision"]]
+    return None
+
+
+def test_outputs_larger_than_the_caches_may_stream():
+    # 2 GiB of buffers outgrow any last-level cache (sampling schedules; nothing is allocated).
+    A = te.placeholder((16384, 16384), "float32", name="A")
+    B = te.compute((16384, 16384), lambda i, j: A[i, j] * 2.0, name="B")
+    space = SpaceGenerator(te.create_prim_func([A, B]), "llvm", num_threads=2)
+    by_decision = {}
+    for seed in range(16):
+        candidate = space.sample(0, seed)
+        by_decision.setdefault(streaming_decision(candidate), candidate)
+    assert set(by_decision) == {0, 1}
+    assert "pragma_nontemporal" in by_decision[1].mod["main"].script()
+    assert "pragma_nontemporal" not in by_decision[0].mod["main"].script()
+    assert "!nontemporal" in kiln.build(by_decision[1].mod).get_source("ll")
+    # A function that fits the caches is not offered the choice.
+    small = SpaceGenerator(matmul(64, 64, 64), "llvm", num_threads=2)
+    for sketch in range(len(small.sketches)):
+        assert streaming_decision(small.sample(sketch, 0)) is None
+
+
 def test_symbolic_shapes_are_refused():
     n = te.var("n")
     A = te.placeholder((n,), "float32", name="A")

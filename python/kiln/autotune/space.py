@@ -12,8 +12,11 @@ the parallel loops, vectors and unrolling to the postprocessor parallel_vectoriz
 annotating the root block (``sch.get_block("root")``), as MetaSchedule's ``meta_schedule.*``
 annotations do: ``kiln.parallel_max`` (the outer spatial loops fused and made parallel up to
 this extent), ``kiln.vectorize_max`` (each block's innermost spatial loop vectorized, split
-first when longer) and ``kiln.unroll_max_step`` (the depth of automatic unrolling; a sampled
-value, ``sch.sample_categorical``, is tuned).
+first when longer), ``kiln.unroll_max_step`` (the depth of automatic unrolling) and
+``kiln.nontemporal`` (1: each nest's outermost loop is annotated ``pragma_nontemporal``, so that
+its stores to outputs go past the caches); a sampled value, ``sch.sample_categorical``, is
+tuned. Kiln's rules offer ``kiln.nontemporal`` to functions whose buffers outgrow the target's
+last-level cache.
 
 Example::
 
