@@ -526,3 +526,17 @@ def test_bad_arguments_name_the_api():
         topi.default_schedule([x, topi.exp(x)], target=1)
     with pytest.raises(kiln.KilnValueError):
         topi.default_schedule([x, topi.exp(x)], target="llvm -mcpu=nonexistent")
+
+
+def test_outputs_of_a_function_larger_than_the_last_level_cache_stream():
+    # 2 GiB of buffers outgrow any last-level cache (scheduled and lowered, never allocated).
+    x = te.placeholder((16384, 16384), name="x")
+    big = topi.nn.relu(x)
+    target = kiln.target.Target("llvm")
+    script = topi.default_schedule(te.create_prim_func([x, big]), target).mod["main"].script()
+    expected = 0 if target.l3_cache_bytes is None else 1
+    assert script.count("pragma_nontemporal") == expected
+    # The same operator at a size that fits the caches is not annotated.
+    small_x = te.placeholder((64, 64), name="x")
+    small = te.create_prim_func([small_x, topi.nn.relu(small_x)])
+    assert "pragma_nontemporal" not in topi.default_schedule(small, target).mod["main"].script()

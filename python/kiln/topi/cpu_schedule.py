@@ -42,6 +42,10 @@ whatever operators built it:
    accumulates vectors: its reduction loop is split by a multiple of the lanes of the widest
    vector that divides it (as in step 4) and the inner part becomes a vector of partial results
    (rfactor), reduced to one value per row at the end.
+6. Where the function's buffers hold more bytes than the target's last-level cache (when the
+   target says), the outermost loop of each nest that writes an output is annotated
+   "pragma_nontemporal": its vector stores of outputs it does not read go past the caches
+   (no read for ownership; a smaller output would still be in cache for the next kernel).
 
 A step whose preconditions fail is skipped, so the schedule never fails where the unscheduled
 function builds; a vectorized loop that lowering would run serially is not vectorized.
@@ -282,6 +286,22 @@ class _Scheduler:
                 self.attempt(self.schedule_spatial, name)
             else:
                 self.attempt(self.schedule_reduction, name)
+        self.attempt(self.stream_outputs)
+
+    def stream_outputs(self, sch):
+        """Step 6: outputs stored past the caches where the buffers outgrow the last level."""
+        last_level = self.target.l3_cache_bytes
+        total = 0
+        for buffer in sch.mod["main"].buffer_map.values():
+            extents = [const_int(e) for e in buffer.shape]
+            if last_level is None or None in extents:
+                return
+            total += math.prod(extents) * dtype_bytes(buffer.dtype)
+        if total <= last_level:
+            return
+        for name in block_names(sch):
+            if self.info(name, sch).writes_output and sch.get_loops(name):
+                sch.annotate(sch.get_loops(name)[0], "pragma_nontemporal", 1)
 
     def inline(self):
         """Step 1: element-wise producers into their consumers, a padding guard not into a
