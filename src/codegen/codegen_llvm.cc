@@ -154,6 +154,7 @@ void CodeGenLLVM::add_function(const PrimFunc& func) {
   builder_.setFastMathFlags(flags);
 
   emit_stmt(func.body);
+  fence_streams();
   builder_.CreateRet(builder_.getInt32(0));
   finish_function();
 }

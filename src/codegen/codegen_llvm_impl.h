@@ -9,6 +9,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -175,10 +176,16 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   void emit_for(const ir::For* op);
   // A loop as it is: parallel (a task function) or serial.
   void emit_loop(const ir::For* op);
-  // For a loop whose stores stream (kiln/tir/nontemporal.h): the alignment check, the streaming
-  // copy of the loop ending in a fence, and the plain loop; false (nothing emitted) when no store
-  // under it streams.
-  bool emit_streaming_versions(const ir::For* op);
+  // A loop whose stores stream (kiln/tir/nontemporal.h), emitted with the streaming and the
+  // plain copy of its streaming_point; false (nothing emitted) when no store under it streams.
+  bool emit_streaming(const ir::For* op);
+  // The alignment check of the `streamed` pointers, then `emit_code` twice: with their
+  // contiguous vector stores streaming, and plain.
+  void emit_streaming_versions(const std::vector<const ir::Var*>& streamed,
+                               const std::function<void()>& emit_code);
+  // A fence after the streaming stores of the current function, if any since the last one:
+  // before it returns or starts a parallel loop, at the end of a parallel task.
+  void fence_streams();
   // What a loop asks of LLVM: nothing (its unroller and loop vectorizer decide), a full
   // unrolling, or to be left as it is (neither unrolled nor vectorized: the schedule decided).
   enum class LoopUnroll { kLlvmDecides, kFull, kNever };
@@ -225,6 +232,9 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   std::unordered_set<const ir::Var*> allocated_;
   // The buffers whose contiguous vector stores stream, in the streaming copy of a loop.
   std::vector<const ir::Var*> streamed_;
+  // Under a loop whose stores stream: the statement to emit in two copies, and the buffers.
+  const ir::StmtNode* streaming_point_ = nullptr;
+  std::vector<const ir::Var*> point_streamed_;
   std::map<std::string, llvm::Value*> strings_;
   std::map<std::string, int32_t> device_kernel_index_;  // kernel name -> KilnDeviceLaunch index
 };

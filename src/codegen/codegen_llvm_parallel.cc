@@ -200,7 +200,7 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
   emit_serial_loop(op->loop_var.get(), chunk_begin, chunk_end, op->body,
                    fixed ? LoopUnroll::kNever : LoopUnroll::kLlvmDecides);
   // Streaming stores of this chunk reach memory before the pool sees the task done.
-  if (fn_.unfenced_streams) builder_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
+  fence_streams();
   builder_.CreateRet(builder_.getInt32(0));
   finish_function();
 
@@ -210,6 +210,8 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
   // others, do not hold the others idle at the end, as one chunk per thread would.
   fn_ = std::move(parent);
   builder_.SetInsertPoint(parent_block);
+  // The tasks may read what this thread streamed before.
+  fence_streams();
   llvm::FunctionCallee threads_fn =
       runtime_function("KilnGetNumThreads", llvm::FunctionType::get(i32, {}, false));
   llvm::Value* threads = builder_.CreateCall(threads_fn, {});

@@ -4,6 +4,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "codegen_llvm_impl.h"
@@ -305,16 +306,32 @@ void CodeGenLLVM::emit_for(const For* op) {
       << " is bound to the GPU thread index " << op->thread_tag
       << "; the CPU backend cannot compile thread bindings: build for a GPU target or leave the "
          "loop unbound";
-  if (streamed_.empty() && emit_streaming_versions(op)) return;
+  if (streamed_.empty() && streaming_point_ == nullptr && emit_streaming(op)) return;
   emit_loop(op);
 }
 
-bool CodeGenLLVM::emit_streaming_versions(const For* op) {
+bool CodeGenLLVM::emit_streaming(const For* op) {
   // A pointer bound inside the loop is none the function received.
   std::vector<const Var*> streamed = tir::streamed_buffers(*op, [this](const Var* data) {
     return allocated_.count(data) != 0 || fn_.vars.count(data) == 0;
   });
   if (streamed.empty()) return false;
+  const StmtNode* point = tir::streaming_point(*op, streamed);
+  if (point == op) {
+    emit_streaming_versions(streamed, [&] { emit_loop(op); });
+    return true;
+  }
+  // The versions are made where emit_stmt meets the point.
+  streaming_point_ = point;
+  point_streamed_ = std::move(streamed);
+  emit_loop(op);
+  streaming_point_ = nullptr;
+  point_streamed_.clear();
+  return true;
+}
+
+void CodeGenLLVM::emit_streaming_versions(const std::vector<const Var*>& streamed,
+                                          const std::function<void()>& emit_code) {
   llvm::Type* address_type = module_->getDataLayout().getIntPtrType(context_);
   llvm::Value* aligned = builder_.getTrue();
   for (const Var* data : streamed) {
@@ -329,18 +346,20 @@ bool CodeGenLLVM::emit_streaming_versions(const For* op) {
   auto* done = llvm::BasicBlock::Create(context_, "streaming_end", fn_.function);
   builder_.CreateCondBr(aligned, stream, plain);
   builder_.SetInsertPoint(stream);
-  streamed_ = std::move(streamed);
-  emit_loop(op);
+  streamed_ = streamed;
+  emit_code();
   streamed_.clear();
-  // The streaming stores of this thread reach memory before anything after the loop runs.
-  if (fn_.unfenced_streams) builder_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
-  fn_.unfenced_streams = false;
   builder_.CreateBr(done);
   builder_.SetInsertPoint(plain);
-  emit_loop(op);
+  emit_code();
   builder_.CreateBr(done);
   builder_.SetInsertPoint(done);
-  return true;
+}
+
+void CodeGenLLVM::fence_streams() {
+  if (!fn_.unfenced_streams) return;
+  builder_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
+  fn_.unfenced_streams = false;
 }
 
 void CodeGenLLVM::emit_loop(const For* op) {
@@ -363,6 +382,11 @@ void CodeGenLLVM::emit_loop(const For* op) {
 
 void CodeGenLLVM::emit_stmt(const Stmt& s) {
   if (!s.defined()) return;
+  if (s.get() == streaming_point_) {
+    streaming_point_ = nullptr;  // the copies emit the statement itself
+    emit_streaming_versions(point_streamed_, [&] { emit_stmt(s); });
+    return;
+  }
   switch (s->kind()) {
     case NodeKind::LetStmt: {
       const auto* op = static_cast<const LetStmt*>(s.get());

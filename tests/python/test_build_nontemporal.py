@@ -123,10 +123,11 @@ def test_an_intermediate_buffer_under_the_loop_does_not_stream():
         inner = sch.get_loops(sch.get_block(block))[-1]
         sch.vectorize(sch.split(inner, factors=[None, 16])[1])
     sch.annotate(i, "pragma_nontemporal", 1)
-    # Only B's store streams, in the streaming copy (unoptimized IR: one store each).
+    # Only B's store streams, in the streaming copy; T's loop is not copied (unoptimized IR:
+    # T's store, and B's in the streaming and in the plain copy).
     ll = kiln.build(sch.mod, target="llvm -opt-level=0").get_source("ll")
     assert nontemporal_stores(ll) == 1
-    assert len(re.findall(r"^\s*store <16 x float>", ll, re.M)) == 4
+    assert len(re.findall(r"^\s*store <16 x float>", ll, re.M)) == 3
     rt = kiln.build(sch.mod)
     data = np.random.default_rng(2).uniform(-1, 1, (64, 256)).astype("float32")
     out = kiln.nd.empty((64, 256))

@@ -1,5 +1,5 @@
-// Tests of streamed_buffers and is_streaming_store: which stores under a loop annotated
-// pragma_nontemporal stream.
+// Tests of streamed_buffers, is_streaming_store and streaming_point: which stores under a loop
+// annotated pragma_nontemporal stream, and which statement the code generator copies.
 #include "kiln/tir/nontemporal.h"
 
 #include <gtest/gtest.h>
@@ -70,6 +70,37 @@ TEST(StreamedBuffers, ScalarAndStridedStoresDoNotStream) {
       *annotated(loop(c.i, 4, make<SeqStmt>(std::vector<Stmt>{c.store, scalar}))), never_allocated);
   ASSERT_EQ(streamed.size(), 1u);
   EXPECT_FALSE(is_streaming_store(*scalar.as<BufferStore>(), streamed));
+}
+
+TEST(StreamingPoint, AnElementwiseNestIsCopiedWhole) {
+  VectorCopy c;
+  Ref<Var> r = make_var("r");
+  Ref<For> nest = annotated(loop(r, 8, loop(c.i, 4, c.store)));
+  std::vector<const Var*> streamed = streamed_buffers(*nest, never_allocated);
+  EXPECT_EQ(streaming_point(*nest, streamed), nest.get());
+}
+
+TEST(StreamingPoint, WhatDoesNotStreamStaysOutOfTheCopies) {
+  // for r: { for k: T[...] = A[...] (an intermediate); for i: B[...] = A[...] }
+  VectorCopy c;
+  Ref<Var> r = make_var("r"), k = make_var("k"), m = make_var("m");
+  Ref<Buffer> t = buffer_1d("T", i32(64));
+  Expr t_index = ramp(k * 16, i32(1), 16);
+  Stmt stage = loop(k, 4, buffer_store(t, buffer_load(c.a, {t_index}), {t_index}));
+  Stmt output = loop(c.i, 4, c.store);
+  auto t_data = t->data.get();
+  auto allocated = [t_data](const Var* data) { return data == t_data; };
+  Ref<For> rows = annotated(loop(r, 8, make<SeqStmt>(std::vector<Stmt>{stage, output})));
+  std::vector<const Var*> streamed = streamed_buffers(*rows, allocated);
+  ASSERT_EQ(streamed.size(), 1u);
+  EXPECT_EQ(streaming_point(*rows, streamed), output.get());
+  // Through a loop that leaves something out below it (a tile's reduction, its write-back).
+  Ref<For> tiles = annotated(loop(m, 2, loop(r, 8, make<SeqStmt>(std::vector<Stmt>{stage,
+                                                                                  output}))));
+  EXPECT_EQ(streaming_point(*tiles, streamed_buffers(*tiles, allocated)), output.get());
+  // Two statements that stream: their loop is copied whole.
+  Ref<For> both = annotated(loop(r, 8, make<SeqStmt>(std::vector<Stmt>{output, output})));
+  EXPECT_EQ(streaming_point(*both, streamed_buffers(*both, allocated)), both.get());
 }
 
 }  // namespace
