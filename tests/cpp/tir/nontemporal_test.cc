@@ -48,8 +48,8 @@ TEST(StreamedBuffers, NothingStreamsWithoutTheAnnotationOrWithZero) {
 TEST(StreamedBuffers, ABufferReadUnderTheLoopOrAllocatedDoesNotStream) {
   VectorCopy c;
   // B[...] = B[...] + A[...]: an accumulation reads what it stores.
-  Stmt update = buffer_store(c.b, add(buffer_load(c.b, {c.index}), buffer_load(c.a, {c.index})),
-                             {c.index});
+  Stmt update =
+      buffer_store(c.b, add(buffer_load(c.b, {c.index}), buffer_load(c.a, {c.index})), {c.index});
   EXPECT_TRUE(streamed_buffers(*annotated(loop(c.i, 4, update)), never_allocated).empty());
   const Var* b_data = c.b->data.get();
   auto allocated = [b_data](const Var* data) { return data == b_data; };
@@ -62,8 +62,8 @@ TEST(StreamedBuffers, ScalarAndStridedStoresDoNotStream) {
   EXPECT_TRUE(streamed_buffers(*annotated(loop(c.i, 4, scalar)), never_allocated).empty());
   Expr strided = ramp(c.i, i32(4), 16);
   Stmt scatter = buffer_store(c.b, buffer_load(c.a, {strided}), {strided});
-  std::vector<const Var*> none = streamed_buffers(*annotated(loop(c.i, 4, scatter)),
-                                                  never_allocated);
+  std::vector<const Var*> none =
+      streamed_buffers(*annotated(loop(c.i, 4, scatter)), never_allocated);
   EXPECT_TRUE(none.empty());
   // A scalar store to a buffer that also gets vector stores is not a streaming one.
   std::vector<const Var*> streamed = streamed_buffers(
@@ -95,8 +95,8 @@ TEST(StreamingPoint, WhatDoesNotStreamStaysOutOfTheCopies) {
   ASSERT_EQ(streamed.size(), 1u);
   EXPECT_EQ(streaming_point(*rows, streamed), output.get());
   // Through a loop that leaves something out below it (a tile's reduction, its write-back).
-  Ref<For> tiles = annotated(loop(m, 2, loop(r, 8, make<SeqStmt>(std::vector<Stmt>{stage,
-                                                                                  output}))));
+  Ref<For> tiles =
+      annotated(loop(m, 2, loop(r, 8, make<SeqStmt>(std::vector<Stmt>{stage, output}))));
   EXPECT_EQ(streaming_point(*tiles, streamed_buffers(*tiles, allocated)), output.get());
   // Two statements that stream: their loop is copied whole.
   Ref<For> both = annotated(loop(r, 8, make<SeqStmt>(std::vector<Stmt>{output, output})));
