@@ -44,6 +44,7 @@ bool is_streaming_store(const ir::BufferStore& store, const std::vector<const ir
 // output row, not the row's max and sum; a matmul's tile: only the write-back of the
 // accumulators, not the reduction); `loop` itself when nothing would be left out (an
 // element-wise nest: one check, not one per row).
-const ir::StmtNode* streaming_point(const ir::For& loop, const std::vector<const ir::Var*>& streamed);
+const ir::StmtNode* streaming_point(const ir::For& loop,
+                                    const std::vector<const ir::Var*>& streamed);
 
 }  // namespace kiln::tir
