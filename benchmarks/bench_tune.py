@@ -8,7 +8,8 @@ wall time until the search had 90% of its final speed.
 Workloads: GEMM 1024^3 float32 (on one thread and on all threads: each thread count is tuned on
 its own, its records kept apart by their thread count), a ResNet-50 3x3 convolution (56x56,
 64 -> 64 channels, NCHW, batch 1), a batched matmul of attention shapes, softmax, RMSNorm and
-LayerNorm over the last dimension, and an int8 (u8 x s8 -> s32) matmul.
+LayerNorm over the last dimension, a GELU (tanh form; an element-wise chain), and an int8
+(u8 x s8 -> s32) matmul.
 
 Run: python3 benchmarks/bench_tune.py [--trials 512] [--small-trials 256] [--only gemm,conv2d]
      [--work-dir bench_tune_work] [--rounds 3] [--repeat 7] [--number 1] [--compare-only]
@@ -17,6 +18,7 @@ column reads n/a without it. A work dir that exists resumes the tuning it holds:
 tuning.db has every workload and thread count; NAME_tTHREADS/ has the cost model and log of each.
 """
 import argparse
+import math
 import os
 import sys
 import time
@@ -159,6 +161,25 @@ def layer_norm(rows=4096, cols=4096, eps=1e-5):
                 flops=7 * rows * cols)
 
 
+def gelu(rows=4096, cols=4096):
+    """GELU (tanh form) over a 4096 x 4096 activation: a fused element-wise chain."""
+    x = te.placeholder((rows, cols), "float32", name="x")
+    c = math.sqrt(2.0 / math.pi)
+    out = te.compute(
+        (rows, cols),
+        lambda i, j: x[i, j] * 0.5 * (1.0 + te.tanh(c * (x[i, j] + 0.044715 * x[i, j] * x[i, j]
+                                                         * x[i, j]))), name="gelu")
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((rows, cols), dtype=np.float32), np.zeros((rows, cols), np.float32)]
+
+    def gelu_numpy(v):
+        return v * 0.5 * (1.0 + np.tanh(c * (v + 0.044715 * v ** 3)))
+
+    return dict(func=te.create_prim_func([x, out]), args=args, out=1, numpy=gelu_numpy,
+                torch=lambda v: torch.nn.functional.gelu(v, approximate="tanh"),
+                flops=8 * rows * cols)
+
+
 def int8_matmul(n=1024):
     a = te.placeholder((n, n), "uint8", name="A")
     b = te.placeholder((n, n), "int8", name="B")
@@ -180,6 +201,7 @@ WORKLOADS = {
     "softmax": (softmax, "softmax 4096x4096"),
     "rms_norm": (rms_norm, "RMSNorm 4096x4096"),
     "layer_norm": (layer_norm, "LayerNorm 4096x4096"),
+    "gelu": (gelu, "GELU 4096x4096"),
     "int8_matmul": (int8_matmul, "int8 matmul 1024^3 u8*s8"),
 }
 
