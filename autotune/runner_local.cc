@@ -19,6 +19,7 @@
 #include "autotune/runner_process.h"
 #include "autotune/runner_protocol.h"
 #include "kiln/autotune/runner.h"
+#include "kiln/autotune/task.h"
 #include "kiln/codegen/target.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/serialize.h"
@@ -87,20 +88,6 @@ std::string seconds_text(double seconds) {
 size_t worker_count(int configured) {
   if (configured > 0) return static_cast<size_t>(configured);
   return static_cast<size_t>(std::clamp(available_cores(), 1, 4));
-}
-
-// The bytes of `func`'s tensor arguments (its shapes are constants: make_task checks).
-double argument_bytes(const ir::PrimFunc& func) {
-  double bytes = 0;
-  for (const auto& [param, buffer] : func.buffer_map) {
-    double elements = 1;
-    for (const ir::Expr& extent : buffer->shape) {
-      const int64_t* value = ir::as_const_int(extent);
-      if (value != nullptr) elements *= static_cast<double>(*value);
-    }
-    bytes += elements * buffer->dtype.bytes();
-  }
-  return bytes;
 }
 
 std::string gib_text(double bytes) {

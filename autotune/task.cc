@@ -85,6 +85,19 @@ double count_flops(const PrimFunc& func) {
   return counter.total;
 }
 
+double argument_bytes(const PrimFunc& func) {
+  double bytes = 0;
+  for (const auto& [param, buffer] : func.buffer_map) {
+    double elements = 1;
+    for (const Expr& extent : buffer->shape) {
+      const int64_t* value = as_const_int(extent);
+      if (value != nullptr) elements *= static_cast<double>(*value);
+    }
+    bytes += elements * buffer->dtype.bytes();
+  }
+  return bytes;
+}
+
 TuneTask make_task(const Ref<PrimFunc>& func, const std::string& target, const std::string& name,
                    double weight, const char* api) {
   user_check(func.defined()) << api << ": the function is null";

@@ -49,17 +49,8 @@ class ParallelVectorizeUnroll : public ScheduleRule {
  private:
   // Whether the function's buffers hold more bytes than the target's last-level cache.
   bool outgrows_last_level_cache() const {
-    double bytes = 0;
-    for (const auto& entry : context_.task->func->buffer_map) {
-      const ir::Buffer& buffer = *entry.second;
-      double elements = 1;
-      for (const ir::Expr& extent : buffer.shape) {
-        const int64_t* c = ir::as_const_int(extent);
-        elements *= c != nullptr ? static_cast<double>(*c) : 0.0;
-      }
-      bytes += elements * buffer.dtype.bytes();
-    }
-    return bytes > detail::machine_model(context_.task->target, MachineOptions()).l3_bytes;
+    return argument_bytes(*context_.task->func) >
+           detail::machine_model(context_.task->target, MachineOptions()).l3_bytes;
   }
 
   SpaceContext context_;

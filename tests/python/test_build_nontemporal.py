@@ -10,6 +10,8 @@ import pytest
 import kiln
 from kiln import te, tir
 
+from runtime_helpers import aligned_empty
+
 
 def scale(m=64, n=256):
     A = te.placeholder((m, n), name="A")
@@ -30,14 +32,6 @@ def streamed(func=None, block="B", parallel=False, value=1, lanes=16):
 
 def nontemporal_stores(ll):
     return len(re.findall(r"^\s*store <\d+ x float>.*!nontemporal", ll, re.M))
-
-
-def misaligned(shape, offset=1):
-    """A float32 array whose data starts `offset` elements past a 64-byte boundary."""
-    size = int(np.prod(shape))
-    raw = np.empty(size + 32, "float32")
-    start = (-raw.ctypes.data // 4) % 16 + offset
-    return raw[start:start + size].reshape(shape)
 
 
 def check(rt, a, b):
@@ -68,7 +62,7 @@ def test_aligned_and_misaligned_outputs_get_the_function_result(parallel):
     a, b = kiln.nd.array(data), kiln.nd.empty((64, 256))
     check(rt, a, b)
     # A NumPy view 4 bytes past a cache line: the plain copy runs.
-    b_view = misaligned((64, 256))
+    b_view = aligned_empty((64, 256), offset=4)
     check(rt, data, b_view)
     old = kiln.runtime.get_num_threads()
     try:

@@ -63,4 +63,8 @@ TuneTask make_task(const ir::Ref<ir::PrimFunc>& func, const std::string& target,
 // extent count once. Tested by tests/cpp/autotune/task_test.cc.
 double count_flops(const ir::PrimFunc& func);
 
+// The bytes of `func`'s tensor arguments (a symbolic dimension counts 1; make_task refuses
+// them).
+double argument_bytes(const ir::PrimFunc& func);
+
 }  // namespace kiln::autotune

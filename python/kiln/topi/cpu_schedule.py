@@ -302,13 +302,10 @@ class _Scheduler:
     def stream_outputs(self, sch):
         """Step 6: outputs stored past the caches where the buffers outgrow the last level."""
         last_level = self.target.l3_cache_bytes
-        total = 0
-        for buffer in sch.mod["main"].buffer_map.values():
-            extents = [const_int(e) for e in buffer.shape]
-            if last_level is None or None in extents:
-                return
-            total += math.prod(extents) * dtype_bytes(buffer.dtype)
-        if total <= last_level:
+        sizes = [(product_of([const_int(e) for e in buffer.shape]), dtype_bytes(buffer.dtype))
+                 for buffer in sch.mod["main"].buffer_map.values()]
+        if last_level is None or any(n is None for n, _ in sizes) or \
+                sum(n * b for n, b in sizes) <= last_level:
             return
         for name in block_names(sch):
             if self.info(name, sch).writes_output and sch.get_loops(name):
@@ -918,13 +915,8 @@ class _Scheduler:
 def _computes_once(sch, name, info):
     """Whether the loops around block name run it once per point of its domain (info is its
     BlockInfo): no iteration computes what another one did."""
-    runs = 1
-    for loop in sch.get_loops(name):
-        extent = const_int(sch.get(loop).extent)
-        if extent is None:
-            return False
-        runs *= extent
-    return runs == product_of(info.extents)
+    runs = product_of([const_int(sch.get(loop).extent) for loop in sch.get_loops(name)])
+    return runs is not None and runs == product_of(info.extents)
 
 
 def _unroll_nest(sch, name):
