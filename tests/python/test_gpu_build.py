@@ -67,10 +67,13 @@ def test_cuda_source_shape():
 
 
 def test_gpu_targets_parse():
+    """"cuda" is sm_80 with CUDA's limits, or the architecture of the CUDA device present."""
+    device = kiln.cuda(0)
+    arch = "sm_" + device.compute_version.replace(".", "") if device.exist else "sm_80"
     t = kiln.target.Target("cuda")
-    assert (t.kind, t.arch, t.max_threads_per_block, t.thread_warp_size) == ("cuda", "sm_80",
+    assert (t.kind, t.arch, t.max_threads_per_block, t.thread_warp_size) == ("cuda", arch,
                                                                              1024, 32)
-    assert str(t) == ("cuda -arch=sm_80 -max_threads_per_block=1024 "
+    assert str(t) == (f"cuda -arch={arch} -max_threads_per_block=1024 "
                       "-max_shared_memory_per_block=49152 -thread_warp_size=32")
     assert kiln.target.Target(str(t)) == t
     t = kiln.target.Target("cuda -arch=sm_90 -max_shared_memory_per_block=232448")

@@ -336,6 +336,30 @@ def test_elementwise_stages_inline_into_one_kernel():
     assert thread_extents(script, "blockIdx.x") and thread_extents(script, "threadIdx.x")
 
 
+def test_contiguous_elementwise_blocks_compute_four_outputs_per_thread_with_vectors():
+    """Step 5 gives a thread four neighbouring outputs, read and written as float4, where every
+    access is contiguous along the last axis or broadcast along it; a transpose stays scalar."""
+    skip_unless(nvrtc_missing())
+    x = te.placeholder((64, 256), "float32", name="x")
+    col = te.placeholder((256,), "float32", name="col")
+    row = te.placeholder((64, 1), "float32", name="row")
+    out = topi.add(topi.multiply(topi.exp(x), col), row)
+    source = kiln.build(scheduled([x, col, row, out], CUDA).mod, target=CUDA).get_source("cuda")
+    assert "*(const float4*)(x + " in source and "*(const float4*)(col + " in source
+    assert "*(float4*)(T_add + " in source and "row[" in source
+    xv, colv, rowv = rand(RNG, 64, 256), rand(RNG, 256), rand(RNG, 64, 1)
+    expected = np.exp(xv) * colv + rowv
+    args = arguments([x, col, row, out], [xv, colv, rowv], expected)
+    tir.interpret(tir.lower(scheduled([x, col, row, out]).mod, target="opencl"), *args)
+    assert_matches(args[-1], expected, 1e-5)
+    transposed = kiln.build(scheduled(transpose_reshape()[0], CUDA).mod, target=CUDA)
+    assert "float4" not in transposed.get_source("cuda")
+    odd = te.placeholder((64, 254), "float32", name="odd")  # 254: no whole float4 per row
+    source = kiln.build(scheduled([odd, topi.exp(odd)], CUDA).mod,
+                        target=CUDA).get_source("cuda")
+    assert "float4" not in source
+
+
 def test_products_stage_shared_tiles_and_accumulate_register_tiles():
     tensors = dense()[0]
     script = scheduled(tensors, CUDA).mod["main"].script()

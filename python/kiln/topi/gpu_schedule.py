@@ -46,9 +46,14 @@ threads, and a product's shared tiles fit target.max_shared_memory_per_block.
    threads * MIN_PARTIAL_STEPS elements) gets one thread block striding over it and one
    kernel. The last slice is guarded where the length is not a multiple (or is symbolic).
 5. Every other block (element-wise, broadcast, transforms): its loops fused, split by the
-   thread count and bound to blockIdx.x and threadIdx.x.
+   thread count and bound to blockIdx.x and threadIdx.x. Where every access of the block
+   reads or writes 32-bit values contiguously along its last axis (or does not depend on it,
+   a broadcast value) and the lanes divide the extents, each thread computes VECTOR_LANES
+   neighbouring outputs with one vector load per operand and one vector store (float4); a
+   transpose's strided reads keep one output per thread.
 
-Nothing is vectorized (sch.vectorize would give vector memory accesses on GPU targets too).
+Only step 5 vectorizes: the other steps' threads read with a stride of the thread count
+(coalesced across a warp), which vectors would not improve.
 
 The schedule is lowered for the target before it is returned. A block whose schedule the
 lowering refuses (a reduction its threads cannot combine, shared memory over the limit) gets
@@ -61,7 +66,8 @@ import re
 
 from .. import tir
 from ..error import KilnError, KilnValueError, ScheduleError
-from ._block_info import is_combinable_reduction, is_simple_reduction, is_sum_of_products
+from ._block_info import (is_combinable_reduction, is_simple_reduction, is_sum_of_products,
+                          uses_var)
 from ._schedule_steps import (block_info, block_names, fold_epilogues, inline_elementwise,
                               product_of, row_statistics)
 from ._util import const_int, dtype_bytes
@@ -86,6 +92,9 @@ MIN_TILE_ROWS = 4
 # would leave a GPU's multiprocessors idle, more would make threads that do little but wait
 # at the barriers of the cross-thread reduction.
 MIN_PARTIAL_STEPS = 16
+# Step 5's vector width: four 32-bit values, one 16-byte access (CUDA's float4, OpenCL's
+# float4), the widest a thread's load can be.
+VECTOR_LANES = 4
 
 
 def gpu_schedule(func, target):
@@ -525,10 +534,21 @@ class _Scheduler:
         self.bind_columns(sch, under, threads)
 
     def schedule_injective(self, sch, name):
-        """Step 5: all the loops fused and bound to blockIdx.x and threadIdx.x."""
+        """Step 5: all the loops fused and bound to blockIdx.x and threadIdx.x, each thread
+        computing VECTOR_LANES outputs with vector accesses where _vector_lanes allows."""
         loops = sch.get_loops(name)
         if not loops:  # a single value: one thread of one block
             self.bind_one_block(sch, [], sch.add_unit_loop(name))
+            return [name]
+        lanes = _vector_lanes(sch, name)
+        iterations = product_of([const_int(sch.get(loop).extent) for loop in loops])
+        threads = self.flat_threads(None if iterations is None else iterations // lanes)
+        if lanes > 1 and iterations % (threads * lanes) == 0:
+            fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+            block, thread, lane = sch.split(fused, factors=[None, threads, lanes])
+            sch.bind(block, "blockIdx.x")
+            sch.bind(thread, "threadIdx.x")
+            sch.vectorize(lane)
             return [name]
         self.bind_flat(sch, loops)
         return [name]
@@ -608,6 +628,49 @@ def _reduction_steps(extent):
         steps.append(step)
         step //= 2
     return steps
+
+
+def _vector_lanes(sch, name):
+    """VECTOR_LANES when step 5 may give block name's threads vector accesses, else 1: every
+    load and the store of the block (an element-wise one, unguarded) holds 32-bit values and
+    either does not use the block's last iterator (a broadcast value) or uses it only in its
+    last index, as that iterator plus a multiple of the lanes, in a buffer whose last extent
+    the lanes divide; and the lanes divide the last iterator's extent. Each vector is then
+    contiguous and aligned to its size in every buffer, so that the code generators make one
+    vector access of it (a transpose's strided reads stay scalar)."""
+    block = sch.get(sch.get_block(name))
+    info = block_info(sch, name)
+    if not isinstance(block.body, tir.BufferStore) or info.has_init or not info.iter_vars or \
+            info.guarded_read:
+        return 1
+    last = info.iter_vars[-1].var
+    extent = info.extents[-1]
+    if extent is None or extent % VECTOR_LANES:
+        return 1
+    accesses = [(block.body.buffer, list(block.body.indices))]
+    accesses += [(load.buffer, list(load.indices)) for load in info.loads]
+    for buffer, indices in accesses:
+        if dtype_bytes(buffer.dtype) != 4 or not indices:
+            return 1
+        if not any(uses_var(index, last) for index in indices):
+            continue
+        row = const_int(buffer.shape[-1])
+        if any(uses_var(index, last) for index in indices[:-1]) or row is None or \
+                row % VECTOR_LANES or not _unit_stride(indices[-1], last):
+            return 1
+    return VECTOR_LANES
+
+
+def _unit_stride(index, var):
+    """Whether index is var or var plus a constant multiple of VECTOR_LANES."""
+    if isinstance(index, tir.Var):
+        return index.same_as(var)
+    if isinstance(index, tir.Add):
+        for a, b in ((index.a, index.b), (index.b, index.a)):
+            offset = const_int(b)
+            if isinstance(a, tir.Var) and a.same_as(var) and offset is not None:
+                return offset % VECTOR_LANES == 0
+    return False
 
 
 def _checked_loops(sch, name, info):
