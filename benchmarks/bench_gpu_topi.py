@@ -269,6 +269,7 @@ def main():
         rows.append([title if not args.quick else f"{name} (--quick)", ms_text(default),
                      ms_text(tuned), tune_text, ms_text(reference_seconds),
                      ratio(reference_seconds, default), ratio(reference_seconds, tuned)])
+        print("  ".join(rows[-1]), flush=True)  # each row as it is measured
     torch_text = f"PyTorch {torch.__version__}" if torch is not None else "no PyTorch"
     print(f"\nTarget {target}, device {device}; {torch_text}; load average {load_average()}")
     title = ("topi on the GPU: default schedules" +
