@@ -158,6 +158,7 @@ Message to_message(const TaskRequest& request) {
   Message message = typed("task");
   Json& h = message.header;
   h["target"] = request.target;
+  h["device_name"] = request.device_name;
   h["seed"] = request.seed;
   h["num_threads"] = request.num_threads;
   h["flush_cache"] = request.flush_cache;
@@ -189,6 +190,7 @@ TaskRequest task_request_of(const Message& message) {
   expect_type(message, "task");
   TaskRequest request;
   request.target = field<std::string>(message, "target");
+  request.device_name = field<std::string>(message, "device_name");
   request.seed = field<uint64_t>(message, "seed");
   request.num_threads = field<int>(message, "num_threads");
   request.flush_cache = field<bool>(message, "flush_cache");

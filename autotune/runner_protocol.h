@@ -31,7 +31,7 @@ namespace kiln::autotune::detail {
 using Json = nlohmann::json;
 
 // Bumped whenever a message changes; the parent refuses a worker that says another version.
-constexpr int kProtocolVersion = 6;
+constexpr int kProtocolVersion = 7;
 
 struct Message {
   Json header;                     // an object with "type"
@@ -69,6 +69,9 @@ struct TaskRequest {
   // the untuned function computes them).
   std::string reference_func_json;
   std::string target;  // canonical target string
+  // A GPU target's device as the parent's records name it (TargetKey::device_model); the
+  // worker measures on the device of that name or on none. Empty for a CPU target.
+  std::string device_name;
   uint64_t seed = 0;
   int num_threads = 0;
   bool flush_cache = false;

@@ -208,10 +208,13 @@ class Worker {
     // caches are not the CPU's, which the flush would evict.
     if (target.is_gpu()) {
       std::string why;
-      int32_t id = codegen::find_gpu_device(target, &why);
+      int32_t id = request.device_name.empty()
+                       ? codegen::find_gpu_device(target, &why)
+                       : find_named_gpu_device(target, request.device_name, &why);
       if (id < 0) {
         return task_error_message("there is no device for the target '" + request.target +
-                                  "' here: " + why);
+                                  "' in the worker process, where the records name the device '" +
+                                  request.device_name + "': " + why);
       }
       try {
         task->args->place_on_device(DLDevice{static_cast<DLDeviceType>(target.device_type()), id});
