@@ -17,6 +17,7 @@
 #include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
 #include "kiln/tir/index_limits.h"
+#include "kiln/tir/nontemporal.h"
 #include "tir/pass_util.h"
 
 namespace kiln::tir {
@@ -89,13 +90,30 @@ std::unordered_set<const Var*> written_data_vars(const Stmt& body) {
   return result;
 }
 
+// The data variables of the parameters whose stores stream under a loop annotated
+// kNontemporalAnnotation (streamed_buffers: buffers the function allocates never stream).
+std::unordered_set<const Var*> streamed_params(const PrimFunc& func) {
+  std::unordered_set<const Var*> params;
+  for (const auto& entry : func.buffer_map) params.insert(entry.second->data.get());
+  std::unordered_set<const Var*> streamed;
+  post_order_visit(func.body, [&](const Node* node) {
+    if (node->kind() != NodeKind::For) return;
+    auto is_allocated = [&](const Var* data) { return params.count(data) == 0; };
+    for (const Var* data : streamed_buffers(*static_cast<const For*>(node), is_allocated)) {
+      streamed.insert(data);
+    }
+  });
+  return streamed;
+}
+
 class PackedApiBuilder {
  public:
   PackedApiBuilder(const PrimFunc& func, std::string name, std::string symbol)
       : func_(func),
         name_(std::move(name)),
         symbol_(std::move(symbol)),
-        written_(written_data_vars(func.body)) {}
+        written_(written_data_vars(func.body)),
+        streamed_(streamed_params(func)) {}
 
   // Step 1. Bind every parameter and build its spec entry.
   void set_device(const std::string& device) { device_ = device; }
@@ -227,6 +245,10 @@ class PackedApiBuilder {
     if (device_ == "cuda") alignment = std::max(buffer.alignment(), kCudaTensorAlignment);
     arg["alignment"] = alignment;
     arg["written"] = written_.count(buffer.data.get()) > 0;
+    // The LLVM code generator streams these stores only when the data is this aligned.
+    if (device_ == "cpu" && streamed_.count(buffer.data.get()) > 0) {
+      arg["streaming_alignment"] = kStreamingAlignment;
+    }
     args_[i] = arg;
   }
 
@@ -260,6 +282,7 @@ class PackedApiBuilder {
   int64_t limit_ = std::numeric_limits<int32_t>::max();
   std::unordered_set<std::string> used_names_;
   std::unordered_set<const Var*> written_;
+  std::unordered_set<const Var*> streamed_;
   std::vector<Json> args_ = std::vector<Json>(func_.params.size());
 };
 

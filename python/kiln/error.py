@@ -40,6 +40,14 @@ class VectorizeFallbackWarning(KilnWarning):
     and the reason (kiln.build issues one per loop; Module.warnings lists them)."""
 
 
+class StreamingAlignmentWarning(KilnWarning):
+    """A function that stores an output past the caches (streaming stores, the loop annotation
+    "pragma_nontemporal") was called with that output less aligned than the streaming stores
+    need: the plain stores ran, correct but slower on data larger than the caches. NumPy's large
+    arrays are typically 16 bytes past a cache line; kiln.nd arrays are aligned. Issued once per
+    function."""
+
+
 class TuningRecordMissingWarning(KilnWarning):
     """kiln.build was given a tuning database that holds no record of a function on this target
     and this CPU model; the function is built as it was given (once per function and target)."""

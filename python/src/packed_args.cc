@@ -339,8 +339,42 @@ bool PackedArgs::pack_number(size_t i, const KilnArgSpec* arg, py::handle obj) {
   return false;
 }
 
+namespace {
+
+// Warns (kiln.error.StreamingAlignmentWarning, once per function) when a tensor that the
+// function streams past the caches lacks the alignment the streaming stores need: the plain
+// stores run, correct but slower on an output larger than the caches.
+void warn_unaligned_streams(const RuntimeFunction& func, const PackedArgs& packed) {
+  const KilnFuncSpec& spec = *func.spec;
+  for (int32_t i = 0; i < spec.num_args && i < packed.size(); ++i) {
+    const KilnArgSpec& arg = spec.args[i];
+    if (arg.kind != kKilnArgTensor || arg.streaming_alignment <= 1 ||
+        packed.codes()[i] != kKilnDLTensorHandle) {
+      continue;
+    }
+    const auto* tensor = static_cast<const DLTensor*>(packed.values()[i].v_handle);
+    uintptr_t address = reinterpret_cast<uintptr_t>(tensor->data) + tensor->byte_offset;
+    uintptr_t past = address % static_cast<uintptr_t>(arg.streaming_alignment);
+    if (past == 0) continue;
+    func.warned_streaming = true;
+    std::string message =
+        "kiln.runtime.Function " + std::string(spec.name) + ": argument " + std::to_string(i) +
+        " (" + arg.name + ") is " + std::to_string(past) + " bytes past a multiple of " +
+        std::to_string(arg.streaming_alignment) + "; the function stores it past the caches "
+        "(streaming stores) only at that alignment, so the plain stores run, slower for data "
+        "larger than the caches: allocate it with kiln.nd.empty or kiln.nd.array (aligned to " +
+        std::to_string(arg.streaming_alignment) + " bytes). Warned once per function.";
+    py::object category = py::module_::import("kiln.error").attr("StreamingAlignmentWarning");
+    if (PyErr_WarnEx(category.ptr(), message.c_str(), 1) != 0) throw py::error_already_set();
+    return;
+  }
+}
+
+}  // namespace
+
 void call_function(const RuntimeFunction& func, const py::args& args) {
   PackedArgs packed(*func.spec, args);
+  if (!func.warned_streaming) warn_unaligned_streams(func, packed);
   int32_t status = 0;
   std::string message;
   {

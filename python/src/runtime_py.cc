@@ -161,6 +161,7 @@ py::dict spec_dict(const KilnFuncSpec& spec) {
       entry["device"] = device_type_name(arg.device_type);
       entry["alignment"] = arg.alignment;
       entry["written"] = arg.written != 0;
+      entry["streaming_alignment"] = arg.streaming_alignment;
     }
     args.append(entry);
   }
@@ -368,13 +369,16 @@ with __dlpack__) and numbers.)doc")
 What the function accepts, as a dict: "name", "symbol" (the kernel's name in the module),
 "sym_vars" and "sym_var_dtypes" (the symbolic dimensions and the integer dtype each must fit),
 and "args": one dict per parameter with "name", "kind" ("tensor" or "scalar") and "dtype", and
-for tensors "shape" (ints and sym_var names), "device", "alignment" (bytes) and "written"
-(whether the function stores into it).)doc")
+for tensors "shape" (ints and sym_var names), "device", "alignment" (bytes), "written"
+(whether the function stores into it) and "streaming_alignment" (the alignment in bytes at
+which it stores the tensor past the caches; 0: no streaming stores).)doc")
       .def("__call__", &call_function, R"doc(
 Calls the function. Tensors are passed without a copy: the kernel reads and writes the caller's
 memory (an array without the alignment a parameter requires is staged through an aligned copy,
 copied back when the function writes it). The call behaves as if every input were read before
-any output was written: an input that overlaps an output is copied first.
+any output was written: an input that overlaps an output is copied first. An output that the
+function streams past the caches (spec "streaming_alignment") but that lacks that alignment
+gets the plain stores, with one kiln.error.StreamingAlignmentWarning per function.
 
 Raises:
     KilnTypeError: the wrong number of arguments, a wrong dtype, a tensor where a number is

@@ -78,6 +78,9 @@ struct RuntimeFunction {
   std::shared_ptr<RuntimeModule> module;
   KilnFunctionHandle handle = nullptr;
   const KilnFuncSpec* spec = nullptr;
+  // Whether a call warned that an argument lacks its streaming alignment (once per function;
+  // changed only with the GIL held).
+  mutable bool warned_streaming = false;
 };
 
 // The Python arguments of one call, converted for the runtime: NumPy arrays, kiln.nd.NDArrays

@@ -152,6 +152,7 @@ class ManifestReader {
     }
     arg->device_type = kDLCPU;
     arg->alignment = 1;
+    arg->streaming_alignment = 0;
     if (arg->kind == kKilnArgScalar) {
       if (arg->dtype.lanes != 1) return fail(where + ".dtype: a scalar must have one lane");
       return true;
@@ -208,6 +209,15 @@ class ManifestReader {
         return fail(where + ".alignment: expected a power of two, found " + std::to_string(bytes));
       }
       arg->alignment = static_cast<int32_t>(bytes);
+    }
+    if (const JsonValue* streaming = value.find("streaming_alignment")) {
+      int64_t bytes;
+      if (!read_integer(*streaming, where + ".streaming_alignment", &bytes)) return false;
+      if (bytes < 1 || bytes > (1 << 30) || (bytes & (bytes - 1)) != 0) {
+        return fail(where + ".streaming_alignment: expected a power of two, found " +
+                    std::to_string(bytes));
+      }
+      arg->streaming_alignment = static_cast<int32_t>(bytes);
     }
     return true;
   }

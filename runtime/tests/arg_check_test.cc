@@ -326,9 +326,9 @@ class HandSpec : public ::testing::Test {
     strides_ = {s, 1};
     bool_shape_ = {m};
     args_[0] = KilnArgSpec{
-        "X", kKilnArgTensor, float32(), 2, shape_.data(), strides_.data(), kDLCPU, 1, 0};
+        "X", kKilnArgTensor, float32(), 2, shape_.data(), strides_.data(), kDLCPU, 1, 0, 0};
     args_[1] = KilnArgSpec{
-        "Y", kKilnArgTensor, float32(), 2, shape_.data(), strides_.data(), kDLCPU, 1, 0};
+        "Y", kKilnArgTensor, float32(), 2, shape_.data(), strides_.data(), kDLCPU, 1, 0, 0};
     args_[2] = KilnArgSpec{"Z",
                            kKilnArgTensor,
                            DLDataType{KILN_DL_BOOL, 8, 1},
@@ -337,7 +337,8 @@ class HandSpec : public ::testing::Test {
                            nullptr,
                            kDLCPU,
                            1,
-                           1};
+                           1,
+                           0};
     spec_ = KilnFuncSpec{"strided", "kiln_strided", 3, args_, 3, names_, dtypes_, max_};
   }
 

@@ -3,12 +3,14 @@ does not read past the caches when their data is aligned to a cache line, and pl
 otherwise; either way the results are the function's."""
 import platform
 import re
+import warnings
 
 import numpy as np
 import pytest
 
 import kiln
 from kiln import te, tir
+from kiln.error import StreamingAlignmentWarning
 
 from runtime_helpers import aligned_empty
 
@@ -61,9 +63,10 @@ def test_aligned_and_misaligned_outputs_get_the_function_result(parallel):
     # kiln.nd arrays are aligned to 64 bytes: the streaming copy runs.
     a, b = kiln.nd.array(data), kiln.nd.empty((64, 256))
     check(rt, a, b)
-    # A NumPy view 4 bytes past a cache line: the plain copy runs.
+    # A NumPy view 4 bytes past a cache line: the plain copy runs (and the call warns).
     b_view = aligned_empty((64, 256), offset=4)
-    check(rt, data, b_view)
+    with pytest.warns(StreamingAlignmentWarning):
+        check(rt, data, b_view)
     old = kiln.runtime.get_num_threads()
     try:
         for threads in (1, 3):
@@ -74,6 +77,37 @@ def test_aligned_and_misaligned_outputs_get_the_function_result(parallel):
             check(rt, a, b)
     finally:
         kiln.runtime.set_num_threads(0)
+
+
+def test_the_spec_names_the_streamed_output_and_a_misaligned_one_warns_once():
+    """The manifest gives the streamed output its streaming alignment (a cache line); a call
+    with that output misaligned warns once per function, naming the argument, how far past the
+    alignment it is and how to allocate it; aligned calls and inputs do not warn."""
+    rt = kiln.build(streamed().mod)
+    args = rt["main"].spec["args"]
+    assert [a["streaming_alignment"] for a in args] == [0, 64]
+    plain = tir.Schedule(scale())
+    assert [a["streaming_alignment"] for a in kiln.build(plain.mod)["main"].spec["args"]] == \
+        [0, 0]
+    data = np.random.default_rng(4).uniform(-1, 1, (64, 256)).astype("float32")
+    misaligned_input = aligned_empty((64, 256), offset=16)
+    misaligned_input[:] = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(rt, misaligned_input, kiln.nd.empty((64, 256)))  # only the output streams
+    fresh = kiln.build(streamed().mod)
+    with pytest.warns(StreamingAlignmentWarning) as caught:
+        check(fresh, data, aligned_empty((64, 256), offset=16))
+        check(fresh, data, aligned_empty((64, 256), offset=16))
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert message.startswith("kiln.runtime.Function main: argument 1 (B) is 16 bytes past a "
+                              "multiple of 64; the function stores it past the caches")
+    assert "kiln.nd.empty" in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(StreamingAlignmentWarning):
+            kiln.build(streamed().mod)(data, aligned_empty((64, 256), offset=4))
 
 
 def test_a_row_length_that_is_no_whole_line_still_streams_correctly():

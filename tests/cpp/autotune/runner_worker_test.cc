@@ -192,8 +192,8 @@ struct TwoArgs {
 
   TwoArgs(DLDataType dtype, std::vector<int64_t> dims) : shape(std::move(dims)) {
     int ndim = static_cast<int>(shape.size());
-    args[0] = {"A", kKilnArgTensor, dtype, ndim, shape.data(), nullptr, kDLCPU, 1, 0};
-    args[1] = {"B", kKilnArgTensor, dtype, ndim, shape.data(), nullptr, kDLCPU, 1, 1};
+    args[0] = {"A", kKilnArgTensor, dtype, ndim, shape.data(), nullptr, kDLCPU, 1, 0, 0};
+    args[1] = {"B", kKilnArgTensor, dtype, ndim, shape.data(), nullptr, kDLCPU, 1, 1, 0};
     spec = {"main", "kiln_unchecked_main", 2, args, 0, nullptr, nullptr, nullptr};
   }
 };
@@ -466,7 +466,8 @@ TEST(WorkerCheck, ArgumentsOnADeviceAreRestoredThereAndFetchedToCompare) {
 
 TEST(WorkerCheck, StridedArgumentsCannotGoToADevice) {
   std::vector<int64_t> shape = {2, 2}, strides = {4, 1};
-  KilnArgSpec arg = {"A", kKilnArgTensor, kFloat32, 2, shape.data(), strides.data(), kDLCPU, 1, 1};
+  KilnArgSpec arg = {"A", kKilnArgTensor, kFloat32, 2, shape.data(), strides.data(), kDLCPU, 1, 1,
+                     0};
   KilnFuncSpec spec = {"main", "kiln_unchecked_main", 1, &arg, 0, nullptr, nullptr, nullptr};
   TaskArguments args(spec, 1);
   try {

@@ -234,6 +234,11 @@ typedef struct {
   /*! \brief Tensors: nonzero when the function may write the tensor (see "Overlapping
    * arguments"); 0 when it only reads it. */
   int32_t written;
+  /*! \brief Tensors: the byte alignment of data + byte_offset at which the function stores the
+   * tensor past the caches (streaming stores, the loop annotation "pragma_nontemporal"); 0 when
+   * it has no such stores. Less alignment is accepted and runs the plain stores, slower on
+   * outputs larger than the caches. */
+  int32_t streaming_alignment;
 } KilnArgSpec;
 
 /*! \brief The signature of one compiled function, as the module's manifest states it. */
