@@ -360,7 +360,8 @@ void warn_unaligned_streams(const RuntimeFunction& func, const PackedArgs& packe
     std::string message =
         "kiln.runtime.Function " + std::string(spec.name) + ": argument " + std::to_string(i) +
         " (" + arg.name + ") is " + std::to_string(past) + " bytes past a multiple of " +
-        std::to_string(arg.streaming_alignment) + "; the function stores it past the caches "
+        std::to_string(arg.streaming_alignment) +
+        "; the function stores it past the caches "
         "(streaming stores) only at that alignment, so the plain stores run, slower for data "
         "larger than the caches: allocate it with kiln.nd.empty or kiln.nd.array (aligned to " +
         std::to_string(arg.streaming_alignment) + " bytes). Warned once per function.";
