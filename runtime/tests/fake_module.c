@@ -143,7 +143,7 @@ KERNEL kiln_unchecked_parallel_sum(const KilnValue* args, const int32_t* type_co
   "{\"name\": \"B\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [\"n\"],"          \
   " \"alignment\": 64, \"written\": false},"                                                     \
   "{\"name\": \"C\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"shape\": [\"n\"],"          \
-  " \"alignment\": 64, \"written\": true}]},"                                                    \
+  " \"alignment\": 64, \"written\": true, \"streaming_alignment\": 64}]},"                       \
   "{\"name\": \"scale_add\", \"symbol\": \"kiln_unchecked_scale_add\", \"sym_vars\": [\"n\"],"   \
   " \"args\": ["                                                                                 \
   "{\"name\": \"A\", \"kind\": \"tensor\", \"dtype\": \"float32\", \"ndim\": 2,"                 \

@@ -246,6 +246,9 @@ TEST(ManifestErrors, EachMalformationIsNamed) {
       {manifest_with_arg(
            R"({"name": "A", "kind": "tensor", "dtype": "float32", "shape": [4], "alignment": 48})"),
        "manifest: functions[0].args[0].alignment: expected a power of two, found 48"},
+      {manifest_with_arg(R"({"name": "A", "kind": "tensor", "dtype": "float32", "shape": [4],
+                             "streaming_alignment": 0})"),
+       "manifest: functions[0].args[0].streaming_alignment: expected a power of two, found 0"},
       {manifest_with_arg(R"({"name": "a", "kind": "scalar", "dtype": "float32x4"})"),
        "manifest: functions[0].args[0].dtype: a scalar must have one lane"},
       {manifest_with_arg(

@@ -69,6 +69,10 @@ TEST(ModuleLoad, FunctionSpecComesFromManifest) {
   EXPECT_EQ(spec->args[3].alignment, 64);
   EXPECT_EQ(spec->args[0].written, 0);
   EXPECT_EQ(spec->args[3].written, 1);
+  EXPECT_EQ(spec->args[3].streaming_alignment, 0);  // the manifest does not say: none
+  const KilnFuncSpec* main_spec = nullptr;
+  ASSERT_EQ(KilnFuncGetSpec(get_function(module.get(), "main"), &main_spec), 0);
+  EXPECT_EQ(main_spec->args[2].streaming_alignment, 64);
   ASSERT_EQ(spec->num_sym_vars, 1);
   EXPECT_STREQ(spec->sym_var_names[0], "n");
   EXPECT_EQ(spec->sym_var_dtypes[0].code, kDLInt);
