@@ -212,9 +212,11 @@ class Worker {
                        ? codegen::find_gpu_device(target, &why)
                        : find_named_gpu_device(target, request.device_name, &why);
       if (id < 0) {
+        std::string named = request.device_name.empty() ? ""
+                                                        : ", where the records name the device '" +
+                                                              request.device_name + "'";
         return task_error_message("there is no device for the target '" + request.target +
-                                  "' in the worker process, where the records name the device '" +
-                                  request.device_name + "': " + why);
+                                  "' in the worker process" + named + ": " + why);
       }
       try {
         task->args->place_on_device(DLDevice{static_cast<DLDeviceType>(target.device_type()), id});
