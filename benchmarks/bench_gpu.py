@@ -25,7 +25,8 @@ import kiln
 from kiln import te, tir
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import load_average, print_table  # noqa: E402
+from common import (cuda_missing, load_average, print_table,  # noqa: E402
+                    torch_cuda_seconds)
 
 try:
     import torch
@@ -212,40 +213,11 @@ def run_checked(spec, target, device, repeat):
     return timer(*arrays).median, build_seconds
 
 
-def torch_seconds(spec, repeat):
-    """Median seconds per call of the PyTorch version on the CUDA device, timed with CUDA
-    events, or None without a CUDA build of PyTorch."""
-    if torch is None or not torch.cuda.is_available() or spec["torch"] is None:
-        return None
-    inputs = [torch.from_numpy(a).cuda() for a in spec["args"][:spec["out"]]]
-    with torch.no_grad():
-        spec["torch"](*inputs)
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(repeat):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(3):
-                spec["torch"](*inputs)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 3 / 1e3)
-    return float(np.median(times))
-
 
 def rate(spec, seconds):
     scale = 1e9
     return f"{spec['work'] / seconds / scale:.1f} {spec['unit']}"
 
-
-def cuda_missing():
-    """Why the "cuda" target cannot run here, or "" when it can."""
-    available, why = kiln.target.nvrtc_available()
-    if not available:
-        return f"NVRTC cannot be loaded: {why}"
-    if not kiln.cuda(0).exist:
-        return "no CUDA device is present (kiln.cuda(0).exist is False)"
-    return ""
 
 
 def main():
@@ -261,7 +233,7 @@ def main():
     if unknown:
         parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
 
-    why_not = cuda_missing()
+    why_not = cuda_missing(kiln)
     if not why_not:
         target, device = kiln.target.Target("cuda"), kiln.cuda(0)
     elif args.opencl:
@@ -283,7 +255,8 @@ def main():
             title = f"{name} (--quick: {', '.join(f'{k}={v}' for k, v in quick.items())})"
         seconds, build_seconds = run_checked(spec, str(target), device, args.repeat)
         if target.kind == "cuda":
-            t_torch = torch_seconds(spec, args.repeat)
+            t_torch = torch_cuda_seconds(torch, spec["torch"], spec["args"][:spec["out"]],
+                                         args.repeat)
             rows.append([title, f"{build_seconds:.2f}", f"{seconds * 1e3:.3f}",
                          rate(spec, seconds),
                          f"{t_torch * 1e3:.3f}" if t_torch else "n/a",

@@ -29,7 +29,8 @@ from kiln import autotune as ms
 from kiln import te, topi
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import load_average, print_table  # noqa: E402
+from common import (cuda_missing, load_average, print_table,  # noqa: E402
+                    torch_cuda_seconds)
 
 try:
     import torch
@@ -184,34 +185,6 @@ def run_checked(rt, tensors, inputs, reference, check_rows, device, repeat):
     return timer(*arrays).median
 
 
-def torch_seconds(fn, inputs, repeat):
-    """Median seconds per call of fn on the CUDA device, timed with CUDA events, or None."""
-    if fn is None or torch is None or not torch.cuda.is_available():
-        return None
-    args = [torch.from_numpy(a).cuda() for a in inputs]
-    with torch.no_grad():
-        fn(*args)
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(repeat):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(3):
-                fn(*args)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 3 / 1e3)
-    return float(np.median(times))
-
-
-def cuda_missing():
-    """Why the "cuda" target cannot run here, or "" when it can."""
-    available, why = kiln.target.nvrtc_available()
-    if not available:
-        return f"NVRTC cannot be loaded: {why}"
-    if not kiln.cuda(0).exist:
-        return "no CUDA device is present (kiln.cuda(0).exist is False)"
-    return ""
 
 
 def ms_text(seconds):
@@ -238,7 +211,7 @@ def main():
     if unknown:
         parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
 
-    why_not = cuda_missing()
+    why_not = cuda_missing(kiln)
     if not why_not:
         target, device = kiln.target.Target("cuda"), kiln.cuda(0)
     elif args.opencl and kiln.opencl(0).exist:
@@ -265,7 +238,8 @@ def main():
             tune_text = f"{time.perf_counter() - start:.0f}"
             rt = kiln.build(func, target=target, database=db)
             tuned = run_checked(rt, tensors, inputs, reference, check_rows, device, args.repeat)
-        reference_seconds = torch_seconds(torch_fn, inputs, args.repeat) if cuda else None
+        reference_seconds = (torch_cuda_seconds(torch, torch_fn, inputs, args.repeat) if cuda
+                             else None)
         rows.append([title if not args.quick else f"{name} (--quick)", ms_text(default),
                      ms_text(tuned), tune_text, ms_text(reference_seconds),
                      ratio(reference_seconds, default), ratio(reference_seconds, tuned)])

@@ -1,5 +1,6 @@
-"""What the benchmarks share: medians of repeated runs, the machine's load, table printing, and
-the GEMM and conv2d workloads written for any te module (kiln's and TVM's)."""
+"""What the benchmarks share: medians of repeated runs, the machine's load, table printing, the
+GEMM and conv2d workloads written for any te module (kiln's and TVM's), and for the GPU
+benchmarks whether a CUDA device can run kiln's code and PyTorch's times on it."""
 import os
 import statistics
 import time
@@ -91,3 +92,35 @@ def print_table(title, header, rows):
     print(line.format(*["-" * w for w in widths]))
     for row in rows:
         print(line.format(*row))
+
+
+def cuda_missing(kiln):
+    """Why kiln's "cuda" target cannot run here, or "" when it can."""
+    available, why = kiln.target.nvrtc_available()
+    if not available:
+        return f"NVRTC cannot be loaded: {why}"
+    if not kiln.cuda(0).exist:
+        return "no CUDA device is present (kiln.cuda(0).exist is False)"
+    return ""
+
+
+def torch_cuda_seconds(torch, fn, inputs, repeat):
+    """Median seconds per call of fn on PyTorch tensors on the CUDA device made from the NumPy
+    inputs, timed with CUDA events over 3 calls per repeat after one warm-up; None when torch
+    (the module, or None) has no CUDA device or fn is None."""
+    if fn is None or torch is None or not torch.cuda.is_available():
+        return None
+    args = [torch.from_numpy(a).cuda() for a in inputs]
+    with torch.no_grad():
+        fn(*args)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(repeat):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(3):
+                fn(*args)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 3 / 1e3)
+    return statistics.median(times)
