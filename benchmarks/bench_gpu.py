@@ -25,8 +25,8 @@ import kiln
 from kiln import te, tir
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (cuda_missing, load_average, print_table,  # noqa: E402
-                    torch_cuda_seconds)
+from common import (chosen_workloads, cuda_missing, load_average,  # noqa: E402
+                    print_table, torch_cuda_seconds)
 
 try:
     import torch
@@ -228,10 +228,7 @@ def main():
     parser.add_argument("--opencl", action="store_true",
                         help="without a CUDA device, check the schedules on OpenCL instead")
     args = parser.parse_args()
-    names = [n for n in args.only.split(",") if n] or list(WORKLOADS)
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    names = chosen_workloads(parser, args.only, WORKLOADS)
 
     why_not = cuda_missing(kiln)
     if not why_not:

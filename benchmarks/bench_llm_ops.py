@@ -22,7 +22,8 @@ from kiln import autotune as ms
 from kiln import te, topi
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import kiln_seconds, load_average, median_seconds, print_table  # noqa: E402
+from common import (chosen_workloads, kiln_seconds, load_average,  # noqa: E402
+                    median_seconds, print_table)
 
 try:
     import torch
@@ -163,10 +164,7 @@ def main():
     config = dict(QUICK if args.quick else FULL)
     if args.seq:
         config["seqs"] = [int(s) for s in args.seq.split(",")]
-    names = [n for n in args.only.split(",") if n] or list(WORKLOADS)
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    names = chosen_workloads(parser, args.only, WORKLOADS)
     threads = kiln.runtime.get_num_threads()
     if torch is not None:
         torch.set_num_threads(threads)

@@ -32,8 +32,8 @@ from kiln import te
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_gemm import fma_peak  # noqa: E402
-from common import (conv2d_func, gemm_func, kiln_seconds, load_average,  # noqa: E402
-                    median_seconds, print_table)
+from common import (chosen_workloads, conv2d_func, gemm_func, kiln_seconds,  # noqa: E402
+                    load_average, median_seconds, print_table)
 
 try:
     import torch
@@ -280,10 +280,7 @@ def main():
     parser.add_argument("--compare-only", action="store_true",
                         help="no tuning: time what the work dir's databases hold")
     args = parser.parse_args()
-    names = [n for n in args.only.split(",") if n] or list(WORKLOADS)
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    names = chosen_workloads(parser, args.only, WORKLOADS)
     all_threads = kiln.runtime.get_num_threads()
     target = kiln.target.Target("llvm")
     # The peak is measured before and after the run, the higher counts: a shared host that

@@ -23,7 +23,8 @@ from kiln import autotune as ms
 from kiln import te, topi
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import kiln_seconds, load_average, median_seconds, print_table  # noqa: E402
+from common import (chosen_workloads, kiln_seconds, load_average,  # noqa: E402
+                    median_seconds, print_table)
 
 
 def transpose(n=2048):
@@ -124,10 +125,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
     import torch
-    names = [n for n in args.only.split(",") if n] or list(WORKLOADS)
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    names = chosen_workloads(parser, args.only, WORKLOADS)
     threads = kiln.runtime.get_num_threads()
     torch.set_num_threads(threads)
     os.makedirs(args.work_dir, exist_ok=True)

@@ -59,8 +59,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (conv2d_func, gemm_func, kiln_seconds, load_average,  # noqa: E402
-                    median_seconds, print_table)
+from common import (chosen_workloads, conv2d_func, gemm_func, kiln_seconds,  # noqa: E402
+                    load_average, median_seconds, print_table)
 
 # Fractions of a speed: the yardstick's 90%, and the slowest best-so-far schedule (against the
 # tuner's own best) that is built and timed for the curve; slower ones are far below any
@@ -720,10 +720,7 @@ def main():
                         help="kiln without its baseline schedule (work dir kiln-search)")
     parser.add_argument("--tuner", choices=["kiln", "tvm"], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    names = [n for n in args.only.split(",") if n] or list(WORKLOADS)
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    names = chosen_workloads(parser, args.only, WORKLOADS)
     args.work_dir = os.path.abspath(args.work_dir)
     if args.tuner:  # a child process: one tuner, one workload
         (name,) = names

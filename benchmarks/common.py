@@ -94,6 +94,16 @@ def print_table(title, header, rows):
         print(line.format(*row))
 
 
+def chosen_workloads(parser, only, workloads):
+    """The workload names of --only (comma-separated; empty: all of workloads, in order); an
+    unknown name is an argparse error listing the known ones."""
+    names = [n for n in only.split(",") if n] or list(workloads)
+    unknown = [n for n in names if n not in workloads]
+    if unknown:
+        parser.error(f"unknown workloads {unknown}; known: {', '.join(workloads)}")
+    return names
+
+
 def cuda_missing(kiln):
     """Why kiln's "cuda" target cannot run here, or "" when it can."""
     available, why = kiln.target.nvrtc_available()
