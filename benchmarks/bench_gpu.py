@@ -1,6 +1,6 @@
 """GPU schedules written by hand, built for "cuda" and timed on a CUDA device against PyTorch
-(cuBLAS for the GEMM): a GEMM whose threads each compute a register tile, and softmax, RMSNorm and LayerNorm with one thread block per row whose row reductions are
-cross-thread reductions. Each result is checked against NumPy before it is timed.
+(cuBLAS for the GEMM): a GEMM whose threads each compute a register tile, and softmax, RMSNorm
+and LayerNorm with one thread block per row whose row reductions are cross-thread reductions. Each result is checked against NumPy before it is timed.
 
 Workloads: GEMM 2048^3 float32 (64x64 tiles of C per block, 8x8 threads, each computing an 8x8
 register tile, A and B read from global memory), softmax, RMSNorm
