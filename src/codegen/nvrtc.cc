@@ -83,14 +83,17 @@ const NvrtcTable& nvrtc() {
   return table;
 }
 
-// One compilation of `source` for `gpu_arch` ("compute_80" gives PTX, "sm_80" a cubin too).
-std::string compile_once(const NvrtcTable& api, const std::string& source,
-                         const std::string& gpu_arch, bool cubin, bool fast_math) {
+// One compilation of `source` for the real architecture `arch` ("sm_80"): NVRTC makes the PTX
+// (for the virtual architecture of the same number, which newer GPUs JIT-compile) and then the
+// cubin from it, and hands out both; a second compilation for "compute_80" would repeat the
+// first, and costlier, half (the PTX is the same).
+CudaBinary compile_program(const NvrtcTable& api, const std::string& source,
+                           const std::string& arch, bool fast_math) {
   nvrtcProgram program = nullptr;
   nvrtcResult status =
       api.CreateProgram(&program, source.c_str(), "kiln_kernels.cu", 0, nullptr, nullptr);
   internal_check(status == 0) << "NVRTC: nvrtcCreateProgram failed: " << api.GetErrorString(status);
-  std::string arch_option = "--gpu-architecture=" + gpu_arch;
+  std::string arch_option = "--gpu-architecture=" + arch;
   const char* options[] = {arch_option.c_str(), "--std=c++17", "-default-device",
                            "--use_fast_math"};
   status = api.CompileProgram(program, fast_math ? 4 : 3, options);
@@ -101,26 +104,25 @@ std::string compile_once(const NvrtcTable& api, const std::string& source,
     api.GetProgramLog(program, log.data());
     log.resize(log_size - 1);
   }
-  std::string out;
+  CudaBinary binary;
+  binary.arch = arch;
   if (status == 0) {
     size_t size = 0;
-    if (cubin) {
-      api.GetCUBINSize(program, &size);
-      out.resize(size);
-      api.GetCUBIN(program, out.data());
-    } else {
-      api.GetPTXSize(program, &size);
-      out.resize(size);
-      api.GetPTX(program, out.data());
-      if (!out.empty() && out.back() == '\0') out.pop_back();
-    }
+    api.GetCUBINSize(program, &size);
+    binary.cubin.resize(size);
+    api.GetCUBIN(program, binary.cubin.data());
+    size = 0;
+    api.GetPTXSize(program, &size);
+    binary.ptx.resize(size);
+    api.GetPTX(program, binary.ptx.data());
+    if (!binary.ptx.empty() && binary.ptx.back() == '\0') binary.ptx.pop_back();
   }
   api.DestroyProgram(&program);
-  user_check(status == 0) << "NVRTC: the generated CUDA C does not compile for " << gpu_arch << " ("
+  user_check(status == 0) << "NVRTC: the generated CUDA C does not compile for " << arch << " ("
                           << api.GetErrorString(status) << "):\n"
                           << log << "\nsource:\n"
                           << source;
-  return out;
+  return binary;
 }
 
 }  // namespace
@@ -136,11 +138,7 @@ CudaBinary compile_cuda(const std::string& source, const std::string& arch, bool
   if (!api.error.empty()) user_error(ErrorKind::kRuntime) << api.error;
   user_check(arch.rfind("sm_", 0) == 0 && arch.size() > 3)
       << "compile_cuda: expected an architecture such as sm_80, found '" << arch << "'";
-  CudaBinary binary;
-  binary.arch = arch;
-  binary.ptx = compile_once(api, source, "compute_" + arch.substr(3), false, fast_math);
-  binary.cubin = compile_once(api, source, arch, true, fast_math);
-  return binary;
+  return compile_program(api, source, arch, fast_math);
 }
 
 }  // namespace kiln::codegen

@@ -53,8 +53,9 @@ struct CudaBinary {
 // Whether NVRTC can be loaded; when not, `why` says what was tried.
 bool nvrtc_available(std::string* why = nullptr);
 
-// Compiles `source` with NVRTC for `arch` ("sm_80", "sm_90", …): PTX for the virtual
-// architecture compute_XY and a cubin for sm_XY, with --use_fast_math when `fast_math`. NVRTC is
+// Compiles `source` with NVRTC for `arch` ("sm_80", "sm_90", …) in one compilation: the PTX
+// (that of the virtual architecture compute_XY) and the cubin for sm_XY made from it, with
+// --use_fast_math when `fast_math`. NVRTC is
 // opened with dlopen on first use (no link dependency): libnvrtc.so from the library path,
 // $CUDA_HOME/lib64 or /usr/local/cuda/lib64. Raises a kRuntime error naming the library when
 // NVRTC is missing, and a kValue error with NVRTC's log when the source does not compile.
