@@ -247,6 +247,8 @@ py::dict build_timings(const RuntimeModule& module) {
   result["link_ms"] = t.jit.link_ms;
   result["total_ms"] = t.total_ms;
   result["from_cache"] = t.jit.from_cache;
+  result["device_ms"] = t.device_ms;
+  result["device_from_cache"] = t.device_from_cache;
   return result;
 }
 
@@ -423,8 +425,9 @@ Raises:
       .def_property_readonly(
           "build_timings", &build_timings,
           "Milliseconds per build phase (lower_ms, codegen_ms, optimize_ms, emit_ms, "
-          "link_ms, total_ms) and from_cache (the object came from an "
-          "object cache); empty for a loaded module.")
+          "link_ms, device_ms: a GPU target's device code, total_ms), from_cache (the object "
+          "came from an object cache) and device_from_cache (the CUDA binaries did); empty for "
+          "a loaded module.")
       .def("get_function", &get_function, py::arg("name"), R"doc(
 The function ``name`` of the module.
 

@@ -8,6 +8,7 @@
 
 #include "kiln/codegen/codegen_gpu.h"
 #include "kiln/support/error.h"
+#include "object_cache.h"
 
 namespace kiln::codegen {
 
@@ -133,12 +134,37 @@ bool nvrtc_available(std::string* why) {
   return api.error.empty();
 }
 
-CudaBinary compile_cuda(const std::string& source, const std::string& arch, bool fast_math) {
+CudaBinary compile_cuda(const std::string& source, const std::string& arch, bool fast_math,
+                        const std::string& cache_dir) {
   const NvrtcTable& api = nvrtc();
   if (!api.error.empty()) user_error(ErrorKind::kRuntime) << api.error;
   user_check(arch.rfind("sm_", 0) == 0 && arch.size() > 3)
       << "compile_cuda: expected an architecture such as sm_80, found '" << arch << "'";
-  return compile_program(api, source, arch, fast_math);
+  if (cache_dir.empty()) return compile_program(api, source, arch, fast_math);
+  int major = 0, minor = 0;
+  api.Version(&major, &minor);
+  detail::ObjectCache cache(cache_dir);
+  std::string key =
+      detail::ObjectCache::key({"nvrtc", std::to_string(major) + "." + std::to_string(minor), arch,
+                                fast_math ? "fast-math" : "", source});
+  // An entry: the PTX's length, a newline, the PTX, the cubin.
+  if (std::optional<std::string> entry = cache.load(key)) {
+    size_t newline = entry->find('\n');
+    if (newline != std::string::npos && newline > 0 && newline <= 20) {
+      size_t ptx_size = std::stoull(entry->substr(0, newline));
+      if (ptx_size <= entry->size() - newline - 1) {
+        CudaBinary binary;
+        binary.arch = arch;
+        binary.ptx = entry->substr(newline + 1, ptx_size);
+        binary.cubin = entry->substr(newline + 1 + ptx_size);
+        binary.from_cache = true;
+        return binary;
+      }
+    }
+  }
+  CudaBinary binary = compile_program(api, source, arch, fast_math);
+  cache.store(key, std::to_string(binary.ptx.size()) + "\n" + binary.ptx + binary.cubin);
+  return binary;
 }
 
 }  // namespace kiln::codegen

@@ -88,6 +88,14 @@ std::string ObjectCache::key(const llvm::Module& module, const Target& target) {
   return llvm::toHex(digest, /*LowerCase=*/true);
 }
 
+std::string ObjectCache::key(const std::vector<std::string>& parts) {
+  llvm::BLAKE3 hasher;
+  add_part(hasher, kFormat);
+  for (const std::string& part : parts) add_part(hasher, part);
+  Digest digest = hasher.final<kDigestBytes>();
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
 std::optional<std::string> ObjectCache::load(const std::string& key) const {
   if (dir_.empty()) return std::nullopt;
   std::string path = entry_path(dir_, key);

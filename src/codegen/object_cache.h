@@ -1,10 +1,12 @@
 // A directory of compiled object files keyed by a hash of what produced them (private to
 // src/codegen): compile_jit skips LLVM's optimization and code generation for a module it has
-// compiled before, e.g. when the tuner builds its best candidates again for their final rounds.
+// compiled before, e.g. when the tuner builds its best candidates again for their final rounds,
+// and compile_cuda skips NVRTC for CUDA C it has compiled before.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kiln/codegen/target.h"
 
@@ -29,6 +31,9 @@ class ObjectCache {
   // module's bitcode, the target's triple, CPU, features, opt level and FP contraction, the
   // optimization pipeline of that level, LLVM's version and the cache's format version.
   static std::string key(const llvm::Module& module, const Target& target);
+  // The key of an entry made from `parts` alone (the device code of a GPU build: its source,
+  // architecture, options and compiler version), hashed with the cache's format version.
+  static std::string key(const std::vector<std::string>& parts);
 
   // The object stored under `key`, or nullopt.
   std::optional<std::string> load(const std::string& key) const;

@@ -103,15 +103,20 @@ std::string base64(const std::string& bytes) {
 }
 
 // The device code of a GPU build: the source of `kernels` (into `sources`) and the manifest's
-// "device_blobs" entries; what the code generator notes goes to `warnings`.
+// "device_blobs" entries (CUDA binaries through the cache in `cache_dir`, when given, and
+// `from_cache` says whether they came from it); what the code generator notes goes to
+// `warnings`.
 Json device_blobs(const codegen::Target& target, const std::vector<Ref<PrimFunc>>& kernels,
-                  std::map<std::string, std::string>* sources, std::vector<std::string>* warnings) {
+                  const std::string& cache_dir, std::map<std::string, std::string>* sources,
+                  std::vector<std::string>* warnings, bool* from_cache) {
   Json blobs = Json::array();
   std::vector<std::string> notes;
   if (target.kind == "cuda") {
     std::string source = codegen::codegen_cuda(kernels, target, &notes);
     (*sources)["cuda"] = source;
-    codegen::CudaBinary binary = codegen::compile_cuda(source, target.arch, target.fast_math);
+    codegen::CudaBinary binary =
+        codegen::compile_cuda(source, target.arch, target.fast_math, cache_dir);
+    *from_cache = binary.from_cache;
     (*sources)["ptx"] = binary.ptx;
     blobs.push_back({{"kind", "cuda"},
                      {"format", "cubin"},
@@ -270,7 +275,8 @@ std::unique_ptr<BuiltModule> build(const Ref<IRModule>& mod, const std::string& 
   if (target_info.is_gpu()) {
     Clock::time_point device_start = Clock::now();
     manifest["device_blobs"] =
-        device_blobs(target_info, kernels, &result->device_sources_, &result->warnings_);
+        device_blobs(target_info, kernels, options.object_cache_dir, &result->device_sources_,
+                     &result->warnings_, &result->timings_.device_from_cache);
     Json device_kernels = Json::array();
     for (const Ref<PrimFunc>& kernel : kernels) {
       device_kernels.push_back({{"name", kernel->attrs.at("global_symbol").as<StringImm>()->value},

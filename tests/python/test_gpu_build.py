@@ -66,6 +66,29 @@ def test_cuda_source_shape():
     assert "const float* __restrict__ A" in source and "float* __restrict__ C" in source
 
 
+def test_cuda_binaries_come_from_the_object_cache_the_second_time(tmp_path):
+    """One NVRTC compilation gives the PTX and the cubin; with an object cache a second build of
+    the same CUDA C loads both from it, and a damaged entry is compiled again."""
+    skip_unless(nvrtc_missing())
+    mod = GPU_WORKLOADS["matmul"]()[1]
+    cache = tmp_path / "objects"
+    first = kiln.build(mod, target="cuda -arch=sm_80", object_cache=str(cache))
+    assert first.build_timings["device_from_cache"] is False
+    assert first.build_timings["device_ms"] > 0
+    second = kiln.build(mod, target="cuda -arch=sm_80", object_cache=str(cache))
+    assert second.build_timings["device_from_cache"] is True
+    assert second.get_source("ptx") == first.get_source("ptx")
+    assert ".target sm_80" in second.get_source("ptx")
+    assert second.manifest == first.manifest  # the same cubin, base64 in the manifest
+    other = kiln.build(mod, target="cuda -arch=sm_90", object_cache=str(cache))
+    assert other.build_timings["device_from_cache"] is False  # the architecture is in the key
+    for entry in cache.iterdir():
+        entry.write_bytes(entry.read_bytes()[:-5])  # cut short: its hash no longer matches
+    again = kiln.build(mod, target="cuda -arch=sm_80", object_cache=str(cache))
+    assert again.build_timings["device_from_cache"] is False
+    assert again.manifest == first.manifest
+
+
 def test_gpu_targets_parse():
     """"cuda" is sm_80 with CUDA's limits, or the architecture of the CUDA device present."""
     device = kiln.cuda(0)

@@ -45,9 +45,10 @@ std::vector<int> gpu_vector_lanes(const Target& target);
 
 // Code NVRTC made from CUDA C for one architecture.
 struct CudaBinary {
-  std::string arch;   // "sm_80"
-  std::string ptx;    // PTX for compute_XY, which newer GPUs JIT-compile
-  std::string cubin;  // machine code for sm_XY
+  std::string arch;         // "sm_80"
+  std::string ptx;          // PTX for compute_XY, which newer GPUs JIT-compile
+  std::string cubin;        // machine code for sm_XY
+  bool from_cache = false;  // loaded from the cache directory instead of compiled
 };
 
 // Whether NVRTC can be loaded; when not, `why` says what was tried.
@@ -55,11 +56,15 @@ bool nvrtc_available(std::string* why = nullptr);
 
 // Compiles `source` with NVRTC for `arch` ("sm_80", "sm_90", …) in one compilation: the PTX
 // (that of the virtual architecture compute_XY) and the cubin for sm_XY made from it, with
-// --use_fast_math when `fast_math`. NVRTC is
-// opened with dlopen on first use (no link dependency): libnvrtc.so from the library path,
-// $CUDA_HOME/lib64 or /usr/local/cuda/lib64. Raises a kRuntime error naming the library when
-// NVRTC is missing, and a kValue error with NVRTC's log when the source does not compile.
-CudaBinary compile_cuda(const std::string& source, const std::string& arch, bool fast_math = false);
+// --use_fast_math when `fast_math`. With a `cache_dir` (BuildOptions::object_cache_dir), the
+// result is kept there under a hash of the source, architecture, options and NVRTC's version,
+// and a later compilation of the same is loaded instead (the tuner builds its best candidates
+// again for the final rounds). NVRTC is opened with dlopen on first use (no link dependency):
+// libnvrtc.so from the library path, $CUDA_HOME/lib64 or /usr/local/cuda/lib64. Raises a
+// kRuntime error naming the library when NVRTC is missing, and a kValue error with NVRTC's log
+// when the source does not compile.
+CudaBinary compile_cuda(const std::string& source, const std::string& arch, bool fast_math = false,
+                        const std::string& cache_dir = "");
 
 // The options that build a module's OpenCL C for `target`: "-cl-fast-relaxed-math" with
 // -fast-math, else "" (the manifest's OpenCL blob carries them as "build_options").

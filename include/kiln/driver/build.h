@@ -29,15 +29,17 @@ struct BuildOptions {
   std::string dump_dir;
   // When not empty, a directory of compiled objects: a function built before for the same
   // target (the same LLVM IR) skips LLVM's optimization and code generation (see
-  // codegen::compile_jit; timings().jit.from_cache).
+  // codegen::compile_jit; timings().jit.from_cache), and CUDA C compiled before skips NVRTC
+  // (codegen::compile_cuda; timings().device_from_cache).
   std::string object_cache_dir;
 };
 
 // How long the phases of one build took, in milliseconds.
 struct BuildTimings {
-  double lower_ms = 0;      // the lowering pipeline, all functions
-  double device_ms = 0;     // GPU targets: device code generation and NVRTC
-  codegen::JitTimings jit;  // code generation and JIT loading (zero when not JIT-compiled)
+  double lower_ms = 0;             // the lowering pipeline, all functions
+  double device_ms = 0;            // GPU targets: device code generation and NVRTC
+  bool device_from_cache = false;  // CUDA: the binaries came from the object cache
+  codegen::JitTimings jit;         // code generation and JIT loading (zero when not JIT-compiled)
   double total_ms = 0;
 };
 
