@@ -50,6 +50,8 @@ void check_config(const RunnerConfig& c) {
       << api << "min_repeat_ms must be a finite number >= 0, found " << c.min_repeat_ms;
   user_check(std::isfinite(c.timeout_s) && c.timeout_s > 0)
       << api << "timeout_s must be a finite number > 0, found " << c.timeout_s;
+  user_check(std::isfinite(c.build_timeout_s) && c.build_timeout_s > 0)
+      << api << "build_timeout_s must be a finite number > 0, found " << c.build_timeout_s;
   user_check(std::isfinite(c.reference_timeout_s) && c.reference_timeout_s > 0)
       << api << "reference_timeout_s must be a finite number > 0, found " << c.reference_timeout_s;
   user_check(std::isfinite(c.rtol) && c.rtol >= 0)
@@ -495,7 +497,8 @@ class LocalRunner final : public Runner {
   }
 
   // Sends a request about one candidate and waits for its result: nothing when interrupted.
-  // A worker that dies or passes timeout_s is replaced, and the candidate gets kCrash or
+  // A worker that dies or passes its limit (build_timeout_s from the start of the build,
+  // timeout_s from its end or for anything else) is replaced, and the candidate gets kCrash or
   // kTimeout with where it was. `started` says whether the worker began the request.
   std::optional<MeasureResult> exchange(Lane& lane, const Message& request, bool* started,
                                         const InterruptCheck& check) {
@@ -511,11 +514,17 @@ class LocalRunner final : public Runner {
       if (detail::type_of(reply) != "phase") return detail::measure_result_of(reply);
       phase = reply.header.value("phase", std::string());
       failed.build_ms = reply.header.value("build_ms", failed.build_ms);
+      deadline =
+          detail::deadline_after(phase == "build" ? config_.build_timeout_s : config_.timeout_s);
     }
     if (outcome == Outcome::kTimeout) {
       failed.status = RecordStatus::kTimeout;
-      failed.error = "the candidate did not finish within " + seconds_text(config_.timeout_s) +
-                     ": the worker was stopped " + phase_text(phase);
+      failed.error =
+          phase == "build"
+              ? "the candidate did not build within " + seconds_text(config_.build_timeout_s) +
+                    " (RunnerConfig.build_timeout_s): the worker was stopped"
+              : "the candidate did not finish within " + seconds_text(config_.timeout_s) +
+                    ": the worker was stopped " + phase_text(phase);
     } else if (outcome == Outcome::kDied) {
       failed.status = RecordStatus::kCrash;
       std::string output = lane.worker->output_tail();

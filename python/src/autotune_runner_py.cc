@@ -36,6 +36,7 @@ autotune::RunnerConfig to_config(py::handle obj) {
   c.flush_cache = to_bool(obj.attr("flush_cache"), api, "flush_cache");
   c.vary_placement = to_bool(obj.attr("vary_placement"), api, "vary_placement");
   c.timeout_s = to_float(obj.attr("timeout_s"), api, "timeout_s");
+  c.build_timeout_s = to_float(obj.attr("build_timeout_s"), api, "build_timeout_s");
   c.reference_timeout_s = to_float(obj.attr("reference_timeout_s"), api, "reference_timeout_s");
   c.check_correctness = to_bool(obj.attr("check_correctness"), api, "check_correctness");
   c.rtol = to_float(obj.attr("rtol"), api, "rtol");

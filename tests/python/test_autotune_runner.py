@@ -124,6 +124,19 @@ def test_a_wrong_schedule_names_the_element(runner):
     assert_ok(right, 3)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_build_past_build_timeout_s_is_a_timeout_and_the_batch_goes_on(workers):
+    """The build has a limit of its own (build_timeout_s); the check and timing keep timeout_s."""
+    with ms.LocalRunner(repeat=1, min_repeat_ms=1, build_timeout_s=0.001,
+                        build_workers=workers) as runner:
+        runner.set_task(scale(2.0))
+        results = runner.run([split_vectorized(scale(2.0)), scale(2.0)])
+    for result in results:
+        assert result.status == "timeout"
+        assert result.error == ("the candidate did not build within 0.001 s "
+                                "(RunnerConfig.build_timeout_s): the worker was stopped")
+
+
 @pytest.mark.parametrize("fault, status, error", [
     ("crash", "crash", "the worker was killed by SIGSEGV (segmentation fault) while running it "
                        "for the correctness check"),
@@ -316,6 +329,9 @@ def test_bad_configs_are_refused():
     with pytest.raises(KilnValueError, match=r"RunnerConfig.build_workers must be >= 0 \(0: "
                        r"picked from the cores\), found -1"):
         ms.LocalRunner(build_workers=-1)
+    with pytest.raises(KilnValueError, match=r"RunnerConfig.build_timeout_s must be a finite "
+                       r"number > 0, found 0"):
+        ms.LocalRunner(build_timeout_s=0)
     with pytest.raises(KilnTypeError, match="unknown RunnerConfig field 'repeats'"):
         ms.LocalRunner(repeats=3)
     with pytest.raises(KilnTypeError, match=r"kiln.autotune.RunnerConfig: timeout_s must be a number \(int or float\), "

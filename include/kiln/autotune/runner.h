@@ -106,9 +106,14 @@ struct RunnerConfig {
   double min_repeat_ms = 20;   // the shortest repeat when number is 0 (>= 0)
   bool flush_cache = false;    // evict the arguments from the CPU caches before each repeat
   bool vary_placement = true;  // move the arguments before each repeat (see "Placement")
-  // The limit per candidate (build, check and timing; for run_interleaved, per load and per
-  // round) in seconds; past it the worker is killed and the candidate is kTimeout.
+  // The limit per candidate (check and timing, and what comes before its build; for
+  // run_interleaved, per load and per round) in seconds; past it the worker is killed and the
+  // candidate is kTimeout.
   double timeout_s = 10;
+  // The limit for building one candidate, in seconds: a build is slow, not hung, long before a
+  // kernel would be (NVRTC takes seconds for an unrolled CUDA tile on a small host), and the
+  // candidates that build slowest, the most unrolled, are often the fastest.
+  double build_timeout_s = 60;
   // The limit for computing a task's reference results in seconds: the untuned function can be
   // far slower than its tuned candidates.
   double reference_timeout_s = 120;

@@ -62,8 +62,10 @@ class RunnerConfig:
         min_repeat_ms: the shortest repeat when ``number`` is 0.
         flush_cache: evict the arguments from the CPU caches before each repeat.
         vary_placement: move the arguments to another placement before each repeat.
-        timeout_s: the limit per candidate (build, check and timing); past it the worker is
-            killed and the candidate is ``"timeout"``.
+        timeout_s: the limit per candidate (check and timing); past it the worker is killed
+            and the candidate is ``"timeout"``.
+        build_timeout_s: the limit for building one candidate, the same way (a build is slow
+            long before a kernel would hang: NVRTC takes seconds for an unrolled CUDA tile).
         reference_timeout_s: the limit for computing the untuned function's results.
         check_correctness: compare each candidate's results with the untuned function's.
         rtol: relative tolerance of the comparison.
@@ -99,6 +101,7 @@ class RunnerConfig:
     flush_cache: bool = False
     vary_placement: bool = True
     timeout_s: float = 10.0
+    build_timeout_s: float = 60.0
     reference_timeout_s: float = 120.0
     check_correctness: bool = True
     rtol: float = 1e-3
