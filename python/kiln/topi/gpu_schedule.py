@@ -634,8 +634,8 @@ def _vector_lanes(sch, name):
     """VECTOR_LANES when step 5 may give block name's threads vector accesses, else 1: every
     load and the store of the block (an element-wise one, unguarded) holds 32-bit values and
     either does not use the block's last iterator (a broadcast value) or uses it only in its
-    last index, as that iterator plus a multiple of the lanes, in a buffer whose last extent
-    the lanes divide; and the lanes divide the last iterator's extent. Each vector is then
+    last index, as that iterator plus a multiple of the lanes, in a compact buffer whose last
+    extent the lanes divide; and the lanes divide the last iterator's extent. Each vector is then
     contiguous and aligned to its size in every buffer, so that the code generators make one
     vector access of it (a transpose's strided reads stay scalar)."""
     block = sch.get(sch.get_block(name))
@@ -656,8 +656,8 @@ def _vector_lanes(sch, name):
             continue
         row = const_int(buffer.shape[-1])
         if any(uses_var(index, last) for index in indices[:-1]) or row is None or \
-                row % VECTOR_LANES or not _unit_stride(indices[-1], last):
-            return 1
+                row % VECTOR_LANES or buffer.strides or not _unit_stride(indices[-1], last):
+            return 1  # buffer.strides: a strided view, whose rows need not be contiguous
     return VECTOR_LANES
 
 
