@@ -156,9 +156,10 @@ def test_lowering_errors_are_kiln_errors():
 def test_build_timings():
     timings = kiln.build(add_one(16)).build_timings
     assert set(timings) == {"lower_ms", "codegen_ms", "optimize_ms", "emit_ms", "link_ms",
-                            "total_ms", "from_cache"}
+                            "device_ms", "total_ms", "from_cache", "device_from_cache"}
     assert timings["total_ms"] >= timings["lower_ms"] > 0
     assert timings["from_cache"] is False
+    assert timings["device_ms"] == 0 and timings["device_from_cache"] is False  # a CPU build
 
 
 def test_build_loads_what_it_compiled_before_from_an_object_cache(tmp_path):
