@@ -1,6 +1,7 @@
 """GPU schedules written by hand, built for "cuda" and timed on a CUDA device against PyTorch
 (cuBLAS for the GEMM): a GEMM whose threads each compute a register tile, and softmax, RMSNorm
-and LayerNorm with one thread block per row whose row reductions are cross-thread reductions. Each result is checked against NumPy before it is timed.
+and LayerNorm with one thread block per row whose row reductions are cross-thread reductions.
+Each result is checked against NumPy before it is timed.
 
 Workloads: GEMM 2048^3 float32 (64x64 tiles of C per block, 8x8 threads, each computing an 8x8
 register tile, A and B read from global memory), softmax, RMSNorm
@@ -213,11 +214,9 @@ def run_checked(spec, target, device, repeat):
     return timer(*arrays).median, build_seconds
 
 
-
 def rate(spec, seconds):
     scale = 1e9
     return f"{spec['work'] / seconds / scale:.1f} {spec['unit']}"
-
 
 
 def main():

@@ -185,8 +185,6 @@ def run_checked(rt, tensors, inputs, reference, check_rows, device, repeat):
     return timer(*arrays).median
 
 
-
-
 def ms_text(seconds):
     return f"{seconds * 1e3:.4f}" if seconds else "n/a"
 
