@@ -421,7 +421,7 @@ class LocalRunner final : public Runner {
     request.func_json = task_key_.substr(task_key_.find('\n') + 1);
     request.reference_func_json = reference_json_;
     request.target = task_->target.str();
-    if (task_->target.is_gpu()) request.device_name = device_name_;
+    request.device_name = device_name_;
     request.seed = config_.seed;
     request.num_threads = config_.num_threads;
     request.flush_cache = config_.flush_cache;
@@ -587,7 +587,7 @@ class LocalRunner final : public Runner {
   std::string worker_path_;
   std::optional<TuneTask> task_;
   std::string task_key_;         // the target string, a newline, the function's JSON
-  std::string device_name_;      // a GPU target's device, as target_key names it
+  std::string device_name_;      // a GPU target's device, as target_key names it; "" for a CPU
   std::string reference_json_;   // the reference schedule's function, or empty
   double task_bytes_ = 0;        // of the task's arguments
   std::vector<Lane> lanes_;      // lane 0 measures alone
