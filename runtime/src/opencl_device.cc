@@ -1,8 +1,11 @@
 // The OpenCL back end: devices of every platform (GPUs first), one context and in-order queue per
 // device created on first use, buffers as cl_mem, and programs built from a module's OpenCL C.
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "device.h"
@@ -28,6 +31,37 @@ struct OpenCLDevice {
 std::string label(int32_t device_id) {
   return device_label(kDLOpenCL, device_id);
 }
+
+// Keeps the variables that choose the OpenCL drivers as they were while a driver starts. A
+// driver's start may rewrite them in the process (one seen: OCL_ICD_FILENAMES lost its second
+// library while PoCL started), and every process started afterwards (the tuner's workers among
+// them) would then see fewer platforms than this one.
+class IcdEnvironmentGuard {
+ public:
+  IcdEnvironmentGuard() {
+    for (const char* name : kNames) {
+      const char* value = std::getenv(name);
+      saved_.push_back(value == nullptr ? std::nullopt : std::optional<std::string>(value));
+    }
+  }
+  ~IcdEnvironmentGuard() {
+    for (size_t i = 0; i < saved_.size(); ++i) {
+      const char* now = std::getenv(kNames[i]);
+      if (!saved_[i].has_value()) {
+        if (now != nullptr) unsetenv(kNames[i]);
+      } else if (now == nullptr || *saved_[i] != now) {
+        setenv(kNames[i], saved_[i]->c_str(), 1);
+      }
+    }
+  }
+  IcdEnvironmentGuard(const IcdEnvironmentGuard&) = delete;
+  IcdEnvironmentGuard& operator=(const IcdEnvironmentGuard&) = delete;
+
+ private:
+  // Read by the ICD loaders (ocl-icd, Khronos).
+  static constexpr const char* kNames[] = {"OCL_ICD_FILENAMES", "OCL_ICD_VENDORS"};
+  std::vector<std::optional<std::string>> saved_;
+};
 
 int32_t cl_fail(KilnErrorCode code, const std::string& what, const char* call, cl_int status) {
   return fail(code, what + ": " + call + " failed: " + opencl_error_name(status));
@@ -375,6 +409,7 @@ class OpenCLBackend : public DeviceBackend {
     std::string error;
     driver_ = opencl_driver(&error);
     if (driver_ == nullptr) return fail(kKilnErrorRuntime, std::string(api) + ": " + error);
+    IcdEnvironmentGuard environment;
     cl_uint num_platforms = 0;
     cl_int status = driver_->GetPlatformIDs(0, nullptr, &num_platforms);
     // The ICD loader answers CL_PLATFORM_NOT_FOUND_KHR (-1001) when no driver is installed.
@@ -427,6 +462,7 @@ class OpenCLBackend : public DeviceBackend {
       std::string where = std::string(api) + ": " + label(device_id);
       cl_int error = CL_SUCCESS;
       if (device.context == nullptr) {
+        IcdEnvironmentGuard environment;
         cl_context_properties properties[] = {
             CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(device.platform), 0};
         device.context =
