@@ -582,6 +582,11 @@ void CodeGenC::emit_allocate(const Allocate* op) {
   std::string decl = storage_type(buffer.dtype) + " " + name_of(buffer.data.get()) + "[" +
                      std::to_string(std::max<int64_t>(elements, 1)) + "]";
   int64_t& alignment = data_alignment_[buffer.data.get()];
+  if (buffer.scope == "shared" && elements * buffer.dtype.bytes() >= kDynamicSharedAlignment) {
+    // Aligned for the widest vector: the device compiler then merges a thread's loads of
+    // consecutive elements at a multiple of four (a register tile's row) into one access.
+    alignment = std::max<int64_t>(alignment, kDynamicSharedAlignment);
+  }
   if (alignment > buffer.dtype.bytes()) {
     decl = align_array(decl, alignment);
   } else {

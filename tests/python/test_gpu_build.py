@@ -62,7 +62,7 @@ def test_cuda_source_shape():
     rt = kiln.build(gpu_tiled_matmul()[1], target="cuda")
     source = rt.get_source("cuda")
     assert "__launch_bounds__(64)" in source
-    assert "__shared__ float" in source and "__syncthreads();" in source
+    assert "__shared__ __align__(16) float" in source and "__syncthreads();" in source
     assert "const float* __restrict__ A" in source and "float* __restrict__ C" in source
 
 
@@ -249,7 +249,7 @@ def test_cross_thread_reduction_uses_warp_shuffles_on_cuda():
     assert cuda.count("__shfl_down_sync(__activemask(), ") == 10  # 5 steps, max and sum
     assert "row_max_red" not in cuda
     opencl = kiln.build(mod, target="opencl").get_source("opencl")
-    assert "__local float row_max_red[32];" in opencl
+    assert "__local float row_max_red[32] __attribute__((aligned(16)));" in opencl
     # Groups of 8 threads along x (two along y): shuffles within segments of 8 lanes.
     _, mod = GPU_WORKLOADS["row_sum_cross_thread"]()
     assert "__shfl_down_sync(__activemask(), B_acc[0], 4, 8)" in kiln.build(
@@ -266,5 +266,5 @@ def test_cross_thread_argmax_shuffles_and_shares_both_values():
         assert cuda.count(f"__shfl_down_sync(__activemask(), {acc}[0], ") == 5
     assert "__shared__" not in cuda
     opencl = kiln.build(mod, target="opencl").get_source("opencl")
-    assert "__local int T_argmax_red0[32];" in opencl
-    assert "__local int T_argmax_red1[32];" in opencl
+    assert "__local int T_argmax_red0[32] __attribute__((aligned(16)));" in opencl
+    assert "__local int T_argmax_red1[32] __attribute__((aligned(16)));" in opencl

@@ -229,7 +229,7 @@ def test_cuda_fragments_are_registers():
     assert "unsigned short A_shared_warp[16];" in source
     assert "unsigned short B_shared_warp[16];" in source
     assert "float C_warp[32];" in source
-    assert "__shared__ unsigned short A_shared[" in source
+    assert "__shared__ __align__(16) unsigned short A_shared[" in source
     assert "__shared__ unsigned short A_shared_warp" not in source
 
 

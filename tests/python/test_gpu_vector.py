@@ -17,6 +17,7 @@ from kiln import te, tir
 from gpu_helpers import (expected_results, gpu_vector_elementwise_fp16, gpu_vector_misaligned,
                          gpu_vector_tiled_matmul, nvrtc_missing, opencl_missing, run_on_device,
                          skip_unless)
+from schedule_helpers import matmul
 
 
 def elementwise(fcompute, lanes, n=256, threads=32, length=None):
@@ -190,3 +191,34 @@ def test_cuda_tensors_are_required_to_be_16_byte_aligned():
     rt, _ = build(mod, "opencl")
     spec = json.loads(rt.manifest)["functions"][0]["args"]
     assert [arg["alignment"] for arg in spec] == [1, 1]
+
+
+def test_cuda_shared_tiles_are_16_byte_aligned_so_register_tile_reads_are_vectors():
+    # The copies into shared memory move one element per thread; the register tile still reads
+    # four consecutive elements of a B row at once, since every shared array is 16-byte aligned.
+    skip_unless(nvrtc_missing())
+    sch = tir.Schedule(matmul(32, 32, 16))
+    block = sch.get_block("C")
+    i, j, r = sch.get_loops(block)
+    bi, ti, ii = sch.split(i, factors=[None, 4, 4])
+    bj, tj, jj = sch.split(j, factors=[None, 4, 4])
+    ko, ki = sch.split(r, factors=[None, 8])
+    sch.reorder(bi, bj, ti, tj, ko, ki, ii, jj)
+    for loop, axis in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ti, "threadIdx.y"),
+                       (tj, "threadIdx.x")):
+        sch.bind(loop, axis)
+    sch.unroll(ii)
+    sch.unroll(jj)
+    for index in (0, 1):
+        shared = sch.cache_read(block, index, "shared")
+        sch.compute_at(shared, ko)
+        fused = sch.fuse(*sch.get_loops(shared)[5:])
+        _, ty, tx = sch.split(fused, factors=[None, 4, 4])
+        sch.bind(ty, "threadIdx.y")
+        sch.bind(tx, "threadIdx.x")
+    rt, _ = build(sch.mod, "cuda -arch=sm_80")
+    source = rt.get_source("cuda")
+    assert "__shared__ __align__(16) float A_shared[" in source
+    assert "__shared__ __align__(16) float B_shared[" in source
+    ops = ptx_memory_instructions(rt)
+    assert "st.shared.f32" in ops and "ld.shared.v4.f32" in ops

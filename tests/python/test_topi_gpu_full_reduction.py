@@ -192,8 +192,8 @@ def test_argmax_of_a_long_input_is_reduced_in_two_kernels():
     assert len(kernels(sch)) == 2
     assert thread_extents(script, "threadIdx.x") == [256, 256]
     source = kiln.build(sch.mod, target="opencl").get_source("opencl")
-    assert "__local int T_argmax_rf_red0[256];" in source
-    assert "__local float T_argmax_rf_red1[256];" in source
+    assert "__local int T_argmax_rf_red0[256] __attribute__((aligned(16)));" in source
+    assert "__local float T_argmax_rf_red1[256] __attribute__((aligned(16)));" in source
 
 
 def test_a_reduction_to_one_value_threads_cannot_combine_is_refused_with_the_reason():

@@ -367,7 +367,7 @@ def test_products_stage_shared_tiles_and_accumulate_register_tiles():
     assert "T.unroll" in script and thread_extents(script, "threadIdx.y")
     skip_unless(nvrtc_missing())
     source = kiln.build(scheduled(tensors, CUDA).mod, target=CUDA).get_source("cuda")
-    assert "__shared__ float x_shared" in source and "__syncthreads();" in source
+    assert "__shared__ __align__(16) float x_shared" in source and "__syncthreads();" in source
     assert "float T_dense_local[" in source
 
 
