@@ -3,6 +3,7 @@
 // works as soon as the kernel reports it.
 #include "cpu_features.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -110,13 +111,23 @@ bool os_supports(OsState state) {
   return false;
 }
 
-// Returns 1 or 0 when `name` is a known x86 feature, -1 when the table does not know it.
+constexpr size_t kNumX86Features = sizeof(kX86Features) / sizeof(kX86Features[0]);
+
+// Returns 1 or 0 when `name` is a known x86 feature, -1 when the table does not know it. Each
+// answer is asked of the CPU once per process (every module load checks its features, and a
+// cpuid instruction leaves a virtual machine for its host).
 int x86_has_feature(const std::string& name) {
-  for (const X86Feature& feature : kX86Features) {
-    if (name == feature.name) {
-      return cpuid_bit(feature.leaf, feature.subleaf, feature.reg, feature.bit) &&
-             os_supports(feature.state);
+  static std::atomic<int> answers[kNumX86Features] = {};  // 0: not asked yet, else 1 + answer
+  for (size_t i = 0; i < kNumX86Features; ++i) {
+    const X86Feature& feature = kX86Features[i];
+    if (name != feature.name) continue;
+    int answer = answers[i].load(std::memory_order_relaxed);
+    if (answer == 0) {
+      answer = 1 + (cpuid_bit(feature.leaf, feature.subleaf, feature.reg, feature.bit) &&
+                    os_supports(feature.state));
+      answers[i].store(answer, std::memory_order_relaxed);
     }
+    return answer - 1;
   }
   return -1;
 }

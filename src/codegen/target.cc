@@ -18,7 +18,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -29,6 +31,9 @@
 namespace kiln::codegen {
 
 namespace {
+
+// The CPU targets whose parse parse_target keeps (a process builds for a few).
+constexpr size_t kParsedTargetsKept = 64;
 
 constexpr const char* kOptions =
     "-mtriple=<triple>, -mcpu=<cpu>, -mattr=<+f,-g,...>, -opt-level=<0-3>, "
@@ -334,18 +339,7 @@ Target parse_gpu_target(const std::string& kind, std::istringstream& stream,
   return target;
 }
 
-}  // namespace
-
-Target parse_target(const std::string& text) {
-  detail::initialize_llvm();
-  std::istringstream stream(text);
-  std::string kind;
-  stream >> kind;
-  if (kind == "cuda" || kind == "opencl") return parse_gpu_target(kind, stream, text);
-  user_check(kind == "llvm") << "parse_target: unknown target kind '" << kind << "' in '" << text
-                             << "'; the valid kinds are 'llvm' (options " << kOptions
-                             << "), 'cuda' and 'opencl'";
-
+Target parse_cpu_target(const std::string& text, std::istringstream& stream) {
   Target target;
   target.triple = llvm::sys::getProcessTriple();
   std::string mattr;
@@ -440,6 +434,34 @@ Target parse_target(const std::string& text) {
     target.l2_cache_bytes = known(l2);
     target.l3_cache_bytes = known(l3);
   }
+  return target;
+}
+
+}  // namespace
+
+Target parse_target(const std::string& text) {
+  detail::initialize_llvm();
+  std::istringstream stream(text);
+  std::string kind;
+  stream >> kind;
+  if (kind == "cuda" || kind == "opencl") return parse_gpu_target(kind, stream, text);
+  user_check(kind == "llvm") << "parse_target: unknown target kind '" << kind << "' in '" << text
+                             << "'; the valid kinds are 'llvm' (options " << kOptions
+                             << "), 'cuda' and 'opencl'";
+  // A CPU target's meaning depends on its text and this machine only, and every build parses
+  // one (LLVM's subtarget tables are read three times in a parse): the last ones parsed are
+  // kept. A text that fails raises every time.
+  static std::mutex mutex;
+  static std::map<std::string, Target> parsed;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = parsed.find(text);
+    if (it != parsed.end()) return it->second;
+  }
+  Target target = parse_cpu_target(text, stream);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (parsed.size() >= kParsedTargetsKept) parsed.clear();
+  parsed.emplace(text, target);
   return target;
 }
 
