@@ -3,8 +3,8 @@
 and LayerNorm with one thread block per row whose row reductions are cross-thread reductions.
 Each result is checked against NumPy before it is timed.
 
-Workloads: GEMM 2048^3 float32 (64x64 tiles of C per block, 8x8 threads, each computing an 8x8
-register tile, A and B read from global memory), softmax, RMSNorm
+Workloads: GEMM 2048^3 float32 (128x128 tiles of C per block, 16x16 threads, each computing an
+8x8 register tile, the A and B tiles of each k step staged in shared memory), softmax, RMSNorm
 and LayerNorm of 4096x4096 float32 (256 threads per row). The table gives median times, GFLOP/s
 (GEMM) or GB/s (the bytes each operator must read and write once) and the ratio to PyTorch.
 
@@ -38,17 +38,15 @@ except ImportError:  # the column reads n/a
 # --- The operators: a PrimFunc and its GPU schedule, NumPy arguments, the NumPy and PyTorch
 # versions, and the work (flops or bytes) that the rate column is computed from.
 
-def gemm(n=2048, block_tile=64, threads=8, k_tile=8):
+def gemm(n=2048, block_tile=128, threads=16, k_tile=8, lanes=4):
     """C = A @ B. Each thread block computes a block_tile x block_tile tile of C with
-    threads x threads threads; each thread keeps a (block_tile / threads)^2 register tile of C
-    (scope "local") while k runs, and reads A and B from global memory (k_tile columns of k per
-    step of the outer k loop).
-
-    Not staged through shared memory: kiln allocates a shared tile fetched at the k loop for the
-    whole k extent (the allocation stays outside the threadIdx loops and covers every iteration
-    of the k loop inside them), 2 * 64 * 2048 floats here, which exceeds any GPU's shared
-    memory. The tutorial (tutorials/04_gpu.ipynb) shows cooperative fetching at a size where
-    that fits."""
+    threads x threads threads; each thread keeps an 8 x 8 register tile of C (scope "local") as
+    2 x 2 virtual threads of lanes x lanes, interleaved so that a warp's threads read
+    neighbouring columns of the shared B tile. For each step of k_tile along k, the block's
+    threads copy the A and B tiles into shared memory together, `lanes` floats at a time
+    (float4 loads of global memory), and every thread then reads its rows of A and `lanes`
+    consecutive columns of B at a time from there (ld.shared.v4: shared arrays are 16-byte
+    aligned)."""
     a = te.placeholder((n, n), "float32", name="A")
     b = te.placeholder((n, n), "float32", name="B")
     k = te.reduce_axis((0, n), name="k")
@@ -58,20 +56,32 @@ def gemm(n=2048, block_tile=64, threads=8, k_tile=8):
     sch = tir.Schedule(func)
     block = sch.get_block("C")
     i, j, r = sch.get_loops(block)
-    bi, ty, ii = sch.split(i, factors=[None, threads, block_tile // threads])
-    bj, tx, ji = sch.split(j, factors=[None, threads, block_tile // threads])
+    virtual = block_tile // (threads * lanes)
+    bi, vi, ty, ii = sch.split(i, factors=[None, virtual, threads, lanes])
+    bj, vj, tx, ji = sch.split(j, factors=[None, virtual, threads, lanes])
     ko, ki = sch.split(r, factors=[None, k_tile])
-    sch.reorder(bi, bj, ty, tx, ko, ki, ii, ji)
+    sch.reorder(bi, bj, vi, vj, ty, tx, ko, ki, ii, ji)
     sch.bind(bi, "blockIdx.y")
     sch.bind(bj, "blockIdx.x")
+    sch.bind(vi, "vthread.y")
+    sch.bind(vj, "vthread.x")
     sch.bind(ty, "threadIdx.y")
     sch.bind(tx, "threadIdx.x")
     # The register tile: C accumulates in a local copy, written back after the k loop.
     local = sch.cache_write(block, 0, "local")
     sch.reverse_compute_at(local, tx)
+    # The shared tiles of one k step, copied by all the block's threads, `lanes` at a time.
+    for index in (0, 1):
+        shared = sch.cache_read(block, index, "shared")
+        sch.compute_at(shared, ko)
+        fused = sch.fuse(*sch.get_loops(shared)[-2:])
+        _, copy_y, copy_x, vector = sch.split(fused, factors=[None, threads, threads, lanes])
+        sch.bind(copy_y, "threadIdx.y")
+        sch.bind(copy_x, "threadIdx.x")
+        sch.vectorize(vector)
     init = sch.decompose_reduction(block, ko)
     # Unrolled, the register tile is indexed by constants and stays in registers.
-    for loop in [ii, ji] + sch.get_loops(init)[-2:] + sch.get_loops(local)[-2:]:
+    for loop in [ki, ii, ji] + sch.get_loops(init)[-2:] + sch.get_loops(local)[-2:]:
         sch.unroll(loop)
 
     rng = np.random.default_rng(0)

@@ -371,6 +371,35 @@ def test_products_stage_shared_tiles_and_accumulate_register_tiles():
     assert "float T_dense_local[" in source
 
 
+def test_product_tiles_keep_rows_16_byte_aligned_for_vector_reads():
+    # Rows of 64 and 16 elements padded by 4 (not to an odd stride): each thread reads its four
+    # columns of the B tile as one ld.shared.v4.
+    a = te.placeholder((256, 256), "float32", name="A")
+    b = te.placeholder((256, 256), "float32", name="B")
+    sch = scheduled([a, b, topi.nn.matmul(a, b)], CUDA)
+    skip_unless(nvrtc_missing())
+    rt = kiln.build(sch.mod, target=CUDA)
+    source = rt.get_source("cuda")
+    shared = re.findall(r"__shared__ __align__\(16\) float (\w+)\[(\d+)\];", source)
+    assert sorted(name for name, _ in shared) == ["A_shared", "B_shared"]
+    for _, size in shared:
+        assert int(size) % 4 == 0
+    loads = set(re.findall(r"ld\.shared\.[a-z0-9.]+", rt.get_source("ptx")))
+    assert "ld.shared.v4.f32" in loads and "ld.shared.f32" not in loads
+
+
+def test_product_tiles_whose_rows_neighbouring_threads_read_keep_an_odd_stride():
+    # dense reads W[j, k]: the threads along j read down the rows of W's tile, which a stride of
+    # 4 modulo 8 would put in two banks; x's tile (rows along i) is padded by 4.
+    x = te.placeholder((256, 256), "float32", name="x")
+    w = te.placeholder((256, 256), "float32", name="w")
+    sch = scheduled([x, w, topi.nn.dense(x, w)], CUDA)
+    skip_unless(nvrtc_missing())
+    source = kiln.build(sch.mod, target=CUDA).get_source("cuda")
+    sizes = dict(re.findall(r"__shared__ __align__\(16\) float (\w+)\[(\d+)\];", source))
+    assert int(sizes["x_shared"]) % 4 == 0 and int(sizes["w_shared"]) % 2 == 1
+
+
 def test_bias_and_activation_fold_into_the_tile_write_back():
     script = scheduled(matmul_bias_relu()[0]).mod["main"].script()
     assert 'T.block("T_relu")' not in script and 'T.block("T_matmul_bias")' not in script
