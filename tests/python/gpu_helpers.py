@@ -303,13 +303,13 @@ def gpu_vthread_tiled_matmul(m=32, n=32, k=16):
     return func, sch.mod
 
 
-def gpu_vector_tiled_matmul(m=32, n=32, k=16, func=None, scope="shared"):
+def gpu_vector_tiled_matmul(m=32, n=32, k=16, func=None, scope="shared", copy_lanes=4):
     """A GEMM with vector memory accesses: each thread block computes a 16 x 16 tile of C with
     4 x 4 threads, each thread a 4 x 4 register tile (C_local) written back four elements at a
-    time; the A and B tiles of one k step are copied into shared memory four elements at a
-    time by the block's threads (float4 loads of global and stores of shared memory).
-    `func` replaces the float32 matmul by another (m, k) x (k, n) product; `scope` is the
-    tiles' memory ("shared.dyn": dynamic shared memory)."""
+    time; the A and B tiles of one k step are copied into shared memory copy_lanes elements at
+    a time by the block's threads (float4 loads of global and stores of shared memory; 1: one
+    element per thread and copy step). `func` replaces the float32 matmul by another (m, k) x
+    (k, n) product; `scope` is the tiles' memory ("shared.dyn": dynamic shared memory)."""
     func = func or matmul(m, n, k)
     sch = tir.Schedule(func)
     block = sch.get_block("C")
@@ -329,10 +329,11 @@ def gpu_vector_tiled_matmul(m=32, n=32, k=16, func=None, scope="shared"):
         shared = sch.cache_read(block, index, scope)
         sch.compute_at(shared, ko)
         fused = sch.fuse(*sch.get_loops(shared)[5:])
-        _, ty, tx, vec = sch.split(fused, factors=[None, 4, 4, 4])
+        _, ty, tx, vec = sch.split(fused, factors=[None, 4, 4, copy_lanes])
         sch.bind(ty, "threadIdx.y")
         sch.bind(tx, "threadIdx.x")
-        sch.vectorize(vec)
+        if copy_lanes > 1:
+            sch.vectorize(vec)
     return func, sch.mod
 
 

@@ -17,7 +17,6 @@ from kiln import te, tir
 from gpu_helpers import (expected_results, gpu_vector_elementwise_fp16, gpu_vector_misaligned,
                          gpu_vector_tiled_matmul, nvrtc_missing, opencl_missing, run_on_device,
                          skip_unless)
-from schedule_helpers import matmul
 
 
 def elementwise(fcompute, lanes, n=256, threads=32, length=None):
@@ -197,25 +196,10 @@ def test_cuda_shared_tiles_are_16_byte_aligned_so_register_tile_reads_are_vector
     # The copies into shared memory move one element per thread; the register tile still reads
     # four consecutive elements of a B row at once, since every shared array is 16-byte aligned.
     skip_unless(nvrtc_missing())
-    sch = tir.Schedule(matmul(32, 32, 16))
-    block = sch.get_block("C")
-    i, j, r = sch.get_loops(block)
-    bi, ti, ii = sch.split(i, factors=[None, 4, 4])
-    bj, tj, jj = sch.split(j, factors=[None, 4, 4])
-    ko, ki = sch.split(r, factors=[None, 8])
-    sch.reorder(bi, bj, ti, tj, ko, ki, ii, jj)
-    for loop, axis in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ti, "threadIdx.y"),
-                       (tj, "threadIdx.x")):
-        sch.bind(loop, axis)
-    sch.unroll(ii)
-    sch.unroll(jj)
-    for index in (0, 1):
-        shared = sch.cache_read(block, index, "shared")
-        sch.compute_at(shared, ko)
-        fused = sch.fuse(*sch.get_loops(shared)[5:])
-        _, ty, tx = sch.split(fused, factors=[None, 4, 4])
-        sch.bind(ty, "threadIdx.y")
-        sch.bind(tx, "threadIdx.x")
+    _, mod = gpu_vector_tiled_matmul(copy_lanes=1)
+    sch = tir.Schedule(mod)
+    for loop in sch.get_loops(sch.get_block("C"))[-2:]:  # the register tile's rows, columns
+        sch.unroll(loop)
     rt, _ = build(sch.mod, "cuda -arch=sm_80")
     source = rt.get_source("cuda")
     assert "__shared__ __align__(16) float A_shared[" in source
