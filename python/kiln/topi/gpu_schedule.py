@@ -23,10 +23,10 @@ threads, and a product's shared tiles fit target.max_shared_memory_per_block.
    reads neighbouring elements as one vector; to an odd stride where it is not, or where
    neighbouring threads read down the rows, as B[j, k] of A @ B.T), the step as long as the
    tiles fit the target's shared memory. The reduction step's loop is unrolled with the
-   register tile. Tile sizes divide the extents
-   where a good divisor exists. Otherwise, and for symbolic extents, a thread computes one
-   output along that axis and the last tile is guarded; a symbolic reduction is not staged
-   in shared memory (a guarded step would be split by lowering into copies of the loop nest).
+   register tile. Tile sizes divide the extents where a good divisor exists. Otherwise, and
+   for symbolic extents, a thread computes one output along that axis and the last tile is
+   guarded; a symbolic reduction is not staged in shared memory (a guarded step would be
+   split by lowering into copies of the loop nest).
 3. Row reductions: a spatial block that reads statistics per row (the max and sum of a
    softmax, the mean and variance of a norm) gets one row per thread block, or several along
    threadIdx.y when rows are short; its columns are split over threadIdx.x, and each statistic
