@@ -117,6 +117,17 @@ def test_errors():
         Target().has_feature(1)
 
 
+def test_a_target_parses_the_same_each_time_and_a_bad_one_fails_each_time():
+    # Parses of CPU targets are kept per text: what is kept must be what a first parse gives,
+    # and an error must not be kept as a result.
+    text = f"llvm {X86} -mcpu=haswell -mattr=-fma"
+    first, second = Target(text), Target(text)
+    assert str(first) == str(second) and not second.has_feature("fma")
+    for _ in range(2):
+        with pytest.raises(kiln.KilnValueError, match="unknown CPU 'znver9'"):
+            Target(f"llvm {X86} -mcpu=znver9")
+
+
 @pytest.mark.parametrize("text,n,tile", [
     (f"llvm {X86} -mcpu=znver4", 1024, (6, 64)),
     (f"llvm {X86} -mcpu=znver4", None, (6, 64)),
