@@ -76,28 +76,4 @@ TargetKey local_target_key(const codegen::Target& target, int num_threads) {
   return key;
 }
 
-int32_t find_named_gpu_device(const codegen::Target& target, const std::string& name,
-                              std::string* why) {
-  int32_t type = target.device_type();
-  int32_t count = 0;
-  if (KilnDeviceCount(type, &count) != 0) {
-    *why = KilnGetLastError();
-    KilnSetLastError(nullptr);
-    return -1;
-  }
-  std::string found;
-  for (int32_t id = 0; id < count; ++id) {
-    char text[256] = {0};
-    if (KilnDeviceName(type, id, text, sizeof(text)) != 0) {
-      KilnSetLastError(nullptr);
-      continue;
-    }
-    if (name == text) return id;
-    found += (found.empty() ? "'" : ", '") + std::string(text) + "'";
-  }
-  *why = "no " + std::string(target.kind == "cuda" ? "CUDA" : "OpenCL") + " device named '" + name +
-         "' (" + (found.empty() ? "no device" : "the devices: " + found) + ")";
-  return -1;
-}
-
 }  // namespace kiln::autotune

@@ -148,7 +148,8 @@ class LocalRunner final : public Runner {
           << " of memory available: tune a smaller instance of the function";
     }
     task_ = task;
-    // The workers measure on the device this process keys the records by (find_named_gpu_device).
+    // The workers measure on the device this process keys the records by
+    // (codegen::find_named_gpu_device).
     device_name_ = task.target.is_gpu() ? local_target_key(task.target).device_model : "";
     task_key_ = std::move(key);
     reference_json_ = std::move(reference_json);

@@ -210,7 +210,7 @@ class Worker {
       std::string why;
       int32_t id = request.device_name.empty()
                        ? codegen::find_gpu_device(target, &why)
-                       : find_named_gpu_device(target, request.device_name, &why);
+                       : codegen::find_named_gpu_device(target, request.device_name, &why);
       if (id < 0) {
         std::string named = request.device_name.empty() ? ""
                                                         : ", where the records name the device '" +

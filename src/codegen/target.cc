@@ -238,19 +238,33 @@ int64_t parse_positive(const std::string& key, const std::string& value, const s
 
 // The first device of `device_type` whose name contains `filter`, or -1 when there is none (or
 // no driver: building for a GPU needs none); why not in `why` when given.
-int32_t find_device(int32_t device_type, const std::string& filter, std::string* why = nullptr) {
+// The first device of `device_type` whose name contains `filter` ("" matches any) or, when
+// `exact`, is `filter`; -1 when there is none or no driver, with the reason in `why` when given.
+int32_t find_device(int32_t device_type, const std::string& filter, bool exact,
+                    std::string* why = nullptr) {
   int32_t count = 0;
   if (KilnDeviceCount(device_type, &count) != 0) {
     if (why != nullptr) *why = KilnGetLastError();
     KilnSetLastError(nullptr);
     return -1;
   }
+  std::string names;  // 'a', 'b'
   for (int32_t id = 0; id < count; ++id) {
     char name[256] = {0};
-    if (KilnDeviceName(device_type, id, name, sizeof(name)) != 0) continue;
-    if (filter.empty() || std::string(name).find(filter) != std::string::npos) return id;
+    if (KilnDeviceName(device_type, id, name, sizeof(name)) != 0) {
+      KilnSetLastError(nullptr);
+      continue;
+    }
+    bool match = exact ? filter == name
+                       : filter.empty() || std::string(name).find(filter) != std::string::npos;
+    if (match) return id;
+    names += (names.empty() ? "'" : ", '") + std::string(name) + "'";
   }
-  if (why != nullptr) {
+  if (why == nullptr) return -1;
+  if (exact) {
+    *why = "no " + std::string(device_type == kDLCUDA ? "CUDA" : "OpenCL") + " device named '" +
+           filter + "' (" + (names.empty() ? "no device" : "the devices: " + names) + ")";
+  } else {
     *why = count == 0 ? "the driver finds no device"
                       : "none of the " + std::to_string(count) +
                             " devices has a name containing '" + filter + "' (-device)";
@@ -320,7 +334,7 @@ Target parse_gpu_target(const std::string& kind, std::istringstream& stream,
   // What was not given comes from the device when this machine has one (the first whose name
   // contains -device), else the defaults above stand.
   int32_t device_type = target.device_type();
-  int32_t id = find_device(device_type, target.device);
+  int32_t id = find_device(device_type, target.device, /*exact=*/false);
   if (id >= 0) {
     auto fill = [&](const char* key, KilnDeviceAttr attr, int64_t* out) {
       int64_t value = device_attribute(device_type, id, attr);
@@ -472,7 +486,13 @@ int32_t Target::device_type() const {
 int32_t find_gpu_device(const Target& target, std::string* why) {
   user_check(target.is_gpu()) << "find_gpu_device: expected a GPU target, found '" << target.str()
                               << "'";
-  return find_device(target.device_type(), target.device, why);
+  return find_device(target.device_type(), target.device, /*exact=*/false, why);
+}
+
+int32_t find_named_gpu_device(const Target& target, const std::string& name, std::string* why) {
+  user_check(target.is_gpu()) << "find_named_gpu_device: expected a GPU target, found '"
+                              << target.str() << "'";
+  return find_device(target.device_type(), name, /*exact=*/true, why);
 }
 
 int Target::compute_capability() const {

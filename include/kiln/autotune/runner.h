@@ -256,12 +256,4 @@ constexpr int kGpuKeyThreads = 1;
 // has (the runner refuses to measure there).
 TargetKey local_target_key(const codegen::Target& target, int num_threads = 0);
 
-// The id of the device of a GPU target's kind named exactly `name` (the device_model of a
-// target key), or -1 with `why` naming the devices there are. A process measures on the
-// device the parent keys its records by, not on whichever its driver lists first: a driver can
-// list other devices in another process (an OpenCL platform that one process holds may be
-// missing in its children, leaving a CPU implementation first).
-int32_t find_named_gpu_device(const codegen::Target& target, const std::string& name,
-                              std::string* why);
-
 }  // namespace kiln::autotune

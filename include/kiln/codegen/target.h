@@ -129,6 +129,13 @@ Target parse_target(const std::string& text);
 // Raises a kValue error for a CPU target.
 int32_t find_gpu_device(const Target& target, std::string* why = nullptr);
 
+// The device of a GPU target's kind named exactly `name` (the device_model of the tuner's
+// target key), or -1 with `why` naming the devices there are. The tuner's workers measure on the
+// device their parent keys its records by, not on whichever their driver lists first. Raises a
+// kValue error for a CPU target.
+int32_t find_named_gpu_device(const Target& target, const std::string& name,
+                              std::string* why = nullptr);
+
 // The target of the CPU this process runs on, parse_target("llvm"), parsed once.
 const Target& host_target();
 

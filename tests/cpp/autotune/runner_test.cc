@@ -582,8 +582,8 @@ TEST(Runner, AWorkerFindsTheGpuDeviceByTheNameTheRecordsUse) {
   if (id < 0) GTEST_SKIP() << "no OpenCL device here";
   std::string name = local_target_key(target).device_model;
   std::string why;
-  EXPECT_EQ(find_named_gpu_device(target, name, &why), id) << why;
-  EXPECT_EQ(find_named_gpu_device(target, name + " (another)", &why), -1);
+  EXPECT_EQ(codegen::find_named_gpu_device(target, name, &why), id) << why;
+  EXPECT_EQ(codegen::find_named_gpu_device(target, name + " (another)", &why), -1);
   std::string expected = "no OpenCL device named '" + name + " (another)' (the devices: ";
   EXPECT_EQ(why.substr(0, expected.size()), expected) << why;
   EXPECT_TRUE(contains(why, "'" + name + "'")) << why;
