@@ -95,10 +95,10 @@ std::unordered_set<const Var*> written_data_vars(const Stmt& body) {
 std::unordered_set<const Var*> streamed_params(const PrimFunc& func) {
   std::unordered_set<const Var*> params;
   for (const auto& entry : func.buffer_map) params.insert(entry.second->data.get());
+  auto is_allocated = [&](const Var* data) { return params.count(data) == 0; };
   std::unordered_set<const Var*> streamed;
   post_order_visit(func.body, [&](const Node* node) {
     if (node->kind() != NodeKind::For) return;
-    auto is_allocated = [&](const Var* data) { return params.count(data) == 0; };
     for (const Var* data : streamed_buffers(*static_cast<const For*>(node), is_allocated)) {
       streamed.insert(data);
     }
