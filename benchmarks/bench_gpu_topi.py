@@ -30,7 +30,7 @@ from kiln import te, topi
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (chosen_workloads, cuda_missing, load_average,  # noqa: E402
-                    print_table, torch_cuda_seconds)
+                    numpy_conv2d_nchw, print_table, torch_cuda_seconds)
 
 try:
     import torch
@@ -47,18 +47,6 @@ def uniform(*shape):
 def np_softmax(x):
     e = np.exp(x - x.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
-
-
-def np_conv2d(x, w):
-    """NCHW x OIHW, stride 1, padding 1, in float64."""
-    xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (1, 1), (1, 1)))
-    f, _, kh, kw = w.shape
-    out = np.zeros((x.shape[0], f, x.shape[2], x.shape[3]))
-    for dy in range(kh):
-        for dx in range(kw):
-            window = xp[:, :, dy:dy + x.shape[2], dx:dx + x.shape[3]]
-            out += np.einsum("nchw,fc->nfhw", window, w[:, :, dy, dx])
-    return out
 
 
 def np_gelu(x):
@@ -86,7 +74,8 @@ def conv2d(quick):
     x = te.placeholder((1, c, size, size), "float32", name="I")
     w = te.placeholder((c, c, 3, 3), "float32", name="W")
     return ([x, w, topi.nn.conv2d_nchw(x, w, 1, 1, 1)],
-            [uniform(1, c, size, size), uniform(c, c, 3, 3)], np_conv2d,
+            [uniform(1, c, size, size), uniform(c, c, 3, 3)],
+            lambda p, q: numpy_conv2d_nchw(p.astype("float64"), q.astype("float64"), 1),
             None if torch is None else (lambda p, q: tf("conv2d")(p, q, padding=1)), None)
 
 

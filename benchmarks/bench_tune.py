@@ -33,7 +33,7 @@ from kiln import te
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_gemm import fma_peak  # noqa: E402
 from common import (chosen_workloads, conv2d_func, gemm_func, kiln_seconds,  # noqa: E402
-                    load_average, median_seconds, print_table)
+                    load_average, median_seconds, numpy_conv2d_nchw, print_table)
 
 try:
     import torch
@@ -57,16 +57,8 @@ def conv2d(n=1, c=64, h=56, w=56, f=64, kh=3, kw=3, pad=1):
     args = [rng.standard_normal((n, c, h, w), dtype=np.float32),
             rng.standard_normal((f, c, kh, kw), dtype=np.float32),
             np.zeros((n, f, h, w), np.float32)]
-
-    def conv_numpy(x, k):
-        # im2col through a strided view, then one BLAS matmul.
-        xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-        cols = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
-        cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * w, c * kh * kw)
-        return (cols @ k.reshape(f, -1).T).reshape(n, h, w, f).transpose(0, 3, 1, 2)
-
     return dict(func=conv2d_func(te, n, c, h, w, f, kh, kw, pad), args=args, out=2,
-                numpy=conv_numpy,
+                numpy=lambda x, k: numpy_conv2d_nchw(x, k, pad),
                 torch=lambda x, k: torch.nn.functional.conv2d(x, k, padding=pad),
                 flops=2 * n * f * h * w * c * kh * kw)
 

@@ -60,7 +60,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (chosen_workloads, conv2d_func, gemm_func, kiln_seconds,  # noqa: E402
-                    load_average, median_seconds, print_table)
+                    load_average, median_seconds, numpy_conv2d_nchw, print_table)
 
 # Fractions of a speed: the yardstick's 90%, and the slowest best-so-far schedule (against the
 # tuner's own best) that is built and timed for the curve; slower ones are far below any
@@ -93,16 +93,9 @@ def conv2d(_size):
     args = [rng.standard_normal((n, c, h, w), dtype=np.float32),
             rng.standard_normal((f, c, kh, kw), dtype=np.float32),
             np.zeros((n, f, h, w), np.float32)]
-
-    def conv_numpy(x, k):
-        # im2col through a strided view, then one BLAS matmul.
-        xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-        cols = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
-        cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * w, c * kh * kw)
-        return (cols @ k.reshape(f, -1).T).reshape(n, h, w, f).transpose(0, 3, 1, 2)
-
     return dict(title="conv2d 3x3 56x56 64->64", make=lambda te: conv2d_func(te, **CONV),
-                args=args, numpy=conv_numpy, flops=2 * n * f * h * w * c * kh * kw)
+                args=args, numpy=lambda x, k: numpy_conv2d_nchw(x, k, pad),
+                flops=2 * n * f * h * w * c * kh * kw)
 
 
 WORKLOADS = {"gemm": gemm, "conv2d": conv2d}

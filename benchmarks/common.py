@@ -1,9 +1,12 @@
 """What the benchmarks share: medians of repeated runs, the machine's load, table printing, the
-GEMM and conv2d workloads written for any te module (kiln's and TVM's), and for the GPU
-benchmarks whether a CUDA device can run kiln's code and PyTorch's times on it."""
+GEMM and conv2d workloads written for any te module (kiln's and TVM's) with NumPy's
+convolution, and for the GPU benchmarks whether a CUDA device can run kiln's code and
+PyTorch's times on it."""
 import os
 import statistics
 import time
+
+import numpy as np
 
 
 # Calls before timing: at least this long, so that a sub-millisecond kernel is not timed while
@@ -92,6 +95,18 @@ def print_table(title, header, rows):
     print(line.format(*["-" * w for w in widths]))
     for row in rows:
         print(line.format(*row))
+
+
+def numpy_conv2d_nchw(x, w, pad):
+    """NumPy's convolution of NCHW inputs x with OIHW filters w, stride 1, `pad` zeros on each
+    side: im2col through a strided view, then one BLAS matmul."""
+    n, c, h, width = x.shape
+    f, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    cols = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
+    out_h, out_w = cols.shape[2], cols.shape[3]
+    cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n * out_h * out_w, c * kh * kw)
+    return (cols @ w.reshape(f, -1).T).reshape(n, out_h, out_w, f).transpose(0, 3, 1, 2)
 
 
 def chosen_workloads(parser, only, workloads):
