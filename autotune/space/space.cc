@@ -213,6 +213,7 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
     s.block_rules.push_back(make_multi_level_tiling_gpu(s.context));
     s.block_rules.push_back(make_auto_bind(s.context));
     s.postprocs.push_back(make_rewrite_cooperative_fetch(s.context));
+    s.postprocs.push_back(make_pad_shared_tiles(s.context));
     s.postprocs.push_back(make_verify_gpu_code(s.context));
   } else {
     s.block_rules.push_back(make_auto_inline(s.context));

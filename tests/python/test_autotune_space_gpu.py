@@ -3,9 +3,10 @@ multi_level_tiling_gpu, sampled and mutated, pass the GPU verifier and compute w
 computes when built for OpenCL and run on an OpenCL device (PoCL on a CPU here), sums to one
 value among them (an argmax to one value gets the same sketches, its threads combining (index,
 value) pairs), and tiled GEMMs (128 x 128 x 128 and 100 x 60 x 70), a batch matmul and a conv2d
-among them, whose CUDA C NVRTC compiles for sm_80; a candidate the target cannot run is refused
-with a counted reason, and a draw of tiles outside their limits is drawn again. Tests that run
-kernels skip without an OpenCL device, those that compile CUDA without NVRTC."""
+among them, whose CUDA C NVRTC compiles for sm_80, padded against bank conflicts or not; a
+candidate the target cannot run is refused with a counted reason, and a draw of tiles outside
+their limits is drawn again. Tests that run kernels skip without an OpenCL device, those that
+compile CUDA without NVRTC."""
 import numpy as np
 import pytest
 
@@ -253,6 +254,35 @@ def test_tiled_candidates_compile_with_nvrtc_for_sm_80(name):
         ptx = rt.get_source("ptx")
         assert ".entry main_kernel0" in ptx and "bar.sync" in ptx
         assert "__shared__" in rt.get_source("cuda")
+    assert redrawn_only(space.rejections)
+
+
+def padded(space, candidate):
+    """The candidate with every shared copy sampled to be padded (pad_shared_tiles)."""
+    decisions = candidate.decisions
+    for i, inst in enumerate(decisions.as_json()["instructions"]):
+        if inst["kind"] == "sample_categorical" and inst["attrs"]["candidates"] == [0, 1]:
+            decisions = decisions.with_decision(i, 1)
+    return space.replay(candidate.sketch, decisions)
+
+
+@pytest.mark.parametrize("name", ["gemm_128", "conv2d"])
+def test_padded_shared_tiles_compute_the_product(name):
+    """Copies sampled to be padded get the stride the bank model picks for a warp of 32 (an
+    OpenCL target told its warp) and still compute the product on the OpenCL device; their
+    CUDA C compiles with NVRTC."""
+    skip_unless(opencl_missing())
+    func, expected = TILED[name]()
+    space = SpaceGenerator(func, "opencl -thread_warp_size=32")
+    aligned = 0
+    for seed, candidate in enumerate(first_candidates(space, 4)):
+        candidate = padded(space, candidate)
+        assert candidate is not None, space.rejections
+        aligned += "sch.storage_align(" in str(candidate.trace)
+        run_candidate(candidate, func, expected, seed=seed)
+        if not nvrtc_missing():
+            kiln.build(candidate.mod, target="cuda -arch=sm_80")
+    assert aligned >= 1
     assert redrawn_only(space.rejections)
 
 

@@ -11,12 +11,17 @@
 
 #include <algorithm>
 
+#include "autotune/space/shared_memory_banks.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/autotune/space.h"
 #include "kiln/driver/build.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/printer.h"
+#include "kiln/ir/storage_align.h"
 #include "kiln/schedule/annotation.h"
+#include "kiln/tir/compact_buffer_allocation.h"
+#include "kiln/tir/lower_init_block.h"
+#include "kiln/tir/plan_buffer_allocation.h"
 #include "lowered_workloads.h"
 
 namespace kiln::autotune {
@@ -406,13 +411,15 @@ TEST(GpuTiling, TheSharedCopiesAreSpreadOverTheThreads) {
   std::optional<Candidate> candidate;
   for (uint64_t seed = 0; seed < 8 && !candidate; ++seed) candidate = space.sample(0, seed);
   ASSERT_TRUE(candidate);
-  // The postprocessor's instructions follow the sketch's: per copy a fuse, a split by the
-  // thread count and a bind to threadIdx.x (and a vectorize where a vector width was drawn).
+  // The postprocessors' instructions follow the sketch's: per copy a fuse, a split by the
+  // thread count and a bind to threadIdx.x (and a vectorize where a vector width was drawn),
   std::vector<std::string> axes = thread_axes(candidate->trace);
   EXPECT_EQ(std::count(axes.begin(), axes.end(), "threadIdx.x"), 3);
-  EXPECT_EQ(count_of(candidate->trace, "unannotate"), 2u);
+  // and per copy an unannotate each of rewrite_cooperative_fetch and pad_shared_tiles.
+  EXPECT_EQ(count_of(candidate->trace, "unannotate"), 4u);
   std::string text = to_script(candidate->mod->lookup("main"));
   EXPECT_EQ(text.find("kiln.cooperative_fetch"), std::string::npos) << text;
+  EXPECT_EQ(text.find("kiln.pad_shared"), std::string::npos) << text;
 }
 
 // The loops of block `name` below its `skip` outer ones, as "extent:kind" ("16:threadIdx.x",
@@ -467,6 +474,109 @@ TEST(GpuCooperativeFetch, SpreadsEachCopyOverTheThreadsWithTheWidthThatFits) {
   schedule::Schedule scalar = staged(2, 4);
   EXPECT_EQ(inner_loops(scalar, "A_shared", 3),
             (std::vector<std::string>{"1:serial", "16:threadIdx.x"}));
+}
+
+// A 32 x 32 x 32 matmul on one thread block of 32 threads, thread t computing row t of C
+// (for k, for j): A's 32 x 32 tile is staged in shared memory, copied by the 32 threads with
+// `lanes`, and each thread reads its own row of it: with the compact stride of 32 every thread of
+// a warp reads bank k (32-way conflicts). `unroll`: the thread's loops are unrolled, so that its
+// reads of four consecutive k merge into one vector read where the rows are aligned.
+struct RowPerThread {
+  schedule::Schedule sch;
+  Ref<PrimFunc> compacted;
+};
+
+RowPerThread row_per_thread(int64_t lanes, bool unroll) {
+  schedule::Schedule sch(module_of(matmul(32, 32, 32)), 0);
+  schedule::RV block = schedule::get_block(sch, "C");
+  std::vector<schedule::RV> loops = schedule::get_loops(sch, block);
+  std::vector<schedule::RV> i = schedule::split(sch, loops[0], {int64_t{1}, int64_t{32}});
+  std::vector<schedule::RV> k = schedule::split(sch, loops[2], {int64_t{1}, int64_t{32}});
+  schedule::reorder(sch, {i[0], i[1], k[0], k[1], loops[1]});
+  schedule::bind_loop(sch, i[0], "blockIdx.x");
+  schedule::bind_loop(sch, i[1], "threadIdx.x");
+  if (unroll) schedule::annotate(sch, i[1], "pragma_auto_unroll_max_step", int32_const(4096));
+  schedule::RV copy = schedule::cache_read(sch, block, 0, "shared", {block});
+  schedule::compute_at(sch, copy, k[0]);
+  schedule::annotate(sch, copy, kCooperativeFetchAnnotation, int32_const(lanes));
+  schedule::annotate(sch, copy, kPadSharedAnnotation, int32_const(1));
+  TuneTask task = make_task(matmul(32, 32, 32), "cuda");
+  SpaceContext context;
+  context.task = &task;
+  make_rewrite_cooperative_fetch(context)->apply(sch);
+  Ref<PrimFunc> compacted = tir::compact_buffer_allocation(
+      tir::plan_buffer_allocation(tir::lower_init_block(sch.func("main"))));
+  return {sch, compacted};
+}
+
+TEST(SharedBankModel, CountsTheWavefrontsOfEachAccessOfAWarp) {
+  RowPerThread scalar = row_per_thread(1, false);
+  SharedBankModel model(*scalar.compacted, "A_shared", 32);
+  ASSERT_TRUE(model.valid());
+  EXPECT_EQ(model.shape(), (std::vector<int64_t>{32, 32}));
+  EXPECT_EQ(model.strides(), (std::vector<int64_t>{32, 1}));
+  // Reads: 32 k x 32 j per thread, 32 wavefronts each; the copy's 32 stores, one each.
+  SharedCost compact = model.cost(model.strides());
+  EXPECT_EQ(compact.wavefronts, 32 * 32 * 32 + 32);
+  EXPECT_EQ(compact.requests, 32 * 32 + 32);
+  // A row stride of 33 puts the rows of the warp's threads in 32 different banks.
+  SharedCost padded = model.cost({33, 1});
+  EXPECT_EQ(padded.wavefronts, 32 * 32 + 32);
+  EXPECT_EQ(padded.requests, compact.requests);
+  // No model of a buffer that is not staged.
+  EXPECT_FALSE(SharedBankModel(*scalar.compacted, "B_shared", 32).valid());
+}
+
+TEST(SharedBankModel, PadsByTheLeastThatAvoidsConflictsAndKeepsVectorsAligned) {
+  // Scalar copies: one element of padding.
+  std::optional<SharedPadding> one =
+      SharedBankModel(*row_per_thread(1, false).compacted, "A_shared", 32).best_padding();
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->axis, 0);
+  EXPECT_EQ(one->pad, 1);
+  EXPECT_EQ(one->factor, 32);
+  EXPECT_EQ(one->offset, 1);
+  // Copies of four lanes need rows of whole vectors: a stride of 36 spreads the rows over
+  // 8 banks (4-way conflicts instead of 32-way).
+  std::optional<SharedPadding> four =
+      SharedBankModel(*row_per_thread(4, false).compacted, "A_shared", 32).best_padding();
+  ASSERT_TRUE(four);
+  EXPECT_EQ(four->pad, 4);
+  // Unrolled, a thread's reads of k .. k + 3 of an aligned row are one vector read served a
+  // quarter of the warp at a time: a stride of 36 then has no conflict and a quarter of the
+  // instructions of a stride of 33.
+  SharedBankModel unrolled(*row_per_thread(1, true).compacted, "A_shared", 32);
+  std::optional<SharedPadding> aligned = unrolled.best_padding();
+  ASSERT_TRUE(aligned);
+  EXPECT_EQ(aligned->pad, 4);
+  SharedCost at_36 = unrolled.cost({36, 1}), at_33 = unrolled.cost({33, 1});
+  EXPECT_EQ(at_36.wavefronts, at_33.wavefronts);
+  EXPECT_LT(at_36.requests, at_33.requests);
+  // One thread per block: nothing to gain.
+  EXPECT_FALSE(SharedBankModel(*row_per_thread(1, false).compacted, "A_shared", 1).best_padding());
+}
+
+TEST(GpuPadSharedTiles, PadsTheCopiesSampledToBePadded) {
+  RowPerThread tile = row_per_thread(1, false);
+  TuneTask task = make_task(matmul(32, 32, 32), "cuda -arch=sm_80");
+  SpaceContext context;
+  context.task = &task;
+  make_pad_shared_tiles(context)->apply(tile.sch);
+  const Block& copy = *tile.sch.index("main").find_block("A_shared")->block;
+  EXPECT_EQ(copy.annotations.count(kPadSharedAnnotation), 0u);
+  ASSERT_EQ(copy.annotations.count(kStorageAlignAnnotation), 1u);
+  EXPECT_EQ(format_storage_align(parse_storage_align(copy.annotations.at(kStorageAlignAnnotation))),
+            "0:0:32:1");
+  EXPECT_EQ(count_of(tile.sch.trace(), "storage_align"), 1u);
+  // Not past the target's shared memory (4 KiB compact, 4224 bytes padded).
+  RowPerThread small = row_per_thread(1, false);
+  TuneTask limited = make_task(matmul(32, 32, 32), "cuda -max_shared_memory_per_block=4200");
+  context.task = &limited;
+  make_pad_shared_tiles(context)->apply(small.sch);
+  EXPECT_EQ(small.sch.index("main")
+                .find_block("A_shared")
+                ->block->annotations.count(kStorageAlignAnnotation),
+            0u);
 }
 
 TEST(GpuTiling, CheckGpuTilesNamesEachLimit) {

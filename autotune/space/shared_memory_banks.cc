@@ -1,0 +1,473 @@
+// The bank model of shared memory (see the header): the accesses of one buffer evaluated for the
+// threads of a warp, and the cost of a layout counted in wavefronts.
+#include "autotune/space/shared_memory_banks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+
+namespace kiln::autotune {
+
+using namespace ir;
+
+namespace {
+
+// Bytes one request of a thread moves at most (ld.shared.v4 of 32-bit elements).
+constexpr int kMaxRequestBytes = 16;
+
+struct LoopInfo {
+  const Var* var = nullptr;
+  int64_t extent = 1;
+  ForKind kind = ForKind::kSerial;
+  std::string tag;
+  int64_t unroll_max_step = 0;  // "pragma_auto_unroll_max_step" on it, else 0
+};
+
+// An access of the buffer where it happens: the loops and block bindings around it.
+struct Site {
+  std::vector<Expr> indices;
+  std::vector<LoopInfo> loops;
+  std::vector<std::pair<const Var*, Expr>> bindings;
+  std::vector<std::pair<const Var*, Expr>> lets;
+};
+
+class SiteCollector : public IRVisitor {
+ public:
+  explicit SiteCollector(const Var* data) : data_(data) {}
+  std::vector<Site> sites;
+  bool opaque = false;  // an index of a vector type or a call: not evaluated
+
+ protected:
+  using IRVisitor::visit;
+
+  void visit(const For* op) override {
+    LoopInfo info;
+    info.var = op->loop_var.get();
+    const int64_t* extent = as_const_int(op->extent);
+    info.extent = extent != nullptr ? *extent : 1;
+    info.kind = op->kind;
+    info.tag = op->thread_tag;
+    auto step = op->annotations.find("pragma_auto_unroll_max_step");
+    if (step != op->annotations.end()) {
+      const int64_t* value = as_const_int(step->second);
+      info.unroll_max_step = value != nullptr ? *value : 0;
+    }
+    loops_.push_back(info);
+    IRVisitor::visit(op);
+    loops_.pop_back();
+  }
+
+  void visit(const BlockRealize* op) override {
+    size_t before = bindings_.size();
+    const Block& block = *op->block;
+    for (size_t i = 0; i < block.iter_vars.size() && i < op->iter_values.size(); ++i) {
+      bindings_.emplace_back(block.iter_vars[i].var.get(), op->iter_values[i]);
+    }
+    // The block's own reads and writes regions are summaries; its body holds the accesses.
+    if (block.init.defined()) visit_stmt(block.init);
+    visit_stmt(block.body);
+    bindings_.resize(before);
+  }
+
+  void visit(const LetStmt* op) override {
+    visit_expr(op->value);
+    lets_.emplace_back(op->var.get(), op->value);
+    visit_stmt(op->body);
+    lets_.pop_back();
+  }
+
+  void visit(const BufferLoad* op) override {
+    record(op->buffer, op->indices);
+    IRVisitor::visit(op);
+  }
+
+  void visit(const BufferStore* op) override {
+    record(op->buffer, op->indices);
+    IRVisitor::visit(op);
+  }
+
+ private:
+  void record(const Ref<Buffer>& buffer, const std::vector<Expr>& indices) {
+    if (buffer->data.get() != data_) return;
+    for (const Expr& index : indices) opaque = opaque || index->dtype.lanes() != 1;
+    sites.push_back({indices, loops_, bindings_, lets_});
+  }
+
+  const Var* data_;
+  std::vector<LoopInfo> loops_;
+  std::vector<std::pair<const Var*, Expr>> bindings_;
+  std::vector<std::pair<const Var*, Expr>> lets_;
+};
+
+// Integer index arithmetic with every variable given a value; std::nullopt for anything else.
+class Evaluator {
+ public:
+  std::unordered_map<const Var*, int64_t> values;
+
+  std::optional<int64_t> eval(const Expr& e) const {
+    switch (e->kind()) {
+      case NodeKind::IntImm:
+        return e.as<IntImm>()->value;
+      case NodeKind::Var: {
+        auto it = values.find(e.as<Var>());
+        if (it == values.end()) return std::nullopt;
+        return it->second;
+      }
+      case NodeKind::Cast:
+        return e->dtype.is_int() || e->dtype.is_uint() ? eval(e.as<Cast>()->value) : std::nullopt;
+      case NodeKind::Add:
+      case NodeKind::Sub:
+      case NodeKind::Mul:
+      case NodeKind::Div:
+      case NodeKind::Mod:
+      case NodeKind::FloorDiv:
+      case NodeKind::FloorMod:
+      case NodeKind::Min:
+      case NodeKind::Max: {
+        const auto* op = static_cast<const BinaryNode*>(e.get());
+        std::optional<int64_t> a = eval(op->a), b = eval(op->b);
+        if (!a || !b) return std::nullopt;
+        return binary(e->kind(), *a, *b);
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+
+ private:
+  static std::optional<int64_t> binary(NodeKind kind, int64_t a, int64_t b) {
+    switch (kind) {
+      case NodeKind::Add:
+        return a + b;
+      case NodeKind::Sub:
+        return a - b;
+      case NodeKind::Mul:
+        return a * b;
+      case NodeKind::Min:
+        return std::min(a, b);
+      case NodeKind::Max:
+        return std::max(a, b);
+      default:
+        break;
+    }
+    if (b == 0) return std::nullopt;
+    switch (kind) {
+      case NodeKind::Div:
+        return a / b;
+      case NodeKind::Mod:
+        return a % b;
+      case NodeKind::FloorDiv: {
+        int64_t q = a / b;
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+      }
+      default: {  // FloorMod
+        int64_t r = a % b;
+        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+// One access evaluated: the index of each thread of the warp at each lane of its vector loop.
+struct EvaluatedAccess {
+  int lanes = 1;             // the extent of its vectorized loop (1: none)
+  double executions = 1;     // per thread: the extents of the loops around it but threads, lanes
+  int64_t merge_extent = 0;  // an unrolled loop stepping along its last dimension (0: none)
+  // indices[(thread * lanes + lane) * ndim + d]
+  std::vector<int64_t> indices;
+};
+
+struct SharedBankModel::Impl {
+  bool valid = false;
+  std::vector<int64_t> shape;
+  int element_bytes = 4;
+  int threads = 0;  // of the first warp
+  std::vector<EvaluatedAccess> accesses;
+
+  int ndim() const { return static_cast<int>(shape.size()); }
+
+  int64_t flat(const EvaluatedAccess& a, int thread, int lane,
+               const std::vector<int64_t>& strides) const {
+    const int64_t* index = &a.indices[(static_cast<size_t>(thread) * a.lanes + lane) * ndim()];
+    int64_t offset = 0;
+    for (int d = 0; d < ndim(); ++d) offset += index[d] * strides[d];
+    return offset;
+  }
+
+  // Elements one request of a thread of `a` moves: its lanes, or the scalar reads of an unrolled
+  // loop merged into a vector where every thread's first element is aligned to it.
+  int request_elements(const EvaluatedAccess& a, const std::vector<int64_t>& strides) const {
+    int most = std::max(1, kMaxRequestBytes / element_bytes);
+    if (a.lanes > 1) return std::min(a.lanes, most);
+    for (int width = most; width > 1; width /= 2) {
+      if (a.merge_extent == 0 || a.merge_extent % width != 0) continue;
+      bool aligned = true;
+      for (int t = 0; t < threads && aligned; ++t) aligned = flat(a, t, 0, strides) % width == 0;
+      if (aligned) return width;
+    }
+    return 1;
+  }
+
+  // Wavefronts of the warp's requests that move `elements` consecutive lanes from `first`.
+  double request_wavefronts(const EvaluatedAccess& a, int first, int elements,
+                            const std::vector<int64_t>& strides) const {
+    int bytes = elements * element_bytes;
+    int phase =
+        bytes <= kSharedBankBytes ? threads : std::max(1, threads * kSharedBankBytes / bytes);
+    double wavefronts = 0;
+    for (int start = 0; start < threads; start += phase) {
+      std::map<int64_t, std::set<int64_t>> words_of_bank;
+      for (int t = start; t < std::min(threads, start + phase); ++t) {
+        for (int e = 0; e < elements; ++e) {
+          // A lane past the loop (merged scalar reads) follows the first: consecutive elements.
+          int lane = std::min(first + e, a.lanes - 1);
+          int64_t element = flat(a, t, lane, strides) + (first + e - lane);
+          int64_t byte = element * element_bytes;
+          for (int64_t b = byte; b < byte + element_bytes; b += kSharedBankBytes) {
+            int64_t word =
+                b >= 0 ? b / kSharedBankBytes : (b - kSharedBankBytes + 1) / kSharedBankBytes;
+            int64_t bank = ((word % kSharedBanks) + kSharedBanks) % kSharedBanks;
+            words_of_bank[bank].insert(word);
+          }
+        }
+      }
+      size_t most = 1;
+      for (const auto& [bank, words] : words_of_bank) most = std::max(most, words.size());
+      wavefronts += static_cast<double>(most);
+    }
+    return wavefronts;
+  }
+};
+
+namespace {
+
+// The extents of the loops around an access that set its number of executions per thread.
+bool counts_executions(const LoopInfo& loop) {
+  if (loop.kind == ForKind::kVectorized) return false;
+  if (loop.kind == ForKind::kThreadBinding) return loop.tag.rfind("vthread", 0) == 0;
+  return true;
+}
+
+// Whether lowering unrolls `loops[m]` (a serial loop of constant extent): it is an unrolled
+// loop, or the loops from it inward run at most the unroll depth annotated on an enclosing loop.
+bool unrolled(const std::vector<LoopInfo>& loops, size_t m) {
+  if (loops[m].kind == ForKind::kUnrolled) return true;
+  if (loops[m].kind != ForKind::kSerial) return false;
+  int64_t steps = 1;
+  for (size_t l = m; l < loops.size(); ++l) {
+    if (loops[l].kind != ForKind::kThreadBinding) steps *= loops[l].extent;
+  }
+  for (size_t l = 0; l <= m; ++l) {
+    if (loops[l].unroll_max_step > 0 && steps <= loops[l].unroll_max_step) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+SharedBankModel::SharedBankModel(const ir::PrimFunc& compacted, const std::string& buffer,
+                                 int warp_size)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  // The buffer: allocated by a block, shared, of constant shape.
+  const Buffer* found = nullptr;
+  struct Finder : IRVisitor {
+    std::string name;
+    const Buffer* found = nullptr;
+    using IRVisitor::visit;
+    void visit(const Block* op) override {
+      for (const Ref<Buffer>& b : op->alloc_buffers) {
+        if (found == nullptr && b->name == name && b->scope == "shared") found = b.get();
+      }
+      IRVisitor::visit(op);
+    }
+  } finder;
+  finder.name = buffer;
+  finder.visit_stmt(compacted.body);
+  found = finder.found;
+  if (found == nullptr || found->ndim() < 2 || !found->strides.empty()) return;
+  for (const Expr& extent : found->shape) {
+    const int64_t* value = as_const_int(extent);
+    if (value == nullptr || *value <= 0) return;
+    m.shape.push_back(*value);
+  }
+  m.element_bytes = std::max(1, found->dtype.bytes());
+
+  SiteCollector collector(found->data.get());
+  collector.visit_stmt(compacted.body);
+  if (collector.opaque || collector.sites.empty()) return;
+
+  // The threads of the first warp: per threadIdx axis the largest extent around the accesses.
+  std::map<std::string, int64_t> axes;
+  for (const Site& site : collector.sites) {
+    for (const LoopInfo& loop : site.loops) {
+      if (loop.kind == ForKind::kThreadBinding && loop.tag.rfind("threadIdx.", 0) == 0) {
+        axes[loop.tag] = std::max(axes[loop.tag], loop.extent);
+      }
+    }
+  }
+  int64_t x = axes.count("threadIdx.x") ? axes["threadIdx.x"] : 1;
+  int64_t y = axes.count("threadIdx.y") ? axes["threadIdx.y"] : 1;
+  int64_t z = axes.count("threadIdx.z") ? axes["threadIdx.z"] : 1;
+  m.threads = static_cast<int>(std::min<int64_t>(std::max(1, warp_size), x * y * z));
+
+  for (const Site& site : collector.sites) {
+    EvaluatedAccess access;
+    const LoopInfo* vector_loop = nullptr;
+    for (const LoopInfo& loop : site.loops) {
+      if (loop.kind == ForKind::kVectorized) vector_loop = &loop;
+      if (counts_executions(loop)) access.executions *= static_cast<double>(loop.extent);
+    }
+    access.lanes = vector_loop != nullptr ? static_cast<int>(vector_loop->extent) : 1;
+    // Indices at one point: the threads' values and `lane`, `merge` at 1 when given.
+    auto indices_at = [&](int thread, int lane,
+                          const Var* merge) -> std::optional<std::vector<int64_t>> {
+      Evaluator ev;
+      for (const LoopInfo& loop : site.loops) {
+        int64_t value = 0;
+        if (loop.kind == ForKind::kThreadBinding) {
+          if (loop.tag == "threadIdx.x") value = thread % x;
+          if (loop.tag == "threadIdx.y") value = thread / x % y;
+          if (loop.tag == "threadIdx.z") value = thread / (x * y) % z;
+        } else if (&loop == vector_loop) {
+          value = lane;
+        } else if (loop.var == merge) {
+          value = 1;
+        }
+        ev.values[loop.var] = value;
+      }
+      for (const auto& [var, value] : site.lets) {
+        std::optional<int64_t> v = ev.eval(value);
+        if (!v) return std::nullopt;
+        ev.values[var] = *v;
+      }
+      for (const auto& [var, value] : site.bindings) {
+        std::optional<int64_t> v = ev.eval(value);
+        if (!v) return std::nullopt;
+        ev.values[var] = *v;
+      }
+      std::vector<int64_t> out;
+      for (const Expr& index : site.indices) {
+        std::optional<int64_t> v = ev.eval(index);
+        if (!v) return std::nullopt;
+        out.push_back(*v);
+      }
+      return out;
+    };
+    for (int t = 0; t < m.threads; ++t) {
+      for (int lane = 0; lane < access.lanes; ++lane) {
+        std::optional<std::vector<int64_t>> index = indices_at(t, lane, nullptr);
+        if (!index || static_cast<int>(index->size()) != m.ndim()) return;
+        access.indices.insert(access.indices.end(), index->begin(), index->end());
+      }
+    }
+    // A scalar access in an unrolled loop that steps along its last dimension: the innermost.
+    if (vector_loop == nullptr) {
+      std::vector<int64_t> base(access.indices.begin(), access.indices.begin() + m.ndim());
+      for (size_t l = site.loops.size(); l-- > 0;) {
+        const LoopInfo& loop = site.loops[l];
+        if (loop.extent < 2 || !unrolled(site.loops, l)) continue;
+        std::optional<std::vector<int64_t>> next = indices_at(0, 0, loop.var);
+        if (!next) return;
+        std::vector<int64_t> step(m.ndim());
+        for (int d = 0; d < m.ndim(); ++d) step[d] = (*next)[d] - base[d];
+        bool along_row = step.back() == 1 && std::all_of(step.begin(), step.end() - 1,
+                                                         [](int64_t s) { return s == 0; });
+        if (along_row) {
+          access.merge_extent = loop.extent;
+          break;
+        }
+      }
+    }
+    m.accesses.push_back(std::move(access));
+  }
+  m.valid = true;
+}
+
+SharedBankModel::~SharedBankModel() = default;
+
+bool SharedBankModel::valid() const {
+  return impl_->valid;
+}
+
+const std::vector<int64_t>& SharedBankModel::shape() const {
+  return impl_->shape;
+}
+
+std::vector<int64_t> SharedBankModel::strides(const std::optional<SharedPadding>& padding) const {
+  const std::vector<int64_t>& shape = impl_->shape;
+  std::vector<int64_t> out(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (d + 1 < shape.size()) out[d] = out[d + 1] * shape[d + 1];
+    if (padding && static_cast<int64_t>(d) == padding->axis) out[d] += padding->pad;
+  }
+  return out;
+}
+
+SharedCost SharedBankModel::cost(const std::vector<int64_t>& strides) const {
+  const Impl& m = *impl_;
+  SharedCost total;
+  if (!m.valid) return total;
+  for (const EvaluatedAccess& a : m.accesses) {
+    int elements = m.request_elements(a, strides);
+    // Requests of one execution of the access (a merged request covers `elements` executions).
+    double executions = a.lanes > 1 ? a.executions : a.executions / elements;
+    int span = a.lanes > 1 ? a.lanes : elements;
+    for (int first = 0; first < span; first += elements) {
+      int count = std::min(elements, span - first);
+      total.wavefronts += executions * m.request_wavefronts(a, first, count, strides);
+      total.requests += executions;
+    }
+  }
+  return total;
+}
+
+std::optional<SharedPadding> SharedBankModel::best_padding() const {
+  const Impl& m = *impl_;
+  if (!m.valid) return std::nullopt;
+  // A row of banks, in elements; paddings keep each vector access's alignment.
+  int64_t factor = std::max<int64_t>(1, kSharedBanks * kSharedBankBytes / m.element_bytes);
+  int64_t step = 1;
+  for (const EvaluatedAccess& a : m.accesses) step = std::lcm(step, int64_t{a.lanes});
+  // Fewest wavefronts, then fewest requests, then fewest padding elements (the compact layout
+  // none); costs within a rounding error are equal.
+  auto before = [](const SharedCost& a, int64_t a_elements, const SharedCost& b,
+                   int64_t b_elements) {
+    constexpr double kTie = 1e-9;
+    if (std::abs(a.wavefronts - b.wavefronts) > kTie) return a.wavefronts < b.wavefronts;
+    if (std::abs(a.requests - b.requests) > kTie) return a.requests < b.requests;
+    return a_elements < b_elements;
+  };
+  std::vector<int64_t> compact_strides = strides();
+  std::optional<SharedPadding> best;
+  SharedCost best_cost = cost(compact_strides);
+  int64_t best_elements = 0;
+  int64_t rows = 1;  // of the dimensions up to the padded one
+  for (int64_t axis = 0; axis + 1 < m.ndim(); ++axis) {
+    rows *= m.shape[axis];
+    for (int64_t pad = step; pad < factor; pad += step) {
+      SharedPadding padding;
+      padding.axis = axis;
+      padding.factor = factor;
+      padding.pad = pad;
+      padding.offset = (compact_strides[axis] + pad) % factor;
+      SharedCost c = cost(strides(padding));
+      if (before(c, rows * pad, best_cost, best_elements)) {
+        best = padding;
+        best_cost = c;
+        best_elements = rows * pad;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,70 @@
+// A model of GPU shared-memory banks, by which the postprocessor pad_shared_tiles pads the rows
+// of a staged tile. Shared memory has 32 banks of 4-byte words; in one wavefront each bank
+// serves one word (threads that read the same word share it), so a warp's request takes as many
+// wavefronts as the most distinct words it asks of one bank. Requests of 8 or 16 bytes per
+// thread are served a half or a quarter of the warp at a time. A thread's scalar reads of
+// consecutive elements in an unrolled loop count as one vector request when the elements are
+// aligned to it (the CUDA and OpenCL compilers merge them into ld.shared.v2/v4).
+//
+// The model reads a function after compact_buffer_allocation (blocks still there, each staged
+// tile at its own shape) and evaluates each access of the buffer for the threads of the first
+// warp, every other loop at its first iteration: the threads' part of an address decides the
+// banks; the rest of it is the same for all of them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/function.h"
+
+namespace kiln::autotune {
+
+constexpr int kSharedBanks = 32;
+constexpr int kSharedBankBytes = 4;
+
+// A padded stride, as schedule::storage_align takes it: dimension `axis` gets a stride s with
+// s % factor == offset, `pad` elements more than its compact stride.
+struct SharedPadding {
+  int64_t axis = 0;
+  int64_t factor = 1;
+  int64_t offset = 0;
+  int64_t pad = 0;
+};
+
+// What a layout of the buffer costs its accesses in one execution of the threads' loops.
+struct SharedCost {
+  double wavefronts = 0;
+  double requests = 0;  // load and store instructions of a warp
+};
+
+class SharedBankModel {
+ public:
+  // The accesses of the shared buffer named `buffer` in `compacted`, for warps of `warp_size`
+  // threads. valid() is false when no such buffer of constant shape and at least two
+  // dimensions is allocated there, or when some index of an access is not integer arithmetic of
+  // loop and block variables (a gather, a symbolic size).
+  SharedBankModel(const ir::PrimFunc& compacted, const std::string& buffer, int warp_size);
+  ~SharedBankModel();
+  SharedBankModel(const SharedBankModel&) = delete;
+  SharedBankModel& operator=(const SharedBankModel&) = delete;
+
+  bool valid() const;
+  const std::vector<int64_t>& shape() const;
+  // The compact (row-major) strides of shape(), and those with `padding` applied.
+  std::vector<int64_t> strides(const std::optional<SharedPadding>& padding = std::nullopt) const;
+  // The cost of the accesses with the buffer laid out with `strides` (elements).
+  SharedCost cost(const std::vector<int64_t>& strides) const;
+  // The padding of one dimension (less than a row of banks) that takes the fewest wavefronts,
+  // then the fewest instructions, then the fewest padded elements; std::nullopt where the
+  // compact layout costs no more. Paddings keep the alignment of every vector access.
+  std::optional<SharedPadding> best_padding() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::autotune
