@@ -351,6 +351,29 @@ void write_prior(const Context& c, FeatureSink& put) {
   put("prior.memory_bound_share", ratio(memory_bound, cycles));
 }
 
+// GPU targets (0 on a CPU): threads per block, thread blocks, and by the bank model the
+// wavefronts of shared memory over the fewest its requests could take (1: no bank conflict),
+// its wavefronts and its requests per call.
+void write_gpu(const Context& c, FeatureSink& put) {
+  auto product = [&](const char* prefix) {
+    if (c.machine.warp_size <= 0) return 0.0;
+    double n = 1;
+    bool any = false;
+    for (const auto& [tag, extent] : c.program.thread_extents) {
+      if (tag.rfind(prefix, 0) != 0) continue;
+      n *= static_cast<double>(extent);
+      any = true;
+    }
+    return any ? n : 0.0;
+  };
+  SharedTraffic shared = shared_traffic(c.program, c.machine);
+  put("gpu.log_threads_per_block", slog(product("threadIdx.")));
+  put("gpu.log_thread_blocks", slog(product("blockIdx.")));
+  put("gpu.shared_bank_conflicts", ratio(shared.wavefronts, shared.ideal_wavefronts));
+  put("gpu.log_shared_wavefronts", slog(shared.wavefronts));
+  put("gpu.log_shared_requests", slog(shared.requests));
+}
+
 void write_features(const Context& c, FeatureSink& put) {
   write_program(c, put);
   write_target(c, put);
@@ -362,6 +385,7 @@ void write_features(const Context& c, FeatureSink& put) {
   write_accesses(c, put);
   write_allocations(c, put);
   write_prior(c, put);
+  write_gpu(c, put);
 }
 
 std::vector<std::string> list_names() {

@@ -67,6 +67,21 @@ class ProgramWalker : public IRVisitor {
   }
 
   void visit_loop(const For* op) {
+    bool thread = op->kind == ForKind::kThreadBinding && !op->thread_tag.empty();
+    if (thread) {
+      const int64_t* extent = as_const_int(op->extent);
+      int64_t value = extent != nullptr ? *extent : 1;
+      int64_t& largest = program.thread_extents[op->thread_tag];
+      largest = std::max(largest, value);
+      if (op->thread_tag.rfind("threadIdx.", 0) == 0) {
+        threads_.push_back({op->loop_var.get(), op->thread_tag, value});
+      }
+    }
+    visit_nest(op);
+    if (thread && op->thread_tag.rfind("threadIdx.", 0) == 0) threads_.pop_back();
+  }
+
+  void visit_nest(const For* op) {
     Loop loop;
     loop.var = op->loop_var.get();
     loop.kind = op->kind;
@@ -144,10 +159,12 @@ class ProgramWalker : public IRVisitor {
     }
     Expr store_index = flat_index(*op->buffer, op->indices);
     store.accesses.push_back(make_access(*op->buffer, store_index, store.lanes, true));
+    record_shared(*op->buffer, store_index, store.trips);
     LoadCollector collector;
     collector.visit_expr(op->value);
     for (const BufferLoad* load : collector.loads) {
       Expr index = flat_index(*load->buffer, load->indices);
+      record_shared(*load->buffer, index, store.trips);
       Access access = make_access(*load->buffer, index, std::max(1, load->dtype.lanes()), false);
       access.accumulator =
           load->buffer->data.same_as(op->buffer->data) && structural_equal(index, store_index);
@@ -221,6 +238,21 @@ class ProgramWalker : public IRVisitor {
     return buffer_offset(buffer, indices);
   }
 
+  void record_shared(const Buffer& buffer, const Expr& index, double trips) {
+    if (buffer.scope != "shared") return;
+    SharedAccess access;
+    access.index = index;
+    access.element_bytes = std::max(1, buffer.dtype.element_of().bytes());
+    // A copy under the thread loop of its consumer also runs in its own thread loop of the same
+    // index: per thread, the statement runs `trips` over the threadIdx loops' extents.
+    for (const ThreadLoop& loop : threads_)
+      trips /= static_cast<double>(std::max<int64_t>(1, loop.extent));
+    access.trips = trips;
+    access.threads = threads_;
+    access.lets = lets_;
+    program.shared_accesses.push_back(std::move(access));
+  }
+
   Access make_access(const Buffer& buffer, const Expr& index, int lanes, bool is_store) {
     Access access;
     access.data = buffer.data.get();
@@ -240,7 +272,8 @@ class ProgramWalker : public IRVisitor {
   const MachineModel& machine_;
   const char* api_;
   std::vector<int> stack_;
-  int branch_depth_ = -1;  // loops around the innermost if being walked, -1: none
+  std::vector<ThreadLoop> threads_;  // the threadIdx loops around, of any extent
+  int branch_depth_ = -1;            // loops around the innermost if being walked, -1: none
   std::vector<std::pair<const Var*, Expr>> lets_;
   std::unordered_set<const Var*> local_;
   std::vector<const Var*> streamed_;  // under a loop whose stores stream: their buffers

@@ -40,6 +40,7 @@ MachineModel machine_model(const codegen::Target& target, const MachineOptions& 
   machine.l1_bytes = static_cast<double>(target.l1d_cache_bytes.value_or(kDefaultL1Bytes));
   machine.l2_bytes = static_cast<double>(target.l2_cache_bytes.value_or(kDefaultL2Bytes));
   machine.l3_bytes = static_cast<double>(target.l3_cache_bytes.value_or(kDefaultL3Bytes));
+  if (target.is_gpu()) machine.warp_size = static_cast<int>(target.gpu.thread_warp_size);
   if (options.num_cores > 0) {
     machine.cores = options.num_cores;
   } else if (target.is_host) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct MachineModel {
   double l1_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // L1d and L2 of a core, the L3
   int cores = 1;                                    // threads that run a parallel loop
   int line_bytes = 64;                              // cache line
+  int warp_size = 0;  // GPU targets: threads that run in lock step; 0 for a CPU
 
   // Elements of `scalar` per vector register (at least 1).
   int lanes(const ir::DataType& scalar) const;
@@ -136,6 +138,22 @@ struct Pattern {
   double lines(const Program& program, int level, int line_bytes) const;
 };
 
+// GPU: a loop bound to a thread index ("threadIdx.x", ...) around an access.
+struct ThreadLoop {
+  const ir::Var* var = nullptr;
+  std::string tag;
+  int64_t extent = 1;
+};
+
+// GPU: an access of a "shared" buffer, with what its threads' addresses depend on.
+struct SharedAccess {
+  ir::Expr index;  // flat; a Ramp for a vector access
+  int element_bytes = 4;
+  double trips = 1;                 // executions per thread (thread blocks included)
+  std::vector<ThreadLoop> threads;  // the threadIdx loops around it, outer to inner
+  std::vector<std::pair<const ir::Var*, ir::Expr>> lets;
+};
+
 struct Program {
   std::vector<Loop> loops;
   std::vector<Store> stores;
@@ -144,6 +162,10 @@ struct Program {
   std::vector<int> parallel_loops;        // ids of the parallel loops
   std::vector<double> parallel_launches;  // per parallel loop: how often it starts per call
   int symbolic_loops = 0;
+  // GPU: per thread index ("blockIdx.x", "threadIdx.y", ...) the largest extent bound to it,
+  // and the accesses of shared memory.
+  std::map<std::string, int64_t> thread_extents;
+  std::vector<SharedAccess> shared_accesses;
 };
 
 // Walks a lowered function (features_loops.cc). Raises a kValue error naming `api` when the
@@ -213,5 +235,18 @@ struct ProgramEstimate {
 };
 
 ProgramEstimate estimate_program(const Program& program, const MachineModel& machine);
+
+// ---------------------------------------------------------------------------------------------
+// GPU (features_gpu.cc).
+
+// Wavefronts of shared memory the program's accesses take per call (all warps of all thread
+// blocks), the fewest their requests could take (the bytes they move in 128-byte wavefronts),
+// and the requests (load and store instructions of a warp), by the bank model of
+// autotune/space/shared_memory_banks.h for the threads of the first warp, every other loop at
+// its first iteration.
+struct SharedTraffic {
+  double wavefronts = 0, ideal_wavefronts = 0, requests = 0;
+};
+SharedTraffic shared_traffic(const Program& program, const MachineModel& machine);
 
 }  // namespace kiln::autotune::detail

@@ -105,76 +105,103 @@ class SiteCollector : public IRVisitor {
   std::vector<std::pair<const Var*, Expr>> lets_;
 };
 
-// Integer index arithmetic with every variable given a value; std::nullopt for anything else.
-class Evaluator {
- public:
-  std::unordered_map<const Var*, int64_t> values;
+}  // namespace
 
-  std::optional<int64_t> eval(const Expr& e) const {
-    switch (e->kind()) {
-      case NodeKind::IntImm:
-        return e.as<IntImm>()->value;
-      case NodeKind::Var: {
-        auto it = values.find(e.as<Var>());
-        if (it == values.end()) return std::nullopt;
-        return it->second;
-      }
-      case NodeKind::Cast:
-        return e->dtype.is_int() || e->dtype.is_uint() ? eval(e.as<Cast>()->value) : std::nullopt;
-      case NodeKind::Add:
-      case NodeKind::Sub:
-      case NodeKind::Mul:
-      case NodeKind::Div:
-      case NodeKind::Mod:
-      case NodeKind::FloorDiv:
-      case NodeKind::FloorMod:
-      case NodeKind::Min:
-      case NodeKind::Max: {
-        const auto* op = static_cast<const BinaryNode*>(e.get());
-        std::optional<int64_t> a = eval(op->a), b = eval(op->b);
-        if (!a || !b) return std::nullopt;
-        return binary(e->kind(), *a, *b);
-      }
-      default:
-        return std::nullopt;
+namespace {
+
+std::optional<int64_t> binary(NodeKind kind, int64_t a, int64_t b) {
+  switch (kind) {
+    case NodeKind::Add:
+      return a + b;
+    case NodeKind::Sub:
+      return a - b;
+    case NodeKind::Mul:
+      return a * b;
+    case NodeKind::Min:
+      return std::min(a, b);
+    case NodeKind::Max:
+      return std::max(a, b);
+    default:
+      break;
+  }
+  if (b == 0) return std::nullopt;
+  switch (kind) {
+    case NodeKind::Div:
+      return a / b;
+    case NodeKind::Mod:
+      return a % b;
+    case NodeKind::FloorDiv: {
+      int64_t q = a / b;
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+    }
+    default: {  // FloorMod
+      int64_t r = a % b;
+      return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     }
   }
-
- private:
-  static std::optional<int64_t> binary(NodeKind kind, int64_t a, int64_t b) {
-    switch (kind) {
-      case NodeKind::Add:
-        return a + b;
-      case NodeKind::Sub:
-        return a - b;
-      case NodeKind::Mul:
-        return a * b;
-      case NodeKind::Min:
-        return std::min(a, b);
-      case NodeKind::Max:
-        return std::max(a, b);
-      default:
-        break;
-    }
-    if (b == 0) return std::nullopt;
-    switch (kind) {
-      case NodeKind::Div:
-        return a / b;
-      case NodeKind::Mod:
-        return a % b;
-      case NodeKind::FloorDiv: {
-        int64_t q = a / b;
-        return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-      }
-      default: {  // FloorMod
-        int64_t r = a % b;
-        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-      }
-    }
-  }
-};
+}
 
 }  // namespace
+
+std::optional<int64_t> evaluate_index(const Expr& e,
+                                      const std::unordered_map<const Var*, int64_t>& values) {
+  switch (e->kind()) {
+    case NodeKind::IntImm:
+      return e.as<IntImm>()->value;
+    case NodeKind::Var: {
+      auto it = values.find(e.as<Var>());
+      if (it == values.end()) return std::nullopt;
+      return it->second;
+    }
+    case NodeKind::Cast:
+      if (!e->dtype.is_integer()) return std::nullopt;
+      return evaluate_index(e.as<Cast>()->value, values);
+    case NodeKind::Add:
+    case NodeKind::Sub:
+    case NodeKind::Mul:
+    case NodeKind::Div:
+    case NodeKind::Mod:
+    case NodeKind::FloorDiv:
+    case NodeKind::FloorMod:
+    case NodeKind::Min:
+    case NodeKind::Max: {
+      const auto* op = static_cast<const BinaryNode*>(e.get());
+      std::optional<int64_t> a = evaluate_index(op->a, values);
+      std::optional<int64_t> b = a ? evaluate_index(op->b, values) : std::nullopt;
+      if (!a || !b) return std::nullopt;
+      return binary(e->kind(), *a, *b);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+double request_wavefronts(const std::vector<int64_t>& elements, int per_thread, int element_bytes) {
+  per_thread = std::max(1, per_thread);
+  int threads = static_cast<int>(elements.size()) / per_thread;
+  int bytes = per_thread * element_bytes;
+  int phase =
+      bytes <= kSharedBankBytes ? threads : std::max(1, kSharedBanks * kSharedBankBytes / bytes);
+  double wavefronts = 0;
+  for (int start = 0; start < threads; start += phase) {
+    std::map<int64_t, std::set<int64_t>> words_of_bank;
+    for (int t = start; t < std::min(threads, start + phase); ++t) {
+      for (int e = 0; e < per_thread; ++e) {
+        int64_t byte = elements[static_cast<size_t>(t) * per_thread + e] * element_bytes;
+        for (int64_t b = byte; b < byte + element_bytes; b += kSharedBankBytes) {
+          int64_t word =
+              b >= 0 ? b / kSharedBankBytes : (b - kSharedBankBytes + 1) / kSharedBankBytes;
+          int64_t bank = ((word % kSharedBanks) + kSharedBanks) % kSharedBanks;
+          words_of_bank[bank].insert(word);
+        }
+      }
+    }
+    size_t most = 1;
+    for (const auto& [bank, words] : words_of_bank) most = std::max(most, words.size());
+    wavefronts += static_cast<double>(most);
+  }
+  return wavefronts;
+}
 
 // One access evaluated: the index of each thread of the warp at each lane of its vector loop.
 struct EvaluatedAccess {
@@ -216,34 +243,19 @@ struct SharedBankModel::Impl {
     return 1;
   }
 
-  // Wavefronts of the warp's requests that move `elements` consecutive lanes from `first`.
-  double request_wavefronts(const EvaluatedAccess& a, int first, int elements,
-                            const std::vector<int64_t>& strides) const {
-    int bytes = elements * element_bytes;
-    int phase =
-        bytes <= kSharedBankBytes ? threads : std::max(1, threads * kSharedBankBytes / bytes);
-    double wavefronts = 0;
-    for (int start = 0; start < threads; start += phase) {
-      std::map<int64_t, std::set<int64_t>> words_of_bank;
-      for (int t = start; t < std::min(threads, start + phase); ++t) {
-        for (int e = 0; e < elements; ++e) {
-          // A lane past the loop (merged scalar reads) follows the first: consecutive elements.
-          int lane = std::min(first + e, a.lanes - 1);
-          int64_t element = flat(a, t, lane, strides) + (first + e - lane);
-          int64_t byte = element * element_bytes;
-          for (int64_t b = byte; b < byte + element_bytes; b += kSharedBankBytes) {
-            int64_t word =
-                b >= 0 ? b / kSharedBankBytes : (b - kSharedBankBytes + 1) / kSharedBankBytes;
-            int64_t bank = ((word % kSharedBanks) + kSharedBanks) % kSharedBanks;
-            words_of_bank[bank].insert(word);
-          }
-        }
+  // Wavefronts of the warp's requests that move `elements` lanes from lane `first` (merged
+  // scalar reads, of one lane, run on from its element).
+  double wavefronts(const EvaluatedAccess& a, int first, int elements,
+                    const std::vector<int64_t>& strides) const {
+    std::vector<int64_t> moved;
+    moved.reserve(static_cast<size_t>(threads) * elements);
+    for (int t = 0; t < threads; ++t) {
+      for (int e = first; e < first + elements; ++e) {
+        int lane = std::min(e, a.lanes - 1);
+        moved.push_back(flat(a, t, lane, strides) + (e - lane));
       }
-      size_t most = 1;
-      for (const auto& [bank, words] : words_of_bank) most = std::max(most, words.size());
-      wavefronts += static_cast<double>(most);
     }
-    return wavefronts;
+    return request_wavefronts(moved, elements, element_bytes);
   }
 };
 
@@ -330,7 +342,7 @@ SharedBankModel::SharedBankModel(const ir::PrimFunc& compacted, const std::strin
     // Indices at one point: the threads' values and `lane`, `merge` at 1 when given.
     auto indices_at = [&](int thread, int lane,
                           const Var* merge) -> std::optional<std::vector<int64_t>> {
-      Evaluator ev;
+      std::unordered_map<const Var*, int64_t> values;
       for (const LoopInfo& loop : site.loops) {
         int64_t value = 0;
         if (loop.kind == ForKind::kThreadBinding) {
@@ -342,21 +354,21 @@ SharedBankModel::SharedBankModel(const ir::PrimFunc& compacted, const std::strin
         } else if (loop.var == merge) {
           value = 1;
         }
-        ev.values[loop.var] = value;
+        values[loop.var] = value;
       }
       for (const auto& [var, value] : site.lets) {
-        std::optional<int64_t> v = ev.eval(value);
+        std::optional<int64_t> v = evaluate_index(value, values);
         if (!v) return std::nullopt;
-        ev.values[var] = *v;
+        values[var] = *v;
       }
       for (const auto& [var, value] : site.bindings) {
-        std::optional<int64_t> v = ev.eval(value);
+        std::optional<int64_t> v = evaluate_index(value, values);
         if (!v) return std::nullopt;
-        ev.values[var] = *v;
+        values[var] = *v;
       }
       std::vector<int64_t> out;
       for (const Expr& index : site.indices) {
-        std::optional<int64_t> v = ev.eval(index);
+        std::optional<int64_t> v = evaluate_index(index, values);
         if (!v) return std::nullopt;
         out.push_back(*v);
       }
@@ -423,7 +435,7 @@ SharedCost SharedBankModel::cost(const std::vector<int64_t>& strides) const {
     int span = a.lanes > 1 ? a.lanes : elements;
     for (int first = 0; first < span; first += elements) {
       int count = std::min(elements, span - first);
-      total.wavefronts += executions * m.request_wavefronts(a, first, count, strides);
+      total.wavefronts += executions * m.wavefronts(a, first, count, strides);
       total.requests += executions;
     }
   }

@@ -119,10 +119,58 @@ def test_extract_features_errors():
         autotune.extract_features(tir.lower(matmul()), 3)
     with pytest.raises(kiln.KilnValueError, match="unknown target kind"):
         autotune.extract_features(tir.lower(matmul()), "rocm")
-    with pytest.raises(kiln.KilnValueError, match="expected a CPU target"):
-        autotune.extract_features(tir.lower(matmul()), "cuda")
     with pytest.raises(kiln.KilnValueError, match="num_cores"):
         autotune.extract_features(tir.lower(matmul()), TARGET, num_cores=0)
+
+
+def row_per_thread(pad, lanes):
+    """A 32 x 32 x 32 matmul on one block of 32 threads, thread t computing row t of C: A's tile
+    is staged in shared memory (copied with `lanes` per thread, its rows padded by `pad`), and
+    each thread reads its own row of it, a word of a different row per thread."""
+    A = te.placeholder((32, 32), "float32", name="A")
+    B = te.placeholder((32, 32), "float32", name="B")
+    r = te.reduce_axis((0, 32), name="k")
+    C = te.compute((32, 32), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    sch = tir.Schedule(te.create_prim_func([A, B, C]))
+    i, j, k = sch.get_loops("C")
+    io, ii = sch.split(i, factors=[1, 32])
+    ko, ki = sch.split(k, factors=[1, 32])
+    sch.reorder(io, ii, ko, ki, j)
+    sch.bind(io, "blockIdx.x")
+    sch.bind(ii, "threadIdx.x")
+    copy = sch.cache_read("C", 0, "shared", consumer_blocks=["C"])
+    sch.compute_at(copy, ko)
+    fused = sch.fuse(*sch.get_loops(copy)[-2:])
+    parts = sch.split(fused, factors=[None, 32, lanes])
+    sch.bind(parts[1], "threadIdx.x")
+    sch.vectorize(parts[2])
+    if pad:
+        sch.storage_align(copy, 0, axis=0, factor=32, offset=pad)
+    return tir.lower(sch.mod["main"])
+
+
+def test_gpu_features_count_the_bank_conflicts_of_shared_memory():
+    names = autotune.feature_names()
+
+    def gpu(lowered, target="cuda"):
+        x = autotune.extract_features(lowered, target)
+        return {n[4:]: float(v) for n, v in zip(names, x) if n.startswith("gpu.")}
+    # Rows of 32 words: the 32 threads read one bank (32-way); 1024 reads of 32 wavefronts and
+    # the copy's 32 stores of one, against 1056 wavefronts without conflicts.
+    compact = gpu(row_per_thread(0, 1))
+    assert compact["shared_bank_conflicts"] == pytest.approx((1024 * 32 + 32) / 1056, rel=1e-5)
+    assert compact["log_threads_per_block"] == pytest.approx(np.log2(33))
+    assert compact["log_thread_blocks"] == pytest.approx(1.0)
+    # Rows of 33 words: no conflict; of 36 (whole vectors of 4 for the copy): 4-way.
+    assert gpu(row_per_thread(1, 1))["shared_bank_conflicts"] == pytest.approx(1.0)
+    padded = gpu(row_per_thread(4, 4))
+    assert padded["shared_bank_conflicts"] == pytest.approx((1024 * 4 + 8 * 4) / (1024 + 8 * 4))
+    assert padded["log_shared_wavefronts"] < compact["log_shared_wavefronts"]
+    # The same requests either way; a CPU target has no GPU features.
+    assert gpu(row_per_thread(1, 1))["log_shared_requests"] == compact["log_shared_requests"]
+    assert set(gpu(row_per_thread(0, 1), TARGET).values()) == {0.0}
+    with pytest.raises(kiln.KilnValueError, match="expected a CPU target"):
+        autotune.estimate_prior(row_per_thread(0, 1), "cuda")
 
 
 # --- The prior --------------------------------------------------------------------------------

@@ -1,0 +1,174 @@
+// GPU: the wavefronts of shared memory that a lowered program's accesses take, by the bank
+// model the postprocessor pad_shared_tiles pads tiles with (autotune/space/shared_memory_banks.h).
+// Unrolled copies of an access differ by a constant in their index, which moves every thread's
+// address alike and leaves its banks' load as it is: each pattern is evaluated once.
+#include <cmath>
+#include <unordered_map>
+
+#include "autotune/program_analysis.h"
+#include "autotune/space/shared_memory_banks.h"
+#include "kiln/ir/functor.h"
+#include "kiln/ir/op.h"
+#include "kiln/ir/structural.h"
+
+namespace kiln::autotune::detail {
+
+using namespace ir;
+
+namespace {
+
+// `index` without the constant it adds at its top (`e + c`, `c + e`, `e - c`), into `*shift`.
+Expr without_constant(const Expr& index, int64_t* shift) {
+  if (const auto* add = index.as<Add>()) {
+    if (const int64_t* c = as_const_int(add->b)) {
+      *shift += *c;
+      return without_constant(add->a, shift);
+    }
+    if (const int64_t* c = as_const_int(add->a)) {
+      *shift += *c;
+      return without_constant(add->b, shift);
+    }
+  }
+  if (const auto* sub = index.as<Sub>()) {
+    if (const int64_t* c = as_const_int(sub->b)) {
+      *shift -= *c;
+      return without_constant(sub->a, shift);
+    }
+  }
+  return index;
+}
+
+// The variables an index reads.
+class VarCollector : public IRVisitor {
+ public:
+  std::vector<const Var*> vars;
+
+ protected:
+  using IRVisitor::visit;
+  void visit(const Var* op) override { vars.push_back(op); }
+};
+
+// The threads of a block around an access: per threadIdx axis the largest extent.
+int64_t block_threads(const SharedAccess& access) {
+  std::map<std::string, int64_t> extents;
+  for (const ThreadLoop& loop : access.threads) {
+    extents[loop.tag] = std::max(extents[loop.tag], loop.extent);
+  }
+  int64_t threads = 1;
+  for (const auto& [tag, extent] : extents) threads *= extent;
+  return threads;
+}
+
+// The elements one access's warp moves, thread-major with `lanes` per thread; empty when an
+// index is not integer arithmetic of loop variables.
+std::vector<int64_t> warp_elements(const SharedAccess& access, const Expr& index, int warp,
+                                   int* lanes) {
+  Expr base = index, stride;
+  *lanes = 1;
+  if (const auto* ramp = index.as<Ramp>()) {
+    base = ramp->base;
+    stride = ramp->stride;
+    *lanes = ramp->lanes;
+  } else if (index->dtype.lanes() != 1) {
+    return {};
+  }
+  // Every variable at 0 (the first iteration of its loop) but the threads' and the lets'.
+  std::unordered_map<const Var*, int64_t> values;
+  VarCollector vars;
+  vars.visit_expr(index);
+  for (const auto& [var, value] : access.lets) vars.visit_expr(value);
+  for (const Var* var : vars.vars) values[var] = 0;
+  std::map<std::string, int64_t> extents;
+  for (const ThreadLoop& loop : access.threads) {
+    extents[loop.tag] = std::max(extents[loop.tag], loop.extent);
+  }
+  auto extent = [&](const char* tag) { return extents.count(tag) ? extents[tag] : int64_t{1}; };
+  int64_t x = extent("threadIdx.x"), y = extent("threadIdx.y"), z = extent("threadIdx.z");
+  int64_t threads = std::min<int64_t>(warp, x * y * z);
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(threads) * *lanes);
+  for (int64_t t = 0; t < threads; ++t) {
+    for (const ThreadLoop& loop : access.threads) {
+      values[loop.var] = loop.tag == "threadIdx.x"   ? t % x
+                         : loop.tag == "threadIdx.y" ? t / x % y
+                                                     : t / (x * y) % z;
+    }
+    for (const auto& [var, value] : access.lets) {
+      std::optional<int64_t> v = evaluate_index(value, values);
+      if (!v) return {};
+      values[var] = *v;
+    }
+    std::optional<int64_t> first = evaluate_index(base, values);
+    std::optional<int64_t> step = stride.defined() ? evaluate_index(stride, values) : 0;
+    if (!first || !step) return {};
+    for (int lane = 0; lane < *lanes; ++lane) out.push_back(*first + lane * *step);
+  }
+  return out;
+}
+
+}  // namespace
+
+SharedTraffic shared_traffic(const Program& program, const MachineModel& machine) {
+  SharedTraffic total;
+  if (machine.warp_size <= 0) return total;
+  // Per pattern: the traffic of one execution by one warp (negative: not evaluated).
+  std::unordered_map<uint64_t, SharedTraffic> patterns;
+  for (const SharedAccess& access : program.shared_accesses) {
+    int64_t shift = 0;
+    Expr pattern = access.index;
+    if (const auto* ramp = pattern.as<Ramp>()) {
+      Expr base = without_constant(ramp->base, &shift);
+      pattern = make<Ramp>(ramp->dtype, base, ramp->stride, ramp->lanes);
+    } else {
+      pattern = without_constant(pattern, &shift);
+    }
+    // A shift by part of a bank's word regroups elements smaller than a word into words.
+    int64_t per_word = std::max(1, kSharedBankBytes / access.element_bytes);
+    int64_t part = ((shift % per_word) + per_word) % per_word;
+    // structural_hash names free variables by their order: the variables themselves tell a
+    // thread's index from a loop's.
+    uint64_t key = (structural_hash(pattern) * 31 + static_cast<uint64_t>(part)) * 31 +
+                   static_cast<uint64_t>(access.element_bytes);
+    VarCollector vars;
+    vars.visit_expr(pattern);
+    for (const Var* var : vars.vars) key = key * 1000003 + reinterpret_cast<uintptr_t>(var);
+    auto it = patterns.find(key);
+    if (it == patterns.end()) {
+      int lanes = 1;
+      std::vector<int64_t> elements = warp_elements(access, pattern, machine.warp_size, &lanes);
+      SharedTraffic cost;
+      cost.requests = -1;
+      if (!elements.empty()) {
+        for (int64_t& e : elements) e += part;
+        // Requests of at most 16 bytes per thread.
+        int chunk = std::max(1, std::min(lanes, 16 / access.element_bytes));
+        int threads = static_cast<int>(elements.size()) / lanes;
+        cost.requests = 0;
+        for (int first = 0; first < lanes; first += chunk) {
+          int count = std::min(chunk, lanes - first);
+          std::vector<int64_t> moved;
+          for (int t = 0; t < threads; ++t) {
+            for (int e = first; e < first + count; ++e) {
+              moved.push_back(elements[static_cast<size_t>(t) * lanes + e]);
+            }
+          }
+          cost.wavefronts += request_wavefronts(moved, count, access.element_bytes);
+          double bytes = static_cast<double>(threads) * count * access.element_bytes;
+          cost.ideal_wavefronts +=
+              std::max(1.0, std::ceil(bytes / (kSharedBanks * kSharedBankBytes)));
+          cost.requests += 1;
+        }
+      }
+      it = patterns.emplace(key, cost).first;
+    }
+    const SharedTraffic& one = it->second;
+    if (one.requests < 0) continue;
+    double warps = std::ceil(static_cast<double>(block_threads(access)) / machine.warp_size);
+    total.wavefronts += access.trips * warps * one.wavefronts;
+    total.ideal_wavefronts += access.trips * warps * one.ideal_wavefronts;
+    total.requests += access.trips * warps * one.requests;
+  }
+  return total;
+}
+
+}  // namespace kiln::autotune::detail
