@@ -351,9 +351,9 @@ void write_prior(const Context& c, FeatureSink& put) {
   put("prior.memory_bound_share", ratio(memory_bound, cycles));
 }
 
-// GPU targets (0 on a CPU): threads per block, thread blocks, and by the bank model the
-// wavefronts of shared memory over the fewest its requests could take (1: no bank conflict),
-// its wavefronts and its requests per call.
+// GPU targets (0 on a CPU): threads per block, thread blocks, and of shared and of global
+// memory the transactions over the fewest their requests could take (1: no bank conflict, every
+// access coalesced), the transactions and the requests per call.
 void write_gpu(const Context& c, FeatureSink& put) {
   auto product = [&](const char* prefix) {
     if (c.machine.warp_size <= 0) return 0.0;
@@ -366,12 +366,16 @@ void write_gpu(const Context& c, FeatureSink& put) {
     }
     return any ? n : 0.0;
   };
-  SharedTraffic shared = shared_traffic(c.program, c.machine);
   put("gpu.log_threads_per_block", slog(product("threadIdx.")));
   put("gpu.log_thread_blocks", slog(product("blockIdx.")));
-  put("gpu.shared_bank_conflicts", ratio(shared.wavefronts, shared.ideal_wavefronts));
-  put("gpu.log_shared_wavefronts", slog(shared.wavefronts));
+  WarpTraffic shared = shared_traffic(c.program, c.machine);
+  put("gpu.shared_bank_conflicts", ratio(shared.transactions, shared.fewest));
+  put("gpu.log_shared_wavefronts", slog(shared.transactions));
   put("gpu.log_shared_requests", slog(shared.requests));
+  WarpTraffic global = global_traffic(c.program, c.machine);
+  put("gpu.global_sectors_over_fewest", ratio(global.transactions, global.fewest));
+  put("gpu.log_global_sectors", slog(global.transactions));
+  put("gpu.log_global_requests", slog(global.requests));
 }
 
 void write_features(const Context& c, FeatureSink& put) {

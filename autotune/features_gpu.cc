@@ -1,8 +1,10 @@
-// GPU: the wavefronts of shared memory that a lowered program's accesses take, by the bank
-// model the postprocessor pad_shared_tiles pads tiles with (autotune/space/shared_memory_banks.h).
-// Unrolled copies of an access differ by a constant in their index, which moves every thread's
-// address alike and leaves its banks' load as it is: each pattern is evaluated once.
+// GPU: the transactions a lowered program's accesses take for a warp: wavefronts of shared
+// memory, by the bank model the postprocessor pad_shared_tiles pads tiles with
+// (autotune/space/shared_memory_banks.h), and 32-byte sectors of global memory. Unrolled copies
+// of an access differ by a constant in their index, which moves every thread's address alike:
+// each pattern is evaluated once (with the constant's part of a bank word or a sector).
 #include <cmath>
+#include <set>
 #include <unordered_map>
 
 #include "autotune/program_analysis.h"
@@ -49,7 +51,7 @@ class VarCollector : public IRVisitor {
 };
 
 // The threads of a block around an access: per threadIdx axis the largest extent.
-int64_t block_threads(const SharedAccess& access) {
+int64_t block_threads(const DeviceAccess& access) {
   std::map<std::string, int64_t> extents;
   for (const ThreadLoop& loop : access.threads) {
     extents[loop.tag] = std::max(extents[loop.tag], loop.extent);
@@ -61,7 +63,7 @@ int64_t block_threads(const SharedAccess& access) {
 
 // The elements one access's warp moves, thread-major with `lanes` per thread; empty when an
 // index is not integer arithmetic of loop variables.
-std::vector<int64_t> warp_elements(const SharedAccess& access, const Expr& index, int warp,
+std::vector<int64_t> warp_elements(const DeviceAccess& access, const Expr& index, int warp,
                                    int* lanes) {
   Expr base = index, stride;
   *lanes = 1;
@@ -108,12 +110,49 @@ std::vector<int64_t> warp_elements(const SharedAccess& access, const Expr& index
 
 }  // namespace
 
-SharedTraffic shared_traffic(const Program& program, const MachineModel& machine) {
-  SharedTraffic total;
+namespace {
+
+// Global memory moves 32-byte sectors.
+constexpr int kSectorBytes = 32;
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
+}
+
+// The transactions of one request of a warp and the fewest it could take.
+using RequestCost = std::pair<double, double>;
+
+RequestCost shared_request(const std::vector<int64_t>& elements, int per_thread,
+                           int element_bytes) {
+  double bytes = static_cast<double>(elements.size()) * element_bytes;
+  return {request_wavefronts(elements, per_thread, element_bytes),
+          std::max(1.0, std::ceil(bytes / (kSharedBanks * kSharedBankBytes)))};
+}
+
+RequestCost global_request(const std::vector<int64_t>& elements, int, int element_bytes) {
+  std::set<int64_t> distinct(elements.begin(), elements.end());
+  std::set<int64_t> sectors;
+  for (int64_t e : distinct) {
+    int64_t first = e * element_bytes, last = first + element_bytes - 1;
+    for (int64_t s = floor_div(first, kSectorBytes); s <= floor_div(last, kSectorBytes); ++s) {
+      sectors.insert(s);
+    }
+  }
+  double bytes = static_cast<double>(distinct.size()) * element_bytes;
+  return {static_cast<double>(sectors.size()), std::max(1.0, std::ceil(bytes / kSectorBytes))};
+}
+
+// The traffic of `accesses`, each pattern of index evaluated once; `unit` is the element count
+// within which a constant shift changes what a request touches (elements per bank word or per
+// sector).
+template <class Cost>
+WarpTraffic traffic(const std::vector<DeviceAccess>& accesses, const MachineModel& machine,
+                    int unit_bytes, Cost cost_of) {
+  WarpTraffic total;
   if (machine.warp_size <= 0) return total;
-  // Per pattern: the traffic of one execution by one warp (negative: not evaluated).
-  std::unordered_map<uint64_t, SharedTraffic> patterns;
-  for (const SharedAccess& access : program.shared_accesses) {
+  // Per pattern: the traffic of one execution by one warp (requests < 0: not evaluated).
+  std::unordered_map<uint64_t, WarpTraffic> patterns;
+  for (const DeviceAccess& access : accesses) {
     int64_t shift = 0;
     Expr pattern = access.index;
     if (const auto* ramp = pattern.as<Ramp>()) {
@@ -122,9 +161,9 @@ SharedTraffic shared_traffic(const Program& program, const MachineModel& machine
     } else {
       pattern = without_constant(pattern, &shift);
     }
-    // A shift by part of a bank's word regroups elements smaller than a word into words.
-    int64_t per_word = std::max(1, kSharedBankBytes / access.element_bytes);
-    int64_t part = ((shift % per_word) + per_word) % per_word;
+    // A shift by part of a unit regroups the elements into units.
+    int64_t per_unit = std::max(1, unit_bytes / access.element_bytes);
+    int64_t part = ((shift % per_unit) + per_unit) % per_unit;
     // structural_hash names free variables by their order: the variables themselves tell a
     // thread's index from a loop's.
     uint64_t key = (structural_hash(pattern) * 31 + static_cast<uint64_t>(part)) * 31 +
@@ -136,14 +175,14 @@ SharedTraffic shared_traffic(const Program& program, const MachineModel& machine
     if (it == patterns.end()) {
       int lanes = 1;
       std::vector<int64_t> elements = warp_elements(access, pattern, machine.warp_size, &lanes);
-      SharedTraffic cost;
-      cost.requests = -1;
+      WarpTraffic one;
+      one.requests = -1;
       if (!elements.empty()) {
         for (int64_t& e : elements) e += part;
         // Requests of at most 16 bytes per thread.
         int chunk = std::max(1, std::min(lanes, 16 / access.element_bytes));
         int threads = static_cast<int>(elements.size()) / lanes;
-        cost.requests = 0;
+        one.requests = 0;
         for (int first = 0; first < lanes; first += chunk) {
           int count = std::min(chunk, lanes - first);
           std::vector<int64_t> moved;
@@ -152,23 +191,32 @@ SharedTraffic shared_traffic(const Program& program, const MachineModel& machine
               moved.push_back(elements[static_cast<size_t>(t) * lanes + e]);
             }
           }
-          cost.wavefronts += request_wavefronts(moved, count, access.element_bytes);
-          double bytes = static_cast<double>(threads) * count * access.element_bytes;
-          cost.ideal_wavefronts +=
-              std::max(1.0, std::ceil(bytes / (kSharedBanks * kSharedBankBytes)));
-          cost.requests += 1;
+          RequestCost c = cost_of(moved, count, access.element_bytes);
+          one.transactions += c.first;
+          one.fewest += c.second;
+          one.requests += 1;
         }
       }
-      it = patterns.emplace(key, cost).first;
+      it = patterns.emplace(key, one).first;
     }
-    const SharedTraffic& one = it->second;
+    const WarpTraffic& one = it->second;
     if (one.requests < 0) continue;
     double warps = std::ceil(static_cast<double>(block_threads(access)) / machine.warp_size);
-    total.wavefronts += access.trips * warps * one.wavefronts;
-    total.ideal_wavefronts += access.trips * warps * one.ideal_wavefronts;
+    total.transactions += access.trips * warps * one.transactions;
+    total.fewest += access.trips * warps * one.fewest;
     total.requests += access.trips * warps * one.requests;
   }
   return total;
+}
+
+}  // namespace
+
+WarpTraffic shared_traffic(const Program& program, const MachineModel& machine) {
+  return traffic(program.shared_accesses, machine, kSharedBankBytes, shared_request);
+}
+
+WarpTraffic global_traffic(const Program& program, const MachineModel& machine) {
+  return traffic(program.global_accesses, machine, kSectorBytes, global_request);
 }
 
 }  // namespace kiln::autotune::detail

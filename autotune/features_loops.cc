@@ -159,12 +159,12 @@ class ProgramWalker : public IRVisitor {
     }
     Expr store_index = flat_index(*op->buffer, op->indices);
     store.accesses.push_back(make_access(*op->buffer, store_index, store.lanes, true));
-    record_shared(*op->buffer, store_index, store.trips);
+    record_device(*op->buffer, store_index, store.trips);
     LoadCollector collector;
     collector.visit_expr(op->value);
     for (const BufferLoad* load : collector.loads) {
       Expr index = flat_index(*load->buffer, load->indices);
-      record_shared(*load->buffer, index, store.trips);
+      record_device(*load->buffer, index, store.trips);
       Access access = make_access(*load->buffer, index, std::max(1, load->dtype.lanes()), false);
       access.accumulator =
           load->buffer->data.same_as(op->buffer->data) && structural_equal(index, store_index);
@@ -238,19 +238,22 @@ class ProgramWalker : public IRVisitor {
     return buffer_offset(buffer, indices);
   }
 
-  void record_shared(const Buffer& buffer, const Expr& index, double trips) {
-    if (buffer.scope != "shared") return;
-    SharedAccess access;
+  // GPU: an access of shared or global memory by the threads of a kernel.
+  void record_device(const Buffer& buffer, const Expr& index, double trips) {
+    bool shared = buffer.scope == "shared";
+    if (threads_.empty() || (!shared && buffer.scope != "global")) return;
+    DeviceAccess access;
     access.index = index;
     access.element_bytes = std::max(1, buffer.dtype.element_of().bytes());
     // A copy under the thread loop of its consumer also runs in its own thread loop of the same
     // index: per thread, the statement runs `trips` over the threadIdx loops' extents.
-    for (const ThreadLoop& loop : threads_)
+    for (const ThreadLoop& loop : threads_) {
       trips /= static_cast<double>(std::max<int64_t>(1, loop.extent));
+    }
     access.trips = trips;
     access.threads = threads_;
     access.lets = lets_;
-    program.shared_accesses.push_back(std::move(access));
+    (shared ? program.shared_accesses : program.global_accesses).push_back(std::move(access));
   }
 
   Access make_access(const Buffer& buffer, const Expr& index, int lanes, bool is_store) {

@@ -145,8 +145,9 @@ struct ThreadLoop {
   int64_t extent = 1;
 };
 
-// GPU: an access of a "shared" buffer, with what its threads' addresses depend on.
-struct SharedAccess {
+// GPU: an access of a "shared" or a "global" buffer in a kernel, with what its threads'
+// addresses depend on.
+struct DeviceAccess {
   ir::Expr index;  // flat; a Ramp for a vector access
   int element_bytes = 4;
   double trips = 1;                 // executions per thread (thread blocks included)
@@ -163,9 +164,9 @@ struct Program {
   std::vector<double> parallel_launches;  // per parallel loop: how often it starts per call
   int symbolic_loops = 0;
   // GPU: per thread index ("blockIdx.x", "threadIdx.y", ...) the largest extent bound to it,
-  // and the accesses of shared memory.
+  // and the accesses of shared and of global memory under threadIdx loops.
   std::map<std::string, int64_t> thread_extents;
-  std::vector<SharedAccess> shared_accesses;
+  std::vector<DeviceAccess> shared_accesses, global_accesses;
 };
 
 // Walks a lowered function (features_loops.cc). Raises a kValue error naming `api` when the
@@ -239,14 +240,16 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
 // ---------------------------------------------------------------------------------------------
 // GPU (features_gpu.cc).
 
-// Wavefronts of shared memory the program's accesses take per call (all warps of all thread
-// blocks), the fewest their requests could take (the bytes they move in 128-byte wavefronts),
-// and the requests (load and store instructions of a warp), by the bank model of
-// autotune/space/shared_memory_banks.h for the threads of the first warp, every other loop at
-// its first iteration.
-struct SharedTraffic {
-  double wavefronts = 0, ideal_wavefronts = 0, requests = 0;
+// The memory transactions of a program's accesses per call (all warps of all thread blocks), the
+// fewest their requests could take for the bytes they move, and the requests (load and store
+// instructions of a warp), for the threads of the first warp of each access, every other loop
+// at its first iteration. Shared memory: wavefronts by the bank model of
+// autotune/space/shared_memory_banks.h (the fewest: 128 bytes each). Global memory: the 32-byte
+// sectors a request touches (the fewest: its distinct bytes in whole sectors).
+struct WarpTraffic {
+  double transactions = 0, fewest = 0, requests = 0;
 };
-SharedTraffic shared_traffic(const Program& program, const MachineModel& machine);
+WarpTraffic shared_traffic(const Program& program, const MachineModel& machine);
+WarpTraffic global_traffic(const Program& program, const MachineModel& machine);
 
 }  // namespace kiln::autotune::detail

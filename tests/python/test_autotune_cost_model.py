@@ -173,6 +173,34 @@ def test_gpu_features_count_the_bank_conflicts_of_shared_memory():
         autotune.estimate_prior(row_per_thread(0, 1), "cuda")
 
 
+def add_one(threads_along_rows):
+    """B = A + 1 on 64 x 64, a block per row (threads along it) or per column."""
+    A = te.placeholder((64, 64), "float32", name="A")
+    B = te.compute((64, 64), lambda i, j: A[i, j] + 1.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    i, j = sch.get_loops("B")
+    sch.bind(i, "blockIdx.x" if threads_along_rows else "threadIdx.x")
+    sch.bind(j, "threadIdx.x" if threads_along_rows else "blockIdx.x")
+    return tir.lower(sch.mod["main"])
+
+
+def test_gpu_features_count_the_sectors_of_global_memory():
+    names = autotune.feature_names()
+
+    def gpu(lowered):
+        x = autotune.extract_features(lowered, "cuda")
+        return {n[4:]: float(v) for n, v in zip(names, x) if n.startswith("gpu.")}
+    # A warp's 32 floats of a row are 4 sectors of 32 bytes; of a column, 32 (rows of 256 bytes).
+    rows, columns = gpu(add_one(True)), gpu(add_one(False))
+    assert rows["global_sectors_over_fewest"] == pytest.approx(1.0)
+    assert columns["global_sectors_over_fewest"] == pytest.approx(8.0)
+    # Per call: 64 blocks x 2 warps x 2 requests (the load and the store), 4 or 32 sectors each.
+    assert rows["log_global_requests"] == pytest.approx(np.log2(1 + 256))
+    assert rows["log_global_sectors"] == pytest.approx(np.log2(1 + 256 * 4))
+    assert columns["log_global_sectors"] == pytest.approx(np.log2(1 + 256 * 32))
+    assert rows["shared_bank_conflicts"] == 0.0  # no shared memory
+
+
 # --- The prior --------------------------------------------------------------------------------
 
 def test_prior_ranks_a_tuned_matmul_above_the_naive_one():

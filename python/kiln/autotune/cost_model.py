@@ -89,8 +89,8 @@ def extract_features(lowered, target, num_cores=None):
 
     lowered: a PrimFunc after ``kiln.tir.lower`` (the flat loop program). target: a target
     string or a kiln.target.Target; for a GPU target ("cuda", "opencl") the ``gpu.*`` features
-    describe its thread blocks and its shared memory's wavefronts per request (1: no bank
-    conflict), for a CPU target they are 0. num_cores: threads that run a parallel loop
+    describe its thread blocks, its shared memory's wavefronts (bank conflicts) and its global
+    memory's 32-byte sectors (coalescing) per warp request, for a CPU target they are 0. num_cores: threads that run a parallel loop
     (default: the runtime's thread count for the host target, 8 for another target). Loops of
     symbolic extent count one iteration; indices the analysis cannot follow count as gathers.
 
