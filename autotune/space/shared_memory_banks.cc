@@ -41,7 +41,7 @@ class SiteCollector : public IRVisitor {
  public:
   explicit SiteCollector(const Var* data) : data_(data) {}
   std::vector<Site> sites;
-  bool opaque = false;  // an index of a vector type or a call: not evaluated
+  bool opaque = false;  // an index of a vector type (the model reads scalar indices)
 
  protected:
   using IRVisitor::visit;
@@ -104,10 +104,6 @@ class SiteCollector : public IRVisitor {
   std::vector<std::pair<const Var*, Expr>> bindings_;
   std::vector<std::pair<const Var*, Expr>> lets_;
 };
-
-}  // namespace
-
-namespace {
 
 std::optional<int64_t> binary(NodeKind kind, int64_t a, int64_t b) {
   switch (kind) {
@@ -290,7 +286,6 @@ SharedBankModel::SharedBankModel(const ir::PrimFunc& compacted, const std::strin
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   // The buffer: allocated by a block, shared, of constant shape.
-  const Buffer* found = nullptr;
   struct Finder : IRVisitor {
     std::string name;
     const Buffer* found = nullptr;
@@ -304,7 +299,7 @@ SharedBankModel::SharedBankModel(const ir::PrimFunc& compacted, const std::strin
   } finder;
   finder.name = buffer;
   finder.visit_stmt(compacted.body);
-  found = finder.found;
+  const Buffer* found = finder.found;
   if (found == nullptr || found->ndim() < 2 || !found->strides.empty()) return;
   for (const Expr& extent : found->shape) {
     const int64_t* value = as_const_int(extent);
