@@ -1,0 +1,131 @@
+"""The GPU design space's padding of shared tiles against bank conflicts (the postprocessor
+pad_shared_tiles), on a CUDA device: tiled candidates of GEMM 1024^3 and of the ResNet-50 3x3
+conv2d drawn from the tuner's GPU space, each built twice, its shared copies compact and padded
+where the bank model pads them, both checked against NumPy and timed in alternating rounds.
+
+Per workload the table gives the candidates the model padded, the median over them of compact
+time / padded time (above 1: padding pays), how many padding made faster by more than 3%, and
+the rank correlation (Spearman) of the speed-up the features predict (the compact over the
+padded shared-memory wavefronts, gpu.log_shared_wavefronts) with the measured one.
+
+Run: python3 benchmarks/bench_gpu_shared_padding.py [--only gemm] [--candidates 16]
+     [--rounds 5] [--quick] [--opencl]
+Without a CUDA device it says why and stops; with --opencl it then checks the candidates on
+OpenCL (kiln.opencl(0), PoCL on the CPU here, warps of 32 assumed): that shows that padded
+candidates compute the right result, and its times are no performance figure. --quick uses
+small sizes.
+"""
+import argparse
+import os
+import statistics
+import sys
+
+import numpy as np
+
+import kiln
+from kiln import autotune as ms
+from kiln import te, tir
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_gpu_topi import conv2d, gemm, run_checked  # noqa: E402
+from common import chosen_workloads, cuda_missing, load_average, print_table  # noqa: E402
+
+WORKLOADS = {"gemm": (gemm, "GEMM 1024^3 fp32"), "conv2d": (conv2d, "conv2d 3x3 56x56 64->64")}
+
+
+def with_padding(space, candidate, pad):
+    """The candidate replayed with every copy's padding decision set to pad (0 or 1)."""
+    decisions = candidate.decisions
+    for i, inst in enumerate(decisions.as_json()["instructions"]):
+        if inst["kind"] == "sample_categorical" and inst["attrs"]["candidates"] == [0, 1]:
+            decisions = decisions.with_decision(i, pad)
+    return space.replay(candidate.sketch, decisions)
+
+
+def shared_wavefronts(candidate, target):
+    """The bank model's shared-memory wavefronts per call (gpu.log_shared_wavefronts undone)."""
+    names = ms.feature_names()
+    x = ms.extract_features(tir.lower(candidate.mod["main"]), target)
+    return 2.0 ** float(x[names.index("gpu.log_shared_wavefronts")]) - 1
+
+
+def pairs(func, target, count):
+    """Up to count (compact, padded) candidate pairs whose padded copy differs."""
+    space = ms.SpaceGenerator(func, target)
+    out = []
+    for seed in range(40 * count):
+        candidate = space.sample(seed % len(space.sketches), seed=seed)
+        if candidate is None:
+            continue
+        compact, padded = with_padding(space, candidate, 0), with_padding(space, candidate, 1)
+        if compact is None or padded is None or "sch.storage_align(" not in str(padded.trace):
+            continue
+        out.append((compact, padded))
+        if len(out) == count:
+            break
+    return out
+
+
+def spearman(x, y):
+    """Rank correlation of two equal-length sequences (ties ranked in order); nan below 3."""
+    if len(x) < 3:
+        return float("nan")
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--candidates", type=int, default=16, help="padded candidates each")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating timing rounds")
+    parser.add_argument("--repeat", type=int, default=5, help="timer repeats per round")
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument("--opencl", action="store_true",
+                        help="without a CUDA device, check the candidates on OpenCL")
+    args = parser.parse_args()
+    names = chosen_workloads(parser, args.only, WORKLOADS)
+
+    why_not = cuda_missing(kiln)
+    if not why_not:
+        target, device = kiln.target.Target("cuda"), kiln.cuda(0)
+    elif args.opencl and kiln.opencl(0).exist:
+        print(f"No CUDA run: {why_not}. Checking padded candidates through OpenCL on "
+              f"kiln.opencl(0) instead (not a performance figure).")
+        target, device = kiln.target.Target("opencl -thread_warp_size=32"), kiln.opencl(0)
+    else:
+        print(f"No CUDA run: {why_not}. Pass --opencl to check the candidates on OpenCL.")
+        return
+
+    rows = []
+    for name in names:
+        make, title = WORKLOADS[name]
+        tensors, inputs, reference, _, check_rows = make(args.quick)
+        func = te.create_prim_func(tensors)
+        found = pairs(func, str(target), args.candidates)
+        built = [[kiln.build(c.mod, target=target) for c in pair] for pair in found]
+        times = [[[], []] for _ in found]
+        for _ in range(args.rounds):
+            for i, pair in enumerate(built):
+                for k in (0, 1):
+                    times[i][k].append(run_checked(pair[k], tensors, inputs, reference,
+                                                   check_rows, device, args.repeat))
+        speedups = [statistics.median(t[0]) / statistics.median(t[1]) for t in times]
+        predicted = [shared_wavefronts(c, str(target)) / max(shared_wavefronts(p, str(target)), 1)
+                     for c, p in found]
+        faster = sum(s > 1.03 for s in speedups)
+        rows.append([title if not args.quick else f"{name} (--quick)", str(len(found)),
+                     f"{statistics.median(speedups):.3f}" if speedups else "n/a",
+                     f"{faster}/{len(found)}", f"{spearman(predicted, speedups):.2f}"])
+        print("  ".join(rows[-1]), flush=True)
+    print(f"\nTarget {target}, device {device}; {args.rounds} rounds of {args.repeat} repeats; "
+          f"load average {load_average()}")
+    title = "Padded shared tiles against compact ones, tiled candidates of the GPU space"
+    if target.kind != "cuda":
+        title += " (OpenCL check: NOT a performance figure)"
+    print_table(title, ["workload", "padded candidates", "median compact / padded",
+                        "faster padded", "rank correlation with the model"], rows)
+
+
+if __name__ == "__main__":
+    main()
