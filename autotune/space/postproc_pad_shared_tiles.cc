@@ -1,8 +1,8 @@
 // The postprocessor pad_shared_tiles (GPU targets): a shared-memory copy that
-// multi_level_tiling_gpu sampled to pad gets the padded row stride that the bank model
-// (shared_memory_banks.h) prefers for the threads that write and read it, once the tiles and the
-// copy's spread over the threads (rewrite_cooperative_fetch) are decided: how the threads of a
-// warp walk a tile depends on both.
+// multi_level_tiling_gpu sampled to pad (for vector or for scalar reads) gets the padded row
+// stride that the bank model (shared_memory_banks.h) prefers for the threads that write and
+// read it, once the tiles and the copy's spread over the threads (rewrite_cooperative_fetch)
+// are decided: how the threads of a warp walk a tile depends on both.
 #include "autotune/space/shared_memory_banks.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/ir/functor.h"
@@ -86,7 +86,8 @@ class PadSharedTiles : public Postproc {
         continue;
       }
       SharedBankModel model(*compacted, copy.writes[0].buffer->name, warp);
-      std::optional<SharedPadding> padding = model.best_padding();
+      std::optional<SharedPadding> padding =
+          model.best_padding(pad == 1 ? SharedReads::kVector : SharedReads::kScalar);
       if (!padding) continue;
       int64_t rows = model.shape()[0];
       int64_t added = (model.strides(padding)[0] - model.strides()[0]) * rows *

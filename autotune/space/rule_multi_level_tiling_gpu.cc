@@ -124,8 +124,9 @@ class MultiLevelTilingGpu : public ScheduleRule {
     schedule::reverse_compute_at(sch, write_back, thread_loop);
     inline_epilogue(sch, write_back);
     // Step 6. Stage each operand's tile of one outer reduction step in "shared" memory, copied
-    // cooperatively with a sampled vector width, its rows padded against bank conflicts or not
-    // (sampled: the bank model is a model).
+    // cooperatively with a sampled vector width, its rows compact or padded against bank
+    // conflicts for vector or for scalar reads (sampled: which the compiler makes of a
+    // thread's reads along a row is its own decision).
     RV step = reduce.back()[0];
     for (int64_t r : operands) {
       RV copy = schedule::cache_read(sch, block, r, "shared", {block});
@@ -133,7 +134,7 @@ class MultiLevelTilingGpu : public ScheduleRule {
       RV lanes = schedule::sample_categorical(sch, kFetchLanes,
                                               std::vector<double>(kFetchLanes.size(), 1.0));
       schedule::annotate(sch, copy, kCooperativeFetchAnnotation, lanes);
-      RV pad = schedule::sample_categorical(sch, {0, 1}, {1.0, 1.0});
+      RV pad = schedule::sample_categorical(sch, {0, 1, 2}, {1.0, 1.0, 1.0});
       schedule::annotate(sch, copy, kPadSharedAnnotation, pad);
     }
     // Step 7. The accumulators start at zero before the reduction loops; the thread's nest is

@@ -26,7 +26,6 @@ struct LoopInfo {
   int64_t extent = 1;
   ForKind kind = ForKind::kSerial;
   std::string tag;
-  int64_t unroll_max_step = 0;  // "pragma_auto_unroll_max_step" on it, else 0
 };
 
 // An access of the buffer where it happens: the loops and block bindings around it.
@@ -53,11 +52,6 @@ class SiteCollector : public IRVisitor {
     info.extent = extent != nullptr ? *extent : 1;
     info.kind = op->kind;
     info.tag = op->thread_tag;
-    auto step = op->annotations.find("pragma_auto_unroll_max_step");
-    if (step != op->annotations.end()) {
-      const int64_t* value = as_const_int(step->second);
-      info.unroll_max_step = value != nullptr ? *value : 0;
-    }
     loops_.push_back(info);
     IRVisitor::visit(op);
     loops_.pop_back();
@@ -203,7 +197,7 @@ double request_wavefronts(const std::vector<int64_t>& elements, int per_thread, 
 struct EvaluatedAccess {
   int lanes = 1;             // the extent of its vectorized loop (1: none)
   double executions = 1;     // per thread: the extents of the loops around it but threads, lanes
-  int64_t merge_extent = 0;  // an unrolled loop stepping along its last dimension (0: none)
+  int64_t merge_extent = 0;  // a loop of its thread stepping along its last dimension (0: none)
   // indices[(thread * lanes + lane) * ndim + d]
   std::vector<int64_t> indices;
 };
@@ -225,11 +219,14 @@ struct SharedBankModel::Impl {
     return offset;
   }
 
-  // Elements one request of a thread of `a` moves: its lanes, or the scalar reads of an unrolled
-  // loop merged into a vector where every thread's first element is aligned to it.
-  int request_elements(const EvaluatedAccess& a, const std::vector<int64_t>& strides) const {
+  // Elements one request of a thread of `a` moves: its lanes, or with SharedReads::kVector the
+  // scalar reads along a row merged into a vector where every thread's first element is
+  // aligned to it.
+  int request_elements(const EvaluatedAccess& a, const std::vector<int64_t>& strides,
+                       SharedReads reads) const {
     int most = std::max(1, kMaxRequestBytes / element_bytes);
     if (a.lanes > 1) return std::min(a.lanes, most);
+    if (reads == SharedReads::kScalar) return 1;
     for (int width = most; width > 1; width /= 2) {
       if (a.merge_extent == 0 || a.merge_extent % width != 0) continue;
       bool aligned = true;
@@ -262,21 +259,6 @@ bool counts_executions(const LoopInfo& loop) {
   if (loop.kind == ForKind::kVectorized) return false;
   if (loop.kind == ForKind::kThreadBinding) return loop.tag.rfind("vthread", 0) == 0;
   return true;
-}
-
-// Whether lowering unrolls `loops[m]` (a serial loop of constant extent): it is an unrolled
-// loop, or the loops from it inward run at most the unroll depth annotated on an enclosing loop.
-bool unrolled(const std::vector<LoopInfo>& loops, size_t m) {
-  if (loops[m].kind == ForKind::kUnrolled) return true;
-  if (loops[m].kind != ForKind::kSerial) return false;
-  int64_t steps = 1;
-  for (size_t l = m; l < loops.size(); ++l) {
-    if (loops[l].kind != ForKind::kThreadBinding) steps *= loops[l].extent;
-  }
-  for (size_t l = 0; l <= m; ++l) {
-    if (loops[l].unroll_max_step > 0 && steps <= loops[l].unroll_max_step) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -376,12 +358,14 @@ SharedBankModel::SharedBankModel(const ir::PrimFunc& compacted, const std::strin
         access.indices.insert(access.indices.end(), index->begin(), index->end());
       }
     }
-    // A scalar access in an unrolled loop that steps along its last dimension: the innermost.
+    // A scalar access in a loop of its thread that steps along its last dimension: the
+    // innermost.
     if (vector_loop == nullptr) {
       std::vector<int64_t> base(access.indices.begin(), access.indices.begin() + m.ndim());
       for (size_t l = site.loops.size(); l-- > 0;) {
         const LoopInfo& loop = site.loops[l];
-        if (loop.extent < 2 || !unrolled(site.loops, l)) continue;
+        bool own = loop.kind == ForKind::kSerial || loop.kind == ForKind::kUnrolled;
+        if (loop.extent < 2 || !own) continue;
         std::optional<std::vector<int64_t>> next = indices_at(0, 0, loop.var);
         if (!next) return;
         std::vector<int64_t> step(m.ndim());
@@ -419,12 +403,12 @@ std::vector<int64_t> SharedBankModel::strides(const std::optional<SharedPadding>
   return out;
 }
 
-SharedCost SharedBankModel::cost(const std::vector<int64_t>& strides) const {
+SharedCost SharedBankModel::cost(const std::vector<int64_t>& strides, SharedReads reads) const {
   const Impl& m = *impl_;
   SharedCost total;
   if (!m.valid) return total;
   for (const EvaluatedAccess& a : m.accesses) {
-    int elements = m.request_elements(a, strides);
+    int elements = m.request_elements(a, strides, reads);
     // Requests of one execution of the access (a merged request covers `elements` executions).
     double executions = a.lanes > 1 ? a.executions : a.executions / elements;
     int span = a.lanes > 1 ? a.lanes : elements;
@@ -437,13 +421,16 @@ SharedCost SharedBankModel::cost(const std::vector<int64_t>& strides) const {
   return total;
 }
 
-std::optional<SharedPadding> SharedBankModel::best_padding() const {
+std::optional<SharedPadding> SharedBankModel::best_padding(SharedReads reads) const {
   const Impl& m = *impl_;
   if (!m.valid) return std::nullopt;
   // A row of banks, in elements; paddings keep each vector access's alignment.
   int64_t factor = std::max<int64_t>(1, kSharedBanks * kSharedBankBytes / m.element_bytes);
   int64_t step = 1;
   for (const EvaluatedAccess& a : m.accesses) step = std::lcm(step, int64_t{a.lanes});
+  if (reads == SharedReads::kVector) {
+    step = std::lcm(step, std::max<int64_t>(1, kMaxRequestBytes / m.element_bytes));
+  }
   // Fewest wavefronts, then fewest requests, then fewest padding elements (the compact layout
   // none); costs within a rounding error are equal.
   auto before = [](const SharedCost& a, int64_t a_elements, const SharedCost& b,
@@ -455,7 +442,7 @@ std::optional<SharedPadding> SharedBankModel::best_padding() const {
   };
   std::vector<int64_t> compact_strides = strides();
   std::optional<SharedPadding> best;
-  SharedCost best_cost = cost(compact_strides);
+  SharedCost best_cost = cost(compact_strides, reads);
   int64_t best_elements = 0;
   int64_t rows = 1;  // of the dimensions up to the padded one
   for (int64_t axis = 0; axis + 1 < m.ndim(); ++axis) {
@@ -466,7 +453,7 @@ std::optional<SharedPadding> SharedBankModel::best_padding() const {
       padding.factor = factor;
       padding.pad = pad;
       padding.offset = (compact_strides[axis] + pad) % factor;
-      SharedCost c = cost(strides(padding));
+      SharedCost c = cost(strides(padding), reads);
       if (before(c, rows * pad, best_cost, best_elements)) {
         best = padding;
         best_cost = c;

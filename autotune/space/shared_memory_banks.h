@@ -2,9 +2,15 @@
 // of a staged tile. Shared memory has 32 banks of 4-byte words; in one wavefront each bank
 // serves one word (threads that read the same word share it), so a warp's request takes as many
 // wavefronts as the most distinct words it asks of one bank. Requests of 8 or 16 bytes per
-// thread are served a half or a quarter of the warp at a time. A thread's scalar reads of
-// consecutive elements in an unrolled loop count as one vector request when the elements are
-// aligned to it (the CUDA and OpenCL compilers merge them into ld.shared.v2/v4).
+// thread are served a half or a quarter of the warp at a time.
+//
+// A thread's scalar reads of consecutive elements (a loop along a tile's row) become one vector
+// read (ld.shared.v2/v4) where the CUDA or OpenCL compiler unrolls the loop and can tell that
+// the elements are aligned; whether it unrolls depends on its own limits, so the model takes
+// either reading as given (SharedReads): the reads merged where a row is aligned, or every read
+// scalar. NVRTC's PTX of the GPU space's tiled candidates has mostly vector reads of the operand
+// tiles, at any unroll depth the tuner draws; a padding that keeps rows aligned keeps them, an
+// odd one turns them into scalar reads.
 //
 // The model reads a function after compact_buffer_allocation (blocks still there, each staged
 // tile at its own shape) and evaluates each access of the buffer for the threads of the first
@@ -46,6 +52,12 @@ struct SharedPadding {
   int64_t pad = 0;
 };
 
+// How a thread's scalar reads along a row are taken (see above).
+enum class SharedReads {
+  kVector,  // merged into reads of up to 16 bytes where the first element is aligned to them
+  kScalar,  // one request each
+};
+
 // What a layout of the buffer costs its accesses in one execution of the threads' loops.
 struct SharedCost {
   double wavefronts = 0;
@@ -68,11 +80,12 @@ class SharedBankModel {
   // The compact (row-major) strides of shape(), and those with `padding` applied.
   std::vector<int64_t> strides(const std::optional<SharedPadding>& padding = std::nullopt) const;
   // The cost of the accesses with the buffer laid out with `strides` (elements).
-  SharedCost cost(const std::vector<int64_t>& strides) const;
+  SharedCost cost(const std::vector<int64_t>& strides, SharedReads reads) const;
   // The padding of one dimension (less than a row of banks) that takes the fewest wavefronts,
   // then the fewest instructions, then the fewest padded elements; std::nullopt where the
-  // compact layout costs no more. Paddings keep the alignment of every vector access.
-  std::optional<SharedPadding> best_padding() const;
+  // compact layout costs no more. Paddings keep the alignment of every vector access, and for
+  // SharedReads::kVector rows aligned to 16 bytes.
+  std::optional<SharedPadding> best_padding(SharedReads reads) const;
 
  private:
   struct Impl;

@@ -45,8 +45,9 @@ constexpr const char* kStreamingAnnotation = "kiln.nontemporal";       // root: 
 // value the vector width to copy with; on a tiled block, the fewest threads per block and the
 // most outputs per thread that verify_gpu_code accepts (check_gpu_tiles).
 constexpr const char* kCooperativeFetchAnnotation = "kiln.cooperative_fetch";  // block: lanes
-// GPU: whether pad_shared_tiles pads the rows of a shared-memory copy by the bank model.
-constexpr const char* kPadSharedAnnotation = "kiln.pad_shared";               // block: 0 or 1
+// GPU: whether pad_shared_tiles pads the rows of a shared-memory copy by the bank model: 0 no,
+// 1 for a thread's reads along a row merged into vectors, 2 for scalar reads.
+constexpr const char* kPadSharedAnnotation = "kiln.pad_shared";               // block: 0, 1 or 2
 constexpr const char* kThreadExtentLowAnnotation = "kiln.thread_extent_low";  // block: threads
 constexpr const char* kRegisterTileAnnotation = "kiln.max_register_tile";     // block: outputs
 
@@ -191,7 +192,7 @@ std::unique_ptr<ScheduleRule> make_cross_thread_reduction(const SpaceContext& co
 // loop (an element-wise consumer inlined into the write-back); each operand's tile of one R0
 // step is copied into "shared" memory under the last R0 loop, annotated for
 // rewrite_cooperative_fetch with a sampled vector width and for pad_shared_tiles with a sampled
-// choice to pad; the init leaves the reduction loops
+// padding (none, for vector reads, for scalar reads); the init leaves the reduction loops
 // (decompose_reduction) and the thread loop gets a sampled unroll depth. The block carries the
 // limits check_gpu_tiles holds its samples to (a warp of threads at least, kMaxRegisterTile
 // outputs per thread at most):
@@ -254,12 +255,13 @@ std::unique_ptr<Postproc> make_verify_gpu_code(const SpaceContext& context);
 //   sch.bind(loop=l22, thread_axis="threadIdx.x")
 //   sch.vectorize(loop=l23)
 std::unique_ptr<Postproc> make_rewrite_cooperative_fetch(const SpaceContext& context);
-// GPU targets: pads a dimension of each shared-memory copy annotated kiln.pad_shared = 1 where
-// the bank model (shared_memory_banks.h) finds that its threads' accesses (the copy's stores, its
-// consumers' loads) take fewer wavefronts of shared memory padded, or as many with fewer
-// instructions (aligned rows let a thread's reads of consecutive elements merge into vectors);
-// the copy's vector width stays aligned, and a padding past the target's shared memory is not
-// made. The tile is left as it is where the model cannot read its accesses:
+// GPU targets: pads a dimension of each shared-memory copy annotated kiln.pad_shared = 1 or 2
+// where the bank model (shared_memory_banks.h) finds that its threads' accesses (the copy's
+// stores, its consumers' loads) take fewer wavefronts of shared memory padded, or as many with
+// fewer instructions: with 1 taking a thread's reads of consecutive elements as vector reads
+// (rows stay 16-byte aligned), with 2 as scalar reads. The copy's vector width stays aligned,
+// and a padding past the target's shared memory is not made. The tile is left as it is where
+// the model cannot read its accesses:
 //   sch.storage_align(block=b40, buffer_index=0, axis=0, factor=32, offset=4)
 std::unique_ptr<Postproc> make_pad_shared_tiles(const SpaceContext& context);
 // The limits a tiled block's annotations ask for (multi_level_tiling_gpu): between

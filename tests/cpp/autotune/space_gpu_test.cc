@@ -479,14 +479,13 @@ TEST(GpuCooperativeFetch, SpreadsEachCopyOverTheThreadsWithTheWidthThatFits) {
 // A 32 x 32 x 32 matmul on one thread block of 32 threads, thread t computing row t of C
 // (for k, for j): A's 32 x 32 tile is staged in shared memory, copied by the 32 threads with
 // `lanes`, and each thread reads its own row of it: with the compact stride of 32 every thread of
-// a warp reads bank k (32-way conflicts). `unroll`: the thread's loops are unrolled, so that its
-// reads of four consecutive k merge into one vector read where the rows are aligned.
+// a warp reads bank k (32-way conflicts). The copy is sampled to be padded with `pad`.
 struct RowPerThread {
   schedule::Schedule sch;
   Ref<PrimFunc> compacted;
 };
 
-RowPerThread row_per_thread(int64_t lanes, bool unroll) {
+RowPerThread row_per_thread(int64_t lanes, int64_t pad = 2) {
   schedule::Schedule sch(module_of(matmul(32, 32, 32)), 0);
   schedule::RV block = schedule::get_block(sch, "C");
   std::vector<schedule::RV> loops = schedule::get_loops(sch, block);
@@ -495,11 +494,10 @@ RowPerThread row_per_thread(int64_t lanes, bool unroll) {
   schedule::reorder(sch, {i[0], i[1], k[0], k[1], loops[1]});
   schedule::bind_loop(sch, i[0], "blockIdx.x");
   schedule::bind_loop(sch, i[1], "threadIdx.x");
-  if (unroll) schedule::annotate(sch, i[1], "pragma_auto_unroll_max_step", int32_const(4096));
   schedule::RV copy = schedule::cache_read(sch, block, 0, "shared", {block});
   schedule::compute_at(sch, copy, k[0]);
   schedule::annotate(sch, copy, kCooperativeFetchAnnotation, int32_const(lanes));
-  schedule::annotate(sch, copy, kPadSharedAnnotation, int32_const(1));
+  schedule::annotate(sch, copy, kPadSharedAnnotation, int32_const(pad));
   TuneTask task = make_task(matmul(32, 32, 32), "cuda");
   SpaceContext context;
   context.task = &task;
@@ -510,73 +508,78 @@ RowPerThread row_per_thread(int64_t lanes, bool unroll) {
 }
 
 TEST(SharedBankModel, CountsTheWavefrontsOfEachAccessOfAWarp) {
-  RowPerThread scalar = row_per_thread(1, false);
+  RowPerThread scalar = row_per_thread(1);
   SharedBankModel model(*scalar.compacted, "A_shared", 32);
   ASSERT_TRUE(model.valid());
   EXPECT_EQ(model.shape(), (std::vector<int64_t>{32, 32}));
   EXPECT_EQ(model.strides(), (std::vector<int64_t>{32, 1}));
-  // Reads: 32 k x 32 j per thread, 32 wavefronts each; the copy's 32 stores, one each.
-  SharedCost compact = model.cost(model.strides());
+  // Scalar reads: 32 k x 32 j per thread, 32 wavefronts each; the copy's 32 stores, one each.
+  SharedCost compact = model.cost(model.strides(), SharedReads::kScalar);
   EXPECT_EQ(compact.wavefronts, 32 * 32 * 32 + 32);
   EXPECT_EQ(compact.requests, 32 * 32 + 32);
   // A row stride of 33 puts the rows of the warp's threads in 32 different banks.
-  SharedCost padded = model.cost({33, 1});
+  SharedCost padded = model.cost({33, 1}, SharedReads::kScalar);
   EXPECT_EQ(padded.wavefronts, 32 * 32 + 32);
   EXPECT_EQ(padded.requests, compact.requests);
+  // Reads of k .. k + 3 merged into one vector read, served a quarter of the warp at a time:
+  // 8 threads' rows in 4 banks (8-way) when compact, none with a stride of 36; a stride of 33
+  // leaves the reads unaligned, so scalar.
+  SharedCost vector = model.cost(model.strides(), SharedReads::kVector);
+  EXPECT_EQ(vector.wavefronts, 8 * 32 * 4 * 8 + 32);
+  EXPECT_EQ(vector.requests, 8 * 32 + 32);
+  SharedCost at_36 = model.cost({36, 1}, SharedReads::kVector);
+  SharedCost at_33 = model.cost({33, 1}, SharedReads::kVector);
+  EXPECT_EQ(at_36.wavefronts, 8 * 32 * 4 + 32);
+  EXPECT_EQ(at_33.wavefronts, padded.wavefronts);
+  EXPECT_LT(at_36.requests, at_33.requests);
   // No model of a buffer that is not staged.
   EXPECT_FALSE(SharedBankModel(*scalar.compacted, "B_shared", 32).valid());
 }
 
 TEST(SharedBankModel, PadsByTheLeastThatAvoidsConflictsAndKeepsVectorsAligned) {
-  // Scalar copies: one element of padding.
-  std::optional<SharedPadding> one =
-      SharedBankModel(*row_per_thread(1, false).compacted, "A_shared", 32).best_padding();
+  // Scalar copies and reads: one element of padding.
+  SharedBankModel model(*row_per_thread(1).compacted, "A_shared", 32);
+  std::optional<SharedPadding> one = model.best_padding(SharedReads::kScalar);
   ASSERT_TRUE(one);
   EXPECT_EQ(one->axis, 0);
   EXPECT_EQ(one->pad, 1);
   EXPECT_EQ(one->factor, 32);
   EXPECT_EQ(one->offset, 1);
-  // Copies of four lanes need rows of whole vectors: a stride of 36 spreads the rows over
-  // 8 banks (4-way conflicts instead of 32-way).
-  std::optional<SharedPadding> four =
-      SharedBankModel(*row_per_thread(4, false).compacted, "A_shared", 32).best_padding();
-  ASSERT_TRUE(four);
-  EXPECT_EQ(four->pad, 4);
-  // Unrolled, a thread's reads of k .. k + 3 of an aligned row are one vector read served a
-  // quarter of the warp at a time: a stride of 36 then has no conflict and a quarter of the
-  // instructions of a stride of 33.
-  SharedBankModel unrolled(*row_per_thread(1, true).compacted, "A_shared", 32);
-  std::optional<SharedPadding> aligned = unrolled.best_padding();
+  // Vector reads need aligned rows: a stride of 36 (no conflict, a quarter of the requests).
+  std::optional<SharedPadding> aligned = model.best_padding(SharedReads::kVector);
   ASSERT_TRUE(aligned);
   EXPECT_EQ(aligned->pad, 4);
-  SharedCost at_36 = unrolled.cost({36, 1}), at_33 = unrolled.cost({33, 1});
-  EXPECT_EQ(at_36.wavefronts, at_33.wavefronts);
-  EXPECT_LT(at_36.requests, at_33.requests);
+  EXPECT_EQ(aligned->offset, 4);
+  // Copies of four lanes need rows of whole vectors even for scalar reads: a stride of 36
+  // spreads the rows over 8 banks (4-way conflicts instead of 32-way).
+  std::optional<SharedPadding> four = SharedBankModel(*row_per_thread(4).compacted, "A_shared", 32)
+                                          .best_padding(SharedReads::kScalar);
+  ASSERT_TRUE(four);
+  EXPECT_EQ(four->pad, 4);
   // One thread per block: nothing to gain.
-  EXPECT_FALSE(SharedBankModel(*row_per_thread(1, false).compacted, "A_shared", 1).best_padding());
+  EXPECT_FALSE(SharedBankModel(*row_per_thread(1).compacted, "A_shared", 1)
+                   .best_padding(SharedReads::kScalar));
 }
 
-TEST(GpuPadSharedTiles, PadsTheCopiesSampledToBePadded) {
-  RowPerThread tile = row_per_thread(1, false);
-  TuneTask task = make_task(matmul(32, 32, 32), "cuda -arch=sm_80");
-  SpaceContext context;
-  context.task = &task;
-  make_pad_shared_tiles(context)->apply(tile.sch);
-  const Block& copy = *tile.sch.index("main").find_block("A_shared")->block;
-  EXPECT_EQ(copy.annotations.count(kPadSharedAnnotation), 0u);
-  ASSERT_EQ(copy.annotations.count(kStorageAlignAnnotation), 1u);
-  EXPECT_EQ(format_storage_align(parse_storage_align(copy.annotations.at(kStorageAlignAnnotation))),
-            "0:0:32:1");
-  EXPECT_EQ(count_of(tile.sch.trace(), "storage_align"), 1u);
-  // Not past the target's shared memory (4 KiB compact, 4224 bytes padded).
-  RowPerThread small = row_per_thread(1, false);
-  TuneTask limited = make_task(matmul(32, 32, 32), "cuda -max_shared_memory_per_block=4200");
-  context.task = &limited;
-  make_pad_shared_tiles(context)->apply(small.sch);
-  EXPECT_EQ(small.sch.index("main")
-                .find_block("A_shared")
-                ->block->annotations.count(kStorageAlignAnnotation),
-            0u);
+TEST(GpuPadSharedTiles, PadsTheCopiesSampledToBePaddedForTheirReads) {
+  auto alignment = [](int64_t pad, const std::string& target) {
+    RowPerThread tile = row_per_thread(1, pad);
+    TuneTask task = make_task(matmul(32, 32, 32), target);
+    SpaceContext context;
+    context.task = &task;
+    make_pad_shared_tiles(context)->apply(tile.sch);
+    const Block& copy = *tile.sch.index("main").find_block("A_shared")->block;
+    EXPECT_EQ(copy.annotations.count(kPadSharedAnnotation), 0u);
+    auto it = copy.annotations.find(kStorageAlignAnnotation);
+    EXPECT_EQ(count_of(tile.sch.trace(), "storage_align"), it == copy.annotations.end() ? 0u : 1u);
+    return it == copy.annotations.end() ? std::string()
+                                        : format_storage_align(parse_storage_align(it->second));
+  };
+  EXPECT_EQ(alignment(0, "cuda -arch=sm_80"), "");
+  EXPECT_EQ(alignment(1, "cuda -arch=sm_80"), "0:0:32:4");
+  EXPECT_EQ(alignment(2, "cuda -arch=sm_80"), "0:0:32:1");
+  // Not past the target's shared memory (4 KiB compact, 4224 bytes padded by 1).
+  EXPECT_EQ(alignment(2, "cuda -max_shared_memory_per_block=4200"), "");
 }
 
 TEST(GpuTiling, CheckGpuTilesNamesEachLimit) {
