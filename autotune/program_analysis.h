@@ -243,9 +243,10 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
 // The memory transactions of a program's accesses per call (all warps of all thread blocks), the
 // fewest their requests could take for the bytes they move, and the requests (load and store
 // instructions of a warp), for the threads of the first warp of each access, every other loop
-// at its first iteration. Shared memory: wavefronts by the bank model of
-// autotune/space/shared_memory_banks.h (the fewest: 128 bytes each). Global memory: the 32-byte
-// sectors a request touches (the fewest: its distinct bytes in whole sectors).
+// at its first iteration, each access as the lowered code has it (a scalar access one request:
+// what the compiler merges into vector reads is not known here). Shared memory: wavefronts by the
+// bank model of autotune/space/shared_memory_banks.h (the fewest: 128 bytes each). Global memory:
+// the 32-byte sectors a request touches (the fewest: its distinct bytes in whole sectors).
 struct WarpTraffic {
   double transactions = 0, fewest = 0, requests = 0;
 };
