@@ -50,14 +50,19 @@ class VarCollector : public IRVisitor {
   void visit(const Var* op) override { vars.push_back(op); }
 };
 
-// The threads of a block around an access: per threadIdx axis the largest extent.
-int64_t block_threads(const DeviceAccess& access) {
+// The threads of a block around an access: per threadIdx axis ("threadIdx.x", ...) the largest
+// extent of its loops.
+std::map<std::string, int64_t> thread_extents(const DeviceAccess& access) {
   std::map<std::string, int64_t> extents;
   for (const ThreadLoop& loop : access.threads) {
     extents[loop.tag] = std::max(extents[loop.tag], loop.extent);
   }
+  return extents;
+}
+
+int64_t block_threads(const DeviceAccess& access) {
   int64_t threads = 1;
-  for (const auto& [tag, extent] : extents) threads *= extent;
+  for (const auto& [tag, extent] : thread_extents(access)) threads *= extent;
   return threads;
 }
 
@@ -80,10 +85,7 @@ std::vector<int64_t> warp_elements(const DeviceAccess& access, const Expr& index
   vars.visit_expr(index);
   for (const auto& [var, value] : access.lets) vars.visit_expr(value);
   for (const Var* var : vars.vars) values[var] = 0;
-  std::map<std::string, int64_t> extents;
-  for (const ThreadLoop& loop : access.threads) {
-    extents[loop.tag] = std::max(extents[loop.tag], loop.extent);
-  }
+  std::map<std::string, int64_t> extents = thread_extents(access);
   auto extent = [&](const char* tag) { return extents.count(tag) ? extents[tag] : int64_t{1}; };
   int64_t x = extent("threadIdx.x"), y = extent("threadIdx.y"), z = extent("threadIdx.z");
   int64_t threads = std::min<int64_t>(warp, x * y * z);
@@ -107,10 +109,6 @@ std::vector<int64_t> warp_elements(const DeviceAccess& access, const Expr& index
   }
   return out;
 }
-
-}  // namespace
-
-namespace {
 
 // Global memory moves 32-byte sectors.
 constexpr int kSectorBytes = 32;
@@ -142,9 +140,8 @@ RequestCost global_request(const std::vector<int64_t>& elements, int, int elemen
   return {static_cast<double>(sectors.size()), std::max(1.0, std::ceil(bytes / kSectorBytes))};
 }
 
-// The traffic of `accesses`, each pattern of index evaluated once; `unit` is the element count
-// within which a constant shift changes what a request touches (elements per bank word or per
-// sector).
+// The traffic of `accesses`, each pattern of index evaluated once; a constant shift by part of
+// `unit_bytes` (a bank word, a sector) changes what a request touches.
 template <class Cost>
 WarpTraffic traffic(const std::vector<DeviceAccess>& accesses, const MachineModel& machine,
                     int unit_bytes, Cost cost_of) {
