@@ -26,7 +26,7 @@ import kiln
 from kiln import te, tir
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (chosen_workloads, cuda_missing, load_average,  # noqa: E402
+from common import (chosen_workloads, gpu_target_and_device, load_average,  # noqa: E402
                     print_table, torch_cuda_seconds)
 
 try:
@@ -239,19 +239,10 @@ def main():
     args = parser.parse_args()
     names = chosen_workloads(parser, args.only, WORKLOADS)
 
-    why_not = cuda_missing(kiln)
-    if not why_not:
-        target, device = kiln.target.Target("cuda"), kiln.cuda(0)
-    elif args.opencl:
-        print(f"No CUDA run: {why_not}. Running the schedules through OpenCL on "
-              f"kiln.opencl(0) instead, as a check that they run and match NumPy.")
-        target, device = kiln.target.Target("opencl"), kiln.opencl(0)
-        if not device.exist:
-            print("No OpenCL device is present either.")
-            return
-    else:
-        print(f"No CUDA run: {why_not}. Pass --opencl to check the schedules on OpenCL.")
+    chosen = gpu_target_and_device(kiln, args.opencl, "the schedules")
+    if chosen is None:
         return
+    target, device = chosen
 
     rows = []
     for name in names:

@@ -29,7 +29,8 @@ from kiln import te, tir
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_gpu_topi import conv2d, gemm, run_checked  # noqa: E402
-from common import chosen_workloads, cuda_missing, load_average, print_table  # noqa: E402
+from common import (chosen_workloads, gpu_target_and_device, load_average,  # noqa: E402
+                    print_table)
 
 WORKLOADS = {"gemm": (gemm, "GEMM 1024^3 fp32"), "conv2d": (conv2d, "conv2d 3x3 56x56 64->64")}
 
@@ -93,16 +94,11 @@ def main():
     args = parser.parse_args()
     names = chosen_workloads(parser, args.only, WORKLOADS)
 
-    why_not = cuda_missing(kiln)
-    if not why_not:
-        target, device = kiln.target.Target("cuda"), kiln.cuda(0)
-    elif args.opencl and kiln.opencl(0).exist:
-        print(f"No CUDA run: {why_not}. Checking padded candidates through OpenCL on "
-              f"kiln.opencl(0) instead (not a performance figure).")
-        target, device = kiln.target.Target("opencl -thread_warp_size=32"), kiln.opencl(0)
-    else:
-        print(f"No CUDA run: {why_not}. Pass --opencl to check the candidates on OpenCL.")
+    chosen = gpu_target_and_device(kiln, args.opencl, "the padded candidates",
+                                   opencl_target="opencl -thread_warp_size=32")
+    if chosen is None:
         return
+    target, device = chosen
 
     rows = []
     for name in names:

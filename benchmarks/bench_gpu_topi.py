@@ -29,7 +29,7 @@ from kiln import autotune as ms
 from kiln import te, topi
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (chosen_workloads, cuda_missing, load_average,  # noqa: E402
+from common import (chosen_workloads, gpu_target_and_device, load_average,  # noqa: E402
                     numpy_conv2d_nchw, print_table, torch_cuda_seconds)
 
 try:
@@ -195,16 +195,10 @@ def main():
     args = parser.parse_args()
     names = chosen_workloads(parser, args.only, WORKLOADS)
 
-    why_not = cuda_missing(kiln)
-    if not why_not:
-        target, device = kiln.target.Target("cuda"), kiln.cuda(0)
-    elif args.opencl and kiln.opencl(0).exist:
-        print(f"No CUDA run: {why_not}. Checking the default schedules through OpenCL on "
-              f"kiln.opencl(0) instead (not a performance figure).")
-        target, device = kiln.target.Target("opencl"), kiln.opencl(0)
-    else:
-        print(f"No CUDA run: {why_not}. Pass --opencl to check the schedules on OpenCL.")
+    chosen = gpu_target_and_device(kiln, args.opencl, "the default schedules")
+    if chosen is None:
         return
+    target, device = chosen
     cuda = target.kind == "cuda"
 
     rows = []

@@ -129,6 +129,25 @@ def cuda_missing(kiln):
     return ""
 
 
+def gpu_target_and_device(kiln, opencl, what, opencl_target="opencl"):
+    """The target and device a GPU benchmark runs on: the CUDA device when kiln can use one;
+    else, when `opencl` (its --opencl flag) is set and an OpenCL device is present, that device
+    under `opencl_target`, as a check of `what` (its results, not its times); else None, after
+    saying why."""
+    why_not = cuda_missing(kiln)
+    if not why_not:
+        return kiln.target.Target("cuda"), kiln.cuda(0)
+    if opencl and kiln.opencl(0).exist:
+        print(f"No CUDA run: {why_not}. Checking {what} through OpenCL on kiln.opencl(0) "
+              f"instead (not a performance figure).")
+        return kiln.target.Target(opencl_target), kiln.opencl(0)
+    if opencl:
+        print(f"No CUDA run: {why_not}. No OpenCL device is present either.")
+    else:
+        print(f"No CUDA run: {why_not}. Pass --opencl to check {what} on OpenCL.")
+    return None
+
+
 def torch_cuda_seconds(torch, fn, inputs, repeat):
     """Median seconds per call of fn on PyTorch tensors on the CUDA device made from the NumPy
     inputs, timed with CUDA events over 3 calls per repeat after one warm-up; None when torch
