@@ -9,6 +9,7 @@
 
 #include "autotune/program_analysis.h"
 #include "autotune/space/shared_memory_banks.h"
+#include "kiln/arith/evaluate.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/structural.h"
@@ -98,12 +99,12 @@ std::vector<int64_t> warp_elements(const DeviceAccess& access, const Expr& index
                                                      : t / (x * y) % z;
     }
     for (const auto& [var, value] : access.lets) {
-      std::optional<int64_t> v = evaluate_index(value, values);
+      std::optional<int64_t> v = arith::evaluate_int(value, values);
       if (!v) return {};
       values[var] = *v;
     }
-    std::optional<int64_t> first = evaluate_index(base, values);
-    std::optional<int64_t> step = stride.defined() ? evaluate_index(stride, values) : 0;
+    std::optional<int64_t> first = arith::evaluate_int(base, values);
+    std::optional<int64_t> step = stride.defined() ? arith::evaluate_int(stride, values) : 0;
     if (!first || !step) return {};
     for (int lane = 0; lane < *lanes; ++lane) out.push_back(*first + lane * *step);
   }
@@ -112,10 +113,6 @@ std::vector<int64_t> warp_elements(const DeviceAccess& access, const Expr& index
 
 // Global memory moves 32-byte sectors.
 constexpr int kSectorBytes = 32;
-
-int64_t floor_div(int64_t a, int64_t b) {
-  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
-}
 
 // The transactions of one request of a warp and the fewest it could take.
 using RequestCost = std::pair<double, double>;
@@ -132,7 +129,8 @@ RequestCost global_request(const std::vector<int64_t>& elements, int, int elemen
   std::set<int64_t> sectors;
   for (int64_t e : distinct) {
     int64_t first = e * element_bytes, last = first + element_bytes - 1;
-    for (int64_t s = floor_div(first, kSectorBytes); s <= floor_div(last, kSectorBytes); ++s) {
+    for (int64_t s = arith::floor_divide(first, kSectorBytes);
+         s <= arith::floor_divide(last, kSectorBytes); ++s) {
       sectors.insert(s);
     }
   }

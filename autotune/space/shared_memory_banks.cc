@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "kiln/arith/evaluate.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 
@@ -99,72 +100,7 @@ class SiteCollector : public IRVisitor {
   std::vector<std::pair<const Var*, Expr>> lets_;
 };
 
-std::optional<int64_t> binary(NodeKind kind, int64_t a, int64_t b) {
-  switch (kind) {
-    case NodeKind::Add:
-      return a + b;
-    case NodeKind::Sub:
-      return a - b;
-    case NodeKind::Mul:
-      return a * b;
-    case NodeKind::Min:
-      return std::min(a, b);
-    case NodeKind::Max:
-      return std::max(a, b);
-    default:
-      break;
-  }
-  if (b == 0) return std::nullopt;
-  switch (kind) {
-    case NodeKind::Div:
-      return a / b;
-    case NodeKind::Mod:
-      return a % b;
-    case NodeKind::FloorDiv: {
-      int64_t q = a / b;
-      return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-    }
-    default: {  // FloorMod
-      int64_t r = a % b;
-      return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-    }
-  }
-}
-
 }  // namespace
-
-std::optional<int64_t> evaluate_index(const Expr& e,
-                                      const std::unordered_map<const Var*, int64_t>& values) {
-  switch (e->kind()) {
-    case NodeKind::IntImm:
-      return e.as<IntImm>()->value;
-    case NodeKind::Var: {
-      auto it = values.find(e.as<Var>());
-      if (it == values.end()) return std::nullopt;
-      return it->second;
-    }
-    case NodeKind::Cast:
-      if (!e->dtype.is_integer()) return std::nullopt;
-      return evaluate_index(e.as<Cast>()->value, values);
-    case NodeKind::Add:
-    case NodeKind::Sub:
-    case NodeKind::Mul:
-    case NodeKind::Div:
-    case NodeKind::Mod:
-    case NodeKind::FloorDiv:
-    case NodeKind::FloorMod:
-    case NodeKind::Min:
-    case NodeKind::Max: {
-      const auto* op = static_cast<const BinaryNode*>(e.get());
-      std::optional<int64_t> a = evaluate_index(op->a, values);
-      std::optional<int64_t> b = a ? evaluate_index(op->b, values) : std::nullopt;
-      if (!a || !b) return std::nullopt;
-      return binary(e->kind(), *a, *b);
-    }
-    default:
-      return std::nullopt;
-  }
-}
 
 double request_wavefronts(const std::vector<int64_t>& elements, int per_thread, int element_bytes) {
   per_thread = std::max(1, per_thread);
@@ -179,9 +115,8 @@ double request_wavefronts(const std::vector<int64_t>& elements, int per_thread, 
       for (int e = 0; e < per_thread; ++e) {
         int64_t byte = elements[static_cast<size_t>(t) * per_thread + e] * element_bytes;
         for (int64_t b = byte; b < byte + element_bytes; b += kSharedBankBytes) {
-          int64_t word =
-              b >= 0 ? b / kSharedBankBytes : (b - kSharedBankBytes + 1) / kSharedBankBytes;
-          int64_t bank = ((word % kSharedBanks) + kSharedBanks) % kSharedBanks;
+          int64_t word = arith::floor_divide(b, kSharedBankBytes);
+          int64_t bank = word - arith::floor_divide(word, kSharedBanks) * kSharedBanks;
           words_of_bank[bank].insert(word);
         }
       }
@@ -334,18 +269,18 @@ SharedBankModel::SharedBankModel(const ir::PrimFunc& compacted, const std::strin
         values[loop.var] = value;
       }
       for (const auto& [var, value] : site.lets) {
-        std::optional<int64_t> v = evaluate_index(value, values);
+        std::optional<int64_t> v = arith::evaluate_int(value, values);
         if (!v) return std::nullopt;
         values[var] = *v;
       }
       for (const auto& [var, value] : site.bindings) {
-        std::optional<int64_t> v = evaluate_index(value, values);
+        std::optional<int64_t> v = arith::evaluate_int(value, values);
         if (!v) return std::nullopt;
         values[var] = *v;
       }
       std::vector<int64_t> out;
       for (const Expr& index : site.indices) {
-        std::optional<int64_t> v = evaluate_index(index, values);
+        std::optional<int64_t> v = arith::evaluate_int(index, values);
         if (!v) return std::nullopt;
         out.push_back(*v);
       }

@@ -22,7 +22,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "kiln/ir/function.h"
@@ -36,12 +35,6 @@ constexpr int kSharedBankBytes = 4;
 // elements[t * per_thread .. (t + 1) * per_thread) (indices of `element_bytes`-byte elements of a
 // shared array). A request of more than 4 bytes per thread is served in phases of 128 bytes.
 double request_wavefronts(const std::vector<int64_t>& elements, int per_thread, int element_bytes);
-
-// The value of integer index arithmetic (+ - * / % floordiv floormod min max, casts between
-// integers) with each variable's value in `values`; std::nullopt for anything else, a variable
-// without a value, or a division by zero.
-std::optional<int64_t> evaluate_index(const ir::Expr& index,
-                                      const std::unordered_map<const ir::Var*, int64_t>& values);
 
 // A padded stride, as schedule::storage_align takes it: dimension `axis` gets a stride s with
 // s % factor == offset, `pad` elements more than its compact stride.
