@@ -507,12 +507,26 @@ class LocalRunner final : public Runner {
     std::string phase;
     Message reply;
     MeasureResult failed;
+    // The build's limit holds for the time the worker measured: a reply read late (this
+    // process was not scheduled while the worker built) still says how long the build took.
+    auto built_too_long = [&](double build_ms) {
+      return phase == "build" && build_ms > config_.build_timeout_s * 1e3;
+    };
     Outcome outcome = lane.worker->send(request, deadline, check);
     while (outcome == Outcome::kDone) {
       outcome = lane.worker->receive(&reply, deadline, check);
       if (outcome != Outcome::kDone) break;
       *started = true;
-      if (detail::type_of(reply) != "phase") return detail::measure_result_of(reply);
+      if (detail::type_of(reply) != "phase") {
+        MeasureResult result = detail::measure_result_of(reply);
+        if (!built_too_long(result.build_ms)) return result;
+        outcome = Outcome::kTimeout;
+        break;
+      }
+      if (built_too_long(reply.header.value("build_ms", -1.0))) {
+        outcome = Outcome::kTimeout;
+        break;
+      }
       phase = reply.header.value("phase", std::string());
       failed.build_ms = reply.header.value("build_ms", failed.build_ms);
       deadline =
