@@ -262,6 +262,7 @@ PriorEstimate estimate_prior(const ir::Ref<ir::PrimFunc>& lowered, const codegen
                              const MachineOptions& options, const char* api) {
   detail::MachineModel machine = detail::machine_model(target, options);
   detail::Program program = detail::analyze_program(checked(lowered, api), machine, api);
+  if (target.is_gpu()) return detail::estimate_gpu_program(program, machine).total;
   return detail::estimate_program(program, machine).total;
 }
 

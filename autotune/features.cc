@@ -50,6 +50,7 @@ struct Context {
   const Program& program;
   const MachineModel& machine;
   const ProgramEstimate& estimate;
+  const GpuEstimate& gpu;  // GPU targets (no kernels on a CPU)
 };
 
 void write_program(const Context& c, FeatureSink& put) {
@@ -353,7 +354,9 @@ void write_prior(const Context& c, FeatureSink& put) {
 
 // GPU targets (0 on a CPU): threads per block, thread blocks, and of shared and of global
 // memory the transactions over the fewest their requests could take (1: no bank conflict, every
-// access coalesced), the transactions and the requests per call.
+// access coalesced), the transactions and the requests per call; of the GPU prior's kernel with
+// the most cycles its registers, occupancy and balance over the multiprocessors, and the
+// prior's cycles.
 void write_gpu(const Context& c, FeatureSink& put) {
   auto product = [&](const char* prefix) {
     if (c.machine.warp_size <= 0) return 0.0;
@@ -368,14 +371,30 @@ void write_gpu(const Context& c, FeatureSink& put) {
   };
   put("gpu.log_threads_per_block", slog(product("threadIdx.")));
   put("gpu.log_thread_blocks", slog(product("blockIdx.")));
-  WarpTraffic shared = shared_traffic(c.program, c.machine);
+  WarpTraffic shared, global;
+  for (const KernelEstimate& k : c.gpu.kernels) {
+    shared.transactions += k.shared.transactions;
+    shared.fewest += k.shared.fewest;
+    shared.requests += k.shared.requests;
+    global.transactions += k.global.transactions;
+    global.fewest += k.global.fewest;
+    global.requests += k.global.requests;
+  }
   put("gpu.shared_bank_conflicts", ratio(shared.transactions, shared.fewest));
   put("gpu.log_shared_wavefronts", slog(shared.transactions));
   put("gpu.log_shared_requests", slog(shared.requests));
-  WarpTraffic global = global_traffic(c.program, c.machine);
   put("gpu.global_sectors_over_fewest", ratio(global.transactions, global.fewest));
   put("gpu.log_global_sectors", slog(global.transactions));
   put("gpu.log_global_requests", slog(global.requests));
+  KernelEstimate d;
+  if (c.gpu.dominant >= 0) d = c.gpu.kernels[c.gpu.dominant];
+  put("gpu.registers_per_thread", d.registers);
+  put("gpu.occupancy", d.occupancy);
+  put("gpu.sm_balance", d.sm_balance);
+  put("gpu.log_kernels", slog(static_cast<double>(c.gpu.kernels.size())));
+  put("gpu.prior_log_cycles", c.gpu.kernels.empty() ? 0.0 : slog(c.gpu.total.cycles));
+  put("gpu.prior_memory_share",
+      ratio(c.gpu.total.memory_cycles, c.gpu.total.memory_cycles + c.gpu.total.compute_cycles));
 }
 
 void write_features(const Context& c, FeatureSink& put) {
@@ -396,10 +415,11 @@ std::vector<std::string> list_names() {
   Program empty;
   MachineModel machine;
   ProgramEstimate estimate = estimate_program(empty, machine);
+  GpuEstimate gpu = estimate_gpu_program(empty, machine);
   std::vector<float> values;
   std::vector<std::string> names;
   FeatureSink sink(&values, &names);
-  write_features(Context{empty, machine, estimate}, sink);
+  write_features(Context{empty, machine, estimate, gpu}, sink);
   return names;
 }
 
@@ -417,14 +437,15 @@ CandidateAnalysis analyze_candidate(const ir::Ref<ir::PrimFunc>& lowered,
   MachineModel machine = machine_model(target, options);
   Program program = analyze_program(*lowered, machine, api);
   ProgramEstimate estimate = estimate_program(program, machine);
+  GpuEstimate gpu = estimate_gpu_program(program, machine);
   CandidateAnalysis result;
   result.features.reserve(feature_names().size());
   FeatureSink sink(&result.features, nullptr);
-  write_features(Context{program, machine, estimate}, sink);
+  write_features(Context{program, machine, estimate, gpu}, sink);
   internal_check(result.features.size() == feature_names().size())
       << api << ": wrote " << result.features.size() << " features, expected "
       << feature_names().size();
-  result.prior = estimate.total.throughput;
+  result.prior = target.is_gpu() ? gpu.total.throughput : estimate.total.throughput;
   return result;
 }
 

@@ -141,10 +141,10 @@ RequestCost global_request(const std::vector<int64_t>& elements, int, int elemen
 // The traffic of `accesses`, each pattern of index evaluated once; a constant shift by part of
 // `unit_bytes` (a bank word, a sector) changes what a request touches.
 template <class Cost>
-WarpTraffic traffic(const std::vector<DeviceAccess>& accesses, const MachineModel& machine,
-                    int unit_bytes, Cost cost_of) {
-  WarpTraffic total;
-  if (machine.warp_size <= 0) return total;
+std::vector<WarpTraffic> traffic(const Program& program, const std::vector<DeviceAccess>& accesses,
+                                 const MachineModel& machine, int unit_bytes, Cost cost_of) {
+  std::vector<WarpTraffic> per_kernel(program.kernels.size());
+  if (machine.warp_size <= 0) return per_kernel;
   // Per pattern: the traffic of one execution by one warp (requests < 0: not evaluated).
   std::unordered_map<uint64_t, WarpTraffic> patterns;
   for (const DeviceAccess& access : accesses) {
@@ -195,23 +195,25 @@ WarpTraffic traffic(const std::vector<DeviceAccess>& accesses, const MachineMode
       it = patterns.emplace(key, one).first;
     }
     const WarpTraffic& one = it->second;
-    if (one.requests < 0) continue;
+    if (one.requests < 0 || access.kernel < 0) continue;
+    WarpTraffic& total = per_kernel[static_cast<size_t>(access.kernel)];
     double warps = std::ceil(static_cast<double>(block_threads(access)) / machine.warp_size);
     total.transactions += access.trips * warps * one.transactions;
     total.fewest += access.trips * warps * one.fewest;
     total.requests += access.trips * warps * one.requests;
+    if (!access.is_store) total.load_requests += access.trips * warps * one.requests;
   }
-  return total;
+  return per_kernel;
 }
 
 }  // namespace
 
-WarpTraffic shared_traffic(const Program& program, const MachineModel& machine) {
-  return traffic(program.shared_accesses, machine, kSharedBankBytes, shared_request);
+std::vector<WarpTraffic> shared_traffic(const Program& program, const MachineModel& machine) {
+  return traffic(program, program.shared_accesses, machine, kSharedBankBytes, shared_request);
 }
 
-WarpTraffic global_traffic(const Program& program, const MachineModel& machine) {
-  return traffic(program.global_accesses, machine, kSectorBytes, global_request);
+std::vector<WarpTraffic> global_traffic(const Program& program, const MachineModel& machine) {
+  return traffic(program, program.global_accesses, machine, kSectorBytes, global_request);
 }
 
 }  // namespace kiln::autotune::detail

@@ -32,6 +32,16 @@ class LoadCollector : public IRVisitor {
   }
 };
 
+// The variables an expression reads.
+class VarCollector : public IRVisitor {
+ public:
+  std::vector<const Var*> vars;
+
+ protected:
+  using IRVisitor::visit;
+  void visit(const Var* op) override { vars.push_back(op); }
+};
+
 double constant_elements(const Buffer& buffer) {
   double elements = 1;
   for (const Expr& extent : buffer.shape) {
@@ -68,17 +78,26 @@ class ProgramWalker : public IRVisitor {
 
   void visit_loop(const For* op) {
     bool thread = op->kind == ForKind::kThreadBinding && !op->thread_tag.empty();
+    // The outermost loop bound to a thread index starts a kernel.
+    bool starts_kernel = thread && kernel_ < 0;
+    if (starts_kernel) {
+      kernel_ = static_cast<int>(program.kernels.size());
+      program.kernels.emplace_back();
+    }
     if (thread) {
       const int64_t* extent = as_const_int(op->extent);
       int64_t value = extent != nullptr ? *extent : 1;
       int64_t& largest = program.thread_extents[op->thread_tag];
       largest = std::max(largest, value);
+      int64_t& in_kernel = program.kernels[kernel_].extents[op->thread_tag];
+      in_kernel = std::max(in_kernel, value);
       if (op->thread_tag.rfind("threadIdx.", 0) == 0) {
         threads_.push_back({op->loop_var.get(), op->thread_tag, value});
       }
     }
     visit_nest(op);
     if (thread && op->thread_tag.rfind("threadIdx.", 0) == 0) threads_.pop_back();
+    if (starts_kernel) kernel_ = -1;
   }
 
   void visit_nest(const For* op) {
@@ -137,6 +156,10 @@ class ProgramWalker : public IRVisitor {
     allocation.executions = executions();
     allocation.under_parallel = under_parallel();
     program.allocations.push_back(allocation);
+    if (kernel_ >= 0 && buffer.scope == "shared")
+      program.kernels[kernel_].shared_bytes += allocation.bytes;
+    if (kernel_ >= 0 && buffer.scope == "local")
+      program.kernels[kernel_].local_bytes += allocation.bytes;
     local_.insert(buffer.data.get());
     visit_stmt(op->body);
   }
@@ -150,6 +173,11 @@ class ProgramWalker : public IRVisitor {
     store.lanes = std::max(1, op->value->dtype.lanes());
     store.arithmetic = count_arithmetic(op->value, machine_);
     store.body = stack_.empty() ? -1 : stack_.back();
+    store.kernel = kernel_;
+    store.thread_trips = store.trips;
+    for (const ThreadLoop& loop : threads_) {
+      store.thread_trips /= static_cast<double>(std::max<int64_t>(1, loop.extent));
+    }
     store.conditional = branch_depth_ >= static_cast<int>(stack_.size()) && !stack_.empty();
     store.streams = !streamed_.empty() && tir::is_streaming_store(*op, streamed_);
     for (int level = 0; level < store.depth(); ++level) {
@@ -159,12 +187,12 @@ class ProgramWalker : public IRVisitor {
     }
     Expr store_index = flat_index(*op->buffer, op->indices);
     store.accesses.push_back(make_access(*op->buffer, store_index, store.lanes, true));
-    record_device(*op->buffer, store_index, store.trips);
+    record_device(*op->buffer, store_index, store.trips, /*is_store=*/true);
     LoadCollector collector;
     collector.visit_expr(op->value);
     for (const BufferLoad* load : collector.loads) {
       Expr index = flat_index(*load->buffer, load->indices);
-      record_device(*load->buffer, index, store.trips);
+      record_device(*load->buffer, index, store.trips, /*is_store=*/false);
       Access access = make_access(*load->buffer, index, std::max(1, load->dtype.lanes()), false);
       access.accumulator =
           load->buffer->data.same_as(op->buffer->data) && structural_equal(index, store_index);
@@ -238,12 +266,19 @@ class ProgramWalker : public IRVisitor {
     return buffer_offset(buffer, indices);
   }
 
-  // GPU: an access of shared or global memory by the threads of a kernel.
-  void record_device(const Buffer& buffer, const Expr& index, double trips) {
+  // GPU: an access of shared or global memory by the threads of a kernel. A load of the same
+  // element as an earlier load in the same loop body is not recorded: the compiler loads it
+  // once (the unrolled statements of a register tile read each operand many times).
+  void record_device(const Buffer& buffer, const Expr& index, double trips, bool is_store) {
     bool shared = buffer.scope == "shared";
     if (threads_.empty() || (!shared && buffer.scope != "global")) return;
+    if (!is_store && !first_load(buffer, index)) return;
     DeviceAccess access;
     access.index = index;
+    access.data = buffer.data.get();
+    access.buffer_bytes = constant_elements(buffer) * buffer.dtype.bytes();
+    access.kernel = kernel_;
+    access.is_store = is_store;
     access.element_bytes = std::max(1, buffer.dtype.element_of().bytes());
     // A copy under the thread loop of its consumer also runs in its own thread loop of the same
     // index: per thread, the statement runs `trips` over the threadIdx loops' extents.
@@ -254,6 +289,21 @@ class ProgramWalker : public IRVisitor {
     access.threads = threads_;
     access.lets = lets_;
     (shared ? program.shared_accesses : program.global_accesses).push_back(std::move(access));
+  }
+
+  // Whether no load of the loop body being walked read `index` of `buffer` before. Structural
+  // hashing names free variables by their order: the variables themselves are part of the key.
+  bool first_load(const Buffer& buffer, const Expr& index) {
+    int body = stack_.empty() ? -1 : stack_.back();
+    if (body != loads_body_) {
+      loads_body_ = body;
+      loads_.clear();
+    }
+    uint64_t key = structural_hash(index) * 31 + reinterpret_cast<uintptr_t>(buffer.data.get());
+    VarCollector vars;
+    vars.visit_expr(index);
+    for (const Var* var : vars.vars) key = key * 1000003 + reinterpret_cast<uintptr_t>(var);
+    return loads_.insert(key).second;
   }
 
   Access make_access(const Buffer& buffer, const Expr& index, int lanes, bool is_store) {
@@ -275,8 +325,11 @@ class ProgramWalker : public IRVisitor {
   const MachineModel& machine_;
   const char* api_;
   std::vector<int> stack_;
-  std::vector<ThreadLoop> threads_;  // the threadIdx loops around, of any extent
-  int branch_depth_ = -1;            // loops around the innermost if being walked, -1: none
+  std::vector<ThreadLoop> threads_;     // the threadIdx loops around, of any extent
+  int kernel_ = -1;                     // the kernel being walked, -1: none
+  int loads_body_ = -2;                 // the loop body whose device loads loads_ holds
+  std::unordered_set<uint64_t> loads_;  // keys of its loads (first_load)
+  int branch_depth_ = -1;               // loops around the innermost if being walked, -1: none
   std::vector<std::pair<const Var*, Expr>> lets_;
   std::unordered_set<const Var*> local_;
   std::vector<const Var*> streamed_;  // under a loop whose stores stream: their buffers

@@ -3,8 +3,10 @@
 // access per loop level, and the cycle estimate of each store. Private to kiln_autotune.
 //
 // Files: machine_model.cc (the target's numbers), features_loops.cc (the walk: loops, stores,
-// allocations), features_arithmetic.cc (the arithmetic of a stored value), features_memory.cc
-// (index strides, footprints, working sets, cache traffic), cost_model_prior.cc (cycles).
+// allocations, kernels), features_arithmetic.cc (the arithmetic of a stored value),
+// features_memory.cc (index strides, footprints, working sets, cache traffic),
+// cost_model_prior.cc (CPU cycles), features_gpu.cc (GPU memory transactions) and
+// cost_model_prior_gpu.cc (GPU cycles).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,23 @@ double slog(double x);
 // ---------------------------------------------------------------------------------------------
 // The machine.
 
+// GPU targets: what one multiprocessor (an SM; a compute unit in OpenCL) holds and does per
+// cycle, and the chip's memory (machine_model.cc: typical values of the CUDA architecture's
+// data-center part; for OpenCL, of a current GPU). Only their ratios matter for ranking.
+struct GpuModel {
+  int multiprocessors = 0;             // 0: not a GPU
+  int max_threads_per_sm = 2048;       // resident threads
+  int max_blocks_per_sm = 32;          // resident thread blocks
+  double registers_per_sm = 65536;     // 32-bit registers
+  double shared_bytes_per_sm = 0;      // shared memory of the resident blocks together
+  double fp32_lanes_per_sm = 128;      // float adds, multiplies or FMAs per cycle
+  double issue_per_sm = 4;             // warp instructions per cycle (one per scheduler)
+  double l2_bytes_per_sm_cycle = 64;   // L2 bandwidth per multiprocessor
+  double dram_bytes_per_cycle = 1000;  // memory bandwidth of the chip
+  double memory_latency = 500;         // cycles from a global load to its use
+  double launch_cycles = 4000;         // a kernel launch
+};
+
 // What the estimates assume about the machine, from the target (machine_model.cc).
 struct MachineModel {
   int vector_bits = 128;          // the widest vector register
@@ -34,6 +53,7 @@ struct MachineModel {
   int cores = 1;                                    // threads that run a parallel loop
   int line_bytes = 64;                              // cache line
   int warp_size = 0;  // GPU targets: threads that run in lock step; 0 for a CPU
+  GpuModel gpu;       // GPU targets
 
   // Elements of `scalar` per vector register (at least 1).
   int lanes(const ir::DataType& scalar) const;
@@ -111,7 +131,11 @@ struct Store {
   // Iterations of its innermost loop that the compiler's loop vectorizer is expected to run as
   // one vector (1: none). See auto_vectorize in features_loops.cc.
   int vector_factor = 1;
-  int body = -1;  // the innermost loop around it (-1: none); siblings share it
+  int body = -1;    // the innermost loop around it (-1: none); siblings share it
+  int kernel = -1;  // GPU: the Program::kernels entry it runs in (-1: none)
+  // GPU: executions per thread, thread blocks included (`trips` counts the threadIdx loops of a
+  // copy's consumer as well as the copy's own).
+  double thread_trips = 1;
 
   int depth() const { return static_cast<int>(loops.size()); }
 };
@@ -148,11 +172,26 @@ struct ThreadLoop {
 // GPU: an access of a "shared" or a "global" buffer in a kernel, with what its threads'
 // addresses depend on.
 struct DeviceAccess {
-  ir::Expr index;  // flat; a Ramp for a vector access
+  ir::Expr index;                 // flat; a Ramp for a vector access
+  const ir::Var* data = nullptr;  // the storage's identity
+  double buffer_bytes = 0;        // the buffer's size when constant, else 0
+  int kernel = -1;                // the Program::kernels entry
+  bool is_store = false;
   int element_bytes = 4;
   double trips = 1;                 // executions per thread (thread blocks included)
   std::vector<ThreadLoop> threads;  // the threadIdx loops around it, outer to inner
   std::vector<std::pair<const ir::Var*, ir::Expr>> lets;
+};
+
+// GPU: a kernel, the nest under an outermost loop bound to a thread index.
+struct Kernel {
+  // Per thread index ("blockIdx.x", "threadIdx.y", ...) the largest extent bound to it.
+  std::map<std::string, int64_t> extents;
+  double shared_bytes = 0;  // "shared" allocations: per thread block
+  double local_bytes = 0;   // "local" allocations: per thread
+
+  double threads_per_block() const;  // the threadIdx extents' product
+  double blocks() const;             // the blockIdx extents' product
 };
 
 struct Program {
@@ -167,6 +206,7 @@ struct Program {
   // and the accesses of shared and of global memory under threadIdx loops.
   std::map<std::string, int64_t> thread_extents;
   std::vector<DeviceAccess> shared_accesses, global_accesses;
+  std::vector<Kernel> kernels;
 };
 
 // Walks a lowered function (features_loops.cc). Raises a kValue error naming `api` when the
@@ -249,8 +289,30 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
 // the 32-byte sectors a request touches (the fewest: its distinct bytes in whole sectors).
 struct WarpTraffic {
   double transactions = 0, fewest = 0, requests = 0;
+  double load_requests = 0;  // of the requests, the loads
 };
-WarpTraffic shared_traffic(const Program& program, const MachineModel& machine);
-WarpTraffic global_traffic(const Program& program, const MachineModel& machine);
+// Per kernel (indexed as Program::kernels).
+std::vector<WarpTraffic> shared_traffic(const Program& program, const MachineModel& machine);
+std::vector<WarpTraffic> global_traffic(const Program& program, const MachineModel& machine);
+
+// The GPU estimate of one kernel (cost_model_prior_gpu.cc).
+struct KernelEstimate {
+  WarpTraffic shared, global;  // as above
+  double local_words = 0;      // 4-byte words of a thread's local arrays
+  double registers = 0;        // estimated 32-bit registers per thread (at most 255)
+  double spilled_registers = 0;
+  double blocks_per_sm = 0;  // resident thread blocks per multiprocessor (0: cannot launch)
+  double occupancy = 0;      // resident warps over the most a multiprocessor holds
+  double sm_balance = 0;     // thread blocks over the slots of the busiest multiprocessor
+  double compute_cycles = 0, memory_cycles = 0, latency_cycles = 0, cycles = 0;
+};
+
+struct GpuEstimate {
+  std::vector<KernelEstimate> kernels;
+  PriorEstimate total;
+  int dominant = -1;  // the kernel with the most cycles
+};
+
+GpuEstimate estimate_gpu_program(const Program& program, const MachineModel& machine);
 
 }  // namespace kiln::autotune::detail

@@ -25,17 +25,13 @@ using autotune::CostModel;
 using autotune::CostModelOptions;
 using FloatRows = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
-// A target string (parsed once per process) or a kiln._kiln.target.Target; a GPU target only
-// where `gpu` allows it.
-const codegen::Target& to_target(py::handle obj, const char* api, bool gpu = false) {
+// A target string (parsed once per process) or a kiln._kiln.target.Target.
+const codegen::Target& to_target(py::handle obj, const char* api) {
   if (py::isinstance<codegen::Target>(obj)) return obj.cast<const codegen::Target&>();
   std::string text = to_str(obj, api, "target");
   static std::map<std::string, codegen::Target> parsed;
   auto it = parsed.find(text);
   if (it == parsed.end()) it = parsed.emplace(text, codegen::parse_target(text)).first;
-  user_check(gpu || !it->second.is_gpu())
-      << api << ": expected a CPU target ('llvm ...'), found the GPU "
-      << "target '" << text << "'";
   return it->second;
 }
 
@@ -154,7 +150,7 @@ void bind_autotune_cost_model(py::module_& m) {
       [](py::handle lowered, py::handle target, py::handle num_cores) {
         const char* api = "kiln.autotune.extract_features";
         auto func = to_lowered(lowered, api);
-        const codegen::Target& t = to_target(target, api, /*gpu=*/true);
+        const codegen::Target& t = to_target(target, api);
         std::vector<float> features =
             autotune::extract_features(func, t, to_machine(num_cores, api), api);
         py::array_t<float> out(static_cast<py::ssize_t>(features.size()));

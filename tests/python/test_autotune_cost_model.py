@@ -169,14 +169,12 @@ def test_gpu_features_count_the_bank_conflicts_of_shared_memory():
     # The same requests either way; a CPU target has no GPU features.
     assert gpu(row_per_thread(1, 1))["log_shared_requests"] == compact["log_shared_requests"]
     assert set(gpu(row_per_thread(0, 1), TARGET).values()) == {0.0}
-    with pytest.raises(kiln.KilnValueError, match="expected a CPU target"):
-        autotune.estimate_prior(row_per_thread(0, 1), "cuda")
 
 
-def add_one(threads_along_rows):
-    """B = A + 1 on 64 x 64, a block per row (threads along it) or per column."""
-    A = te.placeholder((64, 64), "float32", name="A")
-    B = te.compute((64, 64), lambda i, j: A[i, j] + 1.0, name="B")
+def add_one(threads_along_rows, n=64):
+    """B = A + 1 on n x n, a block per row (threads along it) or per column."""
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.compute((n, n), lambda i, j: A[i, j] + 1.0, name="B")
     sch = tir.Schedule(te.create_prim_func([A, B]))
     i, j = sch.get_loops("B")
     sch.bind(i, "blockIdx.x" if threads_along_rows else "threadIdx.x")
@@ -199,6 +197,103 @@ def test_gpu_features_count_the_sectors_of_global_memory():
     assert rows["log_global_sectors"] == pytest.approx(np.log2(1 + 256 * 4))
     assert columns["log_global_sectors"] == pytest.approx(np.log2(1 + 256 * 32))
     assert rows["shared_bank_conflicts"] == 0.0  # no shared memory
+
+
+def gpu_features(lowered, target):
+    values = autotune.extract_features(lowered, target)
+    return {n[4:]: float(v) for n, v in zip(autotune.feature_names(), values)
+            if n.startswith("gpu.")}
+
+
+def tiled_add(threads, per_thread, local_words=0):
+    """B = A + 1 on 1024 x 1024 elements: `threads` threads per block, `per_thread`
+    consecutive rows of a column each (the warp's threads along a row: coalesced), the
+    element staged through a thread-local array of `local_words` floats when not 0."""
+    A = te.placeholder((1024, 1024), "float32", name="A")
+    B = te.compute((1024, 1024), lambda i, j: A[i, j] + 1.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    i, j = sch.get_loops("B")
+    jo, ji = sch.split(j, factors=[None, threads])
+    io, ii = sch.split(i, factors=[None, per_thread])
+    sch.reorder(io, jo, ji, ii)
+    sch.bind(sch.fuse(io, jo), "blockIdx.x")
+    sch.bind(ji, "threadIdx.x")
+    if local_words:
+        copy = sch.cache_read("B", 0, "local")
+        sch.compute_at(copy, ji)
+        sch.unroll(sch.get_loops(copy)[-1])
+        sch.unroll(sch.get_loops("B")[-1])
+        assert per_thread == local_words
+    return tir.lower(sch.mod["main"])
+
+
+def shared_rows(pad, rows=65536):
+    """C = A @ B for A of `rows` x 32 and B of 32 x 32, 32 rows per block of 32 threads: A's
+    and B's tiles in shared memory (A's rows padded by `pad`), thread t accumulating row t of
+    its block in 32 local words, reading its row of A's tile (all threads a different row: a
+    32-way bank conflict unpadded) and B's tile (one word for all: a broadcast)."""
+    A = te.placeholder((rows, 32), "float32", name="A")
+    B = te.placeholder((32, 32), "float32", name="B")
+    r = te.reduce_axis((0, 32), name="k")
+    C = te.compute((rows, 32), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    sch = tir.Schedule(te.create_prim_func([A, B, C]))
+    i, j, k = sch.get_loops("C")
+    io, ii = sch.split(i, factors=[None, 32])
+    sch.reorder(io, ii, k, j)
+    sch.bind(io, "blockIdx.x")
+    sch.bind(ii, "threadIdx.x")
+    sch.unroll(j)
+    local = sch.cache_write("C", 0, "local")
+    sch.reverse_compute_at(local, ii)
+    for operand in (0, 1):
+        copy = sch.cache_read("C", operand, "shared", consumer_blocks=["C"])
+        sch.compute_at(copy, io)
+        outer, threads = sch.split(sch.fuse(*sch.get_loops(copy)[-2:]), factors=[None, 32])
+        sch.bind(threads, "threadIdx.x")
+        if operand == 0 and pad:
+            sch.storage_align(copy, 0, axis=0, factor=32, offset=pad)
+    return tir.lower(sch.mod["main"])
+
+
+def test_gpu_prior_occupancy_and_registers():
+    # 64 threads (2 warps) per block, 16 rows each: 1024 blocks over an A100's 108 SMs, 10 on
+    # the busiest, all resident at once: 20 of its 64 warps.
+    x = gpu_features(tiled_add(64, 16), "cuda -arch=sm_80")
+    assert x["registers_per_thread"] == 32
+    assert x["occupancy"] == pytest.approx(20 * 32 / 2048)
+    assert x["sm_balance"] == pytest.approx(1024 / (10 * 108))
+    assert x["log_kernels"] == pytest.approx(1.0)
+    # A thread's 64-word local array takes 64 registers more; 1024 threads per block leave 64
+    # registers to each (the kernel's __launch_bounds__): 32 spill, and the prior drops.
+    fits = autotune.estimate_prior(tiled_add(64, 64, 64), "cuda -arch=sm_80")
+    spills = autotune.estimate_prior(tiled_add(1024, 64, 64), "cuda -arch=sm_80")
+    assert fits.accumulator_registers == spills.accumulator_registers == 64
+    assert fits.spilled_registers == 0 and spills.spilled_registers == 32
+    assert gpu_features(tiled_add(1024, 64, 64), "cuda -arch=sm_80")["registers_per_thread"] == 64
+    assert spills.throughput < fits.throughput
+    # The architecture's numbers: an H100 has 132 SMs.
+    h100 = gpu_features(tiled_add(64, 16), "cuda -arch=sm_90")
+    assert h100["sm_balance"] == pytest.approx(1024 / (8 * 132))
+
+
+def test_gpu_prior_ranks_coalescing_bank_conflicts_and_parallelism():
+    for target in ["cuda -arch=sm_80", "cuda -arch=sm_90", "opencl"]:
+        def prior(lowered):
+            return autotune.estimate_prior(lowered, target)
+        # Threads along rows (one sector per 8 threads) beat threads down columns.
+        rows, columns = prior(add_one(True, 1024)), prior(add_one(False, 1024))
+        assert isinstance(rows, autotune.PriorEstimate)
+        assert rows.operations == columns.operations == 1024 * 1024
+        assert rows.throughput > columns.throughput
+        assert rows.memory_cycles < columns.memory_cycles
+        # Rows padded to 33 words (no bank conflict) beat compact rows (32-way).
+        assert prior(shared_rows(1)).throughput > 1.5 * prior(shared_rows(0)).throughput
+        # Work spread over every SM (1024 blocks) beats the same work on 16 blocks.
+        spread, few = prior(tiled_add(64, 16)), prior(tiled_add(64, 1024))
+        assert spread.throughput > 4 * few.throughput
+        assert spread.parallel_efficiency > 0.9 > 0.2 > few.parallel_efficiency
+    # The GPU program on a CPU target gets the CPU's prior.
+    assert autotune.estimate_prior(add_one(True, 1024), TARGET).throughput != rows.throughput
 
 
 # --- The prior --------------------------------------------------------------------------------
