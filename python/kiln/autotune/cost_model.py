@@ -77,7 +77,8 @@ def feature_names():
     Names are grouped by prefix: ``program.`` (totals), ``target.``, ``arith.`` (operations by
     kind, weighted by how often each store runs), ``vector.``, ``loop.``, ``dominant.`` (the
     store with the most estimated cycles), ``tile.`` (its register tile), ``memory.``,
-    ``accessN.`` (its accesses, most traffic first), ``alloc.`` and ``prior.``. Counts that grow
+    ``accessN.`` (its accesses, most traffic first), ``alloc.``, ``prior.`` and ``gpu.`` (GPU
+    targets). Counts that grow
     with the problem size are log2(1 + x).
     """
     return list(_core.feature_names())
@@ -90,7 +91,10 @@ def extract_features(lowered, target, num_cores=None):
     lowered: a PrimFunc after ``kiln.tir.lower`` (the flat loop program). target: a target
     string or a kiln.target.Target; for a GPU target ("cuda", "opencl") the ``gpu.*`` features
     describe its thread blocks, its shared memory's wavefronts (bank conflicts) and its global
-    memory's 32-byte sectors (coalescing) per warp request, for a CPU target they are 0. num_cores: threads that run a parallel loop
+    memory's 32-byte sectors (coalescing) per warp request, and from the GPU prior
+    (:func:`estimate_prior`) the estimated registers per thread, the occupancy and the balance
+    over the multiprocessors of its slowest kernel; for a CPU target they are 0.
+    num_cores: threads that run a parallel loop
     (default: the runtime's thread count for the host target, 8 for another target). Loops of
     symbolic extent count one iteration; indices the analysis cannot follow count as gathers.
 
@@ -119,10 +123,12 @@ class PriorEstimate:
         compute_cycles, memory_cycles, latency_cycles: summed over the stores, before the
             parallel speedup; latency_cycles is the part of compute_cycles spent waiting on a
             reduction's dependence chain.
-        parallel_efficiency: the share of the cores kept busy, weighted by cycles.
+        parallel_efficiency: the share of the cores kept busy, weighted by cycles (GPU: of
+            the multiprocessors' block slots in the busiest's rounds).
         accumulator_registers, spilled_registers: the register tile of the store with the
             most cycles: its accumulators in vector registers and those beyond the target's
-            registers.
+            registers (GPU: of the kernel with the most cycles, the 4-byte words of a thread's
+            local arrays and the estimated registers that spill).
     """
 
     cycles: float
@@ -138,9 +144,14 @@ class PriorEstimate:
 
 def estimate_prior(lowered, target, num_cores=None):
     """The analytical prior's estimate of ``lowered`` on ``target`` as a
-    :class:`PriorEstimate`: cycles from each store's vector instructions, its reduction's
-    register tile (accumulators in registers, spills), its loops' working sets against the
-    caches, and its parallel balance. Arguments as :func:`extract_features`.
+    :class:`PriorEstimate`. For a CPU: cycles from each store's vector instructions, its
+    reduction's register tile (accumulators in registers, spills), its loops' working sets
+    against the caches, and its parallel balance. For a GPU ("cuda", "opencl"): cycles of each
+    kernel on its busiest multiprocessor, from the occupancy its registers, shared memory and
+    threads allow, its warp instructions, shared-memory wavefronts and global-memory sectors,
+    the latency its resident warps hide, and the chip's memory bandwidth; the multiprocessors
+    are those of the CUDA architecture's data-center part (num_cores is not used). The model is
+    described in include/kiln/autotune/cost_model.h. Arguments as :func:`extract_features`.
 
     Raises:
         KilnValueError: the function still has blocks (lower it first).
