@@ -138,6 +138,79 @@ RequestCost global_request(const std::vector<int64_t>& elements, int, int elemen
   return {static_cast<double>(sectors.size()), std::max(1.0, std::ceil(bytes / kSectorBytes))};
 }
 
+// An access's index without its constant, and the constant.
+struct Split {
+  Expr pattern;
+  int64_t shift = 0;
+};
+
+Split split_constant(const Expr& index) {
+  Split out;
+  if (const auto* ramp = index.as<Ramp>()) {
+    Expr base = without_constant(ramp->base, &out.shift);
+    out.pattern = make<Ramp>(ramp->dtype, base, ramp->stride, ramp->lanes);
+  } else {
+    out.pattern = without_constant(index, &out.shift);
+  }
+  return out;
+}
+
+// structural_hash names free variables by their order: the variables themselves tell a thread's
+// index from a loop's.
+uint64_t pattern_key(const Expr& pattern, uint64_t seed) {
+  uint64_t key = structural_hash(pattern) * 31 + seed;
+  VarCollector vars;
+  vars.visit_expr(pattern);
+  for (const Var* var : vars.vars) key = key * 1000003 + reinterpret_cast<uintptr_t>(var);
+  return key;
+}
+
+// Per access, the elements of the request the compiler makes of it: a thread's scalar loads of
+// one group (DeviceAccess::group) that read 2 or 4 neighbouring elements (up to 16 bytes) at an
+// aligned address become one vector read (what NVCC's PTX shows: ld.shared.v4, ld.global.v4).
+// The first load of a merged run gets its lanes; the others 0; every other access 1.
+std::vector<int> merged_lanes(const std::vector<DeviceAccess>& accesses, int warp) {
+  std::vector<int> lanes(accesses.size(), 1);
+  // (group, pattern) -> shift -> access
+  std::map<std::pair<int, uint64_t>, std::map<int64_t, size_t>> runs;
+  for (size_t i = 0; i < accesses.size(); ++i) {
+    const DeviceAccess& a = accesses[i];
+    if (a.group < 0 || a.index.as<Ramp>() != nullptr || a.element_bytes > 8) continue;
+    Split split = split_constant(a.index);
+    runs[{a.group, pattern_key(split.pattern, static_cast<uint64_t>(a.element_bytes))}].emplace(
+        split.shift, i);
+  }
+  for (const auto& [group, shifts] : runs) {
+    if (shifts.size() < 2) continue;
+    const DeviceAccess& first = accesses[shifts.begin()->second];
+    int unused = 1;
+    std::vector<int64_t> base =
+        warp_elements(first, split_constant(first.index).pattern, warp, &unused);
+    if (base.empty()) continue;
+    std::set<int64_t> absorbed;
+    for (const auto& [shift, index] : shifts) {
+      if (absorbed.count(shift) != 0) continue;
+      for (int width = 16 / first.element_bytes; width >= 2; width /= 2) {
+        bool whole = true;
+        for (int e = 1; e < width && whole; ++e) {
+          whole = shifts.count(shift + e) != 0 && absorbed.count(shift + e) == 0;
+        }
+        for (size_t t = 0; t < base.size() && whole; ++t) {
+          whole = ((base[t] + shift) % width + width) % width == 0;
+        }
+        if (!whole) continue;
+        lanes[index] = width;
+        for (int e = 1; e < width; ++e) {
+          absorbed.insert(shift + e);
+          lanes[shifts.at(shift + e)] = 0;
+        }
+        break;
+      }
+    }
+  }
+  return lanes;
+}
+
 // The traffic of `accesses`, each pattern of index evaluated once; a constant shift by part of
 // `unit_bytes` (a bank word, a sector) changes what a request touches.
 template <class Cost>
@@ -147,25 +220,21 @@ std::vector<WarpTraffic> traffic(const Program& program, const std::vector<Devic
   if (machine.warp_size <= 0) return per_kernel;
   // Per pattern: the traffic of one execution by one warp (requests < 0: not evaluated).
   std::unordered_map<uint64_t, WarpTraffic> patterns;
-  for (const DeviceAccess& access : accesses) {
-    int64_t shift = 0;
-    Expr pattern = access.index;
-    if (const auto* ramp = pattern.as<Ramp>()) {
-      Expr base = without_constant(ramp->base, &shift);
-      pattern = make<Ramp>(ramp->dtype, base, ramp->stride, ramp->lanes);
-    } else {
-      pattern = without_constant(pattern, &shift);
-    }
-    // A shift by part of a unit regroups the elements into units.
-    int64_t per_unit = std::max(1, unit_bytes / access.element_bytes);
+  std::vector<int> merged = merged_lanes(accesses, machine.warp_size);
+  for (size_t i = 0; i < accesses.size(); ++i) {
+    const DeviceAccess& access = accesses[i];
+    if (merged[i] == 0) continue;  // part of an earlier access's vector read
+    auto [pattern, shift] = split_constant(access.index);
+    // A shift by part of a unit regroups the elements into units; of a vector read, realigns it.
+    int64_t per_unit = std::max<int64_t>({1, unit_bytes / access.element_bytes, merged[i]});
     int64_t part = ((shift % per_unit) + per_unit) % per_unit;
-    // structural_hash names free variables by their order: the variables themselves tell a
-    // thread's index from a loop's.
-    uint64_t key = (structural_hash(pattern) * 31 + static_cast<uint64_t>(part)) * 31 +
-                   static_cast<uint64_t>(access.element_bytes);
-    VarCollector vars;
-    vars.visit_expr(pattern);
-    for (const Var* var : vars.vars) key = key * 1000003 + reinterpret_cast<uintptr_t>(var);
+    if (merged[i] > 1)
+      pattern = make<Ramp>(pattern->dtype.with_lanes(merged[i]), pattern,
+                           make_const(pattern->dtype, 1), merged[i]);
+    uint64_t key = pattern_key(
+        pattern,
+        (static_cast<uint64_t>(part) * 31 + static_cast<uint64_t>(access.element_bytes)) * 31 +
+            static_cast<uint64_t>(merged[i]));
     auto it = patterns.find(key);
     if (it == patterns.end()) {
       int lanes = 1;

@@ -3,6 +3,7 @@
 // every allocation with its scope and how often it runs.
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "autotune/program_analysis.h"
@@ -266,19 +267,26 @@ class ProgramWalker : public IRVisitor {
     return buffer_offset(buffer, indices);
   }
 
-  // GPU: an access of shared or global memory by the threads of a kernel. A load of the same
-  // element as an earlier load in the same loop body is not recorded: the compiler loads it
-  // once (the unrolled statements of a register tile read each operand many times).
+  // GPU: an access of shared or global memory by the threads of a kernel. A load of an element
+  // an earlier load read in the same iteration of the innermost loop that is not unrolled, with
+  // no store to its buffer in between, is not recorded: the compiler loads it once (the
+  // unrolled statements of a register tile read each operand many times, and so do the
+  // unrolled loops that virtual threads copy).
   void record_device(const Buffer& buffer, const Expr& index, double trips, bool is_store) {
     bool shared = buffer.scope == "shared";
     if (threads_.empty() || (!shared && buffer.scope != "global")) return;
-    if (!is_store && !first_load(buffer, index)) return;
+    if (is_store) {
+      loads_[buffer.data.get()].clear();
+    } else if (!first_load(buffer, index)) {
+      return;
+    }
     DeviceAccess access;
     access.index = index;
     access.data = buffer.data.get();
     access.buffer_bytes = constant_elements(buffer) * buffer.dtype.bytes();
     access.kernel = kernel_;
     access.is_store = is_store;
+    access.group = is_store ? -1 : loads_epoch_;
     access.element_bytes = std::max(1, buffer.dtype.element_of().bytes());
     // A copy under the thread loop of its consumer also runs in its own thread loop of the same
     // index: per thread, the statement runs `trips` over the threadIdx loops' extents.
@@ -291,19 +299,33 @@ class ProgramWalker : public IRVisitor {
     (shared ? program.shared_accesses : program.global_accesses).push_back(std::move(access));
   }
 
-  // Whether no load of the loop body being walked read `index` of `buffer` before. Structural
-  // hashing names free variables by their order: the variables themselves are part of the key.
+  // Whether no load since the last store to `buffer` in the scope of record_device read `index`
+  // of it. The variables of the unrolled loops inside the scope are named by their depth and
+  // extent (a copy of a loop reads what the loop read); other variables by themselves
+  // (structural hashing names free variables by their order only).
   bool first_load(const Buffer& buffer, const Expr& index) {
-    int body = stack_.empty() ? -1 : stack_.back();
-    if (body != loads_body_) {
-      loads_body_ = body;
+    size_t scope = stack_.size();
+    while (scope > 0 && program.loops[stack_[scope - 1]].kind == ForKind::kUnrolled) --scope;
+    int scope_loop = scope > 0 ? stack_[scope - 1] : -1;
+    if (scope_loop != loads_scope_) {
+      loads_scope_ = scope_loop;
+      ++loads_epoch_;
       loads_.clear();
     }
-    uint64_t key = structural_hash(index) * 31 + reinterpret_cast<uintptr_t>(buffer.data.get());
+    uint64_t key = structural_hash(index);
     VarCollector vars;
     vars.visit_expr(index);
-    for (const Var* var : vars.vars) key = key * 1000003 + reinterpret_cast<uintptr_t>(var);
-    return loads_.insert(key).second;
+    for (const Var* var : vars.vars) {
+      uint64_t name = reinterpret_cast<uintptr_t>(var);
+      for (size_t level = scope; level < stack_.size(); ++level) {
+        const Loop& loop = program.loops[stack_[level]];
+        if (loop.var == var) {
+          name = (level - scope + 1) * 1000003 + static_cast<uint64_t>(loop.extent);
+        }
+      }
+      key = key * 1000003 + name;
+    }
+    return loads_[buffer.data.get()].insert(key).second;
   }
 
   Access make_access(const Buffer& buffer, const Expr& index, int lanes, bool is_store) {
@@ -325,11 +347,12 @@ class ProgramWalker : public IRVisitor {
   const MachineModel& machine_;
   const char* api_;
   std::vector<int> stack_;
-  std::vector<ThreadLoop> threads_;     // the threadIdx loops around, of any extent
-  int kernel_ = -1;                     // the kernel being walked, -1: none
-  int loads_body_ = -2;                 // the loop body whose device loads loads_ holds
-  std::unordered_set<uint64_t> loads_;  // keys of its loads (first_load)
-  int branch_depth_ = -1;               // loops around the innermost if being walked, -1: none
+  std::vector<ThreadLoop> threads_;  // the threadIdx loops around, of any extent
+  int kernel_ = -1;                  // the kernel being walked, -1: none
+  int loads_epoch_ = 0;              // changes with loads_scope_
+  int loads_scope_ = -2;             // the loop whose iteration loads_ covers (first_load)
+  std::unordered_map<const Var*, std::unordered_set<uint64_t>> loads_;  // per buffer
+  int branch_depth_ = -1;  // loops around the innermost if being walked, -1: none
   std::vector<std::pair<const Var*, Expr>> lets_;
   std::unordered_set<const Var*> local_;
   std::vector<const Var*> streamed_;  // under a loop whose stores stream: their buffers

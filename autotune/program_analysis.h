@@ -177,6 +177,9 @@ struct DeviceAccess {
   double buffer_bytes = 0;        // the buffer's size when constant, else 0
   int kernel = -1;                // the Program::kernels entry
   bool is_store = false;
+  // Loads of one group run in one iteration of the innermost loop that is not unrolled (the
+  // compiler may merge their neighbouring elements into vector reads); -1 for a store.
+  int group = -1;
   int element_bytes = 4;
   double trips = 1;                 // executions per thread (thread blocks included)
   std::vector<ThreadLoop> threads;  // the threadIdx loops around it, outer to inner
@@ -283,10 +286,13 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
 // The memory transactions of a program's accesses per call (all warps of all thread blocks), the
 // fewest their requests could take for the bytes they move, and the requests (load and store
 // instructions of a warp), for the threads of the first warp of each access, every other loop
-// at its first iteration, each access as the lowered code has it (a scalar access one request:
-// what the compiler merges into vector reads is not known here). Shared memory: wavefronts by the
-// bank model of autotune/space/shared_memory_banks.h (the fewest: 128 bytes each). Global memory:
-// the 32-byte sectors a request touches (the fewest: its distinct bytes in whole sectors).
+// at its first iteration. Loads are what the compiler makes of the lowered code: a load of an
+// element read before in the same iteration of the innermost loop that is not unrolled counts
+// once (features_loops.cc), and a thread's scalar loads of 2 or 4 neighbouring elements (up to
+// 16 bytes) at an aligned address in one such iteration are one vector read (as NVCC's PTX
+// shows: ld.shared.v4, ld.global.v4). Shared memory: wavefronts by the bank model of
+// autotune/space/shared_memory_banks.h (the fewest: 128 bytes each). Global memory: the 32-byte
+// sectors a request touches (the fewest: its distinct bytes in whole sectors).
 struct WarpTraffic {
   double transactions = 0, fewest = 0, requests = 0;
   double load_requests = 0;  // of the requests, the loads

@@ -255,6 +255,22 @@ def shared_rows(pad, rows=65536):
     return tir.lower(sch.mod["main"])
 
 
+def test_gpu_features_count_each_load_once_and_merge_neighbouring_reads():
+    # Per block and step of k, a warp reads its A element once (not once per unrolled j) and
+    # B's 32 neighbouring words (the same for every thread) as 8 reads of 16 bytes: 9 requests,
+    # 32 steps, plus the copies' 32 + 32 stores: 352 per block, 2048 blocks.
+    for pad in (0, 1):
+        x = gpu_features(shared_rows(pad), "cuda -arch=sm_80")
+        assert x["log_shared_requests"] == pytest.approx(np.log2(1 + 2048 * 352))
+    # Wavefronts: a 16-byte read takes 4 (a quarter warp each), A's read 32 unpadded (every
+    # thread a different row in one bank) or 1 padded, a store 1: 32 * (4 * 8 + 32) + 64 or
+    # 32 * (4 * 8 + 1) + 64.
+    compact = gpu_features(shared_rows(0), "cuda -arch=sm_80")
+    padded = gpu_features(shared_rows(1), "cuda -arch=sm_80")
+    assert compact["log_shared_wavefronts"] == pytest.approx(np.log2(1 + 2048 * 2112))
+    assert padded["log_shared_wavefronts"] == pytest.approx(np.log2(1 + 2048 * 1120))
+
+
 def test_gpu_prior_occupancy_and_registers():
     # 64 threads (2 warps) per block, 16 rows each: 1024 blocks over an A100's 108 SMs, 10 on
     # the busiest, all resident at once: 20 of its 64 warps.

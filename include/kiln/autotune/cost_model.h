@@ -73,8 +73,10 @@ namespace kiln::autotune {
 //  * Throughput on the busiest multiprocessor: its warp instructions (float ones on the float
 //    lanes, all of them, loads and stores included, four per cycle), its shared-memory
 //    wavefronts (one per cycle, by the bank model of the gpu.* features), its global-memory
-//    sectors (four per cycle through L1, the L2's bandwidth). A load of the same element in
-//    one loop body is made once (the compiler reuses it).
+//    sectors (four per cycle through L1, the L2's bandwidth). Loads are counted as the compiler
+//    makes them: an element read again in the same iteration of the innermost loop that is not
+//    unrolled (unrolled statements and unrolled copies of a loop) is loaded once, and a
+//    thread's loads of 2 or 4 neighbouring elements at an aligned address are one vector read.
 //  * Latency per round: a warp's instructions wait 4 cycles per group of independent ones (as
 //    many as its local words, at most 8); its global loads wait the memory latency (500 cycles)
 //    per 4 in flight. The resident warps overlap.
@@ -83,14 +85,12 @@ namespace kiln::autotune {
 //
 // Multiprocessors and their resources are the data-center part of the target's CUDA
 // architecture (sm_70 V100 ... sm_90 H100, sm_100 B200, sm_120 RTX 50; an OpenCL target: the
-// A100's; a warp of 32 where the target gives none). The model counts a thread's scalar shared
-// reads one request each (the compiler may merge consecutive ones into vector reads) and does
-// not reuse loads across sibling loops (virtual threads' copies of a loop). Against the times of
-// 13 hand-written and topi.default_schedule kernels on an H200 (README's tables: GEMM, conv2d,
-// batch matmul, softmax, the norms, GELU, add, a row sum) its cycles at 1.98 GHz are 0.6x to
-// 1.33x the measured times but for the hand-written 2048^3 GEMM (2.3x; its virtual threads'
-// loops), rank correlation 0.91; its ranking of the tuner's candidates of one function has not
-// been measured on a GPU.
+// A100's; a warp of 32 where the target gives none). Against the times of 13 hand-written and
+// topi.default_schedule kernels on an H200 (README's tables: GEMM, conv2d, batch matmul,
+// softmax, the norms, GELU, add, a row sum) its cycles at 1.98 GHz are 0.60x to 1.03x the
+// measured times (rank correlation 0.91); the batch matmul's shared rows at a stride of 4
+// modulo 8 (8-way conflicts), measured 1.36x slower, it puts at 2.15x. Its ranking of the
+// tuner's candidates of one function has not been measured on a GPU.
 struct PriorEstimate {
   double cycles = 0;      // one call
   double operations = 0;  // arithmetic operations of one call (as count_flops: FMA counts 2);
