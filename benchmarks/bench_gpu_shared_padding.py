@@ -21,8 +21,6 @@ import os
 import statistics
 import sys
 
-import numpy as np
-
 import kiln
 from kiln import autotune as ms
 from kiln import te, tir
@@ -30,7 +28,7 @@ from kiln import te, tir
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_gpu_topi import conv2d, gemm, run_checked  # noqa: E402
 from common import (chosen_workloads, gpu_target_and_device, load_average,  # noqa: E402
-                    print_table)
+                    print_table, spearman)
 
 WORKLOADS = {"gemm": (gemm, "GEMM 1024^3 fp32"), "conv2d": (conv2d, "conv2d 3x3 56x56 64->64")}
 
@@ -72,14 +70,6 @@ def variants(func, target, count):
         if len(out) == count:
             break
     return out
-
-
-def spearman(x, y):
-    """Rank correlation of two equal-length sequences (ties ranked in order); nan below 3."""
-    if len(x) < 3:
-        return float("nan")
-    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
-    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def main():

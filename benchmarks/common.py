@@ -109,6 +109,14 @@ def numpy_conv2d_nchw(x, w, pad):
     return (cols @ w.reshape(f, -1).T).reshape(n, out_h, out_w, f).transpose(0, 3, 1, 2)
 
 
+def spearman(x, y):
+    """Rank correlation of two equal-length sequences (ties ranked in order); nan below 3."""
+    if len(x) < 3:
+        return float("nan")
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
 def chosen_workloads(parser, only, workloads):
     """The workload names of --only (comma-separated; empty: all of workloads, in order); an
     unknown name is an argparse error listing the known ones."""
