@@ -9,6 +9,7 @@
 
 #include "autotune/program_analysis.h"
 #include "autotune/space/shared_memory_banks.h"
+#include "kiln/arith/analyzer.h"
 #include "kiln/arith/evaluate.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
@@ -166,10 +167,12 @@ uint64_t pattern_key(const Expr& pattern, uint64_t seed) {
 }
 
 // Per access, the elements of the request the compiler makes of it: a thread's scalar loads of
-// one group (DeviceAccess::group) that read 2 or 4 neighbouring elements (up to 16 bytes) at an
-// aligned address become one vector read (what NVCC's PTX shows: ld.shared.v4, ld.global.v4).
-// The first load of a merged run gets its lanes; the others 0; every other access 1.
-std::vector<int> merged_lanes(const std::vector<DeviceAccess>& accesses, int warp) {
+// one group (DeviceAccess::group) that read 2 or 4 neighbouring elements (up to 16 bytes) of a
+// shared array at an address the compiler can prove aligned (every term of the index a multiple
+// of the vector, shared arrays being 16-byte aligned) become one vector read, as NVCC's PTX
+// shows (ld.shared.v4). The first load of a merged run gets its lanes, the others 0, every other
+// access 1. Global loads are not merged: kernels do not know their arguments' alignment.
+std::vector<int> merged_lanes(const std::vector<DeviceAccess>& accesses) {
   std::vector<int> lanes(accesses.size(), 1);
   // (group, pattern) -> shift -> access
   std::map<std::pair<int, uint64_t>, std::map<int64_t, size_t>> runs;
@@ -182,23 +185,23 @@ std::vector<int> merged_lanes(const std::vector<DeviceAccess>& accesses, int war
   }
   for (const auto& [group, shifts] : runs) {
     if (shifts.size() < 2) continue;
+    // What the index without its constant is modulo a constant, the lets substituted.
     const DeviceAccess& first = accesses[shifts.begin()->second];
-    int unused = 1;
-    std::vector<int64_t> base =
-        warp_elements(first, split_constant(first.index).pattern, warp, &unused);
-    if (base.empty()) continue;
+    Expr pattern = split_constant(first.index).pattern;
+    for (auto let = first.lets.rbegin(); let != first.lets.rend(); ++let) {
+      pattern = substitute(pattern, VarMap{{let->first, let->second}});
+    }
+    arith::Analyzer analyzer;
+    arith::ModularSet modular = analyzer.modular_set(pattern);
     std::set<int64_t> absorbed;
     for (const auto& [shift, index] : shifts) {
       if (absorbed.count(shift) != 0) continue;
       for (int width = 16 / first.element_bytes; width >= 2; width /= 2) {
-        bool whole = true;
-        for (int e = 1; e < width && whole; ++e) {
-          whole = shifts.count(shift + e) != 0 && absorbed.count(shift + e) == 0;
+        bool aligned = modular.coeff % width == 0 && (modular.base + shift) % width == 0;
+        for (int e = 1; e < width && aligned; ++e) {
+          aligned = shifts.count(shift + e) != 0 && absorbed.count(shift + e) == 0;
         }
-        for (size_t t = 0; t < base.size() && whole; ++t) {
-          whole = ((base[t] + shift) % width + width) % width == 0;
-        }
-        if (!whole) continue;
+        if (!aligned) continue;
         lanes[index] = width;
         for (int e = 1; e < width; ++e) {
           absorbed.insert(shift + e);
@@ -215,12 +218,13 @@ std::vector<int> merged_lanes(const std::vector<DeviceAccess>& accesses, int war
 // `unit_bytes` (a bank word, a sector) changes what a request touches.
 template <class Cost>
 std::vector<WarpTraffic> traffic(const Program& program, const std::vector<DeviceAccess>& accesses,
-                                 const MachineModel& machine, int unit_bytes, Cost cost_of) {
+                                 const MachineModel& machine, int unit_bytes, bool merge,
+                                 Cost cost_of) {
   std::vector<WarpTraffic> per_kernel(program.kernels.size());
   if (machine.warp_size <= 0) return per_kernel;
   // Per pattern: the traffic of one execution by one warp (requests < 0: not evaluated).
   std::unordered_map<uint64_t, WarpTraffic> patterns;
-  std::vector<int> merged = merged_lanes(accesses, machine.warp_size);
+  std::vector<int> merged = merge ? merged_lanes(accesses) : std::vector<int>(accesses.size(), 1);
   for (size_t i = 0; i < accesses.size(); ++i) {
     const DeviceAccess& access = accesses[i];
     if (merged[i] == 0) continue;  // part of an earlier access's vector read
@@ -278,11 +282,13 @@ std::vector<WarpTraffic> traffic(const Program& program, const std::vector<Devic
 }  // namespace
 
 std::vector<WarpTraffic> shared_traffic(const Program& program, const MachineModel& machine) {
-  return traffic(program, program.shared_accesses, machine, kSharedBankBytes, shared_request);
+  return traffic(program, program.shared_accesses, machine, kSharedBankBytes, /*merge=*/true,
+                 shared_request);
 }
 
 std::vector<WarpTraffic> global_traffic(const Program& program, const MachineModel& machine) {
-  return traffic(program, program.global_accesses, machine, kSectorBytes, global_request);
+  return traffic(program, program.global_accesses, machine, kSectorBytes, /*merge=*/false,
+                 global_request);
 }
 
 }  // namespace kiln::autotune::detail

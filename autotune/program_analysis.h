@@ -289,10 +289,10 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
 // at its first iteration. Loads are what the compiler makes of the lowered code: a load of an
 // element read before in the same iteration of the innermost loop that is not unrolled counts
 // once (features_loops.cc), and a thread's scalar loads of 2 or 4 neighbouring elements (up to
-// 16 bytes) at an aligned address in one such iteration are one vector read (as NVCC's PTX
-// shows: ld.shared.v4, ld.global.v4). Shared memory: wavefronts by the bank model of
-// autotune/space/shared_memory_banks.h (the fewest: 128 bytes each). Global memory: the 32-byte
-// sectors a request touches (the fewest: its distinct bytes in whole sectors).
+// 16 bytes) of a shared array in one such iteration, at an address the compiler can prove
+// aligned, are one vector read (as NVCC's PTX shows: ld.shared.v4). Shared memory: wavefronts by
+// the bank model of autotune/space/shared_memory_banks.h (the fewest: 128 bytes each). Global
+// memory: the 32-byte sectors a request touches (the fewest: its distinct bytes in whole sectors).
 struct WarpTraffic {
   double transactions = 0, fewest = 0, requests = 0;
   double load_requests = 0;  // of the requests, the loads

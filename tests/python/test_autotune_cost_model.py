@@ -227,11 +227,12 @@ def tiled_add(threads, per_thread, local_words=0):
     return tir.lower(sch.mod["main"])
 
 
-def shared_rows(pad, rows=65536):
+def shared_rows(pad, rows=65536, pad_b=0):
     """C = A @ B for A of `rows` x 32 and B of 32 x 32, 32 rows per block of 32 threads: A's
-    and B's tiles in shared memory (A's rows padded by `pad`), thread t accumulating row t of
-    its block in 32 local words, reading its row of A's tile (all threads a different row: a
-    32-way bank conflict unpadded) and B's tile (one word for all: a broadcast)."""
+    and B's tiles in shared memory (A's rows padded by `pad`, B's by `pad_b`), thread t
+    accumulating row t of its block in 32 local words, reading its row of A's tile (all threads
+    a different row: a 32-way bank conflict unpadded) and B's tile (one word for all: a
+    broadcast)."""
     A = te.placeholder((rows, 32), "float32", name="A")
     B = te.placeholder((32, 32), "float32", name="B")
     r = te.reduce_axis((0, 32), name="k")
@@ -250,8 +251,8 @@ def shared_rows(pad, rows=65536):
         sch.compute_at(copy, io)
         outer, threads = sch.split(sch.fuse(*sch.get_loops(copy)[-2:]), factors=[None, 32])
         sch.bind(threads, "threadIdx.x")
-        if operand == 0 and pad:
-            sch.storage_align(copy, 0, axis=0, factor=32, offset=pad)
+        if [pad, pad_b][operand]:
+            sch.storage_align(copy, 0, axis=0, factor=32, offset=[pad, pad_b][operand])
     return tir.lower(sch.mod["main"])
 
 
@@ -269,6 +270,10 @@ def test_gpu_features_count_each_load_once_and_merge_neighbouring_reads():
     padded = gpu_features(shared_rows(1), "cuda -arch=sm_80")
     assert compact["log_shared_wavefronts"] == pytest.approx(np.log2(1 + 2048 * 2112))
     assert padded["log_shared_wavefronts"] == pytest.approx(np.log2(1 + 2048 * 1120))
+    # B's rows padded to 33 words: a row's start is not 16-byte aligned whatever k is, so its
+    # 32 reads stay scalar (33 requests a step).
+    unaligned = gpu_features(shared_rows(1, pad_b=1), "cuda -arch=sm_80")
+    assert unaligned["log_shared_requests"] == pytest.approx(np.log2(1 + 2048 * (32 * 33 + 64)))
 
 
 def test_gpu_prior_occupancy_and_registers():

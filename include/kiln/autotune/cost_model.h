@@ -76,7 +76,10 @@ namespace kiln::autotune {
 //    sectors (four per cycle through L1, the L2's bandwidth). Loads are counted as the compiler
 //    makes them: an element read again in the same iteration of the innermost loop that is not
 //    unrolled (unrolled statements and unrolled copies of a loop) is loaded once, and a
-//    thread's loads of 2 or 4 neighbouring elements at an aligned address are one vector read.
+//    thread's loads of 2 or 4 neighbouring elements of a shared array at an address the
+//    compiler can prove aligned are one vector read. (NVRTC's PTX of 11 tiled GEMM and conv2d
+//    candidates whose padding for scalar reads changed their shared-load count: the model's
+//    requests moved the same way in 7; the rest were loops NVCC unrolled by itself.)
 //  * Latency per round: a warp's instructions wait 4 cycles per group of independent ones (as
 //    many as its local words, at most 8); its global loads wait the memory latency (500 cycles)
 //    per 4 in flight. The resident warps overlap.
