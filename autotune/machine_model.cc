@@ -87,7 +87,9 @@ MachineModel machine_model(const codegen::Target& target, const MachineOptions& 
     // threads in groups on a GPU: 32, as NVIDIA's do, is the estimate.
     int64_t warp = target.gpu.thread_warp_size;
     machine.warp_size = static_cast<int>(warp > 1 ? warp : kDefaultWarpSize);
-    machine.gpu = gpu_model(target.compute_capability());
+    machine.gpu = gpu_model(options.gpu_compute_capability > 0 ? options.gpu_compute_capability
+                                                               : target.compute_capability());
+    if (options.gpu_multiprocessors > 0) machine.gpu.multiprocessors = options.gpu_multiprocessors;
     machine.fma = target.fp_contract;  // every GPU has FMA; the host's CPU does not matter
   }
   if (options.num_cores > 0) {

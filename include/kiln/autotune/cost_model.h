@@ -88,12 +88,14 @@ namespace kiln::autotune {
 //
 // Multiprocessors and their resources are the data-center part of the target's CUDA
 // architecture (sm_70 V100 ... sm_90 H100, sm_100 B200, sm_120 RTX 50; an OpenCL target: the
-// A100's; a warp of 32 where the target gives none). Against the times of 13 hand-written and
-// topi.default_schedule kernels on an H200 (README's tables: GEMM, conv2d, batch matmul,
-// softmax, the norms, GELU, add, a row sum) its cycles at 1.98 GHz are 0.60x to 1.03x the
-// measured times (rank correlation 0.91); the batch matmul's shared rows at a stride of 4
-// modulo 8 (8-way conflicts), measured 1.36x slower, it puts at 2.15x. Its ranking of the
-// tuner's candidates of one function has not been measured on a GPU.
+// A100's; a warp of 32 where the target gives none), or of the device's architecture and with
+// its multiprocessor count where MachineOptions gives them (the tuner gives those of the
+// device it measures on). Against the times of 13 hand-written and topi.default_schedule
+// kernels on an H200 (README's tables: GEMM, conv2d, batch matmul, softmax, the norms, GELU,
+// add, a row sum) its cycles at 1.98 GHz are 0.60x to 1.03x the measured times (rank
+// correlation 0.91); the batch matmul's shared rows at a stride of 4 modulo 8 (8-way
+// conflicts), measured 1.36x slower, it puts at 2.15x. Its ranking of the tuner's candidates
+// of one function has not been measured on a GPU (benchmarks/bench_gpu_prior.py does).
 struct PriorEstimate {
   double cycles = 0;      // one call
   double operations = 0;  // arithmetic operations of one call (as count_flops: FMA counts 2);

@@ -24,6 +24,11 @@ struct MachineOptions {
   // the cores this process may use) for the host target, `other_target_cores` for another target.
   int num_cores = 0;
   int other_target_cores = 8;
+  // GPU targets: the device's multiprocessors (SMs) and CUDA compute capability (major * 10 +
+  // minor); 0: those of the data-center part of the target's architecture (-arch). The tuner
+  // gives those of the device it measures on.
+  int gpu_multiprocessors = 0;
+  int gpu_compute_capability = 0;
 };
 
 // The names of the features, in the order extract_features writes them: the length of every

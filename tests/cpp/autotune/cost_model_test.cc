@@ -98,6 +98,43 @@ TEST(Prior, AgreesWithTheFeaturesAndIsDeterministic) {
 // ---------------------------------------------------------------------------------------------
 // Metrics.
 
+// B = A + 1 on 1024 x 1024, a thread block per row, a thread per element: 1024 blocks.
+Ref<ir::PrimFunc> lowered_gpu_add() {
+  te::Tensor a = te::placeholder({c(1024), c(1024)}, ir::DataType::float32(), "A");
+  te::Tensor b = te::compute(
+      {c(1024), c(1024)},
+      [&](const std::vector<Ref<ir::Var>>& i) {
+        return a({i[0], i[1]}) + ir::make_const(ir::DataType::float32(), 1.0);
+      },
+      "B");
+  schedule::Schedule sch(module_of(te::create_prim_func({a, b})));
+  std::vector<schedule::RV> loops = schedule::get_loops(sch, schedule::get_block(sch, "B"));
+  schedule::bind_loop(sch, loops[0], "blockIdx.x");
+  schedule::bind_loop(sch, loops[1], "threadIdx.x");
+  return tir::lower(sch.mod()->lookup("main"));
+}
+
+TEST(GpuPrior, TheDevicesMultiprocessorsAndArchitecture) {
+  codegen::Target cuda = codegen::parse_target("cuda -arch=sm_80");
+  Ref<ir::PrimFunc> add = lowered_gpu_add();
+  // The busiest multiprocessor runs ceil(1024 / SMs) blocks: 10 of an A100's 108 (sm_80's
+  // part), 11 of 100, 8 of an H100's 132 (a device of compute capability 9.0).
+  EXPECT_DOUBLE_EQ(estimate_prior(add, cuda).parallel_efficiency, 1024.0 / (10 * 108));
+  MachineOptions device;
+  device.gpu_multiprocessors = 100;
+  EXPECT_DOUBLE_EQ(estimate_prior(add, cuda, device).parallel_efficiency, 1024.0 / (11 * 100));
+  device.gpu_multiprocessors = 0;
+  device.gpu_compute_capability = 90;
+  EXPECT_DOUBLE_EQ(estimate_prior(add, cuda, device).parallel_efficiency, 1024.0 / (8 * 132));
+  // A load and a store of one float per element, the 8 MiB moved once at the memory's
+  // bandwidth: the H100 takes fewer cycles. The CPU model of the same program is another one.
+  PriorEstimate a100 = estimate_prior(add, cuda);
+  PriorEstimate h100 = estimate_prior(add, cuda, device);
+  EXPECT_LT(h100.cycles, a100.cycles);
+  EXPECT_EQ(a100.operations, 1024.0 * 1024.0);
+  EXPECT_NE(estimate_prior(add, avx2_target()).cycles, a100.cycles);
+}
+
 TEST(Metrics, TopKRecall) {
   std::vector<double> seconds = {1, 2, 3, 4, 5};
   EXPECT_EQ(top_k_recall({5, 4, 3, 2, 1}, seconds, 2), 1.0);
