@@ -3,7 +3,9 @@
 // sectors, and the chip's memory bandwidth (the model is described in cost_model.h).
 #include <algorithm>
 #include <cmath>
-#include <set>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "autotune/program_analysis.h"
 

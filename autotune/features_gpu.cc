@@ -2,10 +2,14 @@
 // memory, by the bank model the postprocessor pad_shared_tiles pads tiles with
 // (autotune/space/shared_memory_banks.h), and 32-byte sectors of global memory. Unrolled copies
 // of an access differ by a constant in their index, which moves every thread's address alike:
-// each pattern is evaluated once (with the constant's part of a bank word or a sector).
+// each pattern is evaluated once (with the constant's part of a bank word or a sector). A
+// thread's neighbouring scalar reads of a shared array are merged into vector reads where the
+// compiler can prove them aligned (merged_lanes). Per kernel.
 #include <cmath>
+#include <map>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "autotune/program_analysis.h"
 #include "autotune/space/shared_memory_banks.h"
@@ -232,9 +236,10 @@ std::vector<WarpTraffic> traffic(const Program& program, const std::vector<Devic
     // A shift by part of a unit regroups the elements into units; of a vector read, realigns it.
     int64_t per_unit = std::max<int64_t>({1, unit_bytes / access.element_bytes, merged[i]});
     int64_t part = ((shift % per_unit) + per_unit) % per_unit;
-    if (merged[i] > 1)
+    if (merged[i] > 1) {
       pattern = make<Ramp>(pattern->dtype.with_lanes(merged[i]), pattern,
                            make_const(pattern->dtype, 1), merged[i]);
+    }
     uint64_t key = pattern_key(
         pattern,
         (static_cast<uint64_t>(part) * 31 + static_cast<uint64_t>(access.element_bytes)) * 31 +
