@@ -157,10 +157,11 @@ class ProgramWalker : public IRVisitor {
     allocation.executions = executions();
     allocation.under_parallel = under_parallel();
     program.allocations.push_back(allocation);
-    if (kernel_ >= 0 && buffer.scope == "shared")
-      program.kernels[kernel_].shared_bytes += allocation.bytes;
-    if (kernel_ >= 0 && buffer.scope == "local")
-      program.kernels[kernel_].local_bytes += allocation.bytes;
+    if (kernel_ >= 0) {
+      Kernel& kernel = program.kernels[kernel_];
+      if (buffer.scope == "shared") kernel.shared_bytes += allocation.bytes;
+      if (buffer.scope == "local") kernel.local_bytes += allocation.bytes;
+    }
     local_.insert(buffer.data.get());
     visit_stmt(op->body);
   }

@@ -17,9 +17,10 @@ constexpr double kDefaultL2Bytes = 1024 * 1024;
 constexpr double kDefaultL3Bytes = 2 * 1024 * 1024;
 constexpr int kDefaultWarpSize = 32;
 
-// Per CUDA architecture (compute capability), its data-center part's numbers: SMs, resident
-// threads and blocks per SM, shared memory per SM, float lanes per SM, memory bandwidth in
-// bytes per SM clock (bandwidth over boost clock), L2 bandwidth per SM and clock.
+// Per CUDA architecture (compute capability), a typical part's numbers (the data-center one
+// where there is one): SMs, resident threads and blocks per SM, shared memory per SM, float
+// lanes per SM, memory bandwidth in bytes per SM clock (bandwidth over boost clock), L2
+// bandwidth per SM and clock.
 struct Architecture {
   int capability;
   int multiprocessors, max_threads, max_blocks;
@@ -33,7 +34,7 @@ constexpr Architecture kArchitectures[] = {
     {89, 142, 1536, 24, 100, 128, 350, 48},    // L40
     {90, 132, 2048, 32, 228, 128, 2000, 64},   // H100
     {100, 148, 2048, 32, 228, 128, 4000, 64},  // B200
-    {120, 170, 1536, 32, 100, 128, 750, 64},   // RTX 50 series
+    {120, 170, 1536, 32, 100, 128, 750, 64},   // RTX 5090
 };
 
 // The newest architecture at or below `capability` (an OpenCL target, capability 0: the A100's

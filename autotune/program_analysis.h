@@ -28,8 +28,9 @@ double slog(double x);
 // The machine.
 
 // GPU targets: what one multiprocessor (an SM; a compute unit in OpenCL) holds and does per
-// cycle, and the chip's memory (machine_model.cc: typical values of the CUDA architecture's
-// data-center part; for OpenCL, of a current GPU). Only their ratios matter for ranking.
+// cycle, and the chip's memory (machine_model.cc: a typical part of the CUDA architecture, the
+// data-center one where there is one; for OpenCL, an A100). Only their ratios matter for
+// ranking.
 struct GpuModel {
   int multiprocessors = 0;             // 0: not a GPU
   int max_threads_per_sm = 2048;       // resident threads

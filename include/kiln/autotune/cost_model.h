@@ -86,7 +86,7 @@ namespace kiln::autotune {
 //  * The kernel takes the larger of that and its global buffers moved once at the chip's memory
 //    bandwidth, plus a launch (4000 cycles).
 //
-// Multiprocessors and their resources are the data-center part of the target's CUDA
+// Multiprocessors and their resources are those of a typical part of the target's CUDA
 // architecture (sm_70 V100 ... sm_90 H100, sm_100 B200, sm_120 RTX 50; an OpenCL target: the
 // A100's; a warp of 32 where the target gives none), or of the device's architecture and with
 // its multiprocessor count where MachineOptions gives them (the tuner gives those of the

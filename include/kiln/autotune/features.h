@@ -25,7 +25,7 @@ struct MachineOptions {
   int num_cores = 0;
   int other_target_cores = 8;
   // GPU targets: the device's multiprocessors (SMs) and CUDA compute capability (major * 10 +
-  // minor); 0: those of the data-center part of the target's architecture (-arch). The tuner
+  // minor); 0: those of a typical part of the target's architecture (-arch). The tuner
   // gives those of the device it measures on.
   int gpu_multiprocessors = 0;
   int gpu_compute_capability = 0;

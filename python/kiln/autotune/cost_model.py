@@ -150,7 +150,7 @@ def estimate_prior(lowered, target, num_cores=None):
     kernel on its busiest multiprocessor, from the occupancy its registers, shared memory and
     threads allow, its warp instructions, shared-memory wavefronts and global-memory sectors,
     the latency its resident warps hide, and the chip's memory bandwidth; the multiprocessors
-    are those of the CUDA architecture's data-center part (num_cores is not used; the tuner
+    are those of a typical part of the CUDA architecture (num_cores is not used; the tuner
     models the device it measures on, its multiprocessor count and architecture). The model is
     described in include/kiln/autotune/cost_model.h. Arguments as :func:`extract_features`.
 
