@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln import autotune, te, tir
+from kiln import autotune, te, tir, topi
 
 from schedule_helpers import WORKLOADS, matmul
 from test_schedule_fuzz import Fuzzer
@@ -292,6 +292,14 @@ def test_gpu_prior_occupancy_and_registers():
     assert fits.spilled_registers == 0 and spills.spilled_registers == 32
     assert gpu_features(tiled_add(1024, 64, 64), "cuda -arch=sm_80")["registers_per_thread"] == 64
     assert spills.throughput < fits.throughput
+    # A sum to one value in two kernels (blocks summing slices, then one block their sums):
+    # two launches.
+    data = te.placeholder((1 << 20,), "float32", name="A")
+    r = te.reduce_axis((0, 1 << 20), name="k")
+    total = te.compute((1,), lambda i: te.sum(data[r], axis=r), name="S")
+    two = tir.lower(topi.default_schedule([data, total], "cuda -arch=sm_80").mod["main"])
+    assert gpu_features(two, "cuda -arch=sm_80")["log_kernels"] == pytest.approx(np.log2(3))
+    assert autotune.estimate_prior(two, "cuda -arch=sm_80").cycles > 2 * 4000
     # The architecture's numbers: an H100 has 132 SMs.
     h100 = gpu_features(tiled_add(64, 16), "cuda -arch=sm_90")
     assert h100["sm_balance"] == pytest.approx(1024 / (8 * 132))
