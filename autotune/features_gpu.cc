@@ -46,16 +46,6 @@ Expr without_constant(const Expr& index, int64_t* shift) {
   return index;
 }
 
-// The variables an index reads.
-class VarCollector : public IRVisitor {
- public:
-  std::vector<const Var*> vars;
-
- protected:
-  using IRVisitor::visit;
-  void visit(const Var* op) override { vars.push_back(op); }
-};
-
 // The threads of a block around an access: per threadIdx axis ("threadIdx.x", ...) the largest
 // extent of its loops.
 std::map<std::string, int64_t> thread_extents(const DeviceAccess& access) {
@@ -87,10 +77,10 @@ std::vector<int64_t> warp_elements(const DeviceAccess& access, const Expr& index
   }
   // Every variable at 0 (the first iteration of its loop) but the threads' and the lets'.
   std::unordered_map<const Var*, int64_t> values;
-  VarCollector vars;
-  vars.visit_expr(index);
-  for (const auto& [var, value] : access.lets) vars.visit_expr(value);
-  for (const Var* var : vars.vars) values[var] = 0;
+  for (const Var* var : variables_of(index)) values[var] = 0;
+  for (const auto& [var, value] : access.lets) {
+    for (const Var* used : variables_of(value)) values[used] = 0;
+  }
   std::map<std::string, int64_t> extents = thread_extents(access);
   auto extent = [&](const char* tag) { return extents.count(tag) ? extents[tag] : int64_t{1}; };
   int64_t x = extent("threadIdx.x"), y = extent("threadIdx.y"), z = extent("threadIdx.z");
@@ -164,9 +154,9 @@ Split split_constant(const Expr& index) {
 // index from a loop's.
 uint64_t pattern_key(const Expr& pattern, uint64_t seed) {
   uint64_t key = structural_hash(pattern) * 31 + seed;
-  VarCollector vars;
-  vars.visit_expr(pattern);
-  for (const Var* var : vars.vars) key = key * 1000003 + reinterpret_cast<uintptr_t>(var);
+  for (const Var* var : variables_of(pattern)) {
+    key = key * 1000003 + reinterpret_cast<uintptr_t>(var);
+  }
   return key;
 }
 
@@ -285,6 +275,14 @@ std::vector<WarpTraffic> traffic(const Program& program, const std::vector<Devic
 }
 
 }  // namespace
+
+std::vector<const Var*> variables_of(const Expr& e) {
+  std::vector<const Var*> vars;
+  post_order_visit(e, [&](const Node* node) {
+    if (node->kind() == NodeKind::Var) vars.push_back(static_cast<const Var*>(node));
+  });
+  return vars;
+}
 
 std::vector<WarpTraffic> shared_traffic(const Program& program, const MachineModel& machine) {
   return traffic(program, program.shared_accesses, machine, kSharedBankBytes, /*merge=*/true,

@@ -33,16 +33,6 @@ class LoadCollector : public IRVisitor {
   }
 };
 
-// The variables an expression reads.
-class VarCollector : public IRVisitor {
- public:
-  std::vector<const Var*> vars;
-
- protected:
-  using IRVisitor::visit;
-  void visit(const Var* op) override { vars.push_back(op); }
-};
-
 double constant_elements(const Buffer& buffer) {
   double elements = 1;
   for (const Expr& extent : buffer.shape) {
@@ -314,9 +304,7 @@ class ProgramWalker : public IRVisitor {
       loads_.clear();
     }
     uint64_t key = structural_hash(index);
-    VarCollector vars;
-    vars.visit_expr(index);
-    for (const Var* var : vars.vars) {
+    for (const Var* var : variables_of(index)) {
       uint64_t name = reinterpret_cast<uintptr_t>(var);
       for (size_t level = scope; level < stack_.size(); ++level) {
         const Loop& loop = program.loops[stack_[level]];

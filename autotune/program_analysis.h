@@ -284,6 +284,11 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
 // ---------------------------------------------------------------------------------------------
 // GPU (features_gpu.cc).
 
+// The variables an expression reads, each time it reads them, in an order that structurally
+// equal expressions share (structural_hash names free variables by that order only: keys that
+// must tell variables apart add them).
+std::vector<const ir::Var*> variables_of(const ir::Expr& e);
+
 // The memory transactions of a program's accesses per call (all warps of all thread blocks), the
 // fewest their requests could take for the bytes they move, and the requests (load and store
 // instructions of a warp), for the threads of the first warp of each access, every other loop
