@@ -200,6 +200,7 @@ def test_gpu_features_count_the_sectors_of_global_memory():
 
 
 def gpu_features(lowered, target):
+    """The gpu.* features of a lowered function by name (without the prefix)."""
     values = autotune.extract_features(lowered, target)
     return {n[4:]: float(v) for n, v in zip(autotune.feature_names(), values)
             if n.startswith("gpu.")}

@@ -78,8 +78,7 @@ def feature_names():
     kind, weighted by how often each store runs), ``vector.``, ``loop.``, ``dominant.`` (the
     store with the most estimated cycles), ``tile.`` (its register tile), ``memory.``,
     ``accessN.`` (its accesses, most traffic first), ``alloc.``, ``prior.`` and ``gpu.`` (GPU
-    targets). Counts that grow
-    with the problem size are log2(1 + x).
+    targets). Counts that grow with the problem size are log2(1 + x).
     """
     return list(_core.feature_names())
 
@@ -93,10 +92,10 @@ def extract_features(lowered, target, num_cores=None):
     describe its thread blocks, its shared memory's wavefronts (bank conflicts) and its global
     memory's 32-byte sectors (coalescing) per warp request, and from the GPU prior
     (:func:`estimate_prior`) the estimated registers per thread, the occupancy and the balance
-    over the multiprocessors of its slowest kernel; for a CPU target they are 0.
-    num_cores: threads that run a parallel loop
-    (default: the runtime's thread count for the host target, 8 for another target). Loops of
-    symbolic extent count one iteration; indices the analysis cannot follow count as gathers.
+    over the multiprocessors of its slowest kernel; for a CPU target they are 0. num_cores:
+    threads that run a parallel loop (default: the runtime's thread count for the host target,
+    8 for another target). Loops of symbolic extent count one iteration; indices the analysis
+    cannot follow count as gathers.
 
     Example::
 
