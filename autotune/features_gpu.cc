@@ -4,7 +4,7 @@
 // of an access differ by a constant in their index, which moves every thread's address alike:
 // each pattern is evaluated once (with the constant's part of a bank word or a sector). A
 // thread's neighbouring scalar reads of a shared array are merged into vector reads where the
-// compiler can prove them aligned (merged_lanes). Per kernel.
+// compiler can prove them aligned (merged_reads). Per kernel.
 #include <cmath>
 #include <map>
 #include <set>
@@ -160,52 +160,89 @@ uint64_t pattern_key(const Expr& pattern, uint64_t seed) {
   return key;
 }
 
-// Per access, the elements of the request the compiler makes of it: a thread's scalar loads of
-// one group (DeviceAccess::group) that read 2 or 4 neighbouring elements (up to 16 bytes) of a
-// shared array at an address the compiler can prove aligned (every term of the index a multiple
-// of the vector, shared arrays being 16-byte aligned) become one vector read, as NVCC's PTX
-// shows (ld.shared.v4). The first load of a merged run gets its lanes, the others 0, every other
-// access 1. Global loads are not merged: kernels do not know their arguments' alignment.
-std::vector<int> merged_lanes(const std::vector<DeviceAccess>& accesses) {
-  std::vector<int> lanes(accesses.size(), 1);
-  // (group, pattern) -> shift -> access
+// `e` with the lets around `access` substituted, innermost first.
+Expr with_lets(const DeviceAccess& access, Expr e) {
+  for (auto let = access.lets.rbegin(); let != access.lets.rend(); ++let) {
+    e = substitute(e, VarMap{{let->first, let->second}});
+  }
+  return e;
+}
+
+// Whether every value of `index` is a multiple of `width` (its modular set).
+bool aligned_to(const Expr& index, int64_t width) {
+  arith::Analyzer analyzer;
+  arith::ModularSet modular = analyzer.modular_set(index);
+  return modular.coeff % width == 0 && modular.base % width == 0;
+}
+
+// How the compiler reads an access: `lanes` elements per request (0: part of an earlier
+// access's request), one request per `iterations` executions.
+struct Merge {
+  int lanes = 1;
+  int iterations = 1;
+};
+
+// A thread's scalar loads of a shared array become vector reads of up to 16 bytes where the
+// compiler can prove the address aligned (every term of the index a multiple of the vector;
+// shared arrays are 16-byte aligned), as NVRTC's PTX shows (ld.shared.v4): loads of one group
+// (DeviceAccess::group) that read 2 or 4 neighbouring elements, and a load that moves one
+// element per iteration of a serial innermost loop whose extent the vector divides (NVRTC
+// unrolls such a loop: fully up to 32 iterations, by 4 or 8 beyond, and merges the copies'
+// reads). Global loads are not merged: kernels do not know their arguments' alignment.
+std::vector<Merge> merged_reads(const std::vector<DeviceAccess>& accesses) {
+  std::vector<Merge> merged(accesses.size());
+  auto scalar_load = [](const DeviceAccess& a) {
+    return a.group >= 0 && a.index.as<Ramp>() == nullptr && a.element_bytes <= 8;
+  };
+  // Step 1. Neighbouring loads of one group: (group, pattern) -> shift -> access.
   std::map<std::pair<int, uint64_t>, std::map<int64_t, size_t>> runs;
   for (size_t i = 0; i < accesses.size(); ++i) {
     const DeviceAccess& a = accesses[i];
-    if (a.group < 0 || a.index.as<Ramp>() != nullptr || a.element_bytes > 8) continue;
+    if (!scalar_load(a)) continue;
     Split split = split_constant(a.index);
     runs[{a.group, pattern_key(split.pattern, static_cast<uint64_t>(a.element_bytes))}].emplace(
         split.shift, i);
   }
   for (const auto& [group, shifts] : runs) {
     if (shifts.size() < 2) continue;
-    // What the index without its constant is modulo a constant, the lets substituted.
     const DeviceAccess& first = accesses[shifts.begin()->second];
-    Expr pattern = split_constant(first.index).pattern;
-    for (auto let = first.lets.rbegin(); let != first.lets.rend(); ++let) {
-      pattern = substitute(pattern, VarMap{{let->first, let->second}});
-    }
-    arith::Analyzer analyzer;
-    arith::ModularSet modular = analyzer.modular_set(pattern);
+    Expr pattern = with_lets(first, split_constant(first.index).pattern);
     std::set<int64_t> absorbed;
     for (const auto& [shift, index] : shifts) {
       if (absorbed.count(shift) != 0) continue;
       for (int width = 16 / first.element_bytes; width >= 2; width /= 2) {
-        bool aligned = modular.coeff % width == 0 && (modular.base + shift) % width == 0;
-        for (int e = 1; e < width && aligned; ++e) {
-          aligned = shifts.count(shift + e) != 0 && absorbed.count(shift + e) == 0;
+        bool whole = aligned_to(pattern + make_const(pattern->dtype, shift), width);
+        for (int e = 1; e < width && whole; ++e) {
+          whole = shifts.count(shift + e) != 0 && absorbed.count(shift + e) == 0;
         }
-        if (!aligned) continue;
-        lanes[index] = width;
+        if (!whole) continue;
+        merged[index].lanes = width;
         for (int e = 1; e < width; ++e) {
           absorbed.insert(shift + e);
-          lanes[shifts.at(shift + e)] = 0;
+          merged[shifts.at(shift + e)].lanes = 0;
         }
         break;
       }
     }
   }
-  return lanes;
+  // Step 2. A load along a serial innermost loop, `width` iterations a request.
+  for (size_t i = 0; i < accesses.size(); ++i) {
+    const DeviceAccess& a = accesses[i];
+    if (merged[i].lanes != 1 || !scalar_load(a) || !a.inner_serial || a.inner_stride != 1 ||
+        a.inner_var == nullptr) {
+      continue;
+    }
+    Expr index = with_lets(a, a.index);
+    for (int width = 16 / a.element_bytes; width >= 2; width /= 2) {
+      if (a.inner_extent <= 0 || a.inner_extent % width != 0) continue;
+      const Var* var = a.inner_var;
+      Expr unrolled = substitute(index, VarMap{{var, Expr(Ref<Var>(var)) * width}});
+      if (!aligned_to(unrolled, width)) continue;
+      merged[i] = Merge{width, width};
+      break;
+    }
+  }
+  return merged;
 }
 
 // The traffic of `accesses`, each pattern of index evaluated once; a constant shift by part of
@@ -218,22 +255,23 @@ std::vector<WarpTraffic> traffic(const Program& program, const std::vector<Devic
   if (machine.warp_size <= 0) return per_kernel;
   // Per pattern: the traffic of one execution by one warp (requests < 0: not evaluated).
   std::unordered_map<uint64_t, WarpTraffic> patterns;
-  std::vector<int> merged = merge ? merged_lanes(accesses) : std::vector<int>(accesses.size(), 1);
+  std::vector<Merge> merged = merge ? merged_reads(accesses) : std::vector<Merge>(accesses.size());
   for (size_t i = 0; i < accesses.size(); ++i) {
     const DeviceAccess& access = accesses[i];
-    if (merged[i] == 0) continue;  // part of an earlier access's vector read
+    int lanes = merged[i].lanes;
+    if (lanes == 0) continue;  // part of an earlier access's vector read
     auto [pattern, shift] = split_constant(access.index);
     // A shift by part of a unit regroups the elements into units; of a vector read, realigns it.
-    int64_t per_unit = std::max<int64_t>({1, unit_bytes / access.element_bytes, merged[i]});
+    int64_t per_unit = std::max<int64_t>({1, unit_bytes / access.element_bytes, lanes});
     int64_t part = ((shift % per_unit) + per_unit) % per_unit;
-    if (merged[i] > 1) {
-      pattern = make<Ramp>(pattern->dtype.with_lanes(merged[i]), pattern,
-                           make_const(pattern->dtype, 1), merged[i]);
+    if (lanes > 1) {
+      pattern = make<Ramp>(pattern->dtype.with_lanes(lanes), pattern, make_const(pattern->dtype, 1),
+                           lanes);
     }
     uint64_t key = pattern_key(
         pattern,
         (static_cast<uint64_t>(part) * 31 + static_cast<uint64_t>(access.element_bytes)) * 31 +
-            static_cast<uint64_t>(merged[i]));
+            static_cast<uint64_t>(lanes));
     auto it = patterns.find(key);
     if (it == patterns.end()) {
       int lanes = 1;
@@ -266,10 +304,11 @@ std::vector<WarpTraffic> traffic(const Program& program, const std::vector<Devic
     if (one.requests < 0 || access.kernel < 0) continue;
     WarpTraffic& total = per_kernel[static_cast<size_t>(access.kernel)];
     double warps = std::ceil(static_cast<double>(block_threads(access)) / machine.warp_size);
-    total.transactions += access.trips * warps * one.transactions;
-    total.fewest += access.trips * warps * one.fewest;
-    total.requests += access.trips * warps * one.requests;
-    if (!access.is_store) total.load_requests += access.trips * warps * one.requests;
+    double trips = access.trips / merged[i].iterations;
+    total.transactions += trips * warps * one.transactions;
+    total.fewest += trips * warps * one.fewest;
+    total.requests += trips * warps * one.requests;
+    if (!access.is_store) total.load_requests += trips * warps * one.requests;
   }
   return per_kernel;
 }

@@ -2,6 +2,7 @@
 // kind and extent, every store with the loops around it, its arithmetic and its accesses, and
 // every allocation with its scope and how often it runs.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -184,8 +185,11 @@ class ProgramWalker : public IRVisitor {
     collector.visit_expr(op->value);
     for (const BufferLoad* load : collector.loads) {
       Expr index = flat_index(*load->buffer, load->indices);
-      record_device(*load->buffer, index, store.trips, /*is_store=*/false);
       Access access = make_access(*load->buffer, index, std::max(1, load->dtype.lanes()), false);
+      double stride = access.affine && !access.coefficients.empty()
+                          ? access.coefficients.back()
+                          : std::numeric_limits<double>::quiet_NaN();
+      record_device(*load->buffer, index, store.trips, /*is_store=*/false, stride);
       access.accumulator =
           load->buffer->data.same_as(op->buffer->data) && structural_equal(index, store_index);
       store.accumulates |= access.accumulator;
@@ -263,7 +267,8 @@ class ProgramWalker : public IRVisitor {
   // no store to its buffer in between, is not recorded: the compiler loads it once (the
   // unrolled statements of a register tile read each operand many times, and so do the
   // unrolled loops that virtual threads copy).
-  void record_device(const Buffer& buffer, const Expr& index, double trips, bool is_store) {
+  void record_device(const Buffer& buffer, const Expr& index, double trips, bool is_store,
+                     double inner_stride = std::numeric_limits<double>::quiet_NaN()) {
     bool shared = buffer.scope == "shared";
     if (threads_.empty() || (!shared && buffer.scope != "global")) return;
     if (is_store) {
@@ -278,6 +283,13 @@ class ProgramWalker : public IRVisitor {
     access.kernel = kernel_;
     access.is_store = is_store;
     access.group = is_store ? -1 : loads_epoch_;
+    if (!stack_.empty()) {
+      const Loop& inner = program.loops[stack_.back()];
+      access.inner_var = inner.var;
+      access.inner_extent = inner.symbolic ? 0 : inner.extent;
+      access.inner_serial = inner.kind == ForKind::kSerial;
+      access.inner_stride = inner_stride;
+    }
     access.element_bytes = std::max(1, buffer.dtype.element_of().bytes());
     // A copy under the thread loop of its consumer also runs in its own thread loop of the same
     // index: per thread, the statement runs `trips` over the threadIdx loops' extents.

@@ -181,6 +181,12 @@ struct DeviceAccess {
   // Loads of one group run in one iteration of the innermost loop that is not unrolled (the
   // compiler may merge their neighbouring elements into vector reads); -1 for a store.
   int group = -1;
+  // The innermost loop around it: its variable, constant extent (0: symbolic), whether it is a
+  // serial loop, and the elements the index moves per iteration (NaN: not affine).
+  const ir::Var* inner_var = nullptr;
+  int64_t inner_extent = 0;
+  bool inner_serial = false;
+  double inner_stride = 0;
   int element_bytes = 4;
   double trips = 1;                 // executions per thread (thread blocks included)
   std::vector<ThreadLoop> threads;  // the threadIdx loops around it, outer to inner
@@ -295,8 +301,9 @@ std::vector<const ir::Var*> variables_of(const ir::Expr& e);
 // at its first iteration. Loads are what the compiler makes of the lowered code: a load of an
 // element read before in the same iteration of the innermost loop that is not unrolled counts
 // once (features_loops.cc), and a thread's scalar loads of 2 or 4 neighbouring elements (up to
-// 16 bytes) of a shared array in one such iteration, at an address the compiler can prove
-// aligned, are one vector read (as NVCC's PTX shows: ld.shared.v4). Shared memory: wavefronts by
+// 16 bytes) of a shared array, in one such iteration or along a serial innermost loop, at an
+// address the compiler can prove aligned, are one vector read (as NVCC's PTX shows:
+// ld.shared.v4). Shared memory: wavefronts by
 // the bank model of autotune/space/shared_memory_banks.h (the fewest: 128 bytes each). Global
 // memory: the 32-byte sectors a request touches (the fewest: its distinct bytes in whole sectors).
 struct WarpTraffic {

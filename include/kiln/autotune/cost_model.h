@@ -77,9 +77,11 @@ namespace kiln::autotune {
 //    makes them: an element read again in the same iteration of the innermost loop that is not
 //    unrolled (unrolled statements and unrolled copies of a loop) is loaded once, and a
 //    thread's loads of 2 or 4 neighbouring elements of a shared array at an address the
-//    compiler can prove aligned are one vector read. (NVRTC's PTX of 11 tiled GEMM and conv2d
-//    candidates whose padding for scalar reads changed their shared-load count: the model's
-//    requests moved the same way in 7; the rest were loops NVCC unrolled by itself.)
+//    compiler can prove aligned are one vector read: neighbouring loads of one iteration, and
+//    a load that moves one element per iteration of a serial innermost loop (which NVRTC
+//    unrolls: fully up to 32 iterations, by 4 or 8 beyond). (NVRTC's PTX of 11 tiled GEMM and
+//    conv2d candidates whose padding for scalar reads changed their shared-load count: the
+//    model's requests moved the same way in 9.)
 //  * Latency per round: a warp's instructions wait 4 cycles per group of independent ones (as
 //    many as its local words, at most 8); its global loads wait the memory latency (500 cycles)
 //    per 4 in flight. The resident warps overlap.
