@@ -179,7 +179,7 @@ bool aligned_to(const Expr& index, int64_t width) {
 // access's request), one request per `iterations` executions.
 struct Merge {
   int lanes = 1;
-  int iterations = 1;
+  double iterations = 1;
 };
 
 // A thread's scalar loads of a shared array become vector reads of up to 16 bytes where the
@@ -238,11 +238,29 @@ std::vector<Merge> merged_reads(const std::vector<DeviceAccess>& accesses) {
       const Var* var = a.inner_var;
       Expr unrolled = substitute(index, VarMap{{var, Expr(Ref<Var>(var)) * width}});
       if (!aligned_to(unrolled, width)) continue;
-      merged[i] = Merge{width, width};
+      merged[i] = Merge{width, static_cast<double>(width)};
       break;
     }
   }
   return merged;
+}
+
+// A load whose element does not change in its serial innermost loop, of a buffer no store in
+// that loop writes, is made once per run of the loop (the compiler hoists it out, as NVRTC's
+// PTX shows).
+void hoist_invariant_loads(const std::vector<DeviceAccess>& accesses, std::vector<Merge>* merged) {
+  std::set<std::pair<const Var*, const Var*>> stored;  // (loop, buffer)
+  for (const DeviceAccess& a : accesses) {
+    if (a.is_store) stored.emplace(a.inner_var, a.data);
+  }
+  for (size_t i = 0; i < accesses.size(); ++i) {
+    const DeviceAccess& a = accesses[i];
+    if (a.is_store || !a.inner_serial || a.inner_stride != 0 || a.inner_extent <= 1 ||
+        stored.count({a.inner_var, a.data}) != 0) {
+      continue;
+    }
+    (*merged)[i].iterations *= static_cast<double>(a.inner_extent);
+  }
 }
 
 // The traffic of `accesses`, each pattern of index evaluated once; a constant shift by part of
@@ -256,6 +274,7 @@ std::vector<WarpTraffic> traffic(const Program& program, const std::vector<Devic
   // Per pattern: the traffic of one execution by one warp (requests < 0: not evaluated).
   std::unordered_map<uint64_t, WarpTraffic> patterns;
   std::vector<Merge> merged = merge ? merged_reads(accesses) : std::vector<Merge>(accesses.size());
+  hoist_invariant_loads(accesses, &merged);
   for (size_t i = 0; i < accesses.size(); ++i) {
     const DeviceAccess& access = accesses[i];
     int lanes = merged[i].lanes;

@@ -303,7 +303,8 @@ std::vector<const ir::Var*> variables_of(const ir::Expr& e);
 // once (features_loops.cc), and a thread's scalar loads of 2 or 4 neighbouring elements (up to
 // 16 bytes) of a shared array, in one such iteration or along a serial innermost loop, at an
 // address the compiler can prove aligned, are one vector read (as NVCC's PTX shows:
-// ld.shared.v4). Shared memory: wavefronts by
+// ld.shared.v4); a load that does not change in its serial innermost loop, which stores nothing
+// to its buffer, is made once per run of the loop (hoisted). Shared memory: wavefronts by
 // the bank model of autotune/space/shared_memory_banks.h (the fewest: 128 bytes each). Global
 // memory: the 32-byte sectors a request touches (the fewest: its distinct bytes in whole sectors).
 struct WarpTraffic {

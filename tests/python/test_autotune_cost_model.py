@@ -155,16 +155,18 @@ def test_gpu_features_count_the_bank_conflicts_of_shared_memory():
     def gpu(lowered, target="cuda"):
         x = autotune.extract_features(lowered, target)
         return {n[4:]: float(v) for n, v in zip(names, x) if n.startswith("gpu.")}
-    # Rows of 32 words: the 32 threads read one bank (32-way); 1024 reads of 32 wavefronts and
-    # the copy's 32 stores of one, against 1056 wavefronts without conflicts.
+    # Rows of 32 words: the 32 threads read one bank (32-way). A thread reads its word once a
+    # step of k (the compiler hoists it out of the j loop, which does not change it): 32 reads
+    # of 32 wavefronts and the copy's 32 stores of one, against 64 without conflicts.
     compact = gpu(row_per_thread(0, 1))
-    assert compact["shared_bank_conflicts"] == pytest.approx((1024 * 32 + 32) / 1056, rel=1e-5)
+    assert compact["shared_bank_conflicts"] == pytest.approx((32 * 32 + 32) / 64, rel=1e-5)
+    assert compact["log_shared_requests"] == pytest.approx(np.log2(1 + 64))
     assert compact["log_threads_per_block"] == pytest.approx(np.log2(33))
     assert compact["log_thread_blocks"] == pytest.approx(1.0)
     # Rows of 33 words: no conflict; of 36 (whole vectors of 4 for the copy): 4-way.
     assert gpu(row_per_thread(1, 1))["shared_bank_conflicts"] == pytest.approx(1.0)
     padded = gpu(row_per_thread(4, 4))
-    assert padded["shared_bank_conflicts"] == pytest.approx((1024 * 4 + 8 * 4) / (1024 + 8 * 4))
+    assert padded["shared_bank_conflicts"] == pytest.approx((32 * 4 + 8 * 4) / (32 + 8 * 4))
     assert padded["log_shared_wavefronts"] < compact["log_shared_wavefronts"]
     # The same requests either way; a CPU target has no GPU features.
     assert gpu(row_per_thread(1, 1))["log_shared_requests"] == compact["log_shared_requests"]

@@ -79,9 +79,10 @@ namespace kiln::autotune {
 //    thread's loads of 2 or 4 neighbouring elements of a shared array at an address the
 //    compiler can prove aligned are one vector read: neighbouring loads of one iteration, and
 //    a load that moves one element per iteration of a serial innermost loop (which NVRTC
-//    unrolls: fully up to 32 iterations, by 4 or 8 beyond). (NVRTC's PTX of 11 tiled GEMM and
-//    conv2d candidates whose padding for scalar reads changed their shared-load count: the
-//    model's requests moved the same way in 9.)
+//    unrolls: fully up to 32 iterations, by 4 or 8 beyond); a load that does not change in its
+//    serial innermost loop, which stores nothing to its buffer, is hoisted out of the loop.
+//    (NVRTC's PTX of 11 tiled GEMM and conv2d candidates whose padding for scalar reads changed
+//    their shared-load count: the model's requests moved the same way in 9.)
 //  * Latency per round: a warp's instructions wait 4 cycles per group of independent ones (as
 //    many as its local words, at most 8); its global loads wait the memory latency (500 cycles)
 //    per 4 in flight. The resident warps overlap.
