@@ -83,6 +83,20 @@ struct Tile {
 
 }  // namespace
 
+double executions(const Store& store, const Program& program) {
+  if (store.kernel < 0) return store.trips;
+  return store.thread_trips * program.kernels[store.kernel].threads_per_block();
+}
+
+double program_operations(const Program& program) {
+  double operations = 0, stored = 0;
+  for (const Store& store : program.stores) {
+    operations += executions(store, program) * store.arithmetic.element_ops;
+    stored += executions(store, program) * store.lanes;
+  }
+  return operations > 0 ? operations : stored;
+}
+
 ProgramEstimate estimate_program(const Program& program, const MachineModel& machine) {
   ProgramEstimate estimate;
   estimate.memory = model_memory(program, machine);
@@ -227,14 +241,11 @@ ProgramEstimate estimate_program(const Program& program, const MachineModel& mac
     total.cycles += out.cycles;
     serial_cycles += serial;
     busy_cycles += serial * out.parallel_efficiency;
-    total.operations += store.trips * store.arithmetic.element_ops;
     if (estimate.dominant < 0 || out.cycles > estimate.stores[estimate.dominant].cycles) {
       estimate.dominant = static_cast<int>(s);
     }
   }
-  if (total.operations == 0) {
-    for (const Store& store : program.stores) total.operations += store.trips * store.lanes;
-  }
+  total.operations = program_operations(program);
   for (double launches : program.parallel_launches)
     total.cycles += launches * kParallelLaunchCycles;
   total.cycles += kCallCycles;

@@ -89,12 +89,7 @@ GpuEstimate estimate_gpu_program(const Program& program, const MachineModel& mac
   size_t num_kernels = program.kernels.size();
   estimate.kernels.resize(num_kernels);
   PriorEstimate& total = estimate.total;
-  for (const Store& store : program.stores) {
-    total.operations += store.trips * store.arithmetic.element_ops;
-  }
-  if (total.operations == 0) {
-    for (const Store& store : program.stores) total.operations += store.trips * store.lanes;
-  }
+  total.operations = program_operations(program);
   std::vector<WarpTraffic> shared = shared_traffic(program, machine);
   std::vector<WarpTraffic> global = global_traffic(program, machine);
   double warp_size = machine.warp_size;
@@ -105,9 +100,8 @@ GpuEstimate estimate_gpu_program(const Program& program, const MachineModel& mac
   for (const Store& store : program.stores) {
     if (store.kernel < 0) continue;
     Instructions n = instructions(store.arithmetic);
-    double trips = store.thread_trips * program.kernels[store.kernel].threads_per_block();
-    work[store.kernel].fp32 += trips * n.fp32;
-    work[store.kernel].other += trips * n.other;
+    work[store.kernel].fp32 += executions(store, program) * n.fp32;
+    work[store.kernel].other += executions(store, program) * n.other;
   }
   std::vector<std::map<const ir::Var*, double>> buffers(num_kernels);
   for (const DeviceAccess& access : program.global_accesses) {

@@ -358,11 +358,16 @@ void write_prior(const Context& c, FeatureSink& put) {
 // the most cycles its registers, occupancy and balance over the multiprocessors, and the
 // prior's cycles.
 void write_gpu(const Context& c, FeatureSink& put) {
+  // Per thread index ("blockIdx.x", "threadIdx.y", ...) the largest extent a kernel binds to it.
+  std::map<std::string, int64_t> largest;
+  for (const Kernel& kernel : c.program.kernels) {
+    for (const auto& [tag, extent] : kernel.extents) largest[tag] = std::max(largest[tag], extent);
+  }
   auto product = [&](const char* prefix) {
     if (c.machine.warp_size <= 0) return 0.0;
     double n = 1;
     bool any = false;
-    for (const auto& [tag, extent] : c.program.thread_extents) {
+    for (const auto& [tag, extent] : largest) {
       if (tag.rfind(prefix, 0) != 0) continue;
       n *= static_cast<double>(extent);
       any = true;

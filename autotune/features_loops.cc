@@ -79,8 +79,6 @@ class ProgramWalker : public IRVisitor {
     if (thread) {
       const int64_t* extent = as_const_int(op->extent);
       int64_t value = extent != nullptr ? *extent : 1;
-      int64_t& largest = program.thread_extents[op->thread_tag];
-      largest = std::max(largest, value);
       int64_t& in_kernel = program.kernels[kernel_].extents[op->thread_tag];
       in_kernel = std::max(in_kernel, value);
       if (op->thread_tag.rfind("threadIdx.", 0) == 0) {

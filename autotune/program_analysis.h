@@ -212,12 +212,19 @@ struct Program {
   std::vector<int> parallel_loops;        // ids of the parallel loops
   std::vector<double> parallel_launches;  // per parallel loop: how often it starts per call
   int symbolic_loops = 0;
-  // GPU: per thread index ("blockIdx.x", "threadIdx.y", ...) the largest extent bound to it,
-  // and the accesses of shared and of global memory under threadIdx loops.
-  std::map<std::string, int64_t> thread_extents;
+  // GPU: the accesses of shared and of global memory under threadIdx loops, and the kernels.
   std::vector<DeviceAccess> shared_accesses, global_accesses;
   std::vector<Kernel> kernels;
 };
+
+// Executions of a store per call: its trips, except that a store in a GPU kernel runs its
+// executions per thread once in each of the kernel's threads (the trips of a copy under its
+// consumer's threadIdx loops count those loops as well as its own).
+double executions(const Store& store, const Program& program);
+
+// Arithmetic operations of one call (an FMA counts 2), or the elements stored where there is no
+// arithmetic (cost_model_prior.cc).
+double program_operations(const Program& program);
 
 // Walks a lowered function (features_loops.cc). Raises a kValue error naming `api` when the
 // function still has blocks.

@@ -2,37 +2,16 @@
 #include "autotune/search_scoring.h"
 
 #include "kiln/autotune/features.h"
+#include "kiln/autotune/runner.h"
 #include "kiln/ir/structural.h"
-#include "kiln/runtime/c_runtime_api.h"
 #include "kiln/support/error.h"
 #include "kiln/tir/pipeline.h"
 
 namespace kiln::autotune {
 
-namespace {
-
-// The multiprocessors and the compute capability of the device a GPU target's candidates run
-// on, where this machine has one (the GPU prior's model of it).
-void describe_local_gpu(const codegen::Target& target, MachineOptions* options) {
-  int32_t id = codegen::find_gpu_device(target);
-  if (id < 0) return;
-  int64_t value = 0;
-  int32_t type = target.device_type();
-  if (KilnDeviceAttribute(type, id, kKilnDeviceMultiprocessorCount, &value) == 0 && value > 0) {
-    options->gpu_multiprocessors = static_cast<int>(value);
-  }
-  if (type == kDLCUDA && KilnDeviceAttribute(type, id, kKilnDeviceComputeCapability, &value) == 0 &&
-      value > 0) {
-    options->gpu_compute_capability = static_cast<int>(value);
-  }
-  KilnSetLastError(nullptr);
-}
-
-}  // namespace
-
 Scorer::Scorer(const codegen::Target& target, int num_threads) : target_(target) {
   machine_.num_cores = num_threads;
-  if (target.is_gpu()) describe_local_gpu(target, &machine_);
+  describe_local_gpu(target, &machine_);
 }
 
 Scored Scorer::analyze(const ir::Ref<ir::IRModule>& mod) const {

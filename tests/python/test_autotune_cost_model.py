@@ -307,6 +307,16 @@ def test_gpu_prior_occupancy_and_registers():
     two = tir.lower(topi.default_schedule([data, total], "cuda -arch=sm_80").mod["main"])
     assert gpu_features(two, "cuda -arch=sm_80")["log_kernels"] == pytest.approx(np.log2(3))
     assert autotune.estimate_prior(two, "cuda -arch=sm_80").cycles > 2 * 4000
+    # A convolution's padded input copied into shared memory under its consumer's threadIdx
+    # loops: the copy's guard counts once per thread (the operations stay near the 2 * MACs of
+    # the convolution: the guards add some; counted per consumer thread they were 85x that).
+    image = te.placeholder((1, 16, 14, 14), "float32", name="I")
+    weight = te.placeholder((16, 16, 3, 3), "float32", name="W")
+    conv = topi.default_schedule([image, weight, topi.nn.conv2d_nchw(image, weight, 1, 1, 1)],
+                                 "cuda -arch=sm_80")
+    macs = 16 * 16 * 9 * 14 * 14
+    operations = autotune.estimate_prior(tir.lower(conv.mod["main"]), "cuda -arch=sm_80").operations
+    assert 2 * macs <= operations < 1.5 * 2 * macs
     # The architecture's numbers: an H100 has 132 SMs.
     h100 = gpu_features(tiled_add(64, 16), "cuda -arch=sm_90")
     assert h100["sm_balance"] == pytest.approx(1024 / (8 * 132))

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "kiln/autotune/database.h"
+#include "kiln/autotune/features.h"
 #include "kiln/autotune/task.h"
 #include "kiln/ir/function.h"
 
@@ -255,5 +256,10 @@ constexpr int kGpuKeyThreads = 1;
 // kGpuKeyThreads; without such a device the model and features are empty, a key that no record
 // has (the runner refuses to measure there).
 TargetKey local_target_key(const codegen::Target& target, int num_threads = 0);
+
+// For a GPU target whose device this machine has (the one local_target_key names): its
+// multiprocessor count and, for CUDA, its compute capability, into `options` (what the GPU prior
+// models). Leaves `options` as they are for a CPU target or without the device.
+void describe_local_gpu(const codegen::Target& target, MachineOptions* options);
 
 }  // namespace kiln::autotune
