@@ -33,16 +33,6 @@ std::string cpuinfo_model_name() {
   return "";
 }
 
-// An attribute of a device, 0 when the driver does not give it (the runtime's error cleared).
-int64_t device_attribute(int32_t type, int32_t id, KilnDeviceAttr attribute) {
-  int64_t value = 0;
-  if (KilnDeviceAttribute(type, id, attribute, &value) != 0) {
-    KilnSetLastError(nullptr);
-    return 0;
-  }
-  return value;
-}
-
 }  // namespace
 
 const std::string& cpu_model_name() {
@@ -68,7 +58,7 @@ TargetKey local_target_key(const codegen::Target& target, int num_threads) {
     }
     key.device_model = text;
     if (type == kDLCUDA) {
-      int64_t capability = device_attribute(type, id, kKilnDeviceComputeCapability);
+      int64_t capability = codegen::gpu_device_attribute(target, id, kKilnDeviceComputeCapability);
       if (capability > 0) key.device_features = "sm_" + std::to_string(capability);
     } else if (KilnDeviceDriverVersion(type, id, text, sizeof(text)) == 0) {
       key.device_features = std::string("driver=") + text;
@@ -88,12 +78,11 @@ void describe_local_gpu(const codegen::Target& target, MachineOptions* options) 
   if (!target.is_gpu()) return;
   int32_t id = codegen::find_gpu_device(target);
   if (id < 0) return;
-  int32_t type = target.device_type();
   options->gpu_multiprocessors =
-      static_cast<int>(device_attribute(type, id, kKilnDeviceMultiprocessorCount));
-  if (type == kDLCUDA) {
+      static_cast<int>(codegen::gpu_device_attribute(target, id, kKilnDeviceMultiprocessorCount));
+  if (target.device_type() == kDLCUDA) {
     options->gpu_compute_capability =
-        static_cast<int>(device_attribute(type, id, kKilnDeviceComputeCapability));
+        static_cast<int>(codegen::gpu_device_attribute(target, id, kKilnDeviceComputeCapability));
   }
 }
 

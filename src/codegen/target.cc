@@ -495,6 +495,10 @@ int32_t find_named_gpu_device(const Target& target, const std::string& name, std
   return find_device(target.device_type(), name, /*exact=*/true, why);
 }
 
+int64_t gpu_device_attribute(const Target& target, int32_t id, int32_t attribute) {
+  return device_attribute(target.device_type(), id, static_cast<KilnDeviceAttr>(attribute));
+}
+
 int Target::compute_capability() const {
   if (kind != "cuda" || arch.size() < 5) return 0;
   return std::stoi(arch.substr(3));

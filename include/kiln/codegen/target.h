@@ -136,6 +136,10 @@ int32_t find_gpu_device(const Target& target, std::string* why = nullptr);
 int32_t find_named_gpu_device(const Target& target, const std::string& name,
                               std::string* why = nullptr);
 
+// Attribute `attribute` (a KilnDeviceAttr of kiln/runtime/c_runtime_api.h) of device `id` of a
+// GPU target's kind (as find_gpu_device returns it), or 0 when it cannot be read.
+int64_t gpu_device_attribute(const Target& target, int32_t id, int32_t attribute);
+
 // The target of the CPU this process runs on, parse_target("llvm"), parsed once.
 const Target& host_target();
 
