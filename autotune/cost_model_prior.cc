@@ -89,9 +89,13 @@ double executions(const Store& store, const Program& program) {
 }
 
 double program_operations(const Program& program) {
+  // Conversions are not operations of the function (count_flops leaves them out; a tensor
+  // core converts its float16 operands inside its instruction), so that the candidates of one
+  // function that convert in different places do as many operations.
   double operations = 0, stored = 0;
   for (const Store& store : program.stores) {
-    operations += executions(store, program) * store.arithmetic.element_ops;
+    const Arithmetic& a = store.arithmetic;
+    operations += executions(store, program) * (a.element_ops - a.casts);
     stored += executions(store, program) * store.lanes;
   }
   return operations > 0 ? operations : stored;

@@ -31,6 +31,11 @@ constexpr double kL1SectorsPerCycle = 4;
 // Instructions of a float division, and of a math function (exp, log, sqrt, ...).
 constexpr double kDivisionInstructions = 8;
 constexpr double kMathInstructions = 8;
+// Cycles from a tensor cores' mma.sync to one that uses its accumulators, and the independent
+// ones a warp has in flight: a fragment of the accumulator per 8 of the thread's local words
+// (each takes two m16n8k16, each 4 words).
+constexpr double kMatrixLatency = 32;
+constexpr double kMatrixWordsPerInstruction = 4;
 
 double product(const std::map<std::string, int64_t>& extents, const char* prefix) {
   double n = 1;
@@ -42,8 +47,10 @@ double product(const std::map<std::string, int64_t>& extents, const char* prefix
 
 // Thread instructions of one execution of a store's value.
 struct Instructions {
-  double fp32 = 0;   // on the float pipes
-  double other = 0;  // integer, logic, conversions, division and math sequences
+  double fp32 = 0;    // on the float pipes
+  double other = 0;   // integer, logic, conversions, division and math sequences, mma
+  double matrix = 0;  // flops on the tensor cores
+  double mma = 0;     // of which instructions
 };
 
 Instructions instructions(const Arithmetic& a) {
@@ -53,7 +60,9 @@ Instructions instructions(const Arithmetic& a) {
       a.float_add_sub + a.float_mul + a.float_fma / 2 + a.float_min_max + a.float_compare_select;
   n.other = a.int_arith + a.int_bitwise + a.bool_logic + a.casts +
             kDivisionInstructions * (a.float_div + a.int_div_mod) +
-            kMathInstructions * a.float_math;
+            kMathInstructions * a.float_math + a.matrix_instructions;
+  n.matrix = a.float_matrix;
+  n.mma = a.matrix_instructions;
   return n;
 }
 
@@ -102,6 +111,8 @@ GpuEstimate estimate_gpu_program(const Program& program, const MachineModel& mac
     Instructions n = instructions(store.arithmetic);
     work[store.kernel].fp32 += executions(store, program) * n.fp32;
     work[store.kernel].other += executions(store, program) * n.other;
+    work[store.kernel].matrix += executions(store, program) * n.matrix;
+    work[store.kernel].mma += executions(store, program) * n.mma;
   }
   std::vector<std::map<const ir::Var*, double>> buffers(num_kernels);
   for (const DeviceAccess& access : program.global_accesses) {
@@ -147,17 +158,24 @@ GpuEstimate estimate_gpu_program(const Program& program, const MachineModel& mac
     // all of them, loads and stores included, one per scheduler and cycle), their shared-memory
     // wavefronts (one per cycle), their global sectors through L1 and L2. Latency: in each
     // round a warp's instructions wait kArithmeticLatency per kMaxIndependent (at most) of
-    // them, as many as the thread's accumulators allow, and its global loads wait the memory
-    // latency per kLoadsInFlight of them (a store does not wait); the round's warps overlap.
+    // them, as many as the thread's accumulators allow, its tensor-core instructions
+    // kMatrixLatency per as many as its accumulator fragments, and its global loads wait the
+    // memory latency per kLoadsInFlight of them (a store does not wait); the round's warps
+    // overlap.
     double rounds = std::ceil(busiest / resident);
     double fp32 = busiest * work[k].fp32 / warp_size / blocks;
+    double matrix = busiest * work[k].matrix / blocks;
     double issued =
         (work[k].fp32 + work[k].other) / warp_size + out.shared.requests + out.global.requests;
-    double compute = std::max(fp32 / (gpu.fp32_lanes_per_sm / warp_size),
-                              busiest * issued / blocks / gpu.issue_per_sm);
+    double compute =
+        std::max({fp32 / (gpu.fp32_lanes_per_sm / warp_size),
+                  busiest * issued / blocks / gpu.issue_per_sm, matrix / gpu.matrix_flops_per_sm});
     double independent = std::clamp(local_words, 1.0, kMaxIndependent);
     double warp_instructions = issued / (blocks * warps);
-    double compute_latency = rounds * warp_instructions / independent * kArithmeticLatency;
+    double warp_mma = work[k].mma / warp_size / (blocks * warps);
+    double independent_mma = std::max(1.0, local_words / (2 * kMatrixWordsPerInstruction));
+    double compute_latency = rounds * (warp_instructions / independent * kArithmeticLatency +
+                                       warp_mma / independent_mma * kMatrixLatency);
     double sectors = busiest * out.global.transactions / blocks;
     double bandwidth =
         std::max(sectors / kL1SectorsPerCycle, 32 * sectors / gpu.l2_bytes_per_sm_cycle);

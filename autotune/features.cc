@@ -125,6 +125,7 @@ void write_arithmetic(const Context& c, FeatureSink& put) {
     sum.int_bitwise += t * a.int_bitwise;
     sum.bool_logic += t * a.bool_logic;
     sum.casts += t * a.casts;
+    sum.float_matrix += t * a.float_matrix;
     slots += t * a.issue_slots;
     max_ops = std::max(max_ops, a.element_ops);
   }
@@ -140,6 +141,7 @@ void write_arithmetic(const Context& c, FeatureSink& put) {
   put("arith.int_bitwise", slog(sum.int_bitwise));
   put("arith.bool_logic", slog(sum.bool_logic));
   put("arith.casts", slog(sum.casts));
+  put("arith.float_matrix", slog(sum.float_matrix));
   put("arith.log_vector_instructions", slog(slots));
   put("arith.log_max_store_operations", slog(max_ops));
 }

@@ -1,5 +1,8 @@
 // The arithmetic of a stored value by kind, in element operations and in weighted vector
 // instructions for the target: what the features count per store and the prior's compute time.
+#include <cinttypes>
+#include <cstdio>
+
 #include "autotune/program_analysis.h"
 #include "kiln/ir/functor.h"
 
@@ -17,6 +20,8 @@ constexpr double kSimpleCost = 1;
 constexpr double kDivideCost = 8;
 constexpr double kMathCost = 20;
 constexpr double kIntDivideCost = 10;
+// The threads of a warp, which share a warp-level matrix instruction (a constant of PTX).
+constexpr double kWarpThreads = 32;
 
 bool is_float(const DataType& t) {
   return t.is_float();
@@ -113,6 +118,9 @@ class ArithmeticCounter : public IRVisitor {
       case Builtin::Popcount:
         record(op->dtype, &Arithmetic::int_bitwise, 1, kSimpleCost, false);
         break;
+      case Builtin::PtxMma:
+        matrix(op);
+        break;
       case Builtin::Likely:
       case Builtin::Reinterpret:
       case Builtin::AddressOf:
@@ -205,6 +213,24 @@ class ArithmeticCounter : public IRVisitor {
     record(type, &Arithmetic::bool_logic, 1, kSimpleCost, false);
     visit_expr(op->a);
     visit_expr(op->b);
+  }
+
+  // A warp's matrix multiply-accumulate "mMnNkK.…" (ptx_mma's first argument): 2 M N K flops,
+  // a 32nd of them per thread, one instruction.
+  void matrix(const Call* op) {
+    const auto* shape = op->args.empty() ? nullptr : op->args[0].as<StringImm>();
+    int64_t m = 0, n = 0, k = 0;
+    if (shape == nullptr ||
+        std::sscanf(shape->value.c_str(), "m%" SCNd64 "n%" SCNd64 "k%" SCNd64, &m, &n, &k) != 3) {
+      record(op->dtype, &Arithmetic::float_math, 1, kMathCost, true);
+      return;
+    }
+    double flops = 2.0 * static_cast<double>(m * n * k) / kWarpThreads;
+    counts.float_matrix += flops;
+    counts.element_ops += flops;
+    counts.float_ops += flops;
+    counts.matrix_instructions += 1;
+    counts.issue_slots += kSimpleCost;
   }
 
   void select_like(const DataType& type) {

@@ -20,21 +20,23 @@ constexpr int kDefaultWarpSize = 32;
 // Per CUDA architecture (compute capability), a typical part's numbers (the data-center one
 // where there is one): SMs, resident threads and blocks per SM, shared memory per SM, float
 // lanes per SM, memory bandwidth in bytes per SM clock (bandwidth over boost clock), L2
-// bandwidth per SM and clock.
+// bandwidth per SM and clock, and the tensor cores' float16 flops (float32 accumulation) per SM
+// and clock that mma.sync reaches: the dense peak over SMs and boost clock, on sm_90 and later
+// about two thirds of it (the rest needs wgmma, which kiln does not emit).
 struct Architecture {
   int capability;
   int multiprocessors, max_threads, max_blocks;
-  double shared_kib, fp32_lanes, dram_bytes_per_cycle, l2_bytes_per_sm_cycle;
+  double shared_kib, fp32_lanes, dram_bytes_per_cycle, l2_bytes_per_sm_cycle, matrix_flops;
 };
 constexpr Architecture kArchitectures[] = {
-    {70, 80, 2048, 32, 96, 64, 590, 32},       // V100
-    {75, 40, 1024, 16, 64, 64, 200, 32},       // T4
-    {80, 108, 2048, 32, 164, 64, 1100, 48},    // A100
-    {86, 84, 1536, 16, 100, 128, 550, 48},     // A40
-    {89, 142, 1536, 24, 100, 128, 350, 48},    // L40
-    {90, 132, 2048, 32, 228, 128, 2000, 64},   // H100
-    {100, 148, 2048, 32, 228, 128, 4000, 64},  // B200
-    {120, 170, 1536, 32, 100, 128, 750, 64},   // RTX 5090
+    {70, 80, 2048, 32, 96, 64, 590, 32, 1024},       // V100
+    {75, 40, 1024, 16, 64, 64, 200, 32, 1024},       // T4
+    {80, 108, 2048, 32, 164, 64, 1100, 48, 2048},    // A100
+    {86, 84, 1536, 16, 100, 128, 550, 48, 1024},     // A40
+    {89, 142, 1536, 24, 100, 128, 350, 48, 512},     // L40
+    {90, 132, 2048, 32, 228, 128, 2000, 64, 2730},   // H100
+    {100, 148, 2048, 32, 228, 128, 4000, 64, 4096},  // B200
+    {120, 170, 1536, 32, 100, 128, 750, 64, 512},    // RTX 5090
 };
 
 // The newest architecture at or below `capability` (an OpenCL target, capability 0: the A100's
@@ -55,6 +57,7 @@ GpuModel gpu_model(int capability) {
   gpu.fp32_lanes_per_sm = pick->fp32_lanes;
   gpu.dram_bytes_per_cycle = pick->dram_bytes_per_cycle;
   gpu.l2_bytes_per_sm_cycle = pick->l2_bytes_per_sm_cycle;
+  gpu.matrix_flops_per_sm = pick->matrix_flops;
   return gpu;
 }
 

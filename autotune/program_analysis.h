@@ -38,6 +38,7 @@ struct GpuModel {
   double registers_per_sm = 65536;     // 32-bit registers
   double shared_bytes_per_sm = 0;      // shared memory of the resident blocks together
   double fp32_lanes_per_sm = 128;      // float adds, multiplies or FMAs per cycle
+  double matrix_flops_per_sm = 1024;   // tensor cores: float16 mma.sync flops per cycle
   double issue_per_sm = 4;             // warp instructions per cycle (one per scheduler)
   double l2_bytes_per_sm_cycle = 64;   // L2 bandwidth per multiprocessor
   double dram_bytes_per_cycle = 1000;  // memory bandwidth of the chip
@@ -82,6 +83,9 @@ struct Arithmetic {
   double float_add_sub = 0, float_mul = 0, float_fma = 0, float_div = 0, float_min_max = 0,
          float_compare_select = 0, float_math = 0;
   double int_arith = 0, int_div_mod = 0, int_bitwise = 0, bool_logic = 0, casts = 0;
+  // A thread's share of the flops of warp-level matrix instructions (tensor cores' mma: a
+  // 16x8x16 one is 2 x 16 x 8 x 16 flops over 32 threads), and its instructions.
+  double float_matrix = 0, matrix_instructions = 0;
   double element_ops = 0;         // every operation above (an FMA counts 2, as flops do)
   double vector_element_ops = 0;  // those in nodes of more than one lane
   double float_ops = 0;           // floating-point operations (an FMA counts 2)
@@ -222,8 +226,8 @@ struct Program {
 // consumer's threadIdx loops count those loops as well as its own).
 double executions(const Store& store, const Program& program);
 
-// Arithmetic operations of one call (an FMA counts 2), or the elements stored where there is no
-// arithmetic (cost_model_prior.cc).
+// Arithmetic operations of one call (an FMA counts 2; conversions do not count), or the elements
+// stored where there is no arithmetic (cost_model_prior.cc).
 double program_operations(const Program& program);
 
 // Walks a lowered function (features_loops.cc). Raises a kValue error naming `api` when the

@@ -2,8 +2,10 @@
 // multi_level_tiling_gpu placed under a thread loop copies the whole thread block's tile, and
 // every thread would copy all of it. Once the tile sizes are drawn, the copy's loops are spread
 // over the block's threads, each copying every threads-th element (or vector of elements).
+#include <algorithm>
 #include <unordered_set>
 
+#include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
 #include "kiln/ir/op.h"
 #include "kiln/schedule/annotation.h"
@@ -50,12 +52,15 @@ class RewriteCooperativeFetch : public Postproc {
     const schedule::BlockLocation& loc = sch.block(block, kName);
     std::vector<RV> loops = schedule::get_loops(sch, block);
     std::vector<RV> own;
-    int64_t threads = 0, elements = 1, row = 1;
+    int64_t threads = 0, warps = 0, elements = 1, row = 1;
     for (size_t l = 0; l < loops.size(); ++l) {
       const For* loop = loc.loops[l];
       if (shared_loops.count(loop) != 0) {
         if (loop->kind == ForKind::kThreadBinding && loop->thread_tag == "threadIdx.x") {
           threads = *as_const_int(loop->extent);
+        }
+        if (loop->kind == ForKind::kThreadBinding && loop->thread_tag == "threadIdx.y") {
+          warps = *as_const_int(loop->extent);
         }
         continue;
       }
@@ -66,24 +71,35 @@ class RewriteCooperativeFetch : public Postproc {
     // Step 2. The vector width: the annotated one where it divides the copied rows, the
     // operand's rows and the elements per pass of the threads, and the copy is a plain load
     // (a padded copy's guarded loads are no vector access).
+    // A copy for warp-level intrinsics (kiln.warp_lanes) is under the loop of the warps
+    // (threadIdx.y); the lanes of threadIdx.x run inside the intrinsics.
     const Block& copy = *loc.block;
+    int64_t warp_lanes = annotation_or(copy, kWarpLanesAnnotation, 0);
+    if (warp_lanes > 0 && threads == 0 && warps > 0) threads = warp_lanes;
+    int64_t all_threads = threads * (warp_lanes > 0 ? std::max<int64_t>(warps, 1) : 1);
     const auto* store = copy.body.as<BufferStore>();
     const auto* load = store != nullptr ? store->value.as<BufferLoad>() : nullptr;
     const int64_t* operand_row =
         load != nullptr ? as_const_int(load->buffer->shape.back()) : nullptr;
     if (lanes > 1 && (load == nullptr || operand_row == nullptr || *operand_row % lanes != 0 ||
-                      row % lanes != 0 || threads == 0 || elements % (threads * lanes) != 0)) {
+                      row % lanes != 0 || threads == 0 || elements % (all_threads * lanes) != 0)) {
       lanes = 1;
     }
     schedule::unannotate(sch, block, kCooperativeFetchAnnotation);
+    if (warp_lanes > 0) schedule::unannotate(sch, block, kWarpLanesAnnotation);
     if (threads == 0 || own.empty()) return;
-    // Step 3. Fuse, split by the threads (and lanes), bind and vectorize.
+    // Step 3. Fuse, split by the threads (the warps, then their lanes, where the copy is for
+    // warp-level intrinsics) and lanes, bind and vectorize.
     RV fused = own.size() == 1 ? own[0] : schedule::fuse(sch, own);
-    std::vector<schedule::SplitFactor> factors = {std::monostate{}, threads};
+    std::vector<schedule::SplitFactor> factors = {std::monostate{}};
+    bool by_warps = warp_lanes > 0 && warps > 0;
+    if (by_warps) factors.push_back(warps);
+    factors.push_back(threads);
     if (lanes > 1) factors.push_back(lanes);
     std::vector<RV> parts = schedule::split(sch, fused, factors);
-    schedule::bind_loop(sch, parts[1], "threadIdx.x");
-    if (lanes > 1) schedule::vectorize(sch, parts[2]);
+    if (by_warps) schedule::bind_loop(sch, parts[1], "threadIdx.y");
+    schedule::bind_loop(sch, parts[by_warps ? 2 : 1], "threadIdx.x");
+    if (lanes > 1) schedule::vectorize(sch, parts.back());
   }
 };
 

@@ -154,7 +154,9 @@ void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target) {
     const schedule::BlockLocation* loc = index.find_block(name);
     int64_t low = annotation_or(*loc->block, kThreadExtentLowAnnotation, 0);
     if (low == 0) continue;
-    int64_t threads = threads_around(*loc);
+    // A block tensorized with warp-level intrinsics runs their lanes inside it.
+    int64_t lanes = annotation_or(*loc->block, kWarpLanesAnnotation, 1);
+    int64_t threads = threads_around(*loc) * lanes;
     if (threads < low || threads > limits.max_threads_per_block) {
       schedule::schedule_error("GpuThreadExtentError", kName,
                                "block " + name + " runs on " + std::to_string(threads) +
@@ -162,7 +164,7 @@ void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target) {
                                    std::to_string(low) + " to " +
                                    std::to_string(limits.max_threads_per_block));
     }
-    int64_t outputs = register_tile(*loc);
+    int64_t outputs = register_tile(*loc) / lanes;
     int64_t most = annotation_or(*loc->block, kRegisterTileAnnotation, 0);
     if (most > 0 && outputs > most) {
       schedule::schedule_error("GpuRegisterTileError", kName,

@@ -210,6 +210,7 @@ SpaceGenerator::SpaceGenerator(const TuneTask& task, const SpaceConfig& config)
     // verifier drops what the GPU could not run. There is no root rule.
     s.block_rules.push_back(make_auto_inline(s.context));
     s.block_rules.push_back(make_cross_thread_reduction(s.context));
+    s.block_rules.push_back(make_multi_level_tiling_tensor_core(s.context));
     s.block_rules.push_back(make_multi_level_tiling_gpu(s.context));
     s.block_rules.push_back(make_auto_bind(s.context));
     s.postprocs.push_back(make_rewrite_cooperative_fetch(s.context));

@@ -50,6 +50,10 @@ constexpr const char* kCooperativeFetchAnnotation = "kiln.cooperative_fetch";  /
 constexpr const char* kPadSharedAnnotation = "kiln.pad_shared";               // block: 0, 1 or 2
 constexpr const char* kThreadExtentLowAnnotation = "kiln.thread_extent_low";  // block: threads
 constexpr const char* kRegisterTileAnnotation = "kiln.max_register_tile";     // block: outputs
+// GPU: on a block tensorized with warp-level intrinsics (multi_level_tiling_tensor_core) and its
+// shared copies, the lanes of threadIdx.x the intrinsics run inside the block (32): a block under
+// W warps (threadIdx.y) runs on 32 W threads, and the copies are spread over both axes.
+constexpr const char* kWarpLanesAnnotation = "kiln.warp_lanes";  // block: lanes
 
 // ---------------------------------------------------------------------------------------------
 // Schedule rules
@@ -203,6 +207,26 @@ std::unique_ptr<ScheduleRule> make_multi_level_tiling_gpu(const SpaceContext& co
 // threads): more would spill registers on a GPU.
 constexpr int64_t kMaxRegisterTile = 64;
 
+// Tiles a float16 matrix product accumulated in float32 (C[i, j] += A[i, k] * B[j, k], or
+// B[k, j]; every extent a multiple of 16) for tensor cores, on a CUDA target that has the
+// features of cuda.mma_f16f16f32 (sm_80) when config.tensor_intrinsics names it: a sketch of its
+// own besides the block as it is. i and j are split [thread blocks, warps, fragments, 16] and k
+// [stages, steps, 16] by sample_perfect_tile; the fused thread-block loops are bound to
+// blockIdx.x and the fused warp loops to threadIdx.y; the accumulator's fragments live in "warp"
+// memory (the warp's registers), the operands' tiles of a stage in "shared" memory (copied by
+// rewrite_cooperative_fetch with a sampled width), their fragments loaded one step at a time;
+// the fragments get the intrinsics' layout (transform_layout) and the loads, the update, the fill
+// and the store are tensorized with cuda.mma_*; the warp's nest gets a sampled unroll depth.
+// The block carries the limits check_gpu_tiles holds its draws to (kiln.warp_lanes: the warps'
+// 32 lanes count as threads):
+//   l7, l8 = sch.split(loop=l1, factors=[None, 16])
+//   v9, v10, v11 = sch.sample_perfect_tile(loop=l7, n=3, max_innermost_factor=4)
+//   sch.tensorize(block_or_loop=l30, tensor_intrin="cuda.mma_f16f16f32")
+std::unique_ptr<ScheduleRule> make_multi_level_tiling_tensor_core(const SpaceContext& context);
+// The most float32 accumulators one thread of a tensor-core tiling holds: 8 per 16x16 fragment
+// of its warp's tile (16 fragments, a warp tile of 64x64).
+constexpr int64_t kMaxTensorCoreAccumulators = 128;
+
 // The thread counts the GPU rules draw from: the powers of two from `smallest` up to `largest`
 // (at most the target's -max_threads_per_block), those past twice `extent` left out (at least
 // one stays).
@@ -249,7 +273,9 @@ std::unique_ptr<Postproc> make_verify_gpu_code(const SpaceContext& context);
 // (steps, the threadIdx.x extent around it, lanes) and bound, the lanes vectorized where the
 // annotated width divides the copied rows, the operand's rows and what the threads copy in one
 // pass, and the copy is a plain load (a padded copy's guarded reads make no vector access);
-// else it copies one element per thread and pass:
+// else it copies one element per thread and pass. A copy annotated kiln.warp_lanes (for
+// warp-level intrinsics, under the loop of the warps bound to threadIdx.y) is split into
+// (steps, warps, lanes, vector) and bound to threadIdx.y and threadIdx.x:
 //   l20 = sch.fuse(l17, l18)
 //   l21, l22, l23 = sch.split(loop=l20, factors=[None, 64, 4])
 //   sch.bind(loop=l22, thread_axis="threadIdx.x")
@@ -264,7 +290,9 @@ std::unique_ptr<Postproc> make_rewrite_cooperative_fetch(const SpaceContext& con
 // the model cannot read its accesses:
 //   sch.storage_align(block=b40, buffer_index=0, axis=0, factor=32, offset=4)
 std::unique_ptr<Postproc> make_pad_shared_tiles(const SpaceContext& context);
-// The limits a tiled block's annotations ask for (multi_level_tiling_gpu): between
+// The limits a tiled block's annotations ask for (multi_level_tiling_gpu, and
+// multi_level_tiling_tensor_core, whose kiln.warp_lanes multiplies the threads around the block
+// and divides the outputs per thread by the lanes): between
 // kiln.thread_extent_low and the target's -max_threads_per_block threads around it
 // (GpuThreadExtentError), at most kiln.max_register_tile outputs per thread: the extents of the
 // vthread loops around it and of its spatial loops inside its innermost thread loop

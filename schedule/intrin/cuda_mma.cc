@@ -9,6 +9,7 @@
 // multiply-accumulate is the ptx_mma builtin, which only CUDA code for sm_80 or newer has.
 #include "kiln/ir/buffer.h"
 #include "kiln/ir/op.h"
+#include "kiln/schedule/tensor_intrin.h"
 #include "schedule/intrin/intrinsics.h"
 
 namespace kiln::schedule {
@@ -193,6 +194,16 @@ Expr mma_fragment_row(const Expr& lane, const Expr& element) {
 Expr mma_fragment_col(const Expr& lane, const Expr& element) {
   auto c = [](int64_t v) { return int32_const(v); };
   return floordiv(element, c(4)) * 8 + floormod(lane, c(4)) * 2 + floormod(element, c(2));
+}
+
+IndexMap cuda_mma_fragment_map(bool transposed) {
+  Ref<Var> i = make_var("i"), j = make_var("j");
+  auto tiles = [](const Ref<Var>& v) { return floordiv(Expr(v), int32_const(kMmaTile)); };
+  const Ref<Var>& row = transposed ? j : i;
+  const Ref<Var>& col = transposed ? i : j;
+  return IndexMap({i, j}, {tiles(i), tiles(j), mma_fragment_lane(row, col),
+                           mma_fragment_element(floormod(Expr(row), int32_const(kMmaTile)),
+                                                floormod(Expr(col), int32_const(kMmaTile)))});
 }
 
 Ref<Buffer> mma_fragment_buffer(DataType dtype, const std::string& name) {

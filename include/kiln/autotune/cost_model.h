@@ -71,7 +71,10 @@ namespace kiln::autotune {
 //    allow. The busiest multiprocessor runs ceil(blocks / multiprocessors) blocks, in rounds of
 //    the resident ones.
 //  * Throughput on the busiest multiprocessor: its warp instructions (float ones on the float
-//    lanes, all of them, loads and stores included, four per cycle), its shared-memory
+//    lanes, all of them, loads and stores included, four per cycle), its tensor cores'
+//    operations (a warp's mma.sync of M x N x K does 2 M N K of them; per multiprocessor and
+//    cycle, float16 with float32 accumulation: A100 2048, H100 about two thirds of its dense
+//    peak, 2730, as mma.sync reaches without wgmma), its shared-memory
 //    wavefronts (one per cycle, by the bank model of the gpu.* features), its global-memory
 //    sectors (four per cycle through L1, the L2's bandwidth). Loads are counted as the compiler
 //    makes them: an element read again in the same iteration of the innermost loop that is not
@@ -84,8 +87,9 @@ namespace kiln::autotune {
 //    (NVRTC's PTX of 11 tiled GEMM and conv2d candidates whose padding for scalar reads changed
 //    their shared-load count: the model's requests moved the same way in 9.)
 //  * Latency per round: a warp's instructions wait 4 cycles per group of independent ones (as
-//    many as its local words, at most 8); its global loads wait the memory latency (500 cycles)
-//    per 4 in flight. The resident warps overlap.
+//    many as its local words, at most 8), its mma.sync 32 cycles per group of independent ones
+//    (a fragment of the accumulator per 8 local words); its global loads wait the memory latency
+//    (500 cycles) per 4 in flight. The resident warps overlap.
 //  * The kernel takes the larger of that and its global buffers moved once at the chip's memory
 //    bandwidth, plus a launch (4000 cycles).
 //
@@ -101,8 +105,8 @@ namespace kiln::autotune {
 // of one function has not been measured on a GPU (benchmarks/bench_gpu_prior.py does).
 struct PriorEstimate {
   double cycles = 0;      // one call
-  double operations = 0;  // arithmetic operations of one call (as count_flops: FMA counts 2);
-                          // elements stored when there is no arithmetic
+  double operations = 0;  // arithmetic operations of one call (as count_flops: FMA counts 2,
+                          // conversions none); elements stored when there is no arithmetic
   double throughput = 0;  // operations / cycles: the prior
   double compute_cycles = 0, memory_cycles = 0, latency_cycles = 0;  // summed over stores
   double parallel_efficiency = 1;    // cycle-weighted over the stores (1: no idle cores)

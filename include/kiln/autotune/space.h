@@ -45,12 +45,13 @@ struct SpaceConfig {
   // Try packing the operand a tiled reduction reads along its innermost tile (B of A @ B) into
   // tiles laid out contiguously.
   bool pack_operands = true;
-  // The tensor intrinsics the rule tensorize tries on reduction blocks (schedule/intrin/); it
-  // uses those whose required_features the task's target has (of two forms of one dot
-  // product, the wider).
-  std::vector<std::string> tensor_intrinsics = {"x86.avx512.vnni.dot_16x4_u8s8s32",
-                                                "x86.avxvnni.dot_8x4_u8s8s32",
-                                                "x86.avx512.bf16.dot_16x2_bf16bf16f32"};
+  // The tensor intrinsics the space tries on reduction blocks (schedule/intrin/), those whose
+  // required_features the task's target has: the rule tensorize the dot products (of two forms
+  // of one dot product, the wider), multi_level_tiling_tensor_core "cuda.mma_f16f16f32" (with
+  // the loads, fill and store of its family).
+  std::vector<std::string> tensor_intrinsics = {
+      "x86.avx512.vnni.dot_16x4_u8s8s32", "x86.avxvnni.dot_8x4_u8s8s32",
+      "x86.avx512.bf16.dot_16x2_bf16bf16f32", "cuda.mma_f16f16f32"};
 };
 
 // One point of the design space.

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "kiln/ir/function.h"
+#include "kiln/schedule/index_map.h"
 
 namespace kiln::schedule {
 
@@ -88,5 +89,12 @@ TensorIntrin get_tensor_intrin(const std::string& name);
 
 // The registered names, sorted.
 std::vector<std::string> tensor_intrin_names();
+
+// The layout of the cuda.mma_* fragments, as a map for transform_layout of a "warp" buffer that
+// holds whole 16x16 tiles: element (i, j) of [M, N] (A as [M, K], B as [N, K], the accumulator)
+// goes to [i // 16, j // 16, lane, element] of the tile's fragment; with `transposed`, of B
+// stored as [K, N]: (k, n) goes to [k // 16, n // 16] and the lane and element of (n, k), as
+// cuda.mma_load_16x16_f16_b loads it.
+IndexMap cuda_mma_fragment_map(bool transposed);
 
 }  // namespace kiln::schedule

@@ -129,8 +129,9 @@ class SpaceGenerator(_SpaceGenerator):
         func (PrimFunc): the function.
         target (str): the target string.
         num_threads (int): the threads the kernels will run on (0: the runtime's).
-        tensor_intrinsics (list of str): the intrinsics the rule tensorize tries (None: the
-            shipped x86 ones); it uses those whose required features the target has.
+        tensor_intrinsics (list of str): the tensor intrinsics the space tries (None: the
+            shipped x86 ones and cuda.mma_f16f16f32, the tensor cores' update); it uses those
+            whose required features the target has.
         space: "post-order-apply" (kiln's rules) or a schedule function (see the module's
             docstring).
 

@@ -1,0 +1,250 @@
+// The rule multi_level_tiling_tensor_core (CUDA targets with tensor cores): a float16 matrix
+// product accumulated in float32 gets a sketch computed by the warps' tensor cores with the
+// cuda.mma_* intrinsics, beside the block as it is (which multi_level_tiling_gpu then tiles
+// for the CUDA cores). Each thread block computes a tile of the output, each warp a tile of
+// 16x16 fragments of it held in the warp's registers; the operands' tiles of one outer
+// reduction step are staged in shared memory (copied by all the block's threads), then
+// loaded into fragments 16 columns of the reduction at a time.
+//
+// What it supports: blocks C[i, j] (float32) += A[i, k] * B[j, k] or A[i, k] * B[k, j], A and B
+// float16 read at plain iterators (no batch dimension), every extent a multiple of 16; the
+// body must be what cuda.mma_f16f16f32 computes (tensorize checks it). Others get no sketch.
+#include <algorithm>
+#include <optional>
+
+#include "autotune/space/block_analysis.h"
+#include "autotune/space/space_parts.h"
+#include "kiln/ir/op.h"
+#include "kiln/schedule/annotation.h"
+#include "kiln/schedule/blockize_tensorize.h"
+#include "kiln/schedule/cache_read_write.h"
+#include "kiln/schedule/compute_at.h"
+#include "kiln/schedule/for_kind.h"
+#include "kiln/schedule/getters.h"
+#include "kiln/schedule/layout_transformation.h"
+#include "kiln/schedule/loop_transformation.h"
+#include "kiln/schedule/reduction.h"
+#include "kiln/schedule/sampling.h"
+#include "kiln/schedule/tensor_intrin.h"
+
+namespace kiln::autotune {
+
+namespace {
+
+using schedule::RV;
+
+constexpr const char* kMma = "cuda.mma_f16f16f32";
+constexpr const char* kLoadA = "cuda.mma_load_16x16_f16_a";
+constexpr const char* kLoadBTrans = "cuda.mma_load_16x16_f16_b_trans";  // B as [N, K]
+constexpr const char* kLoadB = "cuda.mma_load_16x16_f16_b";             // B as [K, N]
+constexpr const char* kFill = "cuda.mma_fill_16x16_f32";
+constexpr const char* kStore = "cuda.mma_store_16x16_f32";
+constexpr int64_t kTile = 16;
+constexpr int64_t kWarpLanes = 32;
+// The most fragments along one side of a warp's tile, and the most 16x16 steps of the
+// reduction per shared-memory stage.
+constexpr int64_t kMaxFragmentsPerSide = 4;
+constexpr int64_t kMaxStepsPerStage = 4;
+// The vector widths a cooperative fetch may copy with (vector types of CUDA; 1: no vector).
+const std::vector<int64_t> kFetchLanes = {1, 2, 4};
+
+// How a block maps onto the intrinsics: its loops of i, j and k (in the block's loop order),
+// the reads of A and B, and whether B is read as [j, k].
+struct MmaMatch {
+  int i_loop = -1, j_loop = -1, k_loop = -1;
+  int a_read = -1, b_read = -1;
+  bool trans_b = true;
+};
+
+// The iterator `e` is exactly, or -1.
+int iterator_index(const ir::Expr& e, const ir::Block& block) {
+  const auto* v = e.as<ir::Var>();
+  for (size_t k = 0; v != nullptr && k < block.iter_vars.size(); ++k) {
+    if (block.iter_vars[k].var.get() == v) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const BlockAnalysis& a) {
+  const ir::Block& block = *loc.block;
+  if (block.iter_vars.size() != 3 || block.writes.size() != 1) return std::nullopt;
+  const ir::BufferRegion& write = block.writes[0];
+  if (write.buffer->dtype != ir::DataType::float32() || write.region.size() != 2) {
+    return std::nullopt;
+  }
+  int vi = iterator_index(write.region[0].min, block);
+  int vj = iterator_index(write.region[1].min, block);
+  int vk = 3 - vi - vj;
+  if (vi < 0 || vj < 0 || vi == vj || a.is_reduce[vi] || a.is_reduce[vj] || !a.is_reduce[vk]) {
+    return std::nullopt;
+  }
+  for (const ir::IterVar& iter : block.iter_vars) {
+    const int64_t* extent = ir::as_const_int(iter.dom.extent);
+    if (extent == nullptr || *extent % kTile != 0) return std::nullopt;
+  }
+  MmaMatch m;
+  for (size_t r = 0; r < block.reads.size(); ++r) {
+    const ir::BufferRegion& read = block.reads[r];
+    if (read.buffer.same_as(write.buffer)) continue;
+    if (read.buffer->dtype != ir::DataType::float_(16) || read.region.size() != 2) {
+      return std::nullopt;
+    }
+    int first = iterator_index(read.region[0].min, block);
+    int second = iterator_index(read.region[1].min, block);
+    if (first == vi && second == vk && m.a_read < 0) {
+      m.a_read = static_cast<int>(r);
+    } else if ((first == vj && second == vk) || (first == vk && second == vj)) {
+      if (m.b_read >= 0) return std::nullopt;
+      m.b_read = static_cast<int>(r);
+      m.trans_b = first == vj;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (m.a_read < 0 || m.b_read < 0) return std::nullopt;
+  m.i_loop = a.iter_loop[vi];
+  m.j_loop = a.iter_loop[vj];
+  m.k_loop = a.iter_loop[vk];
+  return m;
+}
+
+class MultiLevelTilingTensorCore : public ScheduleRule {
+ public:
+  explicit MultiLevelTilingTensorCore(const SpaceContext& context) : context_(context) {
+    // The family needs what cuda.mma_f16f16f32 needs (its loads, fill and store any GPU runs);
+    // it is tried where the space's list names it and the target has its features.
+    const codegen::Target& target = context.task->target;
+    const std::vector<std::string>& names = context.config.tensor_intrinsics;
+    if (target.kind != "cuda" ||
+        std::find(names.begin(), names.end(), kMma) == names.end()) {
+      return;
+    }
+    intrin_target_ = schedule::IntrinTarget{target.str(), target.intrinsic_features()};
+    enabled_ = schedule::missing_features(schedule::get_tensor_intrin(kMma), intrin_target_)
+                   .empty();
+  }
+  const char* name() const override { return "multi_level_tiling_tensor_core"; }
+
+  std::vector<schedule::Schedule> apply(const schedule::Schedule& sch,
+                                        const std::string& block_name) override {
+    std::vector<schedule::Schedule> results = {sch};
+    if (!enabled_) return results;
+    schedule::Schedule result = sch.copy();
+    // Step 1. A reduction of the root scope under serial loops, as te.create_prim_func makes
+    // it, that the intrinsics compute.
+    const schedule::BlockLocation* loc = root_scope_block(result, block_name);
+    if (loc == nullptr) return results;
+    for (const ir::For* loop : loc->loops) {
+      if (loop->kind != ir::ForKind::kSerial) return results;
+    }
+    BlockAnalysis a = analyze_block(result, block_name);
+    if (!a.has_init || !a.trivial_bindings) return results;
+    std::optional<MmaMatch> m = match_block(*loc, a);
+    if (!m) return results;
+    try {
+      tile_and_tensorize(result, block_name, *m);
+    } catch (const schedule::ScheduleError&) {
+      return results;  // the body is not what the intrinsics compute
+    }
+    results.push_back(result);
+    return results;
+  }
+
+ private:
+  void tile_and_tensorize(schedule::Schedule& sch, const std::string& block_name,
+                          const MmaMatch& m) {
+    RV block = schedule::get_block(sch, block_name);
+    std::vector<RV> loops = schedule::get_loops(sch, block);
+    // Step 2. Split i and j into [thread blocks, warps, fragments per warp, 16] and k into
+    // [stages, steps per stage, 16]; the 16s are the intrinsics' tiles.
+    auto tiles = [&sch](const RV& loop, int levels, int max_inner) {
+      std::vector<RV> halves = schedule::split(sch, loop, {std::monostate{}, kTile});
+      std::vector<RV> parts = split_perfect(sch, halves[0], levels, max_inner);
+      parts.push_back(halves[1]);
+      return parts;
+    };
+    std::vector<RV> i = tiles(loops[m.i_loop], 3, kMaxFragmentsPerSide);
+    std::vector<RV> j = tiles(loops[m.j_loop], 3, kMaxFragmentsPerSide);
+    std::vector<RV> k = tiles(loops[m.k_loop], 2, kMaxStepsPerStage);
+    schedule::reorder(sch, {i[0], j[0], i[1], j[1], k[0], k[1], i[2], j[2], i[3], j[3], k[2]});
+    schedule::bind_loop(sch, schedule::fuse(sch, {i[0], j[0]}), "blockIdx.x");
+    RV warp = schedule::fuse(sch, {i[1], j[1]});
+    schedule::bind_loop(sch, warp, "threadIdx.y");
+    // Step 3. The limits check_gpu_tiles holds a draw to: the warps' lanes run inside the
+    // intrinsics (threadIdx.x, 32), so a block of W warps has 32 W threads (one warp at least)
+    // and each thread holds 8 accumulators per fragment of its warp's tile.
+    auto annotate = [&sch, &block](const char* key, int64_t value) {
+      schedule::annotate(sch, block, key, ir::make_const(ir::DataType::int32(), value));
+    };
+    annotate(kWarpLanesAnnotation, kWarpLanes);
+    annotate(kThreadExtentLowAnnotation, kWarpLanes);
+    annotate(kRegisterTileAnnotation, kMaxTensorCoreAccumulators);
+    // Step 4. The accumulators in the warp's registers, stored into the output after the
+    // reduction; the operands' tiles of one stage in shared memory, copied by all the block's
+    // threads (rewrite_cooperative_fetch, with a sampled vector width); their fragments loaded
+    // one step of 16 at a time.
+    RV acc = schedule::cache_write(sch, block, 0, "warp");
+    schedule::reverse_compute_at(sch, acc, warp);
+    for (int read : {m.a_read, m.b_read}) {
+      RV shared = schedule::cache_read(sch, block, read, "shared", {block});
+      schedule::compute_at(sch, shared, k[0]);
+      RV lanes = schedule::sample_categorical(sch, kFetchLanes,
+                                              std::vector<double>(kFetchLanes.size(), 1.0));
+      schedule::annotate(sch, shared, kCooperativeFetchAnnotation, lanes);
+      schedule::annotate(sch, shared, kWarpLanesAnnotation,
+                         ir::make_const(ir::DataType::int32(), kWarpLanes));
+    }
+    // The reads of A and B are now of the shared copies, at the same positions.
+    RV a_frag = schedule::cache_read(sch, block, m.a_read, "warp", {block});
+    RV b_frag = schedule::cache_read(sch, block, m.b_read, "warp", {block});
+    schedule::compute_at(sch, a_frag, k[1]);
+    schedule::compute_at(sch, b_frag, k[1]);
+    // Step 5. The fragments' layout (after the compute locations, which follow the loops
+    // through the buffers' logical indices).
+    const auto write = std::make_pair(schedule::BufferIndexType::kWrite, int64_t{0});
+    const auto read = std::make_pair(schedule::BufferIndexType::kRead, int64_t{0});
+    schedule::transform_layout(sch, a_frag, write, schedule::cuda_mma_fragment_map(false));
+    schedule::transform_layout(sch, b_frag, write, schedule::cuda_mma_fragment_map(!m.trans_b));
+    schedule::transform_layout(sch, acc, read, schedule::cuda_mma_fragment_map(false));
+    RV init = schedule::decompose_reduction(sch, block, k[0]);
+    // Step 6. The 16x16 tiles that the intrinsics replace.
+    std::vector<RV> a_loops = schedule::get_loops(sch, a_frag);
+    RV a_tile = schedule::split(sch, a_loops[a_loops.size() - 2], {std::monostate{}, kTile})[1];
+    std::vector<RV> b_loops = schedule::get_loops(sch, b_frag);
+    RV b_tile;
+    if (m.trans_b) {
+      b_tile = schedule::split(sch, b_loops[b_loops.size() - 2], {std::monostate{}, kTile})[1];
+    } else {
+      RV outer = schedule::split(sch, b_loops.back(), {std::monostate{}, kTile})[0];
+      schedule::reorder(sch, {outer, b_loops[b_loops.size() - 2]});
+      b_tile = b_loops[b_loops.size() - 2];
+    }
+    std::vector<RV> s = schedule::get_loops(sch, acc);
+    std::vector<RV> rows = schedule::split(sch, s[s.size() - 2], {std::monostate{}, kTile});
+    RV columns = schedule::split(sch, s.back(), {std::monostate{}, kTile})[0];
+    schedule::reorder(sch, {rows[0], columns, rows[1]});
+    std::vector<RV> init_loops = schedule::get_loops(sch, init);
+    RV init_tile = init_loops[init_loops.size() - 2];
+    schedule::tensorize(sch, a_tile, kLoadA, &intrin_target_);
+    schedule::tensorize(sch, b_tile, m.trans_b ? kLoadBTrans : kLoadB, &intrin_target_);
+    schedule::tensorize(sch, i[3], kMma, &intrin_target_);
+    schedule::tensorize(sch, init_tile, kFill, &intrin_target_);
+    schedule::tensorize(sch, rows[1], kStore, &intrin_target_);
+    // Step 7. A sampled unroll depth for the warp's nest (its fragment loops).
+    const std::vector<int64_t>& steps = context_.config.unroll_steps;
+    RV unroll = schedule::sample_categorical(sch, steps, std::vector<double>(steps.size(), 1.0));
+    schedule::annotate(sch, warp, "pragma_auto_unroll_max_step", unroll);
+  }
+
+  SpaceContext context_;
+  bool enabled_ = false;
+  schedule::IntrinTarget intrin_target_;
+};
+
+}  // namespace
+
+std::unique_ptr<ScheduleRule> make_multi_level_tiling_tensor_core(const SpaceContext& context) {
+  return std::make_unique<MultiLevelTilingTensorCore>(context);
+}
+
+}  // namespace kiln::autotune

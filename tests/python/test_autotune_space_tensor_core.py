@@ -1,0 +1,182 @@
+"""The tuner's tensor-core sketch (multi_level_tiling_tensor_core): a float16 matrix product
+accumulated in float32 on a CUDA target of sm_80 or newer gets a sketch tensorized with the
+cuda.mma_* intrinsics beside the CUDA-core one. Without a GPU the tests prove what can be proved:
+every sampled or mutated candidate, its mma.sync replaced by cuda.mma_f16f16f32_reference in its
+trace, computes the product on the interpreter (and on OpenCL where there is a device); the
+candidates themselves compile with NVRTC for sm_80 and sm_90 with mma.sync in their PTX and no
+spilled fragment; their draws keep the thread limit with the warps' 32 lanes counted; targets,
+layouts and shapes the intrinsics cannot take get no such sketch; and the cost model counts
+the tensor cores' operations."""
+import json
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import autotune, te, tir
+from kiln.autotune import SpaceGenerator
+from kiln.tir.tensor_intrin import cuda as mma
+
+from gpu_helpers import nvrtc_missing, opencl_missing, skip_unless
+from mma_helpers import gemm_args, gemm_expected, gemm_fp16
+
+SM80 = "cuda -arch=sm_80"
+MMA_PTX = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+TENSOR_CORE = 1  # the sketch's index: the block as it is comes first
+
+
+def candidates(space, count, seeds=range(60)):
+    """The first `count` candidates of the tensor-core sketch, seeds in order."""
+    out = []
+    for seed in seeds:
+        candidate = space.sample(TENSOR_CORE, seed=seed)
+        if candidate is not None:
+            out.append(candidate)
+        if len(out) == count:
+            break
+    assert len(out) == count, space.rejections
+    return out
+
+
+def reference_twin(candidate, func):
+    """The candidate's schedule with mma.sync's update replaced by its plain-code reference,
+    which the interpreter and any GPU target run."""
+    text = json.dumps(candidate.trace.as_json())
+    assert f'"{mma.MMA_F16F16F32}"' in text
+    text = text.replace(f'"{mma.MMA_F16F16F32}"', f'"{mma.MMA_F16F16F32_REFERENCE}"')
+    sch = tir.Schedule(func)
+    tir.Trace.apply_json_to_schedule(json.loads(text), sch)
+    return sch.mod
+
+
+def decisions(candidate):
+    return [i["decision"] for i in candidate.decisions.as_json()["instructions"]
+            if i.get("decision") is not None]
+
+
+def test_a_float16_product_gets_a_tensor_core_sketch_beside_the_cuda_core_one():
+    for trans_b in (True, False):
+        space = SpaceGenerator(gemm_fp16(128, 128, 128, trans_b), SM80)
+        assert len(space.sketches) == 2
+        text = str(space.sketches[TENSOR_CORE])
+        load_b = mma.LOAD_16x16_F16_B_TRANS if trans_b else mma.LOAD_16x16_F16_B
+        for name in (mma.LOAD_16x16_F16_A, load_b, mma.MMA_F16F16F32, mma.MMA_FILL_16x16_F32,
+                     mma.MMA_STORE_16x16_F32):
+            assert f'tensor_intrin="{name}"' in text, name
+        assert 'storage_scope="warp"' in text and 'thread_axis="threadIdx.y"' in text
+        assert "mma" not in str(space.sketches[0])
+
+
+@pytest.mark.parametrize("func, target, why", [
+    (gemm_fp16(64, 64, 64), "cuda -arch=sm_75", "mma.sync m16n8k16 needs sm_80"),
+    (gemm_fp16(64, 64, 64), "opencl", "no tensor intrinsics on OpenCL"),
+    (gemm_fp16(64, 64, 64, dtype="float32"), SM80, "float32 operands"),
+    (gemm_fp16(64, 64, 64, acc_dtype="float16"), SM80, "a float16 accumulator"),
+    (gemm_fp16(64, 56, 64), SM80, "56 columns are no whole tiles"),
+    (gemm_fp16(64, 64, 40), SM80, "a reduction of 40 is no whole steps"),
+])
+def test_no_tensor_core_sketch_where_the_intrinsics_do_not_fit(func, target, why):
+    assert len(SpaceGenerator(func, target).sketches) == 1, why
+
+
+def test_the_space_list_decides_whether_tensor_cores_are_tried():
+    func = gemm_fp16(64, 64, 64)
+    assert len(SpaceGenerator(func, SM80, tensor_intrinsics=[]).sketches) == 1
+    assert len(SpaceGenerator(func, SM80, tensor_intrinsics=[mma.MMA_F16F16F32]).sketches) == 2
+
+
+def test_a_batch_of_products_gets_no_tensor_core_sketch():
+    A = te.placeholder((2, 32, 32), "float16", name="A")
+    B = te.placeholder((2, 32, 32), "float16", name="B")
+    r = te.reduce_axis((0, 32), name="k")
+    C = te.compute((2, 32, 32), lambda b, i, j: te.sum(
+        A[b, i, r].astype("float32") * B[b, j, r].astype("float32"), axis=r), name="C")
+    assert len(SpaceGenerator(te.create_prim_func([A, B, C]), SM80).sketches) == 1
+
+
+@pytest.mark.parametrize("trans_b", [True, False])
+def test_sampled_candidates_compute_the_product_with_the_reference_update(trans_b):
+    func = gemm_fp16(64, 128, 64, trans_b)
+    space = SpaceGenerator(func, SM80)
+    seen = set()
+    for seed, candidate in enumerate(candidates(space, 4)):
+        seen.add(json.dumps(decisions(candidate)))
+        a, b, c = gemm_args(func, seed)
+        tir.interpret(reference_twin(candidate, func)["main"], a, b, c)
+        np.testing.assert_allclose(c, gemm_expected(a, b, trans_b), rtol=1e-4, atol=1e-4)
+    assert len(seen) >= 3
+    assert space.rejections == {} or all(k.startswith("sample:") for k in space.rejections)
+
+
+def test_mutated_candidates_compute_the_product_with_the_reference_update():
+    func = gemm_fp16(64, 64, 64)
+    space = SpaceGenerator(func, SM80)
+    (parent,) = candidates(space, 1)
+    seen = {parent.hash}
+    for seed in range(16):
+        mutated = space.mutate(parent.decisions, seed=seed)
+        child = space.replay(TENSOR_CORE, mutated) if mutated is not None else None
+        if child is None or child.hash in seen or len(seen) >= 3:
+            continue
+        seen.add(child.hash)
+        a, b, c = gemm_args(func, seed)
+        tir.interpret(reference_twin(child, func)["main"], a, b, c)
+        np.testing.assert_allclose(c, gemm_expected(a, b), rtol=1e-4, atol=1e-4)
+    assert len(seen) >= 2
+
+
+def test_a_candidate_with_the_reference_update_runs_on_opencl():
+    skip_unless(opencl_missing())
+    func = gemm_fp16(64, 128, 64, trans_b=False)
+    (candidate,) = candidates(SpaceGenerator(func, SM80), 1)
+    rt = kiln.build(reference_twin(candidate, func), target="opencl")
+    a, b, c = gemm_args(func)
+    dev = kiln.opencl(0)
+    c_dev = kiln.nd.array(c, device=dev)
+    rt["main"](kiln.nd.array(a, device=dev), kiln.nd.array(b, device=dev), c_dev)
+    np.testing.assert_allclose(c_dev.numpy(), gemm_expected(a, b, False), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_candidates_compile_with_mma_sync_and_keep_their_fragments_in_registers(arch):
+    skip_unless(nvrtc_missing())
+    target = f"cuda -arch={arch}"
+    space = SpaceGenerator(gemm_fp16(256, 256, 256), target)
+    for candidate in candidates(space, 2):
+        rt = kiln.build(candidate.mod, target=target)
+        source, ptx = rt.get_source("cuda"), rt.get_source("ptx")
+        assert f'asm volatile("{MMA_PTX}' in source and "__syncthreads();" in source
+        assert MMA_PTX in ptx and ".local" not in ptx
+
+
+def test_draws_count_the_warps_lanes_as_threads():
+    """With at most 128 threads per block a tensor-core candidate has at most 4 warps (each
+    of 32 lanes, which run inside the intrinsics); draws of more are counted and drawn again."""
+    target = SM80 + " -max_threads_per_block=128"
+    space = SpaceGenerator(gemm_fp16(256, 256, 64), target)
+    for candidate in candidates(space, 4):
+        lowered = tir.lower(candidate.mod, target=target)
+        attrs = lowered["main_kernel0"].attrs
+        assert int(attrs["kiln.launch.threadIdx.x"]) == 32
+        assert 1 <= int(attrs["kiln.launch.threadIdx.y"]) <= 4
+    assert space.rejections.get("sample: GpuThreadExtentError", 0) > 0
+
+
+def test_the_cost_model_counts_the_tensor_cores_operations():
+    """A tensor-core candidate does the 2 M N K operations of the product (a 32nd of each
+    mma.sync's per lane), as many as a CUDA-core candidate (whose conversions do not count);
+    its features count them as matrix operations, the CUDA-core one's not."""
+    func = gemm_fp16(128, 128, 64)
+    space = SpaceGenerator(func, SM80)
+    names = autotune.feature_names()
+    estimates, matrix = [], []
+    for sketch in (0, TENSOR_CORE):
+        candidate = next(c for c in (space.sample(sketch, seed=s) for s in range(40)) if c)
+        lowered = tir.lower(candidate.mod["main"])
+        estimates.append(autotune.estimate_prior(lowered, SM80))
+        features = autotune.extract_features(lowered, SM80)
+        matrix.append(features[names.index("arith.float_matrix")])
+    cuda_core, tensor_core = estimates
+    assert tensor_core.operations == cuda_core.operations == 2 * 128 * 128 * 64
+    assert matrix[0] == 0 and matrix[1] > 0
+    assert 0 < tensor_core.cycles < 1e9
