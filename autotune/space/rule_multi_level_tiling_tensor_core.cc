@@ -6,9 +6,10 @@
 // reduction step are staged in shared memory (copied by all the block's threads), then
 // loaded into fragments 16 columns of the reduction at a time.
 //
-// What it supports: blocks C[i, j] (float32) += A[i, k] * B[j, k] or A[i, k] * B[k, j], A and B
-// float16 read at plain iterators (no batch dimension), every extent a multiple of 16; the
-// body must be what cuda.mma_f16f16f32 computes (tensorize checks it). Others get no sketch.
+// What it supports: blocks C[.., i, j] (float32) += A[.., i, k] * B[.., j, k] or B[.., k, j], A
+// and B float16 read at plain iterators, the leading ones (a batch) the same in all three, and
+// the extents of i, j and k multiples of 16; the body must be what cuda.mma_f16f16f32 computes
+// (tensorize checks it). Others get no sketch.
 #include <algorithm>
 #include <optional>
 
@@ -48,9 +49,10 @@ constexpr int64_t kMaxStepsPerStage = 4;
 // The vector widths a cooperative fetch may copy with (vector types of CUDA; 1: no vector).
 const std::vector<int64_t> kFetchLanes = {1, 2, 4};
 
-// How a block maps onto the intrinsics: its loops of i, j and k (in the block's loop order),
-// the reads of A and B, and whether B is read as [j, k].
+// How a block maps onto the intrinsics: its loops of the batch, of i, j and k (in the block's
+// loop order), the reads of A and B, and whether B is read as [.., j, k].
 struct MmaMatch {
+  std::vector<int> batch_loops;
   int i_loop = -1, j_loop = -1, k_loop = -1;
   int a_read = -1, b_read = -1;
   bool trans_b = true;
@@ -67,30 +69,41 @@ int iterator_index(const ir::Expr& e, const ir::Block& block) {
 
 std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const BlockAnalysis& a) {
   const ir::Block& block = *loc.block;
-  if (block.iter_vars.size() != 3 || block.writes.size() != 1) return std::nullopt;
+  if (block.writes.size() != 1) return std::nullopt;
   const ir::BufferRegion& write = block.writes[0];
-  if (write.buffer->dtype != ir::DataType::float32() || write.region.size() != 2) {
+  size_t rank = write.region.size();
+  if (write.buffer->dtype != ir::DataType::float32() || rank < 2 ||
+      block.iter_vars.size() != rank + 1) {
     return std::nullopt;
   }
-  int vi = iterator_index(write.region[0].min, block);
-  int vj = iterator_index(write.region[1].min, block);
-  int vk = 3 - vi - vj;
-  if (vi < 0 || vj < 0 || vi == vj || a.is_reduce[vi] || a.is_reduce[vj] || !a.is_reduce[vk]) {
-    return std::nullopt;
+  // The output's indices: the batch's iterators, then i and j; k is the one left.
+  std::vector<int> indices;
+  std::vector<bool> used(block.iter_vars.size(), false);
+  for (const ir::Range& range : write.region) {
+    int iter = iterator_index(range.min, block);
+    if (iter < 0 || used[iter] || a.is_reduce[iter]) return std::nullopt;
+    used[iter] = true;
+    indices.push_back(iter);
   }
-  for (const ir::IterVar& iter : block.iter_vars) {
-    const int64_t* extent = ir::as_const_int(iter.dom.extent);
+  int vi = indices[rank - 2], vj = indices[rank - 1];
+  int vk = static_cast<int>(std::find(used.begin(), used.end(), false) - used.begin());
+  if (!a.is_reduce[vk]) return std::nullopt;
+  for (int iter : {vi, vj, vk}) {
+    const int64_t* extent = ir::as_const_int(block.iter_vars[iter].dom.extent);
     if (extent == nullptr || *extent % kTile != 0) return std::nullopt;
   }
   MmaMatch m;
   for (size_t r = 0; r < block.reads.size(); ++r) {
     const ir::BufferRegion& read = block.reads[r];
     if (read.buffer.same_as(write.buffer)) continue;
-    if (read.buffer->dtype != ir::DataType::float_(16) || read.region.size() != 2) {
+    if (read.buffer->dtype != ir::DataType::float_(16) || read.region.size() != rank) {
       return std::nullopt;
     }
-    int first = iterator_index(read.region[0].min, block);
-    int second = iterator_index(read.region[1].min, block);
+    for (size_t d = 0; d + 2 < rank; ++d) {
+      if (iterator_index(read.region[d].min, block) != indices[d]) return std::nullopt;
+    }
+    int first = iterator_index(read.region[rank - 2].min, block);
+    int second = iterator_index(read.region[rank - 1].min, block);
     if (first == vi && second == vk && m.a_read < 0) {
       m.a_read = static_cast<int>(r);
     } else if ((first == vj && second == vk) || (first == vk && second == vj)) {
@@ -102,6 +115,7 @@ std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const Bl
     }
   }
   if (m.a_read < 0 || m.b_read < 0) return std::nullopt;
+  for (size_t d = 0; d + 2 < rank; ++d) m.batch_loops.push_back(a.iter_loop[indices[d]]);
   m.i_loop = a.iter_loop[vi];
   m.j_loop = a.iter_loop[vj];
   m.k_loop = a.iter_loop[vk];
@@ -115,13 +129,12 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     // it is tried where the space's list names it and the target has its features.
     const codegen::Target& target = context.task->target;
     const std::vector<std::string>& names = context.config.tensor_intrinsics;
-    if (target.kind != "cuda" ||
-        std::find(names.begin(), names.end(), kMma) == names.end()) {
+    if (target.kind != "cuda" || std::find(names.begin(), names.end(), kMma) == names.end()) {
       return;
     }
     intrin_target_ = schedule::IntrinTarget{target.str(), target.intrinsic_features()};
-    enabled_ = schedule::missing_features(schedule::get_tensor_intrin(kMma), intrin_target_)
-                   .empty();
+    enabled_ =
+        schedule::missing_features(schedule::get_tensor_intrin(kMma), intrin_target_).empty();
   }
   const char* name() const override { return "multi_level_tiling_tensor_core"; }
 
@@ -166,8 +179,14 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     std::vector<RV> i = tiles(loops[m.i_loop], 3, kMaxFragmentsPerSide);
     std::vector<RV> j = tiles(loops[m.j_loop], 3, kMaxFragmentsPerSide);
     std::vector<RV> k = tiles(loops[m.k_loop], 2, kMaxStepsPerStage);
-    schedule::reorder(sch, {i[0], j[0], i[1], j[1], k[0], k[1], i[2], j[2], i[3], j[3], k[2]});
-    schedule::bind_loop(sch, schedule::fuse(sch, {i[0], j[0]}), "blockIdx.x");
+    // The batch's loops stay whole, outermost, and share blockIdx.x with the tiles of i and j.
+    std::vector<RV> blocks;
+    for (int l : m.batch_loops) blocks.push_back(loops[l]);
+    blocks.insert(blocks.end(), {i[0], j[0]});
+    std::vector<RV> order = blocks;
+    order.insert(order.end(), {i[1], j[1], k[0], k[1], i[2], j[2], i[3], j[3], k[2]});
+    schedule::reorder(sch, order);
+    schedule::bind_loop(sch, schedule::fuse(sch, blocks), "blockIdx.x");
     RV warp = schedule::fuse(sch, {i[1], j[1]});
     schedule::bind_loop(sch, warp, "threadIdx.y");
     // Step 3. The limits check_gpu_tiles holds a draw to: the warps' lanes run inside the
@@ -203,9 +222,11 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     // through the buffers' logical indices).
     const auto write = std::make_pair(schedule::BufferIndexType::kWrite, int64_t{0});
     const auto read = std::make_pair(schedule::BufferIndexType::kRead, int64_t{0});
-    schedule::transform_layout(sch, a_frag, write, schedule::cuda_mma_fragment_map(false));
-    schedule::transform_layout(sch, b_frag, write, schedule::cuda_mma_fragment_map(!m.trans_b));
-    schedule::transform_layout(sch, acc, read, schedule::cuda_mma_fragment_map(false));
+    int batch = static_cast<int>(m.batch_loops.size());
+    schedule::transform_layout(sch, a_frag, write, schedule::cuda_mma_fragment_map(false, batch));
+    schedule::transform_layout(sch, b_frag, write,
+                               schedule::cuda_mma_fragment_map(!m.trans_b, batch));
+    schedule::transform_layout(sch, acc, read, schedule::cuda_mma_fragment_map(false, batch));
     RV init = schedule::decompose_reduction(sch, block, k[0]);
     // Step 6. The 16x16 tiles that the intrinsics replace.
     std::vector<RV> a_loops = schedule::get_loops(sch, a_frag);

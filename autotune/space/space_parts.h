@@ -207,18 +207,19 @@ std::unique_ptr<ScheduleRule> make_multi_level_tiling_gpu(const SpaceContext& co
 // threads): more would spill registers on a GPU.
 constexpr int64_t kMaxRegisterTile = 64;
 
-// Tiles a float16 matrix product accumulated in float32 (C[i, j] += A[i, k] * B[j, k], or
-// B[k, j]; every extent a multiple of 16) for tensor cores, on a CUDA target that has the
-// features of cuda.mma_f16f16f32 (sm_80) when config.tensor_intrinsics names it: a sketch of its
-// own besides the block as it is. i and j are split [thread blocks, warps, fragments, 16] and k
-// [stages, steps, 16] by sample_perfect_tile; the fused thread-block loops are bound to
-// blockIdx.x and the fused warp loops to threadIdx.y; the accumulator's fragments live in "warp"
-// memory (the warp's registers), the operands' tiles of a stage in "shared" memory (copied by
-// rewrite_cooperative_fetch with a sampled width), their fragments loaded one step at a time;
-// the fragments get the intrinsics' layout (transform_layout) and the loads, the update, the fill
-// and the store are tensorized with cuda.mma_*; the warp's nest gets a sampled unroll depth.
-// The block carries the limits check_gpu_tiles holds its draws to (kiln.warp_lanes: the warps'
-// 32 lanes count as threads):
+// Tiles a float16 matrix product accumulated in float32 (C[.., i, j] += A[.., i, k] *
+// B[.., j, k], or B[.., k, j]; the extents of i, j and k multiples of 16) for tensor cores, on a
+// CUDA target that has the features of cuda.mma_f16f16f32 (sm_80) when config.tensor_intrinsics
+// names it: a sketch of its own besides the block as it is. i and j are split [thread blocks,
+// warps, fragments, 16] and k [stages, steps, 16] by sample_perfect_tile; the fused
+// thread-block loops (with the batch's) are bound to blockIdx.x and the fused warp loops to
+// threadIdx.y; the accumulator's fragments live in "warp" memory (the warp's registers), the
+// operands' tiles of a stage in "shared" memory (copied by rewrite_cooperative_fetch with a
+// sampled width), their fragments loaded one step at a time; the fragments get the
+// intrinsics' layout (transform_layout) and the loads, the update, the fill and the store are
+// tensorized with cuda.mma_*; the warp's nest gets a sampled unroll depth. The block carries
+// the limits check_gpu_tiles holds its draws to (kiln.warp_lanes: the warps' 32 lanes count as
+// threads):
 //   l7, l8 = sch.split(loop=l1, factors=[None, 16])
 //   v9, v10, v11 = sch.sample_perfect_tile(loop=l7, n=3, max_innermost_factor=4)
 //   sch.tensorize(block_or_loop=l30, tensor_intrin="cuda.mma_f16f16f32")

@@ -196,14 +196,22 @@ Expr mma_fragment_col(const Expr& lane, const Expr& element) {
   return floordiv(element, c(4)) * 8 + floormod(lane, c(4)) * 2 + floormod(element, c(2));
 }
 
-IndexMap cuda_mma_fragment_map(bool transposed) {
+IndexMap cuda_mma_fragment_map(bool transposed, int batch_dims) {
+  std::vector<Ref<Var>> initial;
+  std::vector<Expr> final;
+  for (int d = 0; d < batch_dims; ++d) {
+    initial.push_back(make_var("b" + std::to_string(d)));
+    final.push_back(initial.back());
+  }
   Ref<Var> i = make_var("i"), j = make_var("j");
+  initial.insert(initial.end(), {i, j});
   auto tiles = [](const Ref<Var>& v) { return floordiv(Expr(v), int32_const(kMmaTile)); };
   const Ref<Var>& row = transposed ? j : i;
   const Ref<Var>& col = transposed ? i : j;
-  return IndexMap({i, j}, {tiles(i), tiles(j), mma_fragment_lane(row, col),
-                           mma_fragment_element(floormod(Expr(row), int32_const(kMmaTile)),
-                                                floormod(Expr(col), int32_const(kMmaTile)))});
+  final.insert(final.end(), {tiles(i), tiles(j), mma_fragment_lane(row, col),
+                             mma_fragment_element(floormod(Expr(row), int32_const(kMmaTile)),
+                                                  floormod(Expr(col), int32_const(kMmaTile)))});
+  return IndexMap(initial, final);
 }
 
 Ref<Buffer> mma_fragment_buffer(DataType dtype, const std::string& name) {

@@ -4,9 +4,9 @@ cuda.mma_* intrinsics beside the CUDA-core one. Without a GPU the tests prove wh
 every sampled or mutated candidate, its mma.sync replaced by cuda.mma_f16f16f32_reference in its
 trace, computes the product on the interpreter (and on OpenCL where there is a device); the
 candidates themselves compile with NVRTC for sm_80 and sm_90 with mma.sync in their PTX and no
-spilled fragment; their draws keep the thread limit with the warps' 32 lanes counted; targets,
-layouts and shapes the intrinsics cannot take get no such sketch; and the cost model counts
-the tensor cores' operations."""
+spilled fragment; their draws keep the thread limit with the warps' 32 lanes counted; a batch
+of products shares blockIdx.x with the tiles; targets, layouts and shapes the intrinsics cannot
+take get no such sketch; and the cost model counts the tensor cores' operations."""
 import json
 
 import numpy as np
@@ -85,13 +85,38 @@ def test_the_space_list_decides_whether_tensor_cores_are_tried():
     assert len(SpaceGenerator(func, SM80, tensor_intrinsics=[mma.MMA_F16F16F32]).sketches) == 2
 
 
-def test_a_batch_of_products_gets_no_tensor_core_sketch():
-    A = te.placeholder((2, 32, 32), "float16", name="A")
-    B = te.placeholder((2, 32, 32), "float16", name="B")
-    r = te.reduce_axis((0, 32), name="k")
-    C = te.compute((2, 32, 32), lambda b, i, j: te.sum(
-        A[b, i, r].astype("float32") * B[b, j, r].astype("float32"), axis=r), name="C")
-    assert len(SpaceGenerator(te.create_prim_func([A, B, C]), SM80).sketches) == 1
+def batch_gemm_fp16(batch, m, n, k, trans_b=True, broadcast_b=False):
+    """C[b] = A[b] @ B[b]^T (B as [batch, n, k]) or A[b] @ B[b] (as [batch, k, n]); with
+    broadcast_b one B for the whole batch."""
+    A = te.placeholder((batch, m, k), "float16", name="A")
+    b_shape = (n, k) if trans_b else (k, n)
+    B = te.placeholder(b_shape if broadcast_b else (batch,) + b_shape, "float16", name="B")
+    r = te.reduce_axis((0, k), name="k")
+
+    def b_at(b, j):
+        at = (j, r) if trans_b else (r, j)
+        return B[at] if broadcast_b else B[(b,) + at]
+    C = te.compute((batch, m, n), lambda b, i, j: te.sum(
+        A[b, i, r].astype("float32") * b_at(b, j).astype("float32"), axis=r), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+@pytest.mark.parametrize("trans_b", [True, False])
+def test_a_batch_of_products_shares_blockidx_with_the_tiles(trans_b):
+    func = batch_gemm_fp16(3, 32, 48, 32, trans_b)
+    space = SpaceGenerator(func, SM80)
+    assert len(space.sketches) == 2
+    for candidate in candidates(space, 2):
+        a, b, c = gemm_args(func)
+        tir.interpret(reference_twin(candidate, func)["main"], a, b, c)
+        b64 = b.astype("float64")
+        expected = a.astype("float64") @ (b64.transpose(0, 2, 1) if trans_b else b64)
+        np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_batch_that_shares_one_operand_gets_no_tensor_core_sketch():
+    assert len(SpaceGenerator(batch_gemm_fp16(2, 32, 32, 32, broadcast_b=True),
+                              SM80).sketches) == 1
 
 
 @pytest.mark.parametrize("trans_b", [True, False])

@@ -94,7 +94,8 @@ std::vector<std::string> tensor_intrin_names();
 // holds whole 16x16 tiles: element (i, j) of [M, N] (A as [M, K], B as [N, K], the accumulator)
 // goes to [i // 16, j // 16, lane, element] of the tile's fragment; with `transposed`, of B
 // stored as [K, N]: (k, n) goes to [k // 16, n // 16] and the lane and element of (n, k), as
-// cuda.mma_load_16x16_f16_b loads it.
-IndexMap cuda_mma_fragment_map(bool transposed);
+// cuda.mma_load_16x16_f16_b loads it. `batch_dims` leading indices (of a batch of products)
+// stay as they are.
+IndexMap cuda_mma_fragment_map(bool transposed, int batch_dims = 0);
 
 }  // namespace kiln::schedule
