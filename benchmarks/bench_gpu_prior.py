@@ -1,11 +1,13 @@
 """How well the tuner's GPU prior ranks candidates, on a CUDA device: random candidates of the
-tuner's GPU space for GEMM 1024^3, the ResNet-50 3x3 conv2d and an attention batch matmul, each
+tuner's GPU space for GEMM 1024^3 (float32, and float16 accumulated in float32, whose space
+also holds the tensor-core sketch), the ResNet-50 3x3 conv2d and an attention batch matmul, each
 checked against NumPy and timed in alternating rounds, and ranked before any measurement by
 the GPU prior (kiln.autotune.estimate_prior with the GPU target) and, for comparison, by the
 CPU model applied to the same lowered programs (what ranked GPU candidates before the GPU
 prior existed).
 
-Per workload the table gives the candidates, the median time of the fastest, the rank
+Per workload the table gives the candidates, the median time of the fastest (and of the
+fastest of each sketch), the rank
 correlation (Spearman) of each model's predicted throughput with the measured speed, and the
 top-k recall (k a quarter of the candidates: how many of the k predicted fastest are among the
 k measured fastest). The second table puts the prior's cycles of topi.default_schedule's kernel
@@ -29,11 +31,27 @@ from kiln import autotune as ms
 from kiln import te, tir, topi
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_gpu_topi import batch_matmul, conv2d, gemm, run_checked  # noqa: E402
+from bench_gpu_topi import batch_matmul, conv2d, gemm, run_checked, uniform  # noqa: E402
 from common import (chosen_workloads, gpu_target_and_device, load_average,  # noqa: E402
                     print_table, spearman)
 
-WORKLOADS = {"gemm": (gemm, "GEMM 1024^3 fp32"), "conv2d": (conv2d, "conv2d 3x3 56x56 64->64"),
+
+def gemm_fp16(quick):
+    """A (n x n) @ B^T (B as [n, n]) in float16, accumulated in float32: the tensor cores' kind
+    of product."""
+    n = 128 if quick else 1024
+    a = te.placeholder((n, n), "float16", name="A")
+    b = te.placeholder((n, n), "float16", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(
+        a[i, k].astype("float32") * b[j, k].astype("float32"), axis=k), name="C")
+    return ([a, b, c], [uniform(n, n).astype("float16"), uniform(n, n).astype("float16")],
+            lambda x, y: x.astype("float64") @ y.astype("float64").T, None, None)
+
+
+WORKLOADS = {"gemm": (gemm, "GEMM 1024^3 fp32"),
+             "gemm_fp16": (gemm_fp16, "GEMM 1024^3 fp16, fp32 accumulation"),
+             "conv2d": (conv2d, "conv2d 3x3 56x56 64->64"),
              "batch_matmul": (batch_matmul, "batch matmul 16x128x128x64")}
 
 
@@ -105,7 +123,11 @@ def main():
         speed = [1 / s for s in seconds]
         k = max(1, len(found) // 4)
         label = title if not args.quick else f"{name} (--quick)"
-        rows.append([label, str(len(found)), f"{min(seconds) * 1e3:.4f}",
+        per_sketch = {}
+        for candidate, s in zip(found, seconds):
+            per_sketch[candidate.sketch] = min(s, per_sketch.get(candidate.sketch, s))
+        by_sketch = " / ".join(f"{per_sketch[i] * 1e3:.4f}" for i in sorted(per_sketch))
+        rows.append([label, str(len(found)), f"{min(seconds) * 1e3:.4f}", by_sketch,
                      f"{spearman(gpu_prior, speed):.2f}", f"{spearman(cpu_prior, speed):.2f}",
                      f"{ms.top_k_recall(gpu_prior, seconds, k):.2f}",
                      f"{ms.top_k_recall(cpu_prior, seconds, k):.2f}"])
@@ -126,7 +148,8 @@ def main():
     note = "" if target.kind == "cuda" else " (OpenCL check: NOT a performance figure)"
     print_table("Random candidates of the GPU space ranked by the GPU prior and by the CPU "
                 "model" + note,
-                ["workload", "candidates", "fastest ms", "Spearman GPU prior",
+                ["workload", "candidates", "fastest ms", "fastest per sketch ms",
+                 "Spearman GPU prior",
                  "Spearman CPU model", "top-k recall GPU prior", "top-k recall CPU model"], rows)
     print_table("topi.default_schedule's kernels: the prior's time at the SM clock" + note,
                 ["workload", "measured ms", "prior ms", "prior / measured"], kernels)
