@@ -200,7 +200,9 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     annotate(kRegisterTileAnnotation, kMaxTensorCoreAccumulators);
     // Step 4. The accumulators in the warp's registers, stored into the output after the
     // reduction; the operands' tiles of one stage in shared memory, copied by all the block's
-    // threads (rewrite_cooperative_fetch, with a sampled vector width); their fragments loaded
+    // threads (rewrite_cooperative_fetch, with a sampled vector width) and padded where
+    // sampled (pad_shared_tiles: the fragment loads read a lane's pairs of columns from 8 rows,
+    // which compact rows of 32 or 64 halves put in the same banks); their fragments loaded
     // one step of 16 at a time.
     RV acc = schedule::cache_write(sch, block, 0, "warp");
     schedule::reverse_compute_at(sch, acc, warp);
@@ -212,6 +214,8 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
       schedule::annotate(sch, shared, kCooperativeFetchAnnotation, lanes);
       schedule::annotate(sch, shared, kWarpLanesAnnotation,
                          ir::make_const(ir::DataType::int32(), kWarpLanes));
+      RV pad = schedule::sample_categorical(sch, {0, 1, 2}, {1.0, 1.0, 1.0});
+      schedule::annotate(sch, shared, kPadSharedAnnotation, pad);
     }
     // The reads of A and B are now of the shared copies, at the same positions.
     RV a_frag = schedule::cache_read(sch, block, m.a_read, "warp", {block});

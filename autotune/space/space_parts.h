@@ -215,7 +215,8 @@ constexpr int64_t kMaxRegisterTile = 64;
 // thread-block loops (with the batch's) are bound to blockIdx.x and the fused warp loops to
 // threadIdx.y; the accumulator's fragments live in "warp" memory (the warp's registers), the
 // operands' tiles of a stage in "shared" memory (copied by rewrite_cooperative_fetch with a
-// sampled width), their fragments loaded one step at a time; the fragments get the
+// sampled width, padded by pad_shared_tiles where sampled), their fragments loaded one step
+// at a time; the fragments get the
 // intrinsics' layout (transform_layout) and the loads, the update, the fill and the store are
 // tensorized with cuda.mma_*; the warp's nest gets a sampled unroll depth. The block carries
 // the limits check_gpu_tiles holds its draws to (kiln.warp_lanes: the warps' 32 lanes count as

@@ -205,3 +205,40 @@ def test_the_cost_model_counts_the_tensor_cores_operations():
     assert tensor_core.operations == cuda_core.operations == 2 * 128 * 128 * 64
     assert matrix[0] == 0 and matrix[1] > 0
     assert 0 < tensor_core.cycles < 1e9
+
+
+def compact_twin(space, candidate, func):
+    """The candidate with its shared copies' padding decisions (the draws among 0, 1, 2) at 0."""
+    json_obj = candidate.decisions.as_json()
+    for inst in json_obj["instructions"]:
+        if inst.get("kind") == "sample_categorical" and \
+                inst["attrs"]["candidates"] == [0, 1, 2]:
+            inst["decision"] = 0
+    sch = tir.Schedule(func)
+    tir.Trace.apply_json_to_schedule(json_obj, sch)
+    return space.replay(TENSOR_CORE, sch.trace)
+
+
+def test_padded_shared_tiles_serve_the_fragment_loads_with_fewer_conflicts():
+    """Each shared copy samples a padding (pad_shared_tiles, by the bank model of the fragment
+    loads' per-lane reads): a padded candidate computes the product, keeps NVRTC's paired
+    loads and mma.sync, and has fewer modelled bank conflicts than its compact twin."""
+    func = gemm_fp16(128, 128, 64)
+    space = SpaceGenerator(func, SM80)
+    names = autotune.feature_names()
+
+    def conflicts(candidate):
+        features = autotune.extract_features(tir.lower(candidate.mod["main"]), SM80)
+        return features[names.index("gpu.shared_bank_conflicts")]
+    padded = [c for c in candidates(space, 6) if "storage_align" in str(c.trace)]
+    assert len(padded) >= 3
+    for candidate in padded[:3]:
+        compact = compact_twin(space, candidate, func)
+        assert "storage_align" not in str(compact.trace)
+        assert conflicts(candidate) < conflicts(compact)
+    a, b, c = gemm_args(func)
+    tir.interpret(reference_twin(padded[0], func)["main"], a, b, c)
+    np.testing.assert_allclose(c, gemm_expected(a, b), rtol=1e-4, atol=1e-4)
+    if not nvrtc_missing():
+        ptx = kiln.build(padded[0].mod, target=SM80).get_source("ptx")
+        assert MMA_PTX in ptx and "ld.shared.v2.u16" in ptx
