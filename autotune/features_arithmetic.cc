@@ -121,6 +121,7 @@ class ArithmeticCounter : public IRVisitor {
       case Builtin::PtxMma:
         matrix(op);
         break;
+      case Builtin::PtxLdmatrix:  // a load (of the shared row its argument reads)
       case Builtin::Likely:
       case Builtin::Reinterpret:
       case Builtin::AddressOf:

@@ -87,6 +87,7 @@ bool is_elementwise(Builtin op) {
     case Builtin::DeviceFree:
     case Builtin::WarpShuffleDown:
     case Builtin::PtxMma:
+    case Builtin::PtxLdmatrix:
     case Builtin::PackedArgDeviceId:
     case Builtin::PackedArgData:
     case Builtin::PackedArgShape:

@@ -31,7 +31,8 @@ struct LoopInfo {
 
 // An access of the buffer where it happens: the loops and block bindings around it.
 struct Site {
-  std::vector<Expr> indices;
+  std::vector<Expr> indices;  // a ramp's base where the last index is a ramp
+  int ramp_lanes = 0;         // the lanes of a last index that is a ramp of stride 1 (0: none)
   std::vector<LoopInfo> loops;
   std::vector<std::pair<const Var*, Expr>> bindings;
   std::vector<std::pair<const Var*, Expr>> lets;
@@ -41,7 +42,9 @@ class SiteCollector : public IRVisitor {
  public:
   explicit SiteCollector(const Var* data) : data_(data) {}
   std::vector<Site> sites;
-  bool opaque = false;  // an index of a vector type (the model reads scalar indices)
+  // An index of a vector type that is not a ramp of stride 1 along the last dimension (the model
+  // reads scalar indices, and the contiguous rows of ldmatrix-like accesses).
+  bool opaque = false;
 
  protected:
   using IRVisitor::visit;
@@ -90,8 +93,15 @@ class SiteCollector : public IRVisitor {
  private:
   void record(const Ref<Buffer>& buffer, const std::vector<Expr>& indices) {
     if (buffer->data.get() != data_) return;
-    for (const Expr& index : indices) opaque = opaque || index->dtype.lanes() != 1;
-    sites.push_back({indices, loops_, bindings_, lets_});
+    Site site{indices, 0, loops_, bindings_, lets_};
+    const auto* ramp = indices.empty() ? nullptr : indices.back().as<Ramp>();
+    const int64_t* stride = ramp != nullptr ? as_const_int(ramp->stride) : nullptr;
+    if (stride != nullptr && *stride == 1 && ramp->base->dtype.lanes() == 1) {
+      site.indices.back() = ramp->base;
+      site.ramp_lanes = ramp->lanes;
+    }
+    for (const Expr& index : site.indices) opaque = opaque || index->dtype.lanes() != 1;
+    sites.push_back(std::move(site));
   }
 
   const Var* data_;
@@ -251,6 +261,10 @@ SharedBankModel::SharedBankModel(const ir::PrimFunc& compacted, const std::strin
       if (counts_executions(loop)) access.executions *= static_cast<double>(loop.extent);
     }
     access.lanes = vector_loop != nullptr ? static_cast<int>(vector_loop->extent) : 1;
+    if (site.ramp_lanes > 0) {
+      if (vector_loop != nullptr) return;  // a ramp in a vector loop: not read
+      access.lanes = site.ramp_lanes;
+    }
     // Indices at one point: the threads' values and `lane`, `merge` at 1 when given.
     auto indices_at = [&](int thread, int lane,
                           const Var* merge) -> std::optional<std::vector<int64_t>> {
@@ -290,12 +304,13 @@ SharedBankModel::SharedBankModel(const ir::PrimFunc& compacted, const std::strin
       for (int lane = 0; lane < access.lanes; ++lane) {
         std::optional<std::vector<int64_t>> index = indices_at(t, lane, nullptr);
         if (!index || static_cast<int>(index->size()) != m.ndim()) return;
+        if (site.ramp_lanes > 0) index->back() += lane;
         access.indices.insert(access.indices.end(), index->begin(), index->end());
       }
     }
     // A scalar access in a loop of its thread that steps along its last dimension: the
     // innermost.
-    if (vector_loop == nullptr) {
+    if (vector_loop == nullptr && site.ramp_lanes == 0) {
       std::vector<int64_t> base(access.indices.begin(), access.indices.begin() + m.ndim());
       for (size_t l = site.loops.size(); l-- > 0;) {
         const LoopInfo& loop = site.loops[l];

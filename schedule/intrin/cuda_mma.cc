@@ -102,6 +102,26 @@ Ref<PrimFunc> load_impl(const Ref<Buffer>& s, const Ref<Buffer>& w, bool transpo
   return intrin_function({s, w}, body);
 }
 
+// The same loads with one ldmatrix.x4 per lane: the four 8x8 matrices of the tile, in the order
+// of the fragment's registers, are rows 0-7 / columns 0-7, rows 8-15 / columns 0-7, rows 0-7 /
+// columns 8-15, rows 8-15 / columns 8-15 of the fragment's tile (of A, or of B as [N, K]); lane
+// l gives the address of row l % 8 of matrix l / 8. A tile of B stored as [K, N] is loaded with
+// .trans: its matrix m holds rows (k) 8 (m / 2) .. and columns (n) 8 (m % 2) ..
+
+Ref<PrimFunc> ldmatrix_impl(const Ref<Buffer>& s, const Ref<Buffer>& w, bool transposed) {
+  auto c = [](int64_t v) { return int32_const(v); };
+  Stmt body = for_each_lane([&](const Expr& lane) {
+    Expr matrix = floordiv(lane, c(8)), row_of_matrix = floormod(lane, c(8));
+    Expr row = transposed ? row_of_matrix + floordiv(matrix, c(2)) * 8
+                          : row_of_matrix + floormod(matrix, c(2)) * 8;
+    Expr col = transposed ? floormod(matrix, c(2)) * 8 : floordiv(matrix, c(2)) * 8;
+    Expr loaded = call(DataType::float_(16, 8), Builtin::PtxLdmatrix,
+                       {c(transposed ? 1 : 0), buffer_load(s, {row, ramp(col, c(1), 8)})});
+    return buffer_store(w, loaded, {lane, ramp(c(0), c(1), kMmaFragmentElements)});
+  });
+  return intrin_function({s, w}, body);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The multiply-accumulate: per lane, two ptx_mma, one for each 8 columns of the accumulator.
 
@@ -251,6 +271,8 @@ void register_cuda_mma_intrinsics(const IntrinRegistrar& add) {
     auto w = [&] { return mma_fragment_buffer(f16, "W"); };
     add("cuda.mma_load_16x16_f16_" + suffix, load_desc(s(), w(), transposed),
         load_impl(s(), w(), transposed), {});
+    add("cuda.mma_ldmatrix_16x16_f16_" + suffix, load_desc(s(), w(), transposed),
+        ldmatrix_impl(s(), w(), transposed), {"sm_75"});
   }
   auto a = [&] { return mma_fragment_buffer(f16, "A"); };
   auto b = [&] { return mma_fragment_buffer(f16, "B"); };

@@ -404,6 +404,8 @@ std::string CodeGenC::emit_builtin(const Call* op) {
       return warp_shuffle_down(arg(0), arg(1), arg(2));
     case Builtin::PtxMma:
       unsupported("ptx_mma outside a store of its result into the accumulator");
+    case Builtin::PtxLdmatrix:
+      unsupported("ptx_ldmatrix outside a store of its result into a fragment");
     default:
       unsupported(std::string("the builtin ") + builtin_name(op->op) +
                   " has no GPU code (it belongs to CPU or host code)");
@@ -438,6 +440,10 @@ void CodeGenC::emit_stmt(const Stmt& s) {
       const auto* call = op->value.as<Call>();
       if (call != nullptr && call->op == Builtin::PtxMma) {
         emit_mma_store(op, call);
+        return;
+      }
+      if (call != nullptr && call->op == Builtin::PtxLdmatrix) {
+        emit_ldmatrix_store(op, call);
         return;
       }
       if (op->value->dtype.lanes() > 1) {

@@ -89,6 +89,11 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   virtual void emit_mma_store(const ir::BufferStore* op, const ir::Call* mma) {
     unsupported("ptx_mma (a warp's tensor-core multiply-accumulate) exists in CUDA code only");
   }
+  // The statement `op`, which stores the float16x8 a lane receives from a warp's ldmatrix
+  // (the ptx_ldmatrix builtin) into eight elements; only CUDA has one.
+  virtual void emit_ldmatrix_store(const ir::BufferStore* op, const ir::Call* ldmatrix) {
+    unsupported("ptx_ldmatrix (a warp's load of 8x8 matrices) exists in CUDA code only");
+  }
   // A float constant that is infinite or NaN.
   virtual std::string special_float(double value, ir::DataType dtype) const = 0;
 

@@ -8,6 +8,7 @@
 
 #include "codegen_c.h"
 #include "kiln/ir/buffer.h"
+#include "kiln/ir/op.h"
 #include "kiln/ir/printer.h"
 
 namespace kiln::codegen {
@@ -24,6 +25,7 @@ class CodeGenCUDA : public CodeGenC {
  protected:
   int compute_capability_;  // 80 for sm_80
   bool fast_math_;          // -fast-math: float32 math functions are the fast intrinsics
+  int ldmatrix_count_ = 0;  // names the registers of each ldmatrix
 
   std::string preamble(bool uses_double) const override {
     // NVRTC compiles without the CUDA headers: nothing here includes any.
@@ -233,6 +235,52 @@ class CodeGenCUDA : public CodeGenC {
     line() << "  \"f\"(" << inputs[0] << "), \"f\"(" << inputs[1] << "), \"f\"(" << inputs[2]
            << "), \"f\"(" << inputs[3] << "));\n";
     --indent_;
+  }
+
+  // Fragments from shared memory: W[i:i+8] = ptx_ldmatrix(trans, S[j:j+8]) becomes one
+  // ldmatrix.sync.aligned.m8n8.x4 in inline PTX, at the shared-memory address of S[j] (a
+  // 16-byte row of one of the four matrices), into four .b32 registers whose halves are the
+  // eight float16 elements (stored as their bits), low half first.
+  void emit_ldmatrix_store(const BufferStore* op, const Call* ldmatrix) override {
+    const int64_t* trans = ldmatrix->args.size() == 2 ? as_const_int(ldmatrix->args[0]) : nullptr;
+    const auto* row = ldmatrix->args.size() == 2 ? ldmatrix->args[1].as<BufferLoad>() : nullptr;
+    const auto* ramp =
+        row != nullptr && row->indices.size() == 1 ? row->indices[0].as<Ramp>() : nullptr;
+    const int64_t* stride = ramp != nullptr ? as_const_int(ramp->stride) : nullptr;
+    if (trans == nullptr || (*trans != 0 && *trans != 1) || ramp == nullptr || stride == nullptr ||
+        *stride != 1 || ramp->lanes != 8 || !row->buffer->dtype.is_float16() ||
+        !is_shared_scope(row->buffer->scope) || op->indices.size() != 1 ||
+        op->value->dtype != DataType::float_(16, 8) || !op->buffer->dtype.is_float16()) {
+      unsupported(
+          "ptx_ldmatrix expects (0 or 1, a float16x8 load of contiguous elements of a shared "
+          "buffer) stored into eight float16 elements of a flattened buffer, found " +
+          to_script(Stmt(op)));
+    }
+    if (compute_capability_ < 75) {
+      unsupported("ldmatrix needs sm_75 or newer; the target is sm_" +
+                  std::to_string(compute_capability_));
+    }
+    uses_half_ = true;
+    std::string address = "(unsigned int)__cvta_generic_to_shared(&" + data_of(*row->buffer) + "[" +
+                          dispatch(ramp->base) + "])";
+    std::string name = "kiln_ldmatrix" + std::to_string(ldmatrix_count_++);
+    line() << "{\n";
+    ++indent_;
+    line() << "unsigned int " << name << "[4];\n";
+    line() << "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" << (*trans != 0 ? ".trans" : "")
+           << ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n";
+    ++indent_;
+    line() << ": \"=r\"(" << name << "[0]), \"=r\"(" << name << "[1]), \"=r\"(" << name
+           << "[2]), \"=r\"(" << name << "[3])\n";
+    line() << ": \"r\"(" << address << "));\n";
+    --indent_;
+    for (int l = 0; l < 8; ++l) {
+      line() << data_of(*op->buffer) << "[" << dispatch(lane_of(op->indices[0], l))
+             << "] = (unsigned short)(" << name << "[" << l / 2 << "]"
+             << (l % 2 != 0 ? " >> 16" : " & 0xffffu") << ");\n";
+    }
+    --indent_;
+    line() << "}\n";
   }
 
   // The bits of the float16 value `e`: a stored element as it is, any other value rounded.

@@ -359,10 +359,11 @@ llvm::Value* CodeGenLLVM::emit_builtin(const Call* op) {
           << " synchronizes GPU threads (storage_sync), which the CPU backend cannot compile; "
              "build it for a GPU target";
     case Builtin::PtxMma:
+    case Builtin::PtxLdmatrix:
       user_error(ErrorKind::kValue)
-          << "codegen: function " << symbol_
-          << " uses ptx_mma, a tensor-core instruction of a GPU warp, which the CPU backend cannot "
-             "compile; build it for a CUDA target";
+          << "codegen: function " << symbol_ << " uses " << builtin_name(op->op)
+          << ", a tensor-core instruction of a GPU warp, which the CPU backend cannot compile; "
+             "build it for a CUDA target";
     case Builtin::PackedArgData:
     case Builtin::PackedArgDeviceId:
     case Builtin::PackedArgShape:

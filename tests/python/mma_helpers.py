@@ -24,14 +24,15 @@ def gemm_fp16(m, n, k, trans_b=True, dtype="float16", acc_dtype="float32"):
 
 
 def schedule_mma_gemm(func, trans_b=True, reference=False, block=(64, 64), warps=(2, 2),
-                      k_step=32, tensorize=True):
+                      k_step=32, tensorize=True, ldmatrix=False):
     """The tensor-core schedule of a gemm_fp16 function: thread blocks of block[0] x block[1]
     outputs (blockIdx.x), warps[0] x warps[1] warps per block (threadIdx.y), each warp a tile of
     16x16 fragments of the accumulator in its registers; A and B staged through shared memory
     k_step columns at a time by all the block's threads, then loaded into fragments 16 columns
     at a time. Tensorized with mma.sync, or its plain-code reference when `reference`; with
-    tensorize=False the schedule stops before tensorizing (the blocks the intrinsics match)."""
-    intrins = mma.get_mma_intrin_group(trans_b=trans_b, reference=reference)
+    tensorize=False the schedule stops before tensorizing (the blocks the intrinsics match);
+    with ldmatrix the fragments are loaded with ldmatrix.x4."""
+    intrins = mma.get_mma_intrin_group(trans_b=trans_b, reference=reference, ldmatrix=ldmatrix)
     sch = tir.Schedule(func)
     C = sch.get_block("C")
     i, j, k = sch.get_loops(C)

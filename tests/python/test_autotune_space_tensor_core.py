@@ -1,10 +1,11 @@
 """The tuner's tensor-core sketch (multi_level_tiling_tensor_core): a float16 matrix product
 accumulated in float32 on a CUDA target of sm_80 or newer gets a sketch tensorized with the
-cuda.mma_* intrinsics beside the CUDA-core one. Without a GPU the tests prove what can be proved:
-every sampled or mutated candidate, its mma.sync replaced by cuda.mma_f16f16f32_reference in its
-trace, computes the product on the interpreter (and on OpenCL where there is a device); the
-candidates themselves compile with NVRTC for sm_80 and sm_90 with mma.sync in their PTX and no
-spilled fragment; their draws keep the thread limit with the warps' 32 lanes counted; a batch
+cuda.mma_* intrinsics (fragments loaded with ldmatrix) beside the CUDA-core one. Without a GPU
+the tests prove what can be proved: every sampled or mutated candidate, its mma.sync replaced by
+cuda.mma_f16f16f32_reference and its ldmatrix loads by the element-wise ones in its trace,
+computes the product on the interpreter (and on OpenCL where there is a device); the candidates
+themselves compile with NVRTC for sm_80 and sm_90 with ldmatrix and mma.sync in their PTX and
+no spilled fragment; their draws keep the thread limit with the warps' 32 lanes counted; a batch
 of products shares blockIdx.x with the tiles; targets, layouts and shapes the intrinsics cannot
 take get no such sketch; and the cost model counts the tensor cores' operations."""
 import json
@@ -39,11 +40,15 @@ def candidates(space, count, seeds=range(60)):
 
 
 def reference_twin(candidate, func):
-    """The candidate's schedule with mma.sync's update replaced by its plain-code reference,
-    which the interpreter and any GPU target run."""
+    """The candidate's schedule with mma.sync's update replaced by its plain-code reference and
+    the ldmatrix loads by the element-wise ones (the same descriptions), which the interpreter
+    and any GPU target run."""
     text = json.dumps(candidate.trace.as_json())
     assert f'"{mma.MMA_F16F16F32}"' in text
     text = text.replace(f'"{mma.MMA_F16F16F32}"', f'"{mma.MMA_F16F16F32_REFERENCE}"')
+    for name in (mma.LDMATRIX_16x16_F16_A, mma.LDMATRIX_16x16_F16_B,
+                 mma.LDMATRIX_16x16_F16_B_TRANS):
+        text = text.replace(f'"{name}"', f'"{name.replace("ldmatrix", "load")}"')
     sch = tir.Schedule(func)
     tir.Trace.apply_json_to_schedule(json.loads(text), sch)
     return sch.mod
@@ -59,8 +64,8 @@ def test_a_float16_product_gets_a_tensor_core_sketch_beside_the_cuda_core_one():
         space = SpaceGenerator(gemm_fp16(128, 128, 128, trans_b), SM80)
         assert len(space.sketches) == 2
         text = str(space.sketches[TENSOR_CORE])
-        load_b = mma.LOAD_16x16_F16_B_TRANS if trans_b else mma.LOAD_16x16_F16_B
-        for name in (mma.LOAD_16x16_F16_A, load_b, mma.MMA_F16F16F32, mma.MMA_FILL_16x16_F32,
+        load_b = mma.LDMATRIX_16x16_F16_B_TRANS if trans_b else mma.LDMATRIX_16x16_F16_B
+        for name in (mma.LDMATRIX_16x16_F16_A, load_b, mma.MMA_F16F16F32, mma.MMA_FILL_16x16_F32,
                      mma.MMA_STORE_16x16_F32):
             assert f'tensor_intrin="{name}"' in text, name
         assert 'storage_scope="warp"' in text and 'thread_axis="threadIdx.y"' in text
@@ -171,7 +176,8 @@ def test_candidates_compile_with_mma_sync_and_keep_their_fragments_in_registers(
         rt = kiln.build(candidate.mod, target=target)
         source, ptx = rt.get_source("cuda"), rt.get_source("ptx")
         assert f'asm volatile("{MMA_PTX}' in source and "__syncthreads();" in source
-        assert MMA_PTX in ptx and ".local" not in ptx
+        assert MMA_PTX in ptx and "ldmatrix.sync.aligned.m8n8.x4" in ptx
+        assert "ld.shared" not in ptx and ".local" not in ptx
 
 
 def test_draws_count_the_warps_lanes_as_threads():
@@ -211,8 +217,7 @@ def compact_twin(space, candidate, func):
     """The candidate with its shared copies' padding decisions (the draws among 0, 1, 2) at 0."""
     json_obj = candidate.decisions.as_json()
     for inst in json_obj["instructions"]:
-        if inst.get("kind") == "sample_categorical" and \
-                inst["attrs"]["candidates"] == [0, 1, 2]:
+        if inst.get("kind") == "sample_categorical" and inst["attrs"]["candidates"] == [0, 1]:
             inst["decision"] = 0
     sch = tir.Schedule(func)
     tir.Trace.apply_json_to_schedule(json_obj, sch)
@@ -221,7 +226,7 @@ def compact_twin(space, candidate, func):
 
 def test_padded_shared_tiles_serve_the_fragment_loads_with_fewer_conflicts():
     """Each shared copy samples a padding (pad_shared_tiles, by the bank model of the fragment
-    loads' per-lane reads): a padded candidate computes the product, keeps NVRTC's paired
+    loads' per-lane 16-byte rows): a padded candidate computes the product, keeps its ldmatrix
     loads and mma.sync, and has fewer modelled bank conflicts than its compact twin."""
     func = gemm_fp16(128, 128, 64)
     space = SpaceGenerator(func, SM80)
@@ -241,4 +246,4 @@ def test_padded_shared_tiles_serve_the_fragment_loads_with_fewer_conflicts():
     np.testing.assert_allclose(c, gemm_expected(a, b), rtol=1e-4, atol=1e-4)
     if not nvrtc_missing():
         ptx = kiln.build(padded[0].mod, target=SM80).get_source("ptx")
-        assert MMA_PTX in ptx and "ld.shared.v2.u16" in ptx
+        assert MMA_PTX in ptx and "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx

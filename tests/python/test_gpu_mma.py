@@ -8,6 +8,8 @@ over the same fragments) on the interpreter and on OpenCL (PoCL) against NumPy; 
 schedule compiled by NVRTC for sm_80 and sm_90, with mma.sync in its PTX; and the refusals of
 targets and blocks that cannot take the intrinsics. The real kernel runs against NumPy where a
 CUDA device is present."""
+import json
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,7 @@ MMA_PTX = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 FAMILY = [mma.LOAD_16x16_F16_A, mma.LOAD_16x16_F16_B, mma.LOAD_16x16_F16_B_TRANS,
           mma.MMA_F16F16F32, mma.MMA_F16F16F32_REFERENCE, mma.MMA_FILL_16x16_F32,
           mma.MMA_STORE_16x16_F32]
+LDMATRIX = [mma.LDMATRIX_16x16_F16_A, mma.LDMATRIX_16x16_F16_B, mma.LDMATRIX_16x16_F16_B_TRANS]
 
 # (m, n, k, trans_b, schedule options): square; a rectangle whose sides are different multiples
 # of the tiles; and sides that are multiples of 16 but not of 64, with smaller thread blocks.
@@ -75,6 +78,8 @@ def test_the_family_is_registered_with_its_features():
     for name in FAMILY:
         assert name in names
     assert tir.TensorIntrin.get(mma.MMA_F16F16F32).required_features == ["sm_80"]
+    for name in LDMATRIX:
+        assert tir.TensorIntrin.get(name).required_features == ["sm_75"]
     for name in set(FAMILY) - {mma.MMA_F16F16F32}:
         assert tir.TensorIntrin.get(name).required_features == [], name
     impl = tir.TensorIntrin.get(mma.MMA_F16F16F32).impl.script()
@@ -94,6 +99,63 @@ def test_loads_put_each_element_where_the_ptx_isa_says(name, operand):
     fragment = np.zeros((32, 8), "float16")
     tir.interpret(tir.TensorIntrin.get(name).impl, tile, fragment)
     np.testing.assert_array_equal(tile_of_fragment(fragment, operand), tile)
+
+
+def ldmatrix_ptx(trans, addresses, memory):
+    """What each lane receives from ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16, as the PTX
+    ISA defines it: lane 8 m + r gives the address of row r of 8x8 matrix m (8 halves); register
+    m of lane t holds row t // 4, columns 2 (t % 4) and 2 (t % 4) + 1 of matrix m, or of its
+    transpose with .trans. Returns [32, 8] halves, register m's low half at 2 m."""
+    out = np.zeros((32, 8), memory.dtype)
+    for t in range(32):
+        for m in range(4):
+            for half in range(2):
+                row, col = t // 4, 2 * (t % 4) + half
+                if trans:
+                    row, col = col, row
+                r0, c0 = addresses[8 * m + row]
+                out[t, 2 * m + half] = memory[r0, c0 + col]
+    return out
+
+
+def ldmatrix_addresses(name):
+    """(trans, [(row, col)] of each lane): the ptx_ldmatrix call of an ldmatrix intrinsic's
+    implementation, its address evaluated at each lane."""
+    lane_loop = tir.TensorIntrin.get(name).impl.body.block.body
+    store = lane_loop.body
+    trans, row_load = store.value.args
+    row, ramp = row_load.indices
+    addresses = []
+    for lane in range(32):
+        analyzer = kiln.arith.Analyzer()
+        analyzer.bind(lane_loop.loop_var, lane)
+        addresses.append((int(analyzer.simplify(row)), int(analyzer.simplify(ramp.base))))
+    return int(trans), addresses
+
+
+@pytest.mark.parametrize("name, operand, transposed", [
+    (mma.LDMATRIX_16x16_F16_A, "A", False), (mma.LDMATRIX_16x16_F16_B_TRANS, "B", False),
+    (mma.LDMATRIX_16x16_F16_B, "B", True)])
+def test_ldmatrix_loads_put_each_element_where_the_ptx_isa_says(name, operand, transposed):
+    # The implementation's addresses, run through the ISA's definition of ldmatrix, fill the
+    # fragment as the plain load does, and as the mma's operands need (16-byte aligned rows).
+    tile = np.arange(256, dtype="float16").reshape(16, 16)
+    trans, addresses = ldmatrix_addresses(name)
+    assert trans == int(transposed)
+    assert all(col % 8 == 0 for _, col in addresses)
+    fragment = ldmatrix_ptx(trans, addresses, tile)
+    expected = tile.T if transposed else tile
+    np.testing.assert_array_equal(tile_of_fragment(fragment, operand), expected)
+    plain = np.zeros((32, 8), "float16")
+    plain_name = name.replace("ldmatrix", "load")
+    tir.interpret(tir.TensorIntrin.get(plain_name).impl, tile, plain)
+    np.testing.assert_array_equal(fragment, plain)
+
+
+def test_ldmatrix_is_for_cuda_code_only():
+    with pytest.raises(kiln.KilnValueError, match=r"ptx_ldmatrix.*only CUDA code runs"):
+        tir.interpret(tir.TensorIntrin.get(mma.LDMATRIX_16x16_F16_A).impl,
+                      np.zeros((16, 16), "float16"), np.zeros((32, 8), "float16"))
 
 
 def test_load_of_b_stored_as_k_by_n_transposes_it():
@@ -220,6 +282,47 @@ def test_cuda_compiles_with_mma_sync(m, n, k, trans_b, options, arch):
     assert ".local" not in ptx
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("trans_b", [True, False])
+def test_cuda_loads_fragments_with_ldmatrix(trans_b, arch):
+    skip_unless(nvrtc_missing())
+    sch = schedule_mma_gemm(gemm_fp16(128, 128, 128, trans_b), trans_b=trans_b, ldmatrix=True)
+    rt = kiln.build(sch.mod, target=f"cuda -arch={arch}")
+    ptx = rt.get_source("ptx")
+    # Per warp and k step of 16: 2 fragments of A and 2 of B, one ldmatrix.x4 each; B as
+    # [K, N] with .trans. No element-wise shared loads are left, nothing spills.
+    plain = ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
+    trans = ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16")
+    assert (plain, trans) == ((8, 0) if trans_b else (4, 4))
+    assert "ld.shared" not in ptx and ".local" not in ptx
+    assert ptx.count(MMA_PTX) >= 8
+
+
+@pytest.mark.parametrize("trans_b", [True, False])
+def test_an_ldmatrix_schedule_computes_the_product_with_the_plain_loads(trans_b):
+    # Its trace with the loads element by element and the reference update: what the
+    # interpreter runs (the intrinsics have the same descriptions).
+    func = gemm_fp16(64, 64, 64, trans_b)
+    sch = schedule_mma_gemm(func, trans_b=trans_b, ldmatrix=True)
+    text = json.dumps(sch.trace.as_json())
+    for name in LDMATRIX:
+        text = text.replace(f'"{name}"', f'"{name.replace("ldmatrix", "load")}"')
+    text = text.replace(f'"{mma.MMA_F16F16F32}"', f'"{mma.MMA_F16F16F32_REFERENCE}"')
+    assert "ldmatrix" not in text and "ldmatrix" in str(sch.trace)
+    plain = tir.Schedule(func)
+    tir.Trace.apply_json_to_schedule(json.loads(text), plain)
+    a, b, c = gemm_args(func)
+    tir.interpret(plain.mod["main"], a, b, c)
+    np.testing.assert_allclose(c, gemm_expected(a, b, trans_b), rtol=1e-4, atol=1e-4)
+
+
+def test_build_refuses_ldmatrix_before_sm_75():
+    sch = schedule_mma_gemm(gemm_fp16(64, 64, 64), ldmatrix=True, reference=True)
+    with pytest.raises(kiln.KilnValueError,
+                       match=r"cuda.mma_ldmatrix_16x16_f16_a.*needs the target features sm_75"):
+        kiln.build(sch.mod, target="cuda -arch=sm_70")
+
+
 def test_cuda_fragments_are_registers():
     skip_unless(nvrtc_missing())
     sch = schedule_mma_gemm(gemm_fp16(128, 128, 128))
@@ -233,8 +336,9 @@ def test_cuda_fragments_are_registers():
     assert "__shared__ unsigned short A_shared_warp" not in source
 
 
+@pytest.mark.parametrize("ldmatrix", [False, True])
 @pytest.mark.parametrize("m, n, k, trans_b, options", SHAPES)
-def test_cuda_runs_like_numpy(m, n, k, trans_b, options):
+def test_cuda_runs_like_numpy(m, n, k, trans_b, options, ldmatrix):
     skip_unless(nvrtc_missing())
     device = kiln.cuda(0)
     if not device.exist:
@@ -243,7 +347,7 @@ def test_cuda_runs_like_numpy(m, n, k, trans_b, options):
         pytest.skip(f"the CUDA device has compute capability {device.compute_version}; "
                     "mma.sync m16n8k16 with float16 operands needs 8.0 or newer")
     func = gemm_fp16(m, n, k, trans_b)
-    sch = schedule_mma_gemm(func, trans_b=trans_b, **options)
+    sch = schedule_mma_gemm(func, trans_b=trans_b, ldmatrix=ldmatrix, **options)
     rt = kiln.build(sch.mod, target="cuda")
     a, b, c = gemm_args(func)
     c_dev = kiln.nd.array(c, device=device)

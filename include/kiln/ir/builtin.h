@@ -72,6 +72,13 @@ namespace kiln::ir {
   /* are float16x2 (one .b32 register of two halves), c and the result float32x4. The result */   \
   /* depends on every lane's fragments: only CUDA code has it (schedule/intrin/cuda_mma.cc). */   \
   X(PtxMma, "ptx_mma", -1, false)                                                                 \
+  /* ptx_ldmatrix(trans, S[i, j:j+8]): the float16x8 this lane receives from one warp-wide */     \
+  /* ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 (trans 0 or 1), for which the lane gives */ \
+  /* the address of row (lane % 8) of 8x8 matrix lane / 8: the 8 halves it loads from shared */   \
+  /* memory, 16-byte aligned. Its two halves of each matrix m (elements 2m, 2m + 1) are row */    \
+  /* lane / 4, columns 2 (lane % 4) + {0, 1} of the matrix (of its transpose with trans). */      \
+  /* Only CUDA code has it (schedule/intrin/cuda_mma.cc). */                                      \
+  X(PtxLdmatrix, "ptx_ldmatrix", 2, false)                                                        \
   /* Access to the packed arguments of a compiled function (see make_packed_api): the data */     \
   /* pointer of DLTensor argument i (byte_offset applied), extent k of its shape (int64), */      \
   /* and scalar argument i as int64 / float64. Only the packed entry point uses them. */          \

@@ -15,6 +15,9 @@ from .. import PrimExpr
 LOAD_16x16_F16_A = "cuda.mma_load_16x16_f16_a"
 LOAD_16x16_F16_B = "cuda.mma_load_16x16_f16_b"
 LOAD_16x16_F16_B_TRANS = "cuda.mma_load_16x16_f16_b_trans"
+LDMATRIX_16x16_F16_A = "cuda.mma_ldmatrix_16x16_f16_a"
+LDMATRIX_16x16_F16_B = "cuda.mma_ldmatrix_16x16_f16_b"
+LDMATRIX_16x16_F16_B_TRANS = "cuda.mma_ldmatrix_16x16_f16_b_trans"
 MMA_F16F16F32 = "cuda.mma_f16f16f32"
 MMA_F16F16F32_REFERENCE = "cuda.mma_f16f16f32_reference"
 MMA_FILL_16x16_F32 = "cuda.mma_fill_16x16_f32"
@@ -88,7 +91,7 @@ def fragment_index_map_trans(k, n):
     return [k // 16, n // 16] + fragment_layout(n, k)
 
 
-def get_mma_intrin_group(trans_b=True, reference=False):
+def get_mma_intrin_group(trans_b=True, reference=False, ldmatrix=False):
     """The intrinsics a tensor-core GEMM tensorizes with, by role, as TVM's function of this name.
 
     Args:
@@ -96,6 +99,10 @@ def get_mma_intrin_group(trans_b=True, reference=False):
         reference (bool): compute with cuda.mma_f16f16f32_reference, the multiply-accumulate in
             plain per-lane code that any GPU target and the interpreter run (to check a schedule
             where no sm_80 GPU is at hand), instead of mma.sync.
+        ldmatrix (bool): load the fragments of A and B with one ldmatrix.x4 per lane and tile
+            (cuda.mma_ldmatrix_16x16_f16_*, sm_75 or newer; the rows of the shared tile must be
+            16-byte aligned) instead of element by element. The same descriptions: a schedule
+            tensorized with them is checked on the interpreter with the plain loads.
 
     Returns:
         dict: {"init", "load_a", "load_b", "compute", "store"} to intrinsic names.
@@ -103,18 +110,26 @@ def get_mma_intrin_group(trans_b=True, reference=False):
     Raises:
         KilnTypeError: an argument is not a bool.
     """
-    for name, value in (("trans_b", trans_b), ("reference", reference)):
+    for name, value in (("trans_b", trans_b), ("reference", reference), ("ldmatrix", ldmatrix)):
         if not isinstance(value, bool):
             raise KilnTypeError(f"get_mma_intrin_group: {name} must be a bool, found an object "
                                 f"of type {type(value).__name__}")
+    if ldmatrix:
+        load_a = LDMATRIX_16x16_F16_A
+        load_b = LDMATRIX_16x16_F16_B_TRANS if trans_b else LDMATRIX_16x16_F16_B
+    else:
+        load_a = LOAD_16x16_F16_A
+        load_b = LOAD_16x16_F16_B_TRANS if trans_b else LOAD_16x16_F16_B
     return {"init": MMA_FILL_16x16_F32,
-            "load_a": LOAD_16x16_F16_A,
-            "load_b": LOAD_16x16_F16_B_TRANS if trans_b else LOAD_16x16_F16_B,
+            "load_a": load_a,
+            "load_b": load_b,
             "compute": MMA_F16F16F32_REFERENCE if reference else MMA_F16F16F32,
             "store": MMA_STORE_16x16_F32}
 
 
-__all__ = ["LOAD_16x16_F16_A", "LOAD_16x16_F16_B", "LOAD_16x16_F16_B_TRANS", "MMA_F16F16F32",
+__all__ = ["LOAD_16x16_F16_A", "LOAD_16x16_F16_B", "LOAD_16x16_F16_B_TRANS",
+           "LDMATRIX_16x16_F16_A", "LDMATRIX_16x16_F16_B", "LDMATRIX_16x16_F16_B_TRANS",
+           "MMA_F16F16F32",
            "MMA_F16F16F32_REFERENCE", "MMA_FILL_16x16_F32", "MMA_STORE_16x16_F32",
            "fragment_layout", "fragment_index_map", "fragment_index_map_trans",
            "get_mma_intrin_group"]
