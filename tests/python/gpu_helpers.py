@@ -469,3 +469,17 @@ def assert_close(actual, expected):
 def skip_unless(reason):
     if reason:
         pytest.skip(reason)
+
+
+def first_candidates(space, count, sketch=0, seeds=range(40)):
+    """The first count candidates that sampling `sketch` of a kiln.autotune.SpaceGenerator
+    gives with seeds in order (an assertion error naming the refusals when fewer come)."""
+    out = []
+    for seed in seeds:
+        candidate = space.sample(sketch, seed=seed)
+        if candidate is not None:
+            out.append(candidate)
+        if len(out) == count:
+            break
+    assert len(out) == count, space.rejections
+    return out

@@ -104,6 +104,18 @@ def gemm_args(func, seed=0):
     return args
 
 
+def run_on_opencl(mod, func, trans_b=True):
+    """Builds mod for OpenCL, runs it on the first OpenCL device on gemm_args of func and checks
+    the product against NumPy."""
+    import kiln
+    rt = kiln.build(mod, target="opencl")
+    a, b, c = gemm_args(func)
+    dev = kiln.opencl(0)
+    c_dev = kiln.nd.array(c, device=dev)
+    rt["main"](kiln.nd.array(a, device=dev), kiln.nd.array(b, device=dev), c_dev)
+    np.testing.assert_allclose(c_dev.numpy(), gemm_expected(a, b, trans_b), rtol=1e-4, atol=1e-4)
+
+
 def gemm_expected(a, b, trans_b=True):
     """The product in float64 of the float16 inputs, as float32."""
     b = b.astype("float64")

@@ -14,7 +14,7 @@ import kiln
 from kiln import te, topi
 from kiln.autotune import SpaceGenerator
 
-from gpu_helpers import nvrtc_missing, opencl_missing, skip_unless
+from gpu_helpers import first_candidates, nvrtc_missing, opencl_missing, skip_unless
 
 
 def add_then_sine(m=24, n=10):
@@ -215,19 +215,6 @@ def gemm_bias_relu(m=48, n=40, k=24):
 
 TILED = {"gemm_128": lambda: matmul(128, 128, 128), "gemm_100x60x70": lambda: matmul(100, 60, 70),
          "batch_matmul": batch_matmul, "conv2d": conv2d, "gemm_bias_relu": gemm_bias_relu}
-
-
-def first_candidates(space, count, seeds=range(40)):
-    """The first count candidates that sampling sketch 0 gives with seeds in order."""
-    out = []
-    for seed in seeds:
-        candidate = space.sample(0, seed=seed)
-        if candidate is not None:
-            out.append(candidate)
-        if len(out) == count:
-            break
-    assert len(out) == count, space.rejections
-    return out
 
 
 @pytest.mark.parametrize("name", sorted(TILED))

@@ -18,25 +18,17 @@ from kiln import autotune, te, tir
 from kiln.autotune import SpaceGenerator
 from kiln.tir.tensor_intrin import cuda as mma
 
-from gpu_helpers import nvrtc_missing, opencl_missing, skip_unless
-from mma_helpers import gemm_args, gemm_expected, gemm_fp16
+from gpu_helpers import first_candidates, nvrtc_missing, opencl_missing, skip_unless
+from mma_helpers import gemm_args, gemm_expected, gemm_fp16, run_on_opencl
 
 SM80 = "cuda -arch=sm_80"
 MMA_PTX = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 TENSOR_CORE = 1  # the sketch's index: the block as it is comes first
 
 
-def candidates(space, count, seeds=range(60)):
+def candidates(space, count):
     """The first `count` candidates of the tensor-core sketch, seeds in order."""
-    out = []
-    for seed in seeds:
-        candidate = space.sample(TENSOR_CORE, seed=seed)
-        if candidate is not None:
-            out.append(candidate)
-        if len(out) == count:
-            break
-    assert len(out) == count, space.rejections
-    return out
+    return first_candidates(space, count, sketch=TENSOR_CORE, seeds=range(60))
 
 
 def reference_twin(candidate, func):
@@ -159,12 +151,7 @@ def test_a_candidate_with_the_reference_update_runs_on_opencl():
     skip_unless(opencl_missing())
     func = gemm_fp16(64, 128, 64, trans_b=False)
     (candidate,) = candidates(SpaceGenerator(func, SM80), 1)
-    rt = kiln.build(reference_twin(candidate, func), target="opencl")
-    a, b, c = gemm_args(func)
-    dev = kiln.opencl(0)
-    c_dev = kiln.nd.array(c, device=dev)
-    rt["main"](kiln.nd.array(a, device=dev), kiln.nd.array(b, device=dev), c_dev)
-    np.testing.assert_allclose(c_dev.numpy(), gemm_expected(a, b, False), rtol=1e-4, atol=1e-4)
+    run_on_opencl(reference_twin(candidate, func), func, trans_b=False)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

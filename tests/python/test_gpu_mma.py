@@ -18,7 +18,7 @@ from kiln import tir
 from kiln.tir.tensor_intrin import cuda as mma
 
 from gpu_helpers import nvrtc_missing, opencl_missing, skip_unless
-from mma_helpers import gemm_args, gemm_expected, gemm_fp16, schedule_mma_gemm
+from mma_helpers import gemm_args, gemm_expected, gemm_fp16, run_on_opencl, schedule_mma_gemm
 from schedule_helpers import assert_trace_roundtrip
 
 MMA_PTX = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
@@ -254,12 +254,7 @@ def test_reference_schedule_runs_on_opencl(m, n, k, trans_b, options):
     skip_unless(opencl_missing())
     func = gemm_fp16(m, n, k, trans_b)
     sch = schedule_mma_gemm(func, trans_b=trans_b, reference=True, **options)
-    rt = kiln.build(sch.mod, target="opencl")
-    a, b, c = gemm_args(func)
-    dev = kiln.opencl(0)
-    c_dev = kiln.nd.array(c, device=dev)
-    rt["main"](kiln.nd.array(a, device=dev), kiln.nd.array(b, device=dev), c_dev)
-    np.testing.assert_allclose(c_dev.numpy(), gemm_expected(a, b, trans_b), rtol=1e-4, atol=1e-4)
+    run_on_opencl(sch.mod, func, trans_b)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
