@@ -19,6 +19,7 @@
 #include "kiln/tir/make_packed_api.h"
 #include "kiln/tir/merge_dynamic_shared_memory.h"
 #include "kiln/tir/plan_buffer_allocation.h"
+#include "kiln/tir/prefetch_shared.h"
 #include "kiln/tir/simplify.h"
 #include "kiln/tir/split_host_device.h"
 #include "kiln/tir/storage_rewrite.h"
@@ -51,6 +52,9 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   // Memory becomes one-dimensional.
   f = flatten_buffers(f);           log.step("flatten_buffers", f);
   f = simplify(f);                  log.step("simplify", f);
+  // GPU: copies into shared memory of a loop's next step loaded into registers during this one,
+  // where the schedule asked for it.
+  if (gpu) { f = prefetch_shared(f); log.step("prefetch_shared", f); }
   // Virtual threads (vthread loops) run inside their thread, each with its own copy of the
   // buffers it keeps, around the statements they share.
   f = inject_virtual_threads(f);    log.step("inject_virtual_threads", f);

@@ -17,6 +17,7 @@
 #include "kiln/schedule/loop_transformation.h"
 #include "kiln/schedule/reduction.h"
 #include "kiln/schedule/sampling.h"
+#include "kiln/tir/prefetch_shared.h"
 
 namespace kiln::autotune {
 
@@ -137,7 +138,10 @@ class MultiLevelTilingGpu : public ScheduleRule {
       RV pad = schedule::sample_categorical(sch, {0, 1, 2}, {1.0, 1.0, 1.0});
       schedule::annotate(sch, copy, kPadSharedAnnotation, pad);
     }
-    // Step 7. The accumulators start at zero before the reduction loops; the thread's nest is
+    // Step 7. Whether the copies of the next step are loaded into registers while the threads
+    // compute on this one (sampled; tir::prefetch_shared).
+    sample_prefetch(sch, step);
+    // Step 8. The accumulators start at zero before the reduction loops; the thread's nest is
     // unrolled to a sampled depth, so that the register tile is indexed by constants.
     schedule::decompose_reduction(sch, block, reduce.front()[0]);
     const std::vector<int64_t>& steps = context_.config.unroll_steps;
@@ -161,6 +165,11 @@ class MultiLevelTilingGpu : public ScheduleRule {
 };
 
 }  // namespace
+
+void sample_prefetch(schedule::Schedule& sch, const schedule::RV& step) {
+  RV prefetch = schedule::sample_categorical(sch, {0, 1}, {1.0, 1.0});
+  schedule::annotate(sch, step, tir::kPrefetchSharedAnnotation, prefetch);
+}
 
 std::unique_ptr<ScheduleRule> make_multi_level_tiling_gpu(const SpaceContext& context) {
   return std::make_unique<MultiLevelTilingGpu>(context);

@@ -229,6 +229,12 @@ std::unique_ptr<ScheduleRule> make_multi_level_tiling_tensor_core(const SpaceCon
 // of its warp's tile (16 fragments, a warp tile of 64x64).
 constexpr int64_t kMaxTensorCoreAccumulators = 128;
 
+// Samples (0 or 1) whether the copies into shared memory under `step` are prefetched into
+// registers a step ahead, and annotates the loop with the draw (tir::prefetch_shared):
+//   v30 = sch.sample_categorical(candidates=[0, 1], probs=[0.5, 0.5])
+//   sch.annotate(block_or_loop=l12, ann_val=v30, ann_key="kiln.prefetch_shared")
+void sample_prefetch(schedule::Schedule& sch, const schedule::RV& step);
+
 // The thread counts the GPU rules draw from: the powers of two from `smallest` up to `largest`
 // (at most the target's -max_threads_per_block), those past twice `extent` left out (at least
 // one stays).

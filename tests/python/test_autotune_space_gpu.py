@@ -338,3 +338,19 @@ def test_mutated_tiles_still_compute_the_product():
             seen.add(child.hash)
             run_candidate(child, func, expected, seed=seed)
     assert len(seen) >= 2
+
+
+def test_candidates_that_prefetch_their_tiles_compute_the_product():
+    """The tilings sample whether the next step's tiles are loaded into registers during this
+    one (kiln.prefetch_shared on the loop of the steps): both kinds of candidates come up and
+    compute the product."""
+    skip_unless(opencl_missing())
+    func, expected = matmul(64, 48, 32)
+    space = SpaceGenerator(func, "opencl")
+    kinds = {}
+    for candidate in first_candidates(space, 8):
+        text = kiln.tir.lower(candidate.mod, target="opencl")["main_kernel0"].script()
+        kinds.setdefault("_prefetch" in text, candidate)
+    assert set(kinds) == {False, True}
+    for seed, candidate in enumerate(kinds.values()):
+        run_candidate(candidate, func, expected, seed=seed)

@@ -234,3 +234,21 @@ def test_padded_shared_tiles_serve_the_fragment_loads_with_fewer_conflicts():
     if not nvrtc_missing():
         ptx = kiln.build(padded[0].mod, target=SM80).get_source("ptx")
         assert MMA_PTX in ptx and "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
+
+
+def test_prefetched_stages_compute_the_product_with_gpu_semantics():
+    """The sketch samples whether the next stage's tiles are loaded into registers during this
+    one (kiln.prefetch_shared): the lowered kernel of a one-warp candidate's reference twin, run
+    on the interpreter thread by thread between barriers, computes the product with and without
+    it. (Candidates of several warps that load the same fragment into the reference's shared
+    fragments write it from each warp, which the interpreter refuses as a race.)"""
+    func = gemm_fp16(16, 16, 128)
+    space = SpaceGenerator(func, SM80)
+    kinds = set()
+    for seed, candidate in enumerate(candidates(space, 6)):
+        lowered = tir.lower(reference_twin(candidate, func), target="opencl")
+        kinds.add("_prefetch" in lowered["main_kernel0"].script())
+        a, b, c = gemm_args(func, seed)
+        tir.interpret(lowered, a, b, c)
+        np.testing.assert_allclose(c, gemm_expected(a, b), rtol=1e-4, atol=1e-4)
+    assert kinds == {False, True}
