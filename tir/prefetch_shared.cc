@@ -138,6 +138,11 @@ std::optional<Stmt> pipeline(const For& loop) {
   std::vector<const Allocate*> allocations;
   Stmt body = loop.body;
   while (const auto* allocate = body.as<Allocate>()) {
+    for (const Expr& extent : allocate->buffer->shape) {
+      if (uses_var(extent, [&loop](const Var* v) { return v == loop.loop_var.get(); })) {
+        return std::nullopt;
+      }
+    }
     allocations.push_back(allocate);
     body = allocate->body;
   }
@@ -176,14 +181,16 @@ std::optional<Stmt> pipeline(const For& loop) {
   steps.push_back(make<IfThenElse>(lt(next, loop.min + loop.extent), seq(std::move(loads))));
   steps.insert(steps.end(), sequence->seq.begin() + static_cast<std::ptrdiff_t>(first_other),
                sequence->seq.end());
-  Stmt new_body = seq(std::move(steps));
-  for (size_t i = allocations.size(); i-- > 0;) {
-    new_body = make<Allocate>(allocations[i]->buffer, new_body);
-  }
+  // The loop's allocations move out of it, around the loop and its prologue, so that a later
+  // pass that splits the loop (loop_partition: the last step has no next one) does not
+  // allocate the shared tiles twice.
   auto new_loop = copy(&loop);
-  new_loop->body = new_body;
+  new_loop->body = seq(std::move(steps));
   new_loop->annotations.erase(kPrefetchSharedAnnotation);
   Stmt result = seq({seq(std::move(prologue)), Stmt(new_loop)});
+  for (size_t i = allocations.size(); i-- > 0;) {
+    result = make<Allocate>(allocations[i]->buffer, result);
+  }
   for (size_t i = copies.size(); i-- > 0;) {
     result = make<Allocate>(copies[i].prefetched, result);
   }

@@ -74,6 +74,8 @@ def test_the_next_steps_tiles_are_loaded_into_registers_before_this_steps_produc
     assert store < barrier < product and store < load < product
     assert "A_1[i_0 * 320 + ax0_4 * 40 + k_0 * 8 + ax1_4 + 8]" in loop[load:product]
     assert KEY not in text
+    # The shared tiles are allocated once, around the loop and its last step.
+    assert text.count('scope="shared"') == 2
 
 
 @pytest.mark.parametrize("shape", [(32, 24, 40), (16, 16, 16)])
