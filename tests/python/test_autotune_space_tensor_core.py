@@ -238,11 +238,10 @@ def test_padded_shared_tiles_serve_the_fragment_loads_with_fewer_conflicts():
 
 def test_prefetched_stages_compute_the_product_with_gpu_semantics():
     """The sketch samples whether the next stage's tiles are loaded into registers during this
-    one (kiln.prefetch_shared): the lowered kernel of a one-warp candidate's reference twin, run
-    on the interpreter thread by thread between barriers, computes the product with and without
-    it. (Candidates of several warps that load the same fragment into the reference's shared
-    fragments write it from each warp, which the interpreter refuses as a race.)"""
-    func = gemm_fp16(16, 16, 128)
+    one (kiln.prefetch_shared): the lowered kernels of candidates' reference twins (their
+    fragments in shared memory, a copy per warp), run on the interpreter thread by thread
+    between barriers, compute the product with and without it."""
+    func = gemm_fp16(64, 64, 128)
     space = SpaceGenerator(func, SM80)
     kinds = set()
     for seed, candidate in enumerate(candidates(space, 6)):

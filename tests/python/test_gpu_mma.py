@@ -236,11 +236,13 @@ def test_reference_schedule_runs_on_the_interpreter(m, n, k, trans_b, options):
     np.testing.assert_allclose(c, gemm_expected(a, b, trans_b), rtol=1e-4, atol=1e-4)
 
 
-def test_reference_schedule_runs_lowered_with_gpu_semantics():
+@pytest.mark.parametrize("options", [dict(block=(32, 64), warps=(1, 2)), {}])
+def test_reference_schedule_runs_lowered_with_gpu_semantics(options):
     # The lowered kernels, threads in lock step from barrier to barrier: fragments of the
-    # accumulator in registers, those of A and B (read across lanes) in shared memory.
+    # accumulator in registers, those of A and B (read across lanes) in shared memory, a copy
+    # per warp (with 2 x 2 warps, two warps load each fragment of A and of B).
     func = gemm_fp16(64, 64, 64)
-    sch = schedule_mma_gemm(func, reference=True, block=(32, 64), warps=(1, 2))
+    sch = schedule_mma_gemm(func, reference=True, **options)
     lowered = tir.lower(sch.mod, target="opencl")
     text = lowered.script()
     assert 'scope="local"' in text and "storage_sync" in text

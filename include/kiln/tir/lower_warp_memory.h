@@ -20,7 +20,11 @@ namespace kiln::tir {
 //        W[t, e] = S[...]
 //  * shared memory ("shared", the same shape) otherwise: where a lane reads another lane's
 //    elements (a reference implementation in plain code does), all lanes' elements must be in
-//    memory every thread of the block reaches; insert_barriers then orders the accesses.
+//    memory every thread of the block reaches; insert_barriers then orders the accesses. Where
+//    every access is under a loop bound to threadIdx.y (the block's warps; no threadIdx.z) and
+//    no index is that loop's variable, the buffer gets a leading dimension of the warps and
+//    each access the loop's variable there: warps that load the same fragment (the warps along
+//    one row of a GEMM's tile) each keep their copy, rather than overwriting each other's.
 // Registers need the lanes of a warp to be threadIdx.x: in a kernel (an outermost loop nest
 // bound to GPU axes) that accesses such a buffer, every loop bound to threadIdx.x must have a
 // constant extent that is a multiple of 32, so that the launch's threadIdx.x extent is one and

@@ -1,6 +1,7 @@
 // Tests of lower_warp_memory on functions built by hand: a "warp" buffer that each lane reads and
 // writes at its own lane becomes registers without the lane dimension (golden IR, and the same
-// results on the interpreter), one read across lanes becomes shared memory, and the errors.
+// results on the interpreter), one read across lanes becomes shared memory (a copy per warp where
+// warps would share elements), and the errors.
 #include <gtest/gtest.h>
 
 #include "kiln/ir/printer.h"
@@ -15,19 +16,21 @@ namespace {
 //   for lane2 in threadIdx.x(32): for e2 in range(4):
 //     B[ty, lane2 * 4 + e2] = W[ty, read_lane(lane2), e2] * 2
 //   and, when other_threads > 0, for t in threadIdx.x(other_threads): A[ty, t] = 0
+// With one_slot, W is indexed W[0, ...] in both loops: the two warps use the same elements.
 Ref<PrimFunc> warp_copy(const std::function<Expr(const Ref<Var>&)>& read_lane,
-                        int64_t other_threads = 0, int64_t lanes = 32) {
+                        int64_t other_threads = 0, int64_t lanes = 32, bool one_slot = false) {
   Ref<Buffer> a = buffer({2, 128}, "A");
   Ref<Buffer> b = buffer({2, 128}, "B");
   Ref<Buffer> w = buffer({2, lanes, 4}, "W", DataType::float32(), "warp");
   Ref<Var> ty = make_var("ty"), lane = make_var("lane"), e = make_var("e");
   Ref<Var> lane2 = make_var("lane2"), e2 = make_var("e2");
+  Expr slot = one_slot ? c(0) : Expr(ty);
   Stmt fill = thread_loop(
       lane, 32, "threadIdx.x",
-      loop(e, 4, buffer_store(w, buffer_load(a, {ty, lane * c(4) + e}), {ty, lane, e})));
+      loop(e, 4, buffer_store(w, buffer_load(a, {ty, lane * c(4) + e}), {slot, lane, e})));
   Stmt use = thread_loop(lane2, 32, "threadIdx.x",
                          loop(e2, 4,
-                              buffer_store(b, buffer_load(w, {ty, read_lane(lane2), e2}) * f32(2),
+                              buffer_store(b, buffer_load(w, {slot, read_lane(lane2), e2}) * f32(2),
                                            {ty, lane2 * c(4) + e2})));
   std::vector<Stmt> stmts = {fill, use};
   if (other_threads > 0) {
@@ -65,6 +68,19 @@ TEST(LowerWarpMemory, ReadsAcrossLanesKeepTheBufferInSharedMemory) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("W[ty, (lane2 + 1) % 32, e2]"), std::string::npos) << text;
+}
+
+TEST(LowerWarpMemory, WarpsThatShareElementsInSharedMemoryGetACopyEach) {
+  // Both warps fill and read W[0, ...] across lanes: in one shared buffer they would overwrite
+  // each other's elements; each gets its copy, indexed by the loop of the warps.
+  Ref<PrimFunc> after = lower_warp_memory(
+      warp_copy([](const Ref<Var>& lane) { return floormod(lane + c(1), c(32)); }, 0, 32, true));
+  std::string text = to_script(after->body);
+  EXPECT_NE(text.find("W = T.alloc_buffer((2, 2, 32, 4), \"float32\", scope=\"shared\")"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("W[ty, 0, lane, e] = A[ty, lane * 4 + e]"), std::string::npos) << text;
+  EXPECT_NE(text.find("W[ty, 0, (lane2 + 1) % 32, e2]"), std::string::npos) << text;
 }
 
 TEST(LowerWarpMemory, NoWarpBufferNothingChanges) {
