@@ -26,10 +26,11 @@ constexpr const char* kPrefetchSharedAnnotation = "kiln.prefetch_shared";
 // iteration of the copy's loops that are not bound to threads), so that the global loads of
 // step k + 1 are in flight while the threads compute step k (insert_barriers then puts the
 // barrier after the loads, before the computation). The loop's allocations move around it and
-// the first step's loads (a later split of the loop does not allocate the tiles twice). A copy is a statement whose only store is
-// to a "shared" buffer, under loops (constant extents, no virtual threads) and conditions, that
-// reads no shared buffer; the buffers it reads must not be written in the loop. A loop whose
-// body has another form is left as it is: the annotation asks, the pass decides.
+// the first step's loads (a later split of the loop does not allocate the tiles twice). A copy is a
+// statement whose only store is to a "shared" buffer, under loops (constant extents, no virtual
+// threads) and conditions, that reads no shared buffer; the buffers it reads must not be written in
+// the loop. A loop whose body has another form is left as it is: the annotation asks, the pass
+// decides.
 ir::Ref<ir::PrimFunc> prefetch_shared(const ir::Ref<ir::PrimFunc>& func);
 
 }  // namespace kiln::tir
