@@ -1,9 +1,9 @@
 """The lowering pass prefetch_shared: a loop annotated "kiln.prefetch_shared" whose body copies
 tiles into shared memory and then computes on them loads the next step's tiles into each
 thread's registers before the computation of this step. Checked on the lowered IR (the
-registers, the loads of step k + 1 before the barrier and the product), on the interpreter with GPU
-semantics and on OpenCL (PoCL) against NumPy, and compiled with NVRTC; loops of other forms are
-left as they are."""
+registers, the loads of step k + 1 before the barrier and the product), on the interpreter with
+GPU semantics and on OpenCL (PoCL) against NumPy, and compiled with NVRTC; loops of other forms
+are left as they are."""
 import numpy as np
 import pytest
 
