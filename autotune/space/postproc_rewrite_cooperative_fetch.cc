@@ -44,10 +44,20 @@ class RewriteCooperativeFetch : public Postproc {
  private:
   static void rewrite(schedule::Schedule& sch, const std::string& name, int64_t lanes) {
     RV block = schedule::get_block(sch, name);
-    // Step 1. The copy's own loops: those below the loops its consumers share with it.
+    // Step 1. The copy's own loops: those below the loops its consumers share with it (the
+    // loops around it that its consumers are under too). A copy into the output (the write-back
+    // of a tensor-core tile) has no consumer: its producers' loops then.
     std::unordered_set<const For*> shared_loops;
-    for (const RV& consumer : schedule::get_consumers(sch, block)) {
-      for (const For* loop : sch.block(consumer, kName).loops) shared_loops.insert(loop);
+    std::vector<RV> others = schedule::get_consumers(sch, block);
+    if (others.empty()) others = schedule::get_producers(sch, block);
+    int64_t producer_warps = 0;
+    for (const RV& other : others) {
+      for (const For* loop : sch.block(other, kName).loops) {
+        shared_loops.insert(loop);
+        if (loop->kind == ForKind::kThreadBinding && loop->thread_tag == "threadIdx.y") {
+          producer_warps = std::max(producer_warps, *as_const_int(loop->extent));
+        }
+      }
     }
     const schedule::BlockLocation& loc = sch.block(block, kName);
     std::vector<RV> loops = schedule::get_loops(sch, block);
@@ -75,6 +85,7 @@ class RewriteCooperativeFetch : public Postproc {
     // (threadIdx.y); the lanes of threadIdx.x run inside the intrinsics.
     const Block& copy = *loc.block;
     int64_t warp_lanes = annotation_or(copy, kWarpLanesAnnotation, 0);
+    if (warp_lanes > 0 && warps == 0) warps = producer_warps;  // the warps it runs after
     if (warp_lanes > 0 && threads == 0 && warps > 0) threads = warp_lanes;
     int64_t all_threads = threads * (warp_lanes > 0 ? std::max<int64_t>(warps, 1) : 1);
     const auto* store = copy.body.as<BufferStore>();

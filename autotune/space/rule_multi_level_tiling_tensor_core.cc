@@ -4,7 +4,9 @@
 // for the CUDA cores). Each thread block computes a tile of the output, each warp a tile of
 // 16x16 fragments of it held in the warp's registers; the operands' tiles of one outer
 // reduction step are staged in shared memory (copied by all the block's threads), then
-// loaded into fragments 16 columns of the reduction at a time.
+// loaded into fragments 16 columns of the reduction at a time. An element-wise epilogue (bias,
+// activation) is fused into the write-back: the fragments go to a shared tile of the block's
+// outputs, which the block's threads copy to the output through the epilogue.
 //
 // What it supports: blocks C[.., i, j] (float32) += A[.., i, k] * B[.., j, k] or B[.., k, j], A
 // and B float16 read at plain iterators, the leading ones (a batch) the same in all three, and
@@ -20,6 +22,7 @@
 #include "kiln/schedule/blockize_tensorize.h"
 #include "kiln/schedule/cache_read_write.h"
 #include "kiln/schedule/compute_at.h"
+#include "kiln/schedule/compute_inline.h"
 #include "kiln/schedule/for_kind.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/layout_transformation.h"
@@ -188,7 +191,8 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     std::vector<RV> order = blocks;
     order.insert(order.end(), {i[1], j[1], k[0], k[1], i[2], j[2], i[3], j[3], k[2]});
     schedule::reorder(sch, order);
-    schedule::bind_loop(sch, schedule::fuse(sch, blocks), "blockIdx.x");
+    RV block_loop = schedule::fuse(sch, blocks);
+    schedule::bind_loop(sch, block_loop, "blockIdx.x");
     RV warp = schedule::fuse(sch, {i[1], j[1]});
     schedule::bind_loop(sch, warp, "threadIdx.y");
     // Step 3. The limits check_gpu_tiles holds a draw to: the warps' lanes run inside the
@@ -206,8 +210,24 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     // sampled (pad_shared_tiles: ldmatrix reads 16-byte rows of 8 rows at a time, which compact
     // rows of 32 or 64 halves put in the same banks); their fragments loaded one step of 16 at
     // a time.
+    // An element-wise epilogue of the product (bias, activation): the fragments are stored into
+    // a shared tile of the block's outputs, which all the block's threads then copy to the
+    // output through the epilogue (rewrite_cooperative_fetch spreads the copy).
+    std::optional<RV> epilogue = element_wise_consumer(sch, block);
+    std::optional<RV> staged;
+    if (epilogue) {
+      staged = schedule::cache_write(sch, block, 0, "shared");
+      schedule::reverse_compute_inline(sch, *epilogue);
+    }
     RV acc = schedule::cache_write(sch, block, 0, "warp");
     schedule::reverse_compute_at(sch, acc, warp);
+    if (staged) {
+      schedule::reverse_compute_at(sch, *staged, block_loop);
+      schedule::annotate(sch, *staged, kCooperativeFetchAnnotation,
+                         ir::make_const(ir::DataType::int32(), 1));
+      schedule::annotate(sch, *staged, kWarpLanesAnnotation,
+                         ir::make_const(ir::DataType::int32(), kWarpLanes));
+    }
     for (int read : {m.a_read, m.b_read}) {
       RV shared = schedule::cache_read(sch, block, read, "shared", {block});
       schedule::compute_at(sch, shared, k[0]);
@@ -265,6 +285,24 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     const std::vector<int64_t>& steps = context_.config.unroll_steps;
     RV unroll = schedule::sample_categorical(sch, steps, std::vector<double>(steps.size(), 1.0));
     schedule::annotate(sch, warp, "pragma_auto_unroll_max_step", unroll);
+  }
+
+  // The one consumer of the product when it is a spatial block that reads it at the element it
+  // writes (an element-wise epilogue, which reverse_compute_inline can fold into a copy of the
+  // product); else nothing.
+  static std::optional<RV> element_wise_consumer(schedule::Schedule& sch, const RV& block) {
+    std::vector<RV> consumers = schedule::get_consumers(sch, block);
+    if (consumers.size() != 1) return std::nullopt;
+    const char* api = "multi_level_tiling_tensor_core";
+    const std::string name = sch.block(consumers[0], api).block->name;
+    if (is_extern_block(sch, name) || !analyze_block(sch, name).spatial) return std::nullopt;
+    schedule::Schedule probe = sch.copy();
+    schedule::cache_write(probe, schedule::get_block(probe, sch.block(block, api).block->name), 0,
+                          "shared");
+    if (!schedule::can_reverse_compute_inline(probe, schedule::get_block(probe, name))) {
+      return std::nullopt;
+    }
+    return consumers[0];
   }
 
   SpaceContext context_;

@@ -218,9 +218,11 @@ constexpr int64_t kMaxRegisterTile = 64;
 // sampled width, padded by pad_shared_tiles where sampled), their fragments loaded one step
 // at a time; the fragments get the
 // intrinsics' layout (transform_layout) and the loads, the update, the fill and the store are
-// tensorized with cuda.mma_*; the warp's nest gets a sampled unroll depth. The block carries
-// the limits check_gpu_tiles holds its draws to (kiln.warp_lanes: the warps' 32 lanes count as
-// threads):
+// tensorized with cuda.mma_*; the warp's nest gets a sampled unroll depth. An element-wise
+// epilogue (the product's one consumer) is folded into a copy of a shared tile of the block's
+// outputs (reverse_compute_inline), which rewrite_cooperative_fetch spreads over the threads. The
+// block carries the limits check_gpu_tiles holds its draws to (kiln.warp_lanes: the warps' 32 lanes
+// count as threads):
 //   l7, l8 = sch.split(loop=l1, factors=[None, 16])
 //   v9, v10, v11 = sch.sample_perfect_tile(loop=l7, n=3, max_innermost_factor=4)
 //   sch.tensorize(block_or_loop=l30, tensor_intrin="cuda.mma_f16f16f32")
@@ -282,8 +284,9 @@ std::unique_ptr<Postproc> make_verify_gpu_code(const SpaceContext& context);
 // annotated width divides the copied rows, the operand's rows and what the threads copy in one
 // pass, and the copy is a plain load (a padded copy's guarded reads make no vector access);
 // else it copies one element per thread and pass. A copy annotated kiln.warp_lanes (for
-// warp-level intrinsics, under the loop of the warps bound to threadIdx.y) is split into
-// (steps, warps, lanes, vector) and bound to threadIdx.y and threadIdx.x:
+// warp-level intrinsics, under the loop of the warps bound to threadIdx.y, or after it: the
+// write-back of a tensor-core tile, which has no consumer and shares its producers' loops) is
+// split into (steps, warps, lanes, vector) and bound to threadIdx.y and threadIdx.x:
 //   l20 = sch.fuse(l17, l18)
 //   l21, l22, l23 = sch.split(loop=l20, factors=[None, 64, 4])
 //   sch.bind(loop=l22, thread_axis="threadIdx.x")

@@ -251,3 +251,39 @@ def test_prefetched_stages_compute_the_product_with_gpu_semantics():
         tir.interpret(lowered, a, b, c)
         np.testing.assert_allclose(c, gemm_expected(a, b), rtol=1e-4, atol=1e-4)
     assert kinds == {False, True}
+
+
+@pytest.mark.parametrize("trans_b", [True, False])
+def test_an_element_wise_epilogue_is_fused_into_the_write_back(trans_b):
+    """relu(A @ B + bias): the fragments are stored into a shared tile of the block's outputs,
+    which the block's threads copy to the output through the epilogue: one kernel, whose
+    lowered reference twin computes the whole expression with GPU semantics."""
+    m = n = k = 64
+    A = te.placeholder((m, k), "float16", name="A")
+    B = te.placeholder((n, k) if trans_b else (k, n), "float16", name="B")
+    bias = te.placeholder((n,), "float32", name="bias")
+    r = te.reduce_axis((0, k), name="k")
+
+    def b_at(j):
+        return B[j, r] if trans_b else B[r, j]
+    C = te.compute((m, n), lambda i, j: te.sum(
+        A[i, r].astype("float32") * b_at(j).astype("float32"), axis=r), name="C")
+    D = te.compute((m, n), lambda i, j: te.max(C[i, j] + bias[j], 0.0), name="D")
+    func = te.create_prim_func([A, B, bias, D])
+    space = SpaceGenerator(func, SM80)
+    assert len(space.sketches) == 2
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (m, k)).astype("float16")
+    b = rng.uniform(-1, 1, (n, k) if trans_b else (k, n)).astype("float16")
+    bias_np = rng.uniform(-1, 1, n).astype("float32")
+    b64 = b.astype("float64")
+    expected = np.maximum(a.astype("float64") @ (b64.T if trans_b else b64) + bias_np, 0)
+    for candidate in candidates(space, 3):
+        lowered = tir.lower(reference_twin(candidate, func), target="opencl")
+        assert "main_kernel1" not in lowered.functions
+        d = np.full((m, n), np.nan, "float32")
+        tir.interpret(lowered, a, b, bias_np, d)
+        np.testing.assert_allclose(d, expected, rtol=1e-4, atol=1e-4)
+    if not nvrtc_missing():
+        source = kiln.build(candidate.mod, target=SM80).get_source("cuda")
+        assert source.count("__global__") == 1 and MMA_PTX in source
