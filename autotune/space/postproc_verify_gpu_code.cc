@@ -140,6 +140,49 @@ int64_t shared_tile_bytes(const schedule::FunctionIndex& index,
   return bytes;
 }
 
+// The bytes of the shared copies for warp-level intrinsics (kiln.warp_lanes, before
+// rewrite_cooperative_fetch spreads them) per kernel (its outermost loop): a copy's elements are
+// the extents of its loops that the blocks it feeds (or, for a write-back with no consumer, the
+// blocks that feed it) are not under. The tensorized block that reads the operands' copies
+// reads them through fragments, so shared_tile_bytes does not see them.
+std::map<const For*, int64_t> warp_copy_bytes(const schedule::FunctionIndex& index) {
+  std::map<const For*, int64_t> bytes;
+  for (const std::string& name : index.block_names()) {
+    const schedule::BlockLocation* loc = index.find_block(name);
+    if (loc->loops.empty() || loc->block->writes.size() != 1 ||
+        !is_shared_scope(loc->block->writes[0].buffer->scope) ||
+        annotation_or(*loc->block, kWarpLanesAnnotation, 0) == 0) {
+      continue;
+    }
+    // Its consumers (blocks reading what it writes), else its producers, from the index: a
+    // check records nothing in the trace.
+    const Buffer* written = loc->block->writes[0].buffer.get();
+    std::unordered_set<const Buffer*> read;
+    for (const BufferRegion& r : loc->block->reads) read.insert(r.buffer.get());
+    std::vector<const schedule::BlockLocation*> consumers, producers;
+    for (const std::string& other : index.block_names()) {
+      const schedule::BlockLocation* o = index.find_block(other);
+      if (o == loc) continue;
+      for (const BufferRegion& r : o->block->reads) {
+        if (r.buffer.get() == written) consumers.push_back(o);
+      }
+      for (const BufferRegion& w : o->block->writes) {
+        if (read.count(w.buffer.get()) != 0) producers.push_back(o);
+      }
+    }
+    std::unordered_set<const For*> shared_loops;
+    for (const schedule::BlockLocation* o : consumers.empty() ? producers : consumers) {
+      shared_loops.insert(o->loops.begin(), o->loops.end());
+    }
+    int64_t elements = 1;
+    for (const For* loop : loc->loops) {
+      if (shared_loops.count(loop) == 0) elements *= constant_extent(loop);
+    }
+    bytes[loc->loops.front()] += elements * written->dtype.bytes();
+  }
+  return bytes;
+}
+
 }  // namespace
 
 void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target) {
@@ -178,6 +221,15 @@ void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target) {
                                "the shared tiles block " + name + " reads take " +
                                    std::to_string(bytes) + " bytes; the target has " +
                                    std::to_string(shared_limit) + " per block");
+    }
+  }
+  for (const auto& [kernel, bytes] : warp_copy_bytes(index)) {
+    if (bytes > shared_limit) {
+      schedule::schedule_error("GpuSharedMemoryError", kName,
+                               "the shared tiles of the warps' fragments in kernel " +
+                                   kernel->loop_var->name + " take " + std::to_string(bytes) +
+                                   " bytes; the target has " + std::to_string(shared_limit) +
+                                   " per block");
     }
   }
 }

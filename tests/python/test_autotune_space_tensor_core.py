@@ -287,3 +287,14 @@ def test_an_element_wise_epilogue_is_fused_into_the_write_back(trans_b):
     if not nvrtc_missing():
         source = kiln.build(candidate.mod, target=SM80).get_source("cuda")
         assert source.count("__global__") == 1 and MMA_PTX in source
+
+
+def test_draws_over_the_shared_memory_are_drawn_again():
+    """The operands' shared tiles (and an epilogue's write-back tile) of a draw are counted
+    before the candidate is finished: draws past -max_shared_memory_per_block are refused and
+    drawn again, none reaches the verifier."""
+    target = SM80 + " -max_shared_memory_per_block=16384"
+    space = SpaceGenerator(gemm_fp16(1024, 1024, 1024), target)
+    candidates(space, 8)
+    assert space.rejections.get("sample: GpuSharedMemoryError", 0) > 0
+    assert all(reason.startswith("sample:") for reason in space.rejections), space.rejections
