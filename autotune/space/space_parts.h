@@ -309,8 +309,9 @@ std::unique_ptr<Postproc> make_pad_shared_tiles(const SpaceContext& context);
 // vthread loops around it and of its spatial loops inside its innermost thread loop
 // (GpuRegisterTileError), and its operands' shared copies within the target's shared memory
 // (GpuSharedMemoryError; for warp-level intrinsics, the copies annotated kiln.warp_lanes of
-// each kernel together, the write-back tile of a fused epilogue too). Raises the ScheduleError of the first limit a block exceeds. Reads
-// only the loops of the schedule: cheap enough to check each draw before it is finished.
+// each kernel together, the write-back tile of a fused epilogue too). Raises the ScheduleError of
+// the first limit a block exceeds. Reads only the loops of the schedule: cheap enough to check each
+// draw before it is finished.
 void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target);
 
 // Moves the init of every reduction block out of its reduction loops (decompose_reduction).
