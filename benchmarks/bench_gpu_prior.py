@@ -20,7 +20,6 @@ Without a CUDA device it says why and stops; with --opencl it then checks the ca
 OpenCL (kiln.opencl(0), PoCL on the CPU here): that shows the benchmark works, and its times
 and correlations are no performance figure. --quick uses small sizes.
 """
-import argparse
 import os
 import statistics
 import subprocess
@@ -32,8 +31,8 @@ from kiln import te, tir, topi
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_gpu_topi import batch_matmul, conv2d, gemm, run_checked, uniform  # noqa: E402
-from common import (chosen_workloads, gpu_target_and_device, load_average,  # noqa: E402
-                    print_table, spearman)
+from common import (chosen_workloads, gpu_candidates_parser,  # noqa: E402
+                    gpu_target_and_device, load_average, print_table, spearman)
 
 
 def gemm_fp16(quick):
@@ -85,14 +84,7 @@ def clock_hz(clock_mhz):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="comma-separated workload names")
-    parser.add_argument("--candidates", type=int, default=24, help="candidates per workload")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating timing rounds")
-    parser.add_argument("--repeat", type=int, default=5, help="timer repeats per round")
-    parser.add_argument("--quick", action="store_true", help="small sizes")
-    parser.add_argument("--opencl", action="store_true",
-                        help="without a CUDA device, check the candidates on OpenCL")
+    parser = gpu_candidates_parser(__doc__.splitlines()[0], 24, "candidates per workload", 3)
     parser.add_argument("--clock-mhz", type=float, default=0,
                         help="the SM clock the prior's cycles are converted at (default: "
                              "nvidia-smi's highest SM clock)")

@@ -16,7 +16,6 @@ OpenCL (kiln.opencl(0), PoCL on the CPU here, warps of 32 assumed): that shows t
 candidates compute the right result, and its times are no performance figure. --quick uses
 small sizes.
 """
-import argparse
 import os
 import statistics
 import sys
@@ -27,8 +26,8 @@ from kiln import te, tir
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_gpu_topi import conv2d, gemm, run_checked  # noqa: E402
-from common import (chosen_workloads, gpu_target_and_device, load_average,  # noqa: E402
-                    print_table, spearman)
+from common import (chosen_workloads, gpu_candidates_parser,  # noqa: E402
+                    gpu_target_and_device, load_average, print_table, spearman)
 
 WORKLOADS = {"gemm": (gemm, "GEMM 1024^3 fp32"), "conv2d": (conv2d, "conv2d 3x3 56x56 64->64")}
 
@@ -73,14 +72,7 @@ def variants(func, target, count):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="comma-separated workload names")
-    parser.add_argument("--candidates", type=int, default=16, help="padded candidates each")
-    parser.add_argument("--rounds", type=int, default=5, help="alternating timing rounds")
-    parser.add_argument("--repeat", type=int, default=5, help="timer repeats per round")
-    parser.add_argument("--quick", action="store_true", help="small sizes")
-    parser.add_argument("--opencl", action="store_true",
-                        help="without a CUDA device, check the candidates on OpenCL")
+    parser = gpu_candidates_parser(__doc__.splitlines()[0], 16, "padded candidates each", 5)
     args = parser.parse_args()
     names = chosen_workloads(parser, args.only, WORKLOADS)
 

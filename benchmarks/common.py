@@ -127,6 +127,22 @@ def chosen_workloads(parser, only, workloads):
     return names
 
 
+def gpu_candidates_parser(description, candidates, candidates_help, rounds):
+    """The command line of the benchmarks that time random GPU candidates: --only, --candidates,
+    --rounds (alternating timing rounds), --repeat, --quick and --opencl; add more before
+    parse_args."""
+    import argparse
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--candidates", type=int, default=candidates, help=candidates_help)
+    parser.add_argument("--rounds", type=int, default=rounds, help="alternating timing rounds")
+    parser.add_argument("--repeat", type=int, default=5, help="timer repeats per round")
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument("--opencl", action="store_true",
+                        help="without a CUDA device, check the candidates on OpenCL")
+    return parser
+
+
 def cuda_missing(kiln):
     """Why kiln's "cuda" target cannot run here, or "" when it can."""
     available, why = kiln.target.nvrtc_available()

@@ -23,9 +23,10 @@ namespace {
 struct Copy {
   Stmt nest;
   const BufferStore* store = nullptr;
-  Expr register_index;     // over the nest's loops that are not bound to threads
-  int64_t registers = 1;   // the elements of one step a thread keeps
-  Ref<Buffer> prefetched;  // "local", `registers` elements
+  Expr register_index;                    // over the nest's loops that are not bound to threads
+  int64_t registers = 1;                  // the elements of one step a thread keeps
+  Ref<Buffer> prefetched;                 // "local", `registers` elements
+  std::unordered_set<const Var*> loaded;  // the data variables it reads
 };
 
 // The data variables `s` stores to and loads from.
@@ -65,6 +66,7 @@ std::optional<Copy> as_copy(const Stmt& s) {
   }
   Copy copy;
   copy.nest = s;
+  copy.loaded = std::move(a.loaded);
   std::vector<const For*> own;  // the loops whose iterations a thread runs, outermost first
   Stmt at = s;
   while (copy.store == nullptr) {
@@ -160,8 +162,7 @@ std::optional<Stmt> pipeline(const For& loop) {
   // Step 2. Loaded a step early, a copy must read what it read then: nothing the loop writes.
   Accesses whole = accesses_of(loop.body);
   for (const Copy& c : copies) {
-    Accesses a = accesses_of(c.nest);
-    for (const Var* data : a.loaded) {
+    for (const Var* data : c.loaded) {
       if (whole.stored.count(data) != 0) return std::nullopt;
     }
   }

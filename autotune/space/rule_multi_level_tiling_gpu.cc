@@ -4,6 +4,7 @@
 // over virtual threads), and the operands' tiles of each outer reduction step are staged in
 // "shared" memory, copied by all the block's threads together (rewrite_cooperative_fetch).
 #include <algorithm>
+#include <optional>
 
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
@@ -32,6 +33,8 @@ constexpr int kReduceLevels = 3;
 // The vector widths a cooperative fetch may copy with: each is a vector type of CUDA and of
 // OpenCL (1: no vector).
 const std::vector<int64_t> kFetchLanes = {1, 2, 4};
+// The paddings pad_shared_tiles may apply: none, for vector reads, for scalar reads.
+const std::vector<int64_t> kPaddings = {0, 1, 2};
 
 class MultiLevelTilingGpu : public ScheduleRule {
  public:
@@ -129,15 +132,7 @@ class MultiLevelTilingGpu : public ScheduleRule {
     // conflicts for vector or for scalar reads (sampled: which the compiler makes of a
     // thread's reads along a row is its own decision).
     RV step = reduce.back()[0];
-    for (int64_t r : operands) {
-      RV copy = schedule::cache_read(sch, block, r, "shared", {block});
-      schedule::compute_at(sch, copy, step);
-      RV lanes = schedule::sample_categorical(sch, kFetchLanes,
-                                              std::vector<double>(kFetchLanes.size(), 1.0));
-      schedule::annotate(sch, copy, kCooperativeFetchAnnotation, lanes);
-      RV pad = schedule::sample_categorical(sch, {0, 1, 2}, {1.0, 1.0, 1.0});
-      schedule::annotate(sch, copy, kPadSharedAnnotation, pad);
-    }
+    for (int64_t r : operands) stage_in_shared(sch, block, r, step, kPaddings);
     // Step 7. Whether the copies of the next step are loaded into registers while the threads
     // compute on this one (sampled; tir::prefetch_shared).
     sample_prefetch(sch, step);
@@ -152,12 +147,9 @@ class MultiLevelTilingGpu : public ScheduleRule {
   // Inlines the one consumer of the write-back when it is a spatial block that reads the result
   // at the element it writes (an element-wise epilogue).
   static void inline_epilogue(schedule::Schedule& sch, const RV& write_back) {
-    std::vector<RV> consumers = schedule::get_consumers(sch, write_back);
-    if (consumers.size() != 1) return;
-    const std::string name = sch.block(consumers[0], "multi_level_tiling_gpu").block->name;
-    if (is_extern_block(sch, name) || !analyze_block(sch, name).spatial) return;
-    if (schedule::can_reverse_compute_inline(sch, consumers[0])) {
-      schedule::reverse_compute_inline(sch, consumers[0]);
+    std::optional<RV> consumer = spatial_consumer(sch, write_back);
+    if (consumer && schedule::can_reverse_compute_inline(sch, *consumer)) {
+      schedule::reverse_compute_inline(sch, *consumer);
     }
   }
 
@@ -165,6 +157,26 @@ class MultiLevelTilingGpu : public ScheduleRule {
 };
 
 }  // namespace
+
+RV stage_in_shared(schedule::Schedule& sch, const RV& block, int64_t read, const RV& at,
+                   const std::vector<int64_t>& paddings) {
+  RV copy = schedule::cache_read(sch, block, read, "shared", {block});
+  schedule::compute_at(sch, copy, at);
+  RV lanes =
+      schedule::sample_categorical(sch, kFetchLanes, std::vector<double>(kFetchLanes.size(), 1.0));
+  schedule::annotate(sch, copy, kCooperativeFetchAnnotation, lanes);
+  RV pad = schedule::sample_categorical(sch, paddings, std::vector<double>(paddings.size(), 1.0));
+  schedule::annotate(sch, copy, kPadSharedAnnotation, pad);
+  return copy;
+}
+
+std::optional<RV> spatial_consumer(schedule::Schedule& sch, const RV& block) {
+  std::vector<RV> consumers = schedule::get_consumers(sch, block);
+  if (consumers.size() != 1) return std::nullopt;
+  const std::string name = sch.block(consumers[0], "spatial_consumer").block->name;
+  if (is_extern_block(sch, name) || !analyze_block(sch, name).spatial) return std::nullopt;
+  return consumers[0];
+}
 
 void sample_prefetch(schedule::Schedule& sch, const schedule::RV& step) {
   RV prefetch = schedule::sample_categorical(sch, {0, 1}, {1.0, 1.0});

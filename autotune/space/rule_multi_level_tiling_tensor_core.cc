@@ -51,8 +51,6 @@ constexpr int64_t kWarpLanes = 32;
 // reduction per shared-memory stage.
 constexpr int64_t kMaxFragmentsPerSide = 4;
 constexpr int64_t kMaxStepsPerStage = 4;
-// The vector widths a cooperative fetch may copy with (vector types of CUDA; 1: no vector).
-const std::vector<int64_t> kFetchLanes = {1, 2, 4};
 
 // How a block maps onto the intrinsics: its loops of the batch, of i, j and k (in the block's
 // loop order), the reads of A and B, and whether B is read as [.., j, k].
@@ -229,16 +227,10 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
                          ir::make_const(ir::DataType::int32(), kWarpLanes));
     }
     for (int read : {m.a_read, m.b_read}) {
-      RV shared = schedule::cache_read(sch, block, read, "shared", {block});
-      schedule::compute_at(sch, shared, k[0]);
-      RV lanes = schedule::sample_categorical(sch, kFetchLanes,
-                                              std::vector<double>(kFetchLanes.size(), 1.0));
-      schedule::annotate(sch, shared, kCooperativeFetchAnnotation, lanes);
+      // Padded for vector reads only: ldmatrix reads 16-byte rows, which stay aligned.
+      RV shared = stage_in_shared(sch, block, read, k[0], {0, 1});
       schedule::annotate(sch, shared, kWarpLanesAnnotation,
                          ir::make_const(ir::DataType::int32(), kWarpLanes));
-      // Padded for vector reads only: ldmatrix reads 16-byte rows, which stay aligned.
-      RV pad = schedule::sample_categorical(sch, {0, 1}, {1.0, 1.0});
-      schedule::annotate(sch, shared, kPadSharedAnnotation, pad);
     }
     // The reads of A and B are now of the shared copies, at the same positions.
     RV a_frag = schedule::cache_read(sch, block, m.a_read, "warp", {block});
@@ -291,18 +283,17 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
   // writes (an element-wise epilogue, which reverse_compute_inline can fold into a copy of the
   // product); else nothing.
   static std::optional<RV> element_wise_consumer(schedule::Schedule& sch, const RV& block) {
-    std::vector<RV> consumers = schedule::get_consumers(sch, block);
-    if (consumers.size() != 1) return std::nullopt;
+    std::optional<RV> consumer = spatial_consumer(sch, block);
+    if (!consumer) return std::nullopt;
     const char* api = "multi_level_tiling_tensor_core";
-    const std::string name = sch.block(consumers[0], api).block->name;
-    if (is_extern_block(sch, name) || !analyze_block(sch, name).spatial) return std::nullopt;
+    const std::string name = sch.block(*consumer, api).block->name;
     schedule::Schedule probe = sch.copy();
     schedule::cache_write(probe, schedule::get_block(probe, sch.block(block, api).block->name), 0,
                           "shared");
     if (!schedule::can_reverse_compute_inline(probe, schedule::get_block(probe, name))) {
       return std::nullopt;
     }
-    return consumers[0];
+    return consumer;
   }
 
   SpaceContext context_;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -231,6 +232,18 @@ std::unique_ptr<ScheduleRule> make_multi_level_tiling_tensor_core(const SpaceCon
 // of its warp's tile (16 fragments, a warp tile of 64x64).
 constexpr int64_t kMaxTensorCoreAccumulators = 128;
 
+// What the GPU tilings share. Copies the operand `read` of `block` into "shared" memory under the
+// loop `at`, with a sampled vector width for rewrite_cooperative_fetch and a sampled padding
+// among `paddings` for pad_shared_tiles; returns the copy:
+//   b20 = sch.cache_read(block=b0, read_buffer_index=0, storage_scope="shared")
+//   sch.compute_at(block=b20, loop=l12)
+//   v21 = sch.sample_categorical(candidates=[1, 2, 4], probs=[1.0, 1.0, 1.0])
+//   sch.annotate(block_or_loop=b20, ann_val=v21, ann_key="kiln.cooperative_fetch")
+schedule::RV stage_in_shared(schedule::Schedule& sch, const schedule::RV& block, int64_t read,
+                             const schedule::RV& at, const std::vector<int64_t>& paddings);
+// The one consumer of `block` when it is a spatial block other than an extern call (an
+// epilogue candidate), else nothing.
+std::optional<schedule::RV> spatial_consumer(schedule::Schedule& sch, const schedule::RV& block);
 // Samples (0 or 1) whether the copies into shared memory under `step` are prefetched into
 // registers a step ahead, and annotates the loop with the draw (tir::prefetch_shared):
 //   v30 = sch.sample_categorical(candidates=[0, 1], probs=[0.5, 0.5])
