@@ -1,5 +1,5 @@
-// The rule multi_level_tiling_tensor_core (CUDA targets with tensor cores): a float16 matrix
-// product accumulated in float32 gets a sketch computed by the warps' tensor cores with the
+// The rule multi_level_tiling_tensor_core (CUDA targets with tensor cores): a float16 or bfloat16
+// matrix product accumulated in float32 gets a sketch computed by the warps' tensor cores with the
 // cuda.mma_* intrinsics, beside the block as it is (which multi_level_tiling_gpu then tiles
 // for the CUDA cores). Each thread block computes a tile of the output, each warp a tile of
 // 16x16 fragments of it held in the warp's registers; the operands' tiles of one outer
@@ -9,9 +9,10 @@
 // outputs, which the block's threads copy to the output through the epilogue.
 //
 // What it supports: blocks C[.., i, j] (float32) += A[.., i, k] * B[.., j, k] or B[.., k, j], A
-// and B float16 read at plain iterators, the leading ones (a batch) the same in all three, and
-// the extents of i, j and k multiples of 16; the body must be what cuda.mma_f16f16f32 computes
-// (tensorize checks it). Others get no sketch.
+// and B both float16 or both bfloat16, read at plain iterators, the leading ones (a batch) the
+// same in all three, and the extents of i, j and k multiples of 16; the body must be what
+// cuda.mma_f16f16f32 (cuda.mma_bf16bf16f32) computes (tensorize checks it). Others get no
+// sketch.
 #include <algorithm>
 #include <optional>
 
@@ -37,12 +38,22 @@ namespace {
 
 using schedule::RV;
 
-constexpr const char* kMma = "cuda.mma_f16f16f32";
-// The fragments' loads: one ldmatrix.x4 per lane and 16x16 tile (sm_75 and newer, which every
-// target of mma.sync is).
-constexpr const char* kLoadA = "cuda.mma_ldmatrix_16x16_f16_a";
-constexpr const char* kLoadBTrans = "cuda.mma_ldmatrix_16x16_f16_b_trans";  // B as [N, K]
-constexpr const char* kLoadB = "cuda.mma_ldmatrix_16x16_f16_b";             // B as [K, N]
+// The intrinsics of one element type of the operands.
+struct MmaIntrinsics {
+  ir::DataType dtype;
+  const char* mma;
+  // The fragments' loads: one ldmatrix.x4 per lane and 16x16 tile (sm_75 and newer, which every
+  // target of mma.sync is).
+  const char* load_a;
+  const char* load_b_trans;  // B as [N, K]
+  const char* load_b;        // B as [K, N]
+};
+const MmaIntrinsics kMmaFamilies[] = {
+    {ir::DataType::float_(16), "cuda.mma_f16f16f32", "cuda.mma_ldmatrix_16x16_f16_a",
+     "cuda.mma_ldmatrix_16x16_f16_b_trans", "cuda.mma_ldmatrix_16x16_f16_b"},
+    {ir::DataType::bfloat16(), "cuda.mma_bf16bf16f32", "cuda.mma_ldmatrix_16x16_bf16_a",
+     "cuda.mma_ldmatrix_16x16_bf16_b_trans", "cuda.mma_ldmatrix_16x16_bf16_b"},
+};
 constexpr const char* kFill = "cuda.mma_fill_16x16_f32";
 constexpr const char* kStore = "cuda.mma_store_16x16_f32";
 constexpr int64_t kTile = 16;
@@ -59,6 +70,7 @@ struct MmaMatch {
   int i_loop = -1, j_loop = -1, k_loop = -1;
   int a_read = -1, b_read = -1;
   bool trans_b = true;
+  const MmaIntrinsics* intrinsics = nullptr;  // of the operands' element type
 };
 
 // The iterator `e` is exactly, or -1.
@@ -70,7 +82,9 @@ int iterator_index(const ir::Expr& e, const ir::Block& block) {
   return -1;
 }
 
-std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const BlockAnalysis& a) {
+// `families`: the intrinsics the rule may use (kMmaFamilies the space and target allow).
+std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const BlockAnalysis& a,
+                                    const std::vector<const MmaIntrinsics*>& families) {
   const ir::Block& block = *loc.block;
   if (block.writes.size() != 1) return std::nullopt;
   const ir::BufferRegion& write = block.writes[0];
@@ -99,7 +113,13 @@ std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const Bl
   for (size_t r = 0; r < block.reads.size(); ++r) {
     const ir::BufferRegion& read = block.reads[r];
     if (read.buffer.same_as(write.buffer)) continue;
-    if (read.buffer->dtype != ir::DataType::float_(16) || read.region.size() != rank) {
+    if (m.intrinsics == nullptr) {
+      for (const MmaIntrinsics* family : families) {
+        if (family->dtype == read.buffer->dtype) m.intrinsics = family;
+      }
+    }
+    if (m.intrinsics == nullptr || read.buffer->dtype != m.intrinsics->dtype ||
+        read.region.size() != rank) {
       return std::nullopt;
     }
     for (size_t d = 0; d + 2 < rank; ++d) {
@@ -128,23 +148,27 @@ std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const Bl
 class MultiLevelTilingTensorCore : public ScheduleRule {
  public:
   explicit MultiLevelTilingTensorCore(const SpaceContext& context) : context_(context) {
-    // The family needs what cuda.mma_f16f16f32 needs (its loads, fill and store any GPU runs);
-    // it is tried where the space's list names it and the target has its features.
+    // A family needs what its multiply-accumulate (cuda.mma_f16f16f32, cuda.mma_bf16bf16f32)
+    // needs (its loads, fill and store any GPU runs); it is tried where the space's list names
+    // it and the target has its features.
     const codegen::Target& target = context.task->target;
+    if (target.kind != "cuda") return;
     const std::vector<std::string>& names = context.config.tensor_intrinsics;
-    if (target.kind != "cuda" || std::find(names.begin(), names.end(), kMma) == names.end()) {
-      return;
-    }
     intrin_target_ = schedule::IntrinTarget{target.str(), target.intrinsic_features()};
-    enabled_ =
-        schedule::missing_features(schedule::get_tensor_intrin(kMma), intrin_target_).empty();
+    for (const MmaIntrinsics& family : kMmaFamilies) {
+      if (std::find(names.begin(), names.end(), family.mma) != names.end() &&
+          schedule::missing_features(schedule::get_tensor_intrin(family.mma), intrin_target_)
+              .empty()) {
+        families_.push_back(&family);
+      }
+    }
   }
   const char* name() const override { return "multi_level_tiling_tensor_core"; }
 
   std::vector<schedule::Schedule> apply(const schedule::Schedule& sch,
                                         const std::string& block_name) override {
     std::vector<schedule::Schedule> results = {sch};
-    if (!enabled_) return results;
+    if (families_.empty()) return results;
     schedule::Schedule result = sch.copy();
     // Step 1. A reduction of the root scope under serial loops, as te.create_prim_func makes
     // it, that the intrinsics compute.
@@ -155,7 +179,7 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     }
     BlockAnalysis a = analyze_block(result, block_name);
     if (!a.has_init || !a.trivial_bindings) return results;
-    std::optional<MmaMatch> m = match_block(*loc, a);
+    std::optional<MmaMatch> m = match_block(*loc, a, families_);
     if (!m) return results;
     try {
       tile_and_tensorize(result, block_name, *m);
@@ -265,9 +289,11 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     schedule::reorder(sch, {rows[0], columns, rows[1]});
     std::vector<RV> init_loops = schedule::get_loops(sch, init);
     RV init_tile = init_loops[init_loops.size() - 2];
-    schedule::tensorize(sch, a_tile, kLoadA, &intrin_target_);
-    schedule::tensorize(sch, b_tile, m.trans_b ? kLoadBTrans : kLoadB, &intrin_target_);
-    schedule::tensorize(sch, i[3], kMma, &intrin_target_);
+    const MmaIntrinsics& family = *m.intrinsics;
+    schedule::tensorize(sch, a_tile, family.load_a, &intrin_target_);
+    schedule::tensorize(sch, b_tile, m.trans_b ? family.load_b_trans : family.load_b,
+                        &intrin_target_);
+    schedule::tensorize(sch, i[3], family.mma, &intrin_target_);
     schedule::tensorize(sch, init_tile, kFill, &intrin_target_);
     schedule::tensorize(sch, rows[1], kStore, &intrin_target_);
     // Step 7. Whether the next stage's tiles are loaded into registers while the warps compute on
@@ -297,7 +323,7 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
   }
 
   SpaceContext context_;
-  bool enabled_ = false;
+  std::vector<const MmaIntrinsics*> families_;  // those the space and the target allow
   schedule::IntrinTarget intrin_target_;
 };
 

@@ -208,13 +208,13 @@ std::unique_ptr<ScheduleRule> make_multi_level_tiling_gpu(const SpaceContext& co
 // threads): more would spill registers on a GPU.
 constexpr int64_t kMaxRegisterTile = 64;
 
-// Tiles a float16 matrix product accumulated in float32 (C[.., i, j] += A[.., i, k] *
-// B[.., j, k], or B[.., k, j]; the extents of i, j and k multiples of 16) for tensor cores, on a
-// CUDA target that has the features of cuda.mma_f16f16f32 (sm_80) when config.tensor_intrinsics
-// names it: a sketch of its own besides the block as it is. i and j are split [thread blocks,
-// warps, fragments, 16] and k [stages, steps, 16] by sample_perfect_tile; the fused
-// thread-block loops (with the batch's) are bound to blockIdx.x and the fused warp loops to
-// threadIdx.y; the accumulator's fragments live in "warp" memory (the warp's registers), the
+// Tiles a float16 or bfloat16 matrix product accumulated in float32 (C[.., i, j] += A[.., i, k]
+// * B[.., j, k], or B[.., k, j]; the extents of i, j and k multiples of 16) for tensor cores, on
+// a CUDA target that has the features of cuda.mma_f16f16f32 or cuda.mma_bf16bf16f32 (sm_80)
+// when config.tensor_intrinsics names it: a sketch of its own besides the block as it is. i and j
+// are split [thread blocks, warps, fragments, 16] and k [stages, steps, 16] by sample_perfect_tile;
+// the fused thread-block loops (with the batch's) are bound to blockIdx.x and the fused warp loops
+// to threadIdx.y; the accumulator's fragments live in "warp" memory (the warp's registers), the
 // operands' tiles of a stage in "shared" memory (copied by rewrite_cooperative_fetch with a
 // sampled width, padded by pad_shared_tiles where sampled), their fragments loaded one step
 // at a time; the fragments get the

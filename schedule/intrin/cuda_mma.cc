@@ -1,7 +1,8 @@
-// CUDA tensor-core intrinsics: a warp multiplies 16x16 float16 tiles into a float32 accumulator
-// with two mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32, on fragments held in the warp's
-// registers (see "The fragments" in intrinsics.h), with the loads of the fragments from a tile
-// in memory, the fill of the accumulator and its store.
+// CUDA tensor-core intrinsics: a warp multiplies 16x16 float16 (or bfloat16) tiles into a float32
+// accumulator with two mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (.bf16.bf16), on
+// fragments held in the warp's registers (see "The fragments" in intrinsics.h: the layout is the
+// same for both element types), with the loads of the fragments from a tile in memory, the fill
+// of the accumulator and its store.
 //
 // Every implementation is a loop over the 32 lanes of a warp bound to threadIdx.x: a schedule
 // that tensorizes with them launches threadIdx.x with extent 32 (one warp) and spreads warps
@@ -74,8 +75,8 @@ Expr element_of(const Expr& row, const Expr& col) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Loads: a 16x16 float16 tile S of memory into the fragment W. `transposed` reads a tile of B
-// stored as [K, N] (S[k, n]) into the fragment of B as [N, K].
+// Loads: a 16x16 tile S (float16 or bfloat16) of memory into the fragment W. `transposed` reads a
+// tile of B stored as [K, N] (S[k, n]) into the fragment of B as [N, K].
 
 Ref<PrimFunc> load_desc(const Ref<Buffer>& s, const Ref<Buffer>& w, bool transposed) {
   Stmt body =
@@ -115,7 +116,7 @@ Ref<PrimFunc> ldmatrix_impl(const Ref<Buffer>& s, const Ref<Buffer>& w, bool tra
     Expr row = transposed ? row_of_matrix + floordiv(matrix, c(2)) * 8
                           : row_of_matrix + floormod(matrix, c(2)) * 8;
     Expr col = transposed ? floormod(matrix, c(2)) * 8 : floordiv(matrix, c(2)) * 8;
-    Expr loaded = call(DataType::float_(16, 8), Builtin::PtxLdmatrix,
+    Expr loaded = call(s->dtype.with_lanes(8), Builtin::PtxLdmatrix,
                        {c(transposed ? 1 : 0), buffer_load(s, {row, ramp(col, c(1), 8)})});
     return buffer_store(w, loaded, {lane, ramp(c(0), c(1), kMmaFragmentElements)});
   });
@@ -124,6 +125,12 @@ Ref<PrimFunc> ldmatrix_impl(const Ref<Buffer>& s, const Ref<Buffer>& w, bool tra
 
 // ---------------------------------------------------------------------------------------------
 // The multiply-accumulate: per lane, two ptx_mma, one for each 8 columns of the accumulator.
+
+// The shape and types of the PTX instruction for operands of `dtype` (float16 or bfloat16).
+std::string mma_shape(DataType dtype) {
+  return dtype.is_bfloat16() ? "m16n8k16.row.col.f32.bf16.bf16.f32"
+                             : "m16n8k16.row.col.f32.f16.f16.f32";
+}
 
 Ref<PrimFunc> mma_sync_impl(const Ref<Buffer>& a, const Ref<Buffer>& b, const Ref<Buffer>& c) {
   Stmt body = for_each_lane([&](const Expr& lane) {
@@ -134,10 +141,9 @@ Ref<PrimFunc> mma_sync_impl(const Ref<Buffer>& a, const Ref<Buffer>& b, const Re
     std::vector<Stmt> halves;
     for (int n = 0; n < 2; ++n) {
       Expr acc = ramp(int32_const(4 * n), int32_const(1), 4);
-      Expr mma =
-          call(DataType::float_(32, 4), Builtin::PtxMma,
-               {make<StringImm>("m16n8k16.row.col.f32.f16.f16.f32"), reg(a, 0), reg(a, 1),
-                reg(a, 2), reg(a, 3), reg(b, n), reg(b, n + 2), buffer_load(c, {lane, acc})});
+      Expr mma = call(DataType::float_(32, 4), Builtin::PtxMma,
+                      {make<StringImm>(mma_shape(a->dtype)), reg(a, 0), reg(a, 1), reg(a, 2),
+                       reg(a, 3), reg(b, n), reg(b, n + 2), buffer_load(c, {lane, acc})});
       halves.push_back(buffer_store(c, mma, {lane, acc}));
     }
     return seq(halves);
@@ -264,20 +270,28 @@ Stmt for_each_lane(const std::function<Stmt(const Expr&)>& body) {
 }
 
 void register_cuda_mma_intrinsics(const IntrinRegistrar& add) {
-  DataType f16 = DataType::float_(16), f32 = DataType::float32();
-  for (const auto& [suffix, transposed] :
-       std::vector<std::pair<std::string, bool>>{{"a", false}, {"b", true}, {"b_trans", false}}) {
-    auto s = [&] { return tile(f16, "S", "shared"); };
-    auto w = [&] { return mma_fragment_buffer(f16, "W"); };
-    add("cuda.mma_load_16x16_f16_" + suffix, load_desc(s(), w(), transposed),
-        load_impl(s(), w(), transposed), {});
-    add("cuda.mma_ldmatrix_16x16_f16_" + suffix, load_desc(s(), w(), transposed),
-        ldmatrix_impl(s(), w(), transposed), {"sm_75"});
+  DataType f32 = DataType::float32();
+  // The operands' element types: float16 (cuda.mma_f16f16f32, cuda.mma_load_16x16_f16_a, ...)
+  // and bfloat16 (cuda.mma_bf16bf16f32, cuda.mma_load_16x16_bf16_a, ...).
+  for (const auto& [element, dtype] : std::vector<std::pair<std::string, DataType>>{
+           {"f16", DataType::float_(16)}, {"bf16", DataType::bfloat16()}}) {
+    for (const auto& [suffix, transposed] :
+         std::vector<std::pair<std::string, bool>>{{"a", false}, {"b", true}, {"b_trans", false}}) {
+      auto s = [&, dtype = dtype] { return tile(dtype, "S", "shared"); };
+      auto w = [&, dtype = dtype] { return mma_fragment_buffer(dtype, "W"); };
+      const std::string tile_name = "16x16_" + element + "_" + suffix;
+      add("cuda.mma_load_" + tile_name, load_desc(s(), w(), transposed),
+          load_impl(s(), w(), transposed), {});
+      add("cuda.mma_ldmatrix_" + tile_name, load_desc(s(), w(), transposed),
+          ldmatrix_impl(s(), w(), transposed), {"sm_75"});
+    }
+    auto a = [&, dtype = dtype] { return mma_fragment_buffer(dtype, "A"); };
+    auto b = [&, dtype = dtype] { return mma_fragment_buffer(dtype, "B"); };
+    auto c = [&] { return mma_fragment_buffer(f32, "C"); };
+    add("cuda.mma_" + element + element + "f32", mma_sync_desc(a(), b(), c()),
+        mma_sync_impl(a(), b(), c()), {"sm_80"});
   }
-  auto a = [&] { return mma_fragment_buffer(f16, "A"); };
-  auto b = [&] { return mma_fragment_buffer(f16, "B"); };
   auto c = [&] { return mma_fragment_buffer(f32, "C"); };
-  add("cuda.mma_f16f16f32", mma_sync_desc(a(), b(), c()), mma_sync_impl(a(), b(), c()), {"sm_80"});
   add("cuda.mma_fill_16x16_f32", fill_desc(c()), fill_impl(c()), {});
   auto d = [&] { return tile(f32, "D", "global"); };
   add("cuda.mma_store_16x16_f32", store_desc(c(), d()), store_impl(c(), d()), {});

@@ -1,10 +1,14 @@
-// The reference of cuda.mma_f16f16f32 in plain code: the same description over the same
-// fragments, each lane computing the accumulator elements it owns (their rows and columns as
-// the PTX ISA gives them) from the elements of A and B that the other lanes hold. It needs no
-// tensor core, so a schedule tensorized with it runs on any GPU target, on OpenCL and on the
-// interpreter, which checks the tiles, offsets and lane mapping that the real intrinsic relies
+// The references of cuda.mma_f16f16f32 and cuda.mma_bf16bf16f32 in plain code: the same description
+// over the same fragments, each lane computing the accumulator elements it owns (their rows and
+// columns as the PTX ISA gives them) from the elements of A and B that the other lanes hold. It
+// needs no tensor core, so a schedule tensorized with it runs on any GPU target, on OpenCL and on
+// the interpreter, which checks the tiles, offsets and lane mapping that the real intrinsic relies
 // on. Its fragments of A and B are read across lanes: lowering keeps them in shared memory
 // (lower_warp_memory), which makes it a check, not a fast kernel.
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "kiln/ir/op.h"
 #include "schedule/intrin/intrinsics.h"
 
@@ -37,12 +41,15 @@ Ref<PrimFunc> mma_reference_impl(const Ref<Buffer>& a, const Ref<Buffer>& b, con
 }  // namespace
 
 void register_cuda_mma_reference_intrinsics(const IntrinRegistrar& add) {
-  DataType f16 = DataType::float_(16), f32 = DataType::float32();
-  auto a = [&] { return mma_fragment_buffer(f16, "A"); };
-  auto b = [&] { return mma_fragment_buffer(f16, "B"); };
-  auto c = [&] { return mma_fragment_buffer(f32, "C"); };
-  add("cuda.mma_f16f16f32_reference", mma_sync_desc(a(), b(), c()),
-      mma_reference_impl(a(), b(), c()), {});
+  DataType f32 = DataType::float32();
+  for (const auto& [element, dtype] : std::vector<std::pair<std::string, DataType>>{
+           {"f16", DataType::float_(16)}, {"bf16", DataType::bfloat16()}}) {
+    auto a = [&, dtype = dtype] { return mma_fragment_buffer(dtype, "A"); };
+    auto b = [&, dtype = dtype] { return mma_fragment_buffer(dtype, "B"); };
+    auto c = [&] { return mma_fragment_buffer(f32, "C"); };
+    add("cuda.mma_" + element + element + "f32_reference", mma_sync_desc(a(), b(), c()),
+        mma_reference_impl(a(), b(), c()), {});
+  }
 }
 
 }  // namespace kiln::schedule

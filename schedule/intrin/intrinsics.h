@@ -22,11 +22,12 @@ void register_x86_avx512_vnni_intrinsics(const IntrinRegistrar& add);
 void register_x86_avxvnni_intrinsics(const IntrinRegistrar& add);
 // x86.avx512.bf16.*: bfloat16 dot products accumulated in float32 (vdpbf16ps).
 void register_x86_avx512_bf16_intrinsics(const IntrinRegistrar& add);
-// cuda.mma_*: warp-level float16 matrix multiply-accumulate on tensor cores (mma.sync), with
-// the loads, fill and store of its fragments.
+// cuda.mma_*: warp-level float16 and bfloat16 matrix multiply-accumulate on tensor cores
+// (mma.sync), with the loads, fill and store of its fragments.
 void register_cuda_mma_intrinsics(const IntrinRegistrar& add);
-// cuda.mma_f16f16f32_reference: the multiply-accumulate of cuda.mma_f16f16f32 in plain code,
-// each lane computing the accumulator elements it owns.
+// cuda.mma_f16f16f32_reference, cuda.mma_bf16bf16f32_reference: the multiply-accumulates of
+// cuda.mma_f16f16f32 and cuda.mma_bf16bf16f32 in plain code, each lane computing the
+// accumulator elements it owns.
 void register_cuda_mma_reference_intrinsics(const IntrinRegistrar& add);
 
 // A function with `params` as its buffer parameters and a root block around `body`.
@@ -36,7 +37,8 @@ ir::Ref<ir::PrimFunc> intrin_function(const std::vector<ir::Ref<ir::Buffer>>& pa
 // The fragments of the cuda.mma_* intrinsics. A 16x16 tile (of A, of B as [N, K], or of the
 // float32 accumulator) lives in the registers of one warp as a "warp" buffer of shape [32, 8]:
 // lane l holds 8 elements of the tile, the ones the PTX ISA gives thread l in the operands of
-// two mma.m16n8k16 (two .f16x2 registers of A or B per m16n8k16 half, or two float32 of C):
+// two mma.m16n8k16 (the same for float16 and bfloat16: two .f16x2 or .bf16x2 registers of A or
+// B per m16n8k16 half, or two float32 of C):
 //   lane    = (row % 8) * 4 + (col % 8) // 2
 //   element = (col // 8) * 4 + (row // 8) * 2 + col % 2
 // so that elements 0-1, 2-3, 4-5, 6-7 of A are its registers a0..a3 and, for B as [N, K],
@@ -52,8 +54,8 @@ ir::Expr mma_fragment_row(const ir::Expr& lane, const ir::Expr& element);
 ir::Expr mma_fragment_col(const ir::Expr& lane, const ir::Expr& element);
 // A [32, 8] fragment buffer of `dtype` in the "warp" scope.
 ir::Ref<ir::Buffer> mma_fragment_buffer(ir::DataType dtype, const std::string& name);
-// The description shared by cuda.mma_f16f16f32 and its reference over the fragments A, B (of
-// B as [N, K]) and C:
+// The description shared by cuda.mma_f16f16f32 (cuda.mma_bf16bf16f32) and its reference over
+// the fragments A, B (of B as [N, K]) and C:
 //   for i, j, k in T.grid(16, 16, 16):
 //     with T.block("mma"):
 //       vi, vj, vk = T.axis.remap("SSR", [i, j, k])

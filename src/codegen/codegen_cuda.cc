@@ -186,34 +186,38 @@ class CodeGenCUDA : public CodeGenC {
   }
 
   // Tensor cores: C[i:i+4] = ptx_mma("m16n8k16.row.col.f32.f16.f16.f32", a0, a1, a2, a3, b0, b1,
-  // C[i:i+4]) becomes one mma.sync in inline PTX. Each float16x2 operand is one .b32 register,
-  // its first half in the low 16 bits (float16 values are stored as their bits); the four float32
-  // of the accumulator are read as inputs and written as outputs.
+  // C[i:i+4]) becomes one mma.sync in inline PTX (".bf16.bf16" with bfloat16x2 operands). Each
+  // operand pair is one .b32 register, its first half in the low 16 bits (float16 and bfloat16
+  // values are stored as their bits); the four float32 of the accumulator are read as inputs
+  // and written as outputs.
   void emit_mma_store(const BufferStore* op, const Call* mma) override {
+    static const char* kF16 = "m16n8k16.row.col.f32.f16.f16.f32";
+    static const char* kBf16 = "m16n8k16.row.col.f32.bf16.bf16.f32";
     const auto* shape = mma->args.empty() ? nullptr : mma->args[0].as<StringImm>();
-    if (shape == nullptr || shape->value != "m16n8k16.row.col.f32.f16.f16.f32" ||
+    if (shape == nullptr || (shape->value != kF16 && shape->value != kBf16) ||
         mma->args.size() != 8 || op->indices.size() != 1 ||
         op->buffer->dtype != DataType::float32()) {
-      unsupported(
-          "ptx_mma expects (\"m16n8k16.row.col.f32.f16.f16.f32\", a0, a1, a2, a3, b0, "
-          "b1, c) stored into four float32 elements of a flattened buffer, found " +
-          to_script(Stmt(op)));
+      unsupported(std::string("ptx_mma expects (\"") + kF16 + "\" or \"" + kBf16 +
+                  "\", a0, a1, a2, a3, b0, b1, c) stored into four float32 elements of a "
+                  "flattened buffer, found " +
+                  to_script(Stmt(op)));
     }
+    bool bf16 = shape->value == kBf16;
     if (compute_capability_ < 80) {
-      unsupported(
-          "mma.sync.aligned.m16n8k16 with float16 operands needs sm_80 or newer; the "
-          "target is sm_" +
-          std::to_string(compute_capability_));
+      unsupported(std::string("mma.sync.aligned.m16n8k16 with ") + (bf16 ? "bfloat16" : "float16") +
+                  " operands needs sm_80 or newer; the " + "target is sm_" +
+                  std::to_string(compute_capability_));
     }
+    DataType pair_type = bf16 ? DataType::bfloat16(2) : DataType::float_(16, 2);
     std::vector<std::string> registers;
     for (size_t k = 1; k <= 6; ++k) {
       const Expr& pair = mma->args[k];
-      if (pair->dtype != DataType::float_(16, 2)) {
-        unsupported("operand " + std::to_string(k) + " of ptx_mma must be float16x2, found " +
-                    pair->dtype.str());
+      if (pair->dtype != pair_type) {
+        unsupported("operand " + std::to_string(k) + " of ptx_mma (" + shape->value + ") must be " +
+                    pair_type.str() + ", found " + pair->dtype.str());
       }
-      registers.push_back("((unsigned int)" + half_bits(lane_of(pair, 0)) + " | ((unsigned int)" +
-                          half_bits(lane_of(pair, 1)) + " << 16))");
+      registers.push_back("((unsigned int)" + bits_16(lane_of(pair, 0)) + " | ((unsigned int)" +
+                          bits_16(lane_of(pair, 1)) + " << 16))");
     }
     const Expr& acc = mma->args[7];
     if (acc->dtype != DataType::float_(32, 4)) {
@@ -240,20 +244,23 @@ class CodeGenCUDA : public CodeGenC {
   // Fragments from shared memory: W[i:i+8] = ptx_ldmatrix(trans, S[j:j+8]) becomes one
   // ldmatrix.sync.aligned.m8n8.x4 in inline PTX, at the shared-memory address of S[j] (a
   // 16-byte row of one of the four matrices), into four .b32 registers whose halves are the
-  // eight float16 elements (stored as their bits), low half first.
+  // eight float16 (or bfloat16) elements (stored as their bits), low half first.
   void emit_ldmatrix_store(const BufferStore* op, const Call* ldmatrix) override {
     const int64_t* trans = ldmatrix->args.size() == 2 ? as_const_int(ldmatrix->args[0]) : nullptr;
     const auto* row = ldmatrix->args.size() == 2 ? ldmatrix->args[1].as<BufferLoad>() : nullptr;
     const auto* ramp =
         row != nullptr && row->indices.size() == 1 ? row->indices[0].as<Ramp>() : nullptr;
     const int64_t* stride = ramp != nullptr ? as_const_int(ramp->stride) : nullptr;
+    auto is_16_bit_float = [](DataType t) { return t.is_float16() || t.is_bfloat16(); };
     if (trans == nullptr || (*trans != 0 && *trans != 1) || ramp == nullptr || stride == nullptr ||
-        *stride != 1 || ramp->lanes != 8 || !row->buffer->dtype.is_float16() ||
+        *stride != 1 || ramp->lanes != 8 || !is_16_bit_float(row->buffer->dtype) ||
         !is_shared_scope(row->buffer->scope) || op->indices.size() != 1 ||
-        op->value->dtype != DataType::float_(16, 8) || !op->buffer->dtype.is_float16()) {
+        op->value->dtype != row->buffer->dtype.with_lanes(8) ||
+        op->buffer->dtype != row->buffer->dtype) {
       unsupported(
-          "ptx_ldmatrix expects (0 or 1, a float16x8 load of contiguous elements of a shared "
-          "buffer) stored into eight float16 elements of a flattened buffer, found " +
+          "ptx_ldmatrix expects (0 or 1, a float16x8 or bfloat16x8 load of contiguous elements "
+          "of a shared buffer) stored into eight elements of the same type of a flattened "
+          "buffer, found " +
           to_script(Stmt(op)));
     }
     if (compute_capability_ < 75) {
@@ -283,14 +290,16 @@ class CodeGenCUDA : public CodeGenC {
     line() << "}\n";
   }
 
-  // The bits of the float16 value `e`: a stored element as it is, any other value rounded.
-  std::string half_bits(const Expr& e) {
+  // The bits of the float16 or bfloat16 value `e`: a stored element as it is, any other value
+  // rounded.
+  std::string bits_16(const Expr& e) {
     uses_half_ = true;
     const auto* load = e.as<BufferLoad>();
-    if (load != nullptr && load->indices.size() == 1 && load->buffer->dtype.is_float16()) {
+    if (load != nullptr && load->indices.size() == 1 && load->buffer->dtype == e->dtype) {
       return data_of(*load->buffer) + "[" + dispatch(load->indices[0]) + "]";
     }
-    return "kiln_float_to_half(" + dispatch(e) + ")";
+    return (e->dtype.is_bfloat16() ? "kiln_float_to_bf16(" : "kiln_float_to_half(") + dispatch(e) +
+           ")";
   }
 };
 

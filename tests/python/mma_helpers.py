@@ -1,8 +1,12 @@
-"""Tensor-core GEMMs: float16 workloads accumulated in float32 and their warp-tiled schedule
-tensorized with the cuda.mma_* intrinsics (kiln.tir.tensor_intrin.cuda), with the real
+"""Tensor-core GEMMs: float16 (or bfloat16) workloads accumulated in float32 and their warp-tiled
+schedule tensorized with the cuda.mma_* intrinsics (kiln.tir.tensor_intrin.cuda), with the real
 mma.sync or with its plain-code reference."""
+import json
+import re
+
 import numpy as np
 
+import kiln
 from kiln import te, tir
 from kiln.tir.tensor_intrin import cuda as mma
 
@@ -31,8 +35,11 @@ def schedule_mma_gemm(func, trans_b=True, reference=False, block=(64, 64), warps
     k_step columns at a time by all the block's threads, then loaded into fragments 16 columns
     at a time. Tensorized with mma.sync, or its plain-code reference when `reference`; with
     tensorize=False the schedule stops before tensorizing (the blocks the intrinsics match);
-    with ldmatrix the fragments are loaded with ldmatrix.x4."""
-    intrins = mma.get_mma_intrin_group(trans_b=trans_b, reference=reference, ldmatrix=ldmatrix)
+    with ldmatrix the fragments are loaded with ldmatrix.x4. The intrinsics are those of the
+    operands' element type: bfloat16's for bfloat16, else float16's (which refuse others)."""
+    bf16 = func.buffer_map[func.params[0]].dtype == "bfloat16"
+    intrins = mma.get_mma_intrin_group(trans_b=trans_b, reference=reference, ldmatrix=ldmatrix,
+                                       dtype="bfloat16" if bf16 else "float16")
     sch = tir.Schedule(func)
     C = sch.get_block("C")
     i, j, k = sch.get_loops(C)
@@ -90,8 +97,17 @@ def schedule_mma_gemm(func, trans_b=True, reference=False, block=(64, 64), warps
     return sch
 
 
+def numpy_dtype(dtype):
+    """The NumPy dtype of a kiln dtype: bfloat16, which NumPy lacks, is ml_dtypes'."""
+    if dtype == "bfloat16":
+        import ml_dtypes
+        return ml_dtypes.bfloat16
+    return dtype
+
+
 def gemm_args(func, seed=0):
-    """Random float16 inputs in [-1, 1) and a C full of garbage, as NumPy arrays."""
+    """Random float16 (bfloat16: ml_dtypes) inputs in [-1, 1) and a C full of garbage, as NumPy
+    arrays."""
     rng = np.random.default_rng(seed)
     args = []
     for param in func.params:
@@ -100,14 +116,13 @@ def gemm_args(func, seed=0):
         if buffer.dtype == "float32":
             args.append(np.full(shape, np.nan, "float32"))
         else:
-            args.append(rng.uniform(-1, 1, size=shape).astype(buffer.dtype))
+            args.append(rng.uniform(-1, 1, size=shape).astype(numpy_dtype(buffer.dtype)))
     return args
 
 
 def run_on_opencl(mod, func, trans_b=True):
     """Builds mod for OpenCL, runs it on the first OpenCL device on gemm_args of func and checks
     the product against NumPy."""
-    import kiln
     rt = kiln.build(mod, target="opencl")
     a, b, c = gemm_args(func)
     dev = kiln.opencl(0)
@@ -117,6 +132,20 @@ def run_on_opencl(mod, func, trans_b=True):
 
 
 def gemm_expected(a, b, trans_b=True):
-    """The product in float64 of the float16 inputs, as float32."""
+    """The product in float64 of the 16-bit float inputs, as float32."""
     b = b.astype("float64")
     return (a.astype("float64") @ (b.T if trans_b else b)).astype("float32")
+
+
+def reference_twin(trace, func):
+    """The module of `trace` (a tir.Trace) applied to func with every mma.sync update replaced by
+    its plain-code reference (cuda.mma_f16f16f32 -> cuda.mma_f16f16f32_reference, the same for
+    bfloat16) and every ldmatrix load by the element-wise one (the same descriptions), which the
+    interpreter and any GPU target run."""
+    text = json.dumps(trace.as_json())
+    assert re.search(r'"cuda\.mma_(f16f16|bf16bf16)f32"', text), "no mma.sync update to replace"
+    text = re.sub(r'"cuda\.mma_(f16f16|bf16bf16)f32"', r'"cuda.mma_\1f32_reference"', text)
+    text = text.replace('"cuda.mma_ldmatrix_', '"cuda.mma_load_')
+    sch = tir.Schedule(func)
+    tir.Trace.apply_json_to_schedule(json.loads(text), sch)
+    return sch.mod

@@ -19,6 +19,7 @@ from kiln.autotune import SpaceGenerator
 from kiln.tir.tensor_intrin import cuda as mma
 
 from gpu_helpers import first_candidates, nvrtc_missing, opencl_missing, skip_unless
+import mma_helpers
 from mma_helpers import gemm_args, gemm_expected, gemm_fp16, run_on_opencl
 
 SM80 = "cuda -arch=sm_80"
@@ -35,15 +36,7 @@ def reference_twin(candidate, func):
     """The candidate's schedule with mma.sync's update replaced by its plain-code reference and
     the ldmatrix loads by the element-wise ones (the same descriptions), which the interpreter
     and any GPU target run."""
-    text = json.dumps(candidate.trace.as_json())
-    assert f'"{mma.MMA_F16F16F32}"' in text
-    text = text.replace(f'"{mma.MMA_F16F16F32}"', f'"{mma.MMA_F16F16F32_REFERENCE}"')
-    for name in (mma.LDMATRIX_16x16_F16_A, mma.LDMATRIX_16x16_F16_B,
-                 mma.LDMATRIX_16x16_F16_B_TRANS):
-        text = text.replace(f'"{name}"', f'"{name.replace("ldmatrix", "load")}"')
-    sch = tir.Schedule(func)
-    tir.Trace.apply_json_to_schedule(json.loads(text), sch)
-    return sch.mod
+    return mma_helpers.reference_twin(candidate.trace, func)
 
 
 def decisions(candidate):

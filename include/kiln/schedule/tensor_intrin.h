@@ -32,6 +32,10 @@
 //   cuda.mma_f16f16f32_reference           the same in plain per-lane code (any GPU target)
 //   cuda.mma_load_16x16_f16_a, _b_trans    a 16x16 float16 tile of memory into a fragment
 //   cuda.mma_load_16x16_f16_b              ... of a tile of B stored as [K, N], transposed
+//   cuda.mma_ldmatrix_16x16_f16_*          the same loads with ldmatrix.x4; needs sm_75
+//   cuda.mma_bf16bf16f32 (and _reference,  the same for bfloat16 operands (the fragments have
+//   cuda.mma_load_16x16_bf16_*,            float16's layout); mma.sync .bf16.bf16 needs sm_80
+//   cuda.mma_ldmatrix_16x16_bf16_*)
 //   cuda.mma_fill_16x16_f32                zeros into an accumulator fragment
 //   cuda.mma_store_16x16_f32               an accumulator fragment into a 16x16 float32 tile
 // The cuda.mma_* fragments are [32, 8] "warp" buffers whose layout schedule/intrin/intrinsics.h
