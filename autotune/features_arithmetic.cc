@@ -122,6 +122,9 @@ class ArithmeticCounter : public IRVisitor {
         matrix(op);
         break;
       case Builtin::PtxLdmatrix:  // a load (of the shared row its argument reads)
+      case Builtin::PtxCpAsync:   // a copy (its argument's load, the store's)
+      case Builtin::PtxCpAsyncCommitGroup:
+      case Builtin::PtxCpAsyncWaitGroup:
       case Builtin::Likely:
       case Builtin::Reinterpret:
       case Builtin::AddressOf:

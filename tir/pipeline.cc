@@ -52,9 +52,13 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   // Memory becomes one-dimensional.
   f = flatten_buffers(f);           log.step("flatten_buffers", f);
   f = simplify(f);                  log.step("simplify", f);
-  // GPU: copies into shared memory of a loop's next step loaded into registers during this one,
-  // where the schedule asked for it.
-  if (gpu) { f = prefetch_shared(f); log.step("prefetch_shared", f); }
+  // GPU: copies into shared memory of a loop's next step loaded into registers (or copied
+  // asynchronously into a second stage of the tiles) during this one, where the schedule asked
+  // for it.
+  if (gpu) {
+    f = prefetch_shared(f, options.gpu_limits.async_copy);
+    log.step("prefetch_shared", f);
+  }
   // Virtual threads (vthread loops) run inside their thread, each with its own copy of the
   // buffers it keeps, around the statements they share.
   f = inject_virtual_threads(f);    log.step("inject_virtual_threads", f);

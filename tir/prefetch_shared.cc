@@ -1,8 +1,11 @@
 // prefetch_shared: the next step's copies into shared memory go through registers, loaded while
-// the threads compute on the current step (see the header for the form it takes).
+// the threads compute on the current step, or (asynchronously) into a second copy of the shared
+// tiles (see the header for the forms it takes).
 #include "kiln/tir/prefetch_shared.h"
 
+#include <algorithm>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -133,11 +136,19 @@ Stmt store_from_registers(const Copy& c) {
   return ReplaceStore(c.store, store).mutate(c.nest);
 }
 
-std::optional<Stmt> pipeline(const For& loop) {
+// A loop of the form the pass takes: its allocations, the copies that begin its body and the
+// statements after them.
+struct Stages {
+  std::vector<const Allocate*> allocations;
+  std::vector<Copy> copies;
+  std::vector<Stmt> rest;
+};
+
+std::optional<Stages> match_stages(const For& loop) {
   const int64_t* extent = as_const_int(loop.extent);
   if (loop.kind != ForKind::kSerial || extent == nullptr || *extent < 2) return std::nullopt;
   // Step 1. The body inside its allocations: copies, then what reads them.
-  std::vector<const Allocate*> allocations;
+  Stages m;
   Stmt body = loop.body;
   while (const auto* allocate = body.as<Allocate>()) {
     for (const Expr& extent : allocate->buffer->shape) {
@@ -145,32 +156,52 @@ std::optional<Stmt> pipeline(const For& loop) {
         return std::nullopt;
       }
     }
-    allocations.push_back(allocate);
+    m.allocations.push_back(allocate);
     body = allocate->body;
   }
   const auto* sequence = body.as<SeqStmt>();
   if (sequence == nullptr) return std::nullopt;
-  std::vector<Copy> copies;
   size_t first_other = 0;
   while (first_other < sequence->seq.size()) {
     std::optional<Copy> copy = as_copy(sequence->seq[first_other]);
     if (!copy) break;
-    copies.push_back(*copy);
+    m.copies.push_back(*copy);
     ++first_other;
   }
-  if (copies.empty() || first_other == sequence->seq.size()) return std::nullopt;
+  if (m.copies.empty() || first_other == sequence->seq.size()) return std::nullopt;
+  m.rest.assign(sequence->seq.begin() + static_cast<std::ptrdiff_t>(first_other),
+                sequence->seq.end());
   // Step 2. Loaded a step early, a copy must read what it read then: nothing the loop writes.
   Accesses whole = accesses_of(loop.body);
-  for (const Copy& c : copies) {
+  for (const Copy& c : m.copies) {
     for (const Var* data : c.loaded) {
       if (whole.stored.count(data) != 0) return std::nullopt;
     }
   }
-  // Step 3. The loop: stores of this step from the registers, loads of the next step into
-  // them, then the rest of the body; before it, the loads of the first step.
+  return m;
+}
+
+// The loop and what goes before it, inside `allocations` (outermost first), the loop's own
+// allocations hoisted around them, so that a later pass that splits the loop (loop_partition:
+// the last step has no next one) does not allocate the shared tiles twice.
+Stmt around(const For& loop, std::vector<Stmt> before, std::vector<Stmt> steps,
+            const std::vector<Ref<Buffer>>& allocations) {
+  auto new_loop = copy(&loop);
+  new_loop->body = seq(std::move(steps));
+  new_loop->annotations.erase(kPrefetchSharedAnnotation);
+  before.push_back(Stmt(new_loop));
+  Stmt result = seq(std::move(before));
+  for (size_t i = allocations.size(); i-- > 0;) result = make<Allocate>(allocations[i], result);
+  return result;
+}
+
+// Mode 1: the next step's copies through registers.
+Stmt through_registers(const For& loop, const Stages& m) {
+  // The loop: stores of this step from the registers, loads of the next step into them, then
+  // the rest of the body; before it, the loads of the first step.
   const Var* k = loop.loop_var.get();
   std::vector<Stmt> prologue, stores, loads;
-  for (const Copy& c : copies) {
+  for (const Copy& c : m.copies) {
     Stmt load = load_into_registers(c);
     prologue.push_back(substitute(load, VarMap{{k, loop.min}}));
     stores.push_back(store_from_registers(c));
@@ -180,25 +211,128 @@ std::optional<Stmt> pipeline(const For& loop) {
   std::vector<Stmt> steps = stores;
   Expr next = Expr(loop.loop_var) + make_const(k->dtype, 1);
   steps.push_back(make<IfThenElse>(lt(next, loop.min + loop.extent), seq(std::move(loads))));
-  steps.insert(steps.end(), sequence->seq.begin() + static_cast<std::ptrdiff_t>(first_other),
-               sequence->seq.end());
-  // The loop's allocations move out of it, around the loop and its prologue, so that a later
-  // pass that splits the loop (loop_partition: the last step has no next one) does not
-  // allocate the shared tiles twice.
-  auto new_loop = copy(&loop);
-  new_loop->body = seq(std::move(steps));
-  new_loop->annotations.erase(kPrefetchSharedAnnotation);
-  Stmt result = seq({seq(std::move(prologue)), Stmt(new_loop)});
-  for (size_t i = allocations.size(); i-- > 0;) {
-    result = make<Allocate>(allocations[i]->buffer, result);
+  steps.insert(steps.end(), m.rest.begin(), m.rest.end());
+  std::vector<Ref<Buffer>> allocations;
+  for (const Copy& c : m.copies) allocations.push_back(c.prefetched);
+  for (const Allocate* a : m.allocations) allocations.push_back(a->buffer);
+  return around(loop, {seq(std::move(prologue))}, std::move(steps), allocations);
+}
+
+// Accesses to the shared tiles moved to one of their two stages: each tile (by its data
+// variable) becomes its `to` buffer, twice its size, at element offset `stage` times its size;
+// with `async`, a store into a tile copies its value asynchronously (ptx_cp_async).
+class ToStage : public IRMutator {
+ public:
+  struct Tile {
+    Ref<Buffer> to;
+    int64_t elements = 0;
+  };
+  ToStage(const std::unordered_map<const Var*, Tile>& tiles, Expr stage, bool async)
+      : tiles_(tiles), stage_(std::move(stage)), async_(async) {}
+
+ protected:
+  using IRMutator::visit;
+  Expr visit(const BufferLoad* op) override {
+    Expr visited = IRMutator::visit(op);
+    const auto* load = visited.as<BufferLoad>();
+    auto it = tiles_.find(load->buffer->data.get());
+    if (it == tiles_.end()) return visited;
+    return make<BufferLoad>(load->dtype, it->second.to, moved(load->indices, it->second));
   }
-  for (size_t i = copies.size(); i-- > 0;) {
-    result = make<Allocate>(copies[i].prefetched, result);
+  Stmt visit(const BufferStore* op) override {
+    Stmt visited = IRMutator::visit(op);
+    const auto* store = visited.as<BufferStore>();
+    auto it = tiles_.find(store->buffer->data.get());
+    if (it == tiles_.end()) return visited;
+    Expr value =
+        async_ ? call(store->value->dtype, Builtin::PtxCpAsync, {store->value}) : store->value;
+    return buffer_store(it->second.to, value, moved(store->indices, it->second));
   }
-  return result;
+
+ private:
+  std::vector<Expr> moved(std::vector<Expr> indices, const Tile& tile) const {
+    Expr offset = stage_ * make_const(stage_->dtype, tile.elements);
+    Expr& index = indices.back();
+    if (const auto* ramp = index.as<Ramp>()) {
+      index = make<Ramp>(index->dtype, ramp->base + cast(ramp->base->dtype, offset), ramp->stride,
+                         ramp->lanes);
+    } else {
+      index = index + cast(index->dtype, offset);
+    }
+    return indices;
+  }
+
+  const std::unordered_map<const Var*, ToStage::Tile>& tiles_;
+  Expr stage_;
+  bool async_;
+};
+
+// Mode 2: the shared tiles twice, the copies of the next step (asynchronous) into one while the
+// threads compute on the other; nothing when a copy's tile is not the loop's own or the rest
+// of the body writes one.
+std::optional<Stmt> double_buffered(const For& loop, const Stages& m) {
+  std::unordered_map<const Var*, ToStage::Tile> tiles;
+  std::vector<Ref<Buffer>> allocations;
+  for (const Allocate* a : m.allocations) {
+    const Buffer& b = *a->buffer;
+    bool copied = std::any_of(m.copies.begin(), m.copies.end(), [&b](const Copy& c) {
+      return c.store->buffer->data.get() == b.data.get();
+    });
+    const int64_t* elements = b.shape.size() == 1 ? as_const_int(b.shape[0]) : nullptr;
+    if (!copied || elements == nullptr) {
+      allocations.push_back(a->buffer);
+      continue;
+    }
+    auto twice = copy(&b);
+    twice->data = make_var(b.data->name, b.data->dtype);
+    twice->shape = {make_const(b.shape[0]->dtype, 2 * *elements)};
+    tiles[b.data.get()] = ToStage::Tile{twice, *elements};
+    allocations.push_back(twice);
+  }
+  for (const Copy& c : m.copies) {
+    if (tiles.count(c.store->buffer->data.get()) == 0) return std::nullopt;
+  }
+  for (const Stmt& s : m.rest) {
+    for (const Var* data : accesses_of(s).stored) {
+      if (tiles.count(data) != 0) return std::nullopt;
+    }
+  }
+  const Var* k = loop.loop_var.get();
+  DataType t = k->dtype;
+  Expr step = Expr(loop.loop_var) - loop.min;  // of this iteration, from 0
+  auto fence = [](Builtin op, std::vector<Expr> args) {
+    return make<Evaluate>(call(DataType::int32(), op, std::move(args)));
+  };
+  // Before the loop: the first step's copies into stage 0. In step s: the copies of step s + 1
+  // into stage (s + 1) % 2, a group of their own (empty in the last step); then, when at most
+  // that group is in flight and every thread got there, the rest of the body on stage s % 2.
+  std::vector<Stmt> prologue, next, steps;
+  // (The copies of the next step are those of this one with k + 1 for k, stage included.)
+  ToStage first(tiles, make_const(t, 0), true);
+  ToStage ahead(tiles, floormod(step, make_const(t, 2)), true);
+  ToStage current(tiles, floormod(step, make_const(t, 2)), false);
+  for (const Copy& c : m.copies) {
+    prologue.push_back(substitute(renew_definitions(first.mutate(c.nest)), VarMap{{k, loop.min}}));
+    next.push_back(substitute(renew_definitions(ahead.mutate(c.nest)),
+                              VarMap{{k, Expr(loop.loop_var) + make_const(t, 1)}}));
+  }
+  prologue.push_back(fence(Builtin::PtxCpAsyncCommitGroup, {}));
+  Expr has_next = lt(Expr(loop.loop_var) + make_const(t, 1), loop.min + loop.extent);
+  steps.push_back(make<IfThenElse>(has_next, seq(std::move(next))));
+  steps.push_back(fence(Builtin::PtxCpAsyncCommitGroup, {}));
+  steps.push_back(fence(Builtin::PtxCpAsyncWaitGroup, {make_const(DataType::int32(), 1)}));
+  // Each thread's wait covers its own copies: the barrier after it, the others'. (insert_barriers
+  // cannot place it: it takes a store as done where it stands, and after a split of the loop the
+  // last step's copies may be behind another barrier already.)
+  steps.push_back(fence(Builtin::StorageSync, {make<StringImm>("shared")}));
+  for (const Stmt& s : m.rest) steps.push_back(current.mutate(s));
+  return around(loop, std::move(prologue), std::move(steps), allocations);
 }
 
 class PrefetchShared : public IRMutator {
+ public:
+  explicit PrefetchShared(bool double_buffered) : double_buffered_(double_buffered) {}
+
  protected:
   using IRMutator::visit;
 
@@ -208,19 +342,25 @@ class PrefetchShared : public IRMutator {
     auto it = loop->annotations.find(kPrefetchSharedAnnotation);
     if (it == loop->annotations.end()) return visited;
     const int64_t* value = as_const_int(it->second);
-    std::optional<Stmt> result;
-    if (value != nullptr && *value != 0) result = pipeline(*loop);
-    if (result) return *result;
+    std::optional<Stages> stages;
+    if (value != nullptr && *value != 0) stages = match_stages(*loop);
+    if (stages && *value == kDoubleBuffered && double_buffered_) {
+      if (std::optional<Stmt> result = double_buffered(*loop, *stages)) return *result;
+    }
+    if (stages) return through_registers(*loop, *stages);
     auto unchanged = copy(loop);
     unchanged->annotations.erase(kPrefetchSharedAnnotation);
     return unchanged;
   }
+
+ private:
+  bool double_buffered_;
 };
 
 }  // namespace
 
-Ref<PrimFunc> prefetch_shared(const Ref<PrimFunc>& func) {
-  return with_body(func, PrefetchShared().mutate(func->body));
+Ref<PrimFunc> prefetch_shared(const Ref<PrimFunc>& func, bool async_copy) {
+  return with_body(func, PrefetchShared(async_copy).mutate(func->body));
 }
 
 }  // namespace kiln::tir

@@ -88,6 +88,8 @@ bool is_elementwise(Builtin op) {
     case Builtin::WarpShuffleDown:
     case Builtin::PtxMma:
     case Builtin::PtxLdmatrix:
+    case Builtin::PtxCpAsyncCommitGroup:
+    case Builtin::PtxCpAsyncWaitGroup:
     case Builtin::PackedArgDeviceId:
     case Builtin::PackedArgData:
     case Builtin::PackedArgShape:

@@ -5,6 +5,7 @@
 // are decided: how the threads of a warp walk a tile depends on both.
 #include "autotune/space/shared_memory_banks.h"
 #include "autotune/space/space_parts.h"
+#include "kiln/driver/build.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/ir/storage_align.h"
@@ -14,6 +15,7 @@
 #include "kiln/tir/compact_buffer_allocation.h"
 #include "kiln/tir/lower_init_block.h"
 #include "kiln/tir/plan_buffer_allocation.h"
+#include "kiln/tir/verify_gpu_code.h"
 
 namespace kiln::autotune {
 
@@ -25,14 +27,15 @@ using schedule::RV;
 constexpr const char* kName = "pad_shared_tiles";
 
 // Bytes of the shared buffers that blocks of `f` allocate (constant shapes; strides are those of
-// compact_buffer_allocation's result).
-int64_t shared_bytes(const PrimFunc& f) {
+// compact_buffer_allocation's result); with `name`, of that buffer only.
+int64_t shared_bytes(const PrimFunc& f, const std::string& name = "") {
   struct Sum : IRVisitor {
+    std::string name;
     int64_t bytes = 0;
     using IRVisitor::visit;
     void visit(const Block* op) override {
       for (const Ref<Buffer>& b : op->alloc_buffers) {
-        if (b->scope != "shared") continue;
+        if (b->scope != "shared" || (!name.empty() && b->name != name)) continue;
         int64_t elements = 1;
         for (const Expr& extent : b->shape) {
           const int64_t* value = as_const_int(extent);
@@ -43,6 +46,7 @@ int64_t shared_bytes(const PrimFunc& f) {
       IRVisitor::visit(op);
     }
   } sum;
+  sum.name = name;
   sum.visit_stmt(f.body);
   return sum.bytes;
 }
@@ -53,8 +57,15 @@ class PadSharedTiles : public Postproc {
   const char* name() const override { return kName; }
 
   void apply(schedule::Schedule& sch) override {
-    // The copies and their decisions.
-    std::vector<std::pair<std::string, int64_t>> copies;
+    // The copies, their decisions and the stages of their tiles (two where prefetch_shared
+    // double-buffers them).
+    std::vector<Ref<PrimFunc>> kernels;
+    tir::GpuLimits limits = driver::lower_options_for(context_.task->target, &kernels).gpu_limits;
+    struct PaddedCopy {
+      std::string name;
+      int64_t pad, stages;
+    };
+    std::vector<PaddedCopy> copies;
     for (const std::string& name : sch.index("main").block_names()) {
       const schedule::BlockLocation* loc = sch.index("main").find_block(name);
       if (loc == nullptr) continue;
@@ -62,7 +73,7 @@ class PadSharedTiles : public Postproc {
       if (it == loc->block->annotations.end()) continue;
       const int64_t* pad = as_const_int(it->second);
       internal_check(pad != nullptr) << kName << ": block " << name << " has no decided padding";
-      copies.emplace_back(name, *pad);
+      copies.push_back(PaddedCopy{name, *pad, shared_stages(*loc, limits)});
     }
     if (copies.empty()) return;
     // Each tile at its own shape, as lowering allocates it; a function these passes refuse keeps
@@ -76,8 +87,15 @@ class PadSharedTiles : public Postproc {
     }
     int64_t limit = context_.task->target.gpu.max_shared_memory_per_block;
     int64_t bytes = compacted.defined() ? shared_bytes(*compacted) : 0;
+    for (const PaddedCopy& c : copies) {
+      if (compacted.defined() && c.stages > 1) {
+        const Block& copy = *sch.block(schedule::get_block(sch, c.name), kName).block;
+        if (copy.writes.size() != 1) continue;
+        bytes += (c.stages - 1) * shared_bytes(*compacted, copy.writes[0].buffer->name);
+      }
+    }
     int warp = static_cast<int>(std::max<int64_t>(1, context_.task->target.gpu.thread_warp_size));
-    for (const auto& [name, pad] : copies) {
+    for (const auto& [name, pad, stages] : copies) {
       RV block = schedule::get_block(sch, name);
       schedule::unannotate(sch, block, kPadSharedAnnotation);
       const Block& copy = *sch.block(block, kName).block;
@@ -91,7 +109,7 @@ class PadSharedTiles : public Postproc {
       if (!padding) continue;
       int64_t rows = model.shape()[0];
       int64_t added = (model.strides(padding)[0] - model.strides()[0]) * rows *
-                      copy.writes[0].buffer->dtype.bytes();
+                      copy.writes[0].buffer->dtype.bytes() * stages;
       if (limit > 0 && bytes + added > limit) continue;
       bytes += added;
       schedule::storage_align(sch, block, 0, padding->axis, padding->factor, padding->offset);

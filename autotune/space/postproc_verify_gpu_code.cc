@@ -13,6 +13,7 @@
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
 #include "kiln/tir/pipeline.h"
+#include "kiln/tir/prefetch_shared.h"
 #include "kiln/tir/verify_gpu_code.h"
 
 namespace kiln::autotune {
@@ -115,10 +116,10 @@ int64_t register_tile(const schedule::BlockLocation& loc) {
 }
 
 // The bytes of the shared copies the block at `loc` reads: per block that writes a "shared"
-// buffer it reads, the extents of the writer's loops that are not around it. (Read from the
-// schedule's index: a check records nothing in the trace.)
-int64_t shared_tile_bytes(const schedule::FunctionIndex& index,
-                          const schedule::BlockLocation& loc) {
+// buffer it reads, the extents of the writer's loops that are not around it (twice over for
+// two stages). (Read from the schedule's index: a check records nothing in the trace.)
+int64_t shared_tile_bytes(const schedule::FunctionIndex& index, const schedule::BlockLocation& loc,
+                          const tir::GpuLimits& limits) {
   std::unordered_set<const Buffer*> reads;
   for (const BufferRegion& read : loc.block->reads) {
     if (is_shared_scope(read.buffer->scope)) reads.insert(read.buffer.get());
@@ -135,7 +136,8 @@ int64_t shared_tile_bytes(const schedule::FunctionIndex& index,
     for (const For* loop : writer->loops) {
       if (around.count(loop) == 0) elements *= constant_extent(loop);
     }
-    bytes += elements * writer->block->writes[0].buffer->dtype.bytes();
+    bytes +=
+        elements * writer->block->writes[0].buffer->dtype.bytes() * shared_stages(*writer, limits);
   }
   return bytes;
 }
@@ -145,7 +147,8 @@ int64_t shared_tile_bytes(const schedule::FunctionIndex& index,
 // the extents of its loops that the blocks it feeds (or, for a write-back with no consumer, the
 // blocks that feed it) are not under. The tensorized block that reads the operands' copies
 // reads them through fragments, so shared_tile_bytes does not see them.
-std::map<const For*, int64_t> warp_copy_bytes(const schedule::FunctionIndex& index) {
+std::map<const For*, int64_t> warp_copy_bytes(const schedule::FunctionIndex& index,
+                                              const tir::GpuLimits& limits) {
   std::map<const For*, int64_t> bytes;
   for (const std::string& name : index.block_names()) {
     const schedule::BlockLocation* loc = index.find_block(name);
@@ -178,7 +181,7 @@ std::map<const For*, int64_t> warp_copy_bytes(const schedule::FunctionIndex& ind
     for (const For* loop : loc->loops) {
       if (shared_loops.count(loop) == 0) elements *= constant_extent(loop);
     }
-    bytes[loc->loops.front()] += elements * written->dtype.bytes();
+    bytes[loc->loops.front()] += elements * written->dtype.bytes() * shared_stages(*loc, limits);
   }
   return bytes;
 }
@@ -215,7 +218,7 @@ void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target) {
                                    std::to_string(outputs) + " outputs; its tiling allows " +
                                    std::to_string(most));
     }
-    int64_t bytes = shared_tile_bytes(index, *loc);
+    int64_t bytes = shared_tile_bytes(index, *loc, limits);
     if (bytes > shared_limit) {
       schedule::schedule_error("GpuSharedMemoryError", kName,
                                "the shared tiles block " + name + " reads take " +
@@ -223,7 +226,7 @@ void check_gpu_tiles(schedule::Schedule& sch, const codegen::Target& target) {
                                    std::to_string(shared_limit) + " per block");
     }
   }
-  for (const auto& [kernel, bytes] : warp_copy_bytes(index)) {
+  for (const auto& [kernel, bytes] : warp_copy_bytes(index, limits)) {
     if (bytes > shared_limit) {
       schedule::schedule_error("GpuSharedMemoryError", kName,
                                "the shared tiles of the warps' fragments in kernel " +

@@ -8,6 +8,7 @@
 
 #include "autotune/space/block_analysis.h"
 #include "autotune/space/space_parts.h"
+#include "kiln/driver/build.h"
 #include "kiln/ir/op.h"
 #include "kiln/schedule/annotation.h"
 #include "kiln/schedule/cache_read_write.h"
@@ -19,6 +20,7 @@
 #include "kiln/schedule/reduction.h"
 #include "kiln/schedule/sampling.h"
 #include "kiln/tir/prefetch_shared.h"
+#include "kiln/tir/verify_gpu_code.h"
 
 namespace kiln::autotune {
 
@@ -135,7 +137,7 @@ class MultiLevelTilingGpu : public ScheduleRule {
     for (int64_t r : operands) stage_in_shared(sch, block, r, step, kPaddings);
     // Step 7. Whether the copies of the next step are loaded into registers while the threads
     // compute on this one (sampled; tir::prefetch_shared).
-    sample_prefetch(sch, step);
+    sample_prefetch(sch, step, context_.task->target);
     // Step 8. The accumulators start at zero before the reduction loops; the thread's nest is
     // unrolled to a sampled depth, so that the register tile is indexed by constants.
     schedule::decompose_reduction(sch, block, reduce.front()[0]);
@@ -178,9 +180,24 @@ std::optional<RV> spatial_consumer(schedule::Schedule& sch, const RV& block) {
   return consumers[0];
 }
 
-void sample_prefetch(schedule::Schedule& sch, const schedule::RV& step) {
-  RV prefetch = schedule::sample_categorical(sch, {0, 1}, {1.0, 1.0});
+void sample_prefetch(schedule::Schedule& sch, const schedule::RV& step,
+                     const codegen::Target& target) {
+  std::vector<ir::Ref<ir::PrimFunc>> kernels;
+  bool async_copy = driver::lower_options_for(target, &kernels).gpu_limits.async_copy;
+  RV prefetch =
+      async_copy ? schedule::sample_categorical(sch, {0, 1, tir::kDoubleBuffered}, {1.0, 1.0, 1.0})
+                 : schedule::sample_categorical(sch, {0, 1}, {1.0, 1.0});
   schedule::annotate(sch, step, tir::kPrefetchSharedAnnotation, prefetch);
+}
+
+int64_t shared_stages(const schedule::BlockLocation& copy, const tir::GpuLimits& limits) {
+  if (!limits.async_copy) return 1;
+  for (const ir::For* loop : copy.loops) {
+    auto it = loop->annotations.find(tir::kPrefetchSharedAnnotation);
+    const int64_t* value = it == loop->annotations.end() ? nullptr : ir::as_const_int(it->second);
+    if (value != nullptr && *value == tir::kDoubleBuffered) return 2;
+  }
+  return 1;
 }
 
 std::unique_ptr<ScheduleRule> make_multi_level_tiling_gpu(const SpaceContext& context) {

@@ -296,10 +296,11 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     schedule::tensorize(sch, i[3], family.mma, &intrin_target_);
     schedule::tensorize(sch, init_tile, kFill, &intrin_target_);
     schedule::tensorize(sch, rows[1], kStore, &intrin_target_);
-    // Step 7. Whether the next stage's tiles are loaded into registers while the warps compute on
-    // this one (sampled; tir::prefetch_shared), and a sampled unroll depth for the warp's nest
+    // Step 7. Whether the next stage's tiles are loaded into registers (or, sm_80, copied
+    // asynchronously into a second set of tiles) while the warps compute on this one (sampled;
+    // tir::prefetch_shared), and a sampled unroll depth for the warp's nest
     // (its fragment loops).
-    sample_prefetch(sch, k[0]);
+    sample_prefetch(sch, k[0], context_.task->target);
     const std::vector<int64_t>& steps = context_.config.unroll_steps;
     RV unroll = schedule::sample_categorical(sch, steps, std::vector<double>(steps.size(), 1.0));
     schedule::annotate(sch, warp, "pragma_auto_unroll_max_step", unroll);

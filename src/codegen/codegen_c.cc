@@ -406,6 +406,8 @@ std::string CodeGenC::emit_builtin(const Call* op) {
       unsupported("ptx_mma outside a store of its result into the accumulator");
     case Builtin::PtxLdmatrix:
       unsupported("ptx_ldmatrix outside a store of its result into a fragment");
+    case Builtin::PtxCpAsync:
+      unsupported("ptx_cp_async outside a store of its value into shared memory");
     default:
       unsupported(std::string("the builtin ") + builtin_name(op->op) +
                   " has no GPU code (it belongs to CPU or host code)");
@@ -444,6 +446,10 @@ void CodeGenC::emit_stmt(const Stmt& s) {
       }
       if (call != nullptr && call->op == Builtin::PtxLdmatrix) {
         emit_ldmatrix_store(op, call);
+        return;
+      }
+      if (call != nullptr && call->op == Builtin::PtxCpAsync) {
+        emit_async_copy_store(op, call);
         return;
       }
       if (op->value->dtype.lanes() > 1) {
@@ -496,6 +502,11 @@ void CodeGenC::emit_stmt(const Stmt& s) {
         line() << barrier() << "\n";
         return;
       }
+      if (call != nullptr && (call->op == Builtin::PtxCpAsyncCommitGroup ||
+                              call->op == Builtin::PtxCpAsyncWaitGroup)) {
+        emit_async_copy_fence(call);
+        return;
+      }
       if (op->value.as<IntImm>() != nullptr) return;
       line() << dispatch(op->value) << ";\n";
       return;
@@ -504,6 +515,11 @@ void CodeGenC::emit_stmt(const Stmt& s) {
       unsupported(std::string("the statement kind ") + kind_name(s->kind()) +
                   " (lower the function first)");
   }
+}
+
+void CodeGenC::emit_async_copy_store(const BufferStore* op, const Call* async_copy) {
+  if (async_copy->args.size() != 1) unsupported("ptx_cp_async takes one argument");
+  emit_stmt(buffer_store(op->buffer, async_copy->args[0], op->indices));
 }
 
 void CodeGenC::emit_for(const For* op) {

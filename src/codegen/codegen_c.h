@@ -94,6 +94,12 @@ class CodeGenC : public ir::ExprFunctor<std::string> {
   virtual void emit_ldmatrix_store(const ir::BufferStore* op, const ir::Call* ldmatrix) {
     unsupported("ptx_ldmatrix (a warp's load of 8x8 matrices) exists in CUDA code only");
   }
+  // The statement `op`, a store into shared memory whose value is ptx_cp_async(load): an
+  // asynchronous copy where the language has one (CUDA sm_80), else the plain copy, complete
+  // at once. `async_copy_fence` emits ptx_cp_async_commit_group / _wait_group (nothing where
+  // copies are plain).
+  virtual void emit_async_copy_store(const ir::BufferStore* op, const ir::Call* async_copy);
+  virtual void emit_async_copy_fence(const ir::Call* fence) {}
   // A float constant that is infinite or NaN.
   virtual std::string special_float(double value, ir::DataType dtype) const = 0;
 

@@ -290,6 +290,52 @@ class CodeGenCUDA : public CodeGenC {
     line() << "}\n";
   }
 
+  // Asynchronous copies (sm_80): S[i] = ptx_cp_async(G[j]) of 4, 8 or 16 contiguous bytes
+  // becomes one cp.async (.cg, which leaves L1 alone, for 16 bytes; .ca otherwise) from the
+  // global address of G[j] to the shared address of S[i]; any other copy stays a plain one,
+  // complete at once (which every later wait allows).
+  void emit_async_copy_store(const BufferStore* op, const Call* async_copy) override {
+    const auto* load =
+        async_copy->args.size() == 1 ? async_copy->args[0].as<BufferLoad>() : nullptr;
+    int bytes = op->value->dtype.bytes();
+    auto contiguous_base = [](const std::vector<Expr>& indices) -> const Expr* {
+      if (indices.size() != 1) return nullptr;
+      const auto* ramp = indices[0].as<Ramp>();
+      if (ramp == nullptr) return indices[0]->dtype.is_scalar() ? &indices[0] : nullptr;
+      const int64_t* stride = as_const_int(ramp->stride);
+      return stride != nullptr && *stride == 1 ? &ramp->base : nullptr;
+    };
+    const Expr* to = contiguous_base(op->indices);
+    const Expr* from = load != nullptr ? contiguous_base(load->indices) : nullptr;
+    if (compute_capability_ < 80 || load == nullptr || to == nullptr || from == nullptr ||
+        !is_shared_scope(op->buffer->scope) || is_shared_scope(load->buffer->scope) ||
+        load->dtype != op->value->dtype || (bytes != 4 && bytes != 8 && bytes != 16)) {
+      CodeGenC::emit_async_copy_store(op, async_copy);
+      return;
+    }
+    line() << "asm volatile(\"cp.async." << (bytes == 16 ? "cg" : "ca")
+           << ".shared.global [%0], [%1], " << bytes << ";\"\n";
+    ++indent_;
+    line() << ":: \"r\"((unsigned int)__cvta_generic_to_shared(&" << data_of(*op->buffer) << "["
+           << dispatch(*to) << "])), \"l\"(&" << data_of(*load->buffer) << "[" << dispatch(*from)
+           << "])\n";
+    line() << ": \"memory\");\n";
+    --indent_;
+  }
+  void emit_async_copy_fence(const Call* fence) override {
+    if (compute_capability_ < 80) return;  // the copies were plain
+    if (fence->op == Builtin::PtxCpAsyncCommitGroup) {
+      line() << "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n";
+      return;
+    }
+    const int64_t* groups = fence->args.size() == 1 ? as_const_int(fence->args[0]) : nullptr;
+    if (groups == nullptr || *groups < 0) {
+      unsupported("ptx_cp_async_wait_group expects a constant count of groups >= 0, found " +
+                  to_script(Expr(fence)));
+    }
+    line() << "asm volatile(\"cp.async.wait_group " << *groups << ";\" ::: \"memory\");\n";
+  }
+
   // The bits of the float16 or bfloat16 value `e`: a stored element as it is, any other value
   // rounded.
   std::string bits_16(const Expr& e) {

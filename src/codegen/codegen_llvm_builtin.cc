@@ -360,10 +360,13 @@ llvm::Value* CodeGenLLVM::emit_builtin(const Call* op) {
              "build it for a GPU target";
     case Builtin::PtxMma:
     case Builtin::PtxLdmatrix:
+    case Builtin::PtxCpAsync:
+    case Builtin::PtxCpAsyncCommitGroup:
+    case Builtin::PtxCpAsyncWaitGroup:
       user_error(ErrorKind::kValue)
           << "codegen: function " << symbol_ << " uses " << builtin_name(op->op)
-          << ", a tensor-core instruction of a GPU warp, which the CPU backend cannot compile; "
-             "build it for a CUDA target";
+          << ", an instruction of CUDA GPUs, which the CPU backend cannot compile; build it for "
+             "a CUDA target";
     case Builtin::PackedArgData:
     case Builtin::PackedArgDeviceId:
     case Builtin::PackedArgShape:

@@ -166,6 +166,7 @@ void set_gpu_lower_options(const codegen::Target& target, std::vector<Ref<PrimFu
   if (target.kind == "cuda") {
     options->gpu_limits.warp_shuffle_width = target.gpu.thread_warp_size;
     options->gpu_limits.max_static_shared_memory_per_block = 48 * 1024;
+    options->gpu_limits.async_copy = target.compute_capability() >= 80;
   }
   options->gpu_limits.vector_lanes = codegen::gpu_vector_lanes(target);
 }

@@ -471,6 +471,9 @@ StmtCodePtr Compiler::stmt(const Stmt& s) {
         if (call->op == Builtin::DeviceLaunch) return compile_device_launch(*this, *call);
         if (call->op == Builtin::StorageSync && (gpu || in_grid()))
           return compile_barrier(*this, *call);
+        // The interpreter's asynchronous copies are done when they are made (ptx_cp_async).
+        if (call->op == Builtin::PtxCpAsyncCommitGroup || call->op == Builtin::PtxCpAsyncWaitGroup)
+          return std::make_unique<NoOpCode>();
       }
       return std::make_unique<EvaluateCode>(expr(op->value));
     }

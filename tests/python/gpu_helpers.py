@@ -483,3 +483,14 @@ def first_candidates(space, count, sketch=0, seeds=range(40)):
             break
     assert len(out) == count, space.rejections
     return out
+
+
+def with_sampled_annotation(trace_json, key, value):
+    """trace_json (Trace.as_json()) with every sample_categorical whose draw annotates `key`
+    (kiln.pad_shared, kiln.prefetch_shared, ...) drawing `value` instead."""
+    drawn = {inst["inputs"][1] for inst in trace_json["instructions"]
+             if inst["kind"] == "annotate" and inst["attrs"].get("ann_key") == key}
+    for inst in trace_json["instructions"]:
+        if inst["kind"] == "sample_categorical" and inst["outputs"][0] in drawn:
+            inst["decision"] = inst["attrs"]["candidates"].index(value)
+    return trace_json

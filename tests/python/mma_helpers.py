@@ -28,14 +28,18 @@ def gemm_fp16(m, n, k, trans_b=True, dtype="float16", acc_dtype="float32"):
 
 
 def schedule_mma_gemm(func, trans_b=True, reference=False, block=(64, 64), warps=(2, 2),
-                      k_step=32, tensorize=True, ldmatrix=False):
+                      k_step=32, tensorize=True, ldmatrix=False, prefetch=0, copy_lanes=1):
     """The tensor-core schedule of a gemm_fp16 function: thread blocks of block[0] x block[1]
     outputs (blockIdx.x), warps[0] x warps[1] warps per block (threadIdx.y), each warp a tile of
     16x16 fragments of the accumulator in its registers; A and B staged through shared memory
     k_step columns at a time by all the block's threads, then loaded into fragments 16 columns
     at a time. Tensorized with mma.sync, or its plain-code reference when `reference`; with
     tensorize=False the schedule stops before tensorizing (the blocks the intrinsics match);
-    with ldmatrix the fragments are loaded with ldmatrix.x4. The intrinsics are those of the
+    with ldmatrix the fragments are loaded with ldmatrix.x4; a nonzero prefetch annotates the
+    loop of the shared steps with kiln.prefetch_shared = prefetch (1: through registers, 2: two
+    stages of the tiles, copied asynchronously on sm_80); each thread copies copy_lanes
+    neighbouring elements of A and B into shared memory at a time (vectorized). The intrinsics
+    are those of the
     operands' element type: bfloat16's for bfloat16, else float16's (which refuse others)."""
     bf16 = func.buffer_map[func.params[0]].dtype == "bfloat16"
     intrins = mma.get_mma_intrin_group(trans_b=trans_b, reference=reference, ldmatrix=ldmatrix,
@@ -51,6 +55,8 @@ def schedule_mma_gemm(func, trans_b=True, reference=False, block=(64, 64), warps
     sch.bind(sch.fuse(i0, j0), "blockIdx.x")
     warp = sch.fuse(i1, j1)
     sch.bind(warp, "threadIdx.y")
+    if prefetch:
+        sch.annotate(k0, "kiln.prefetch_shared", prefetch)
     # The accumulator in the warp's registers, stored into C after the k loop.
     C_warp = sch.cache_write(C, 0, "warp")
     sch.reverse_compute_at(C_warp, warp)
@@ -59,9 +65,11 @@ def schedule_mma_gemm(func, trans_b=True, reference=False, block=(64, 64), warps
         shared = sch.cache_read(C, index, "shared")
         sch.compute_at(shared, k0)
         fused = sch.fuse(*sch.get_loops(shared)[-2:])
-        _, ty, tx = sch.split(fused, factors=[None, warps[0] * warps[1], 32])
+        _, ty, tx, lanes = sch.split(fused, factors=[None, warps[0] * warps[1], 32, copy_lanes])
         sch.bind(ty, "threadIdx.y")
         sch.bind(tx, "threadIdx.x")
+        if copy_lanes > 1:
+            sch.vectorize(lanes)
     # The fragments of A and B, 16 columns of k at a time; then the fragments' layout (after
     # the compute locations, which follow the loops through the buffers' logical indices).
     A_warp = sch.cache_read(C, 0, "warp")

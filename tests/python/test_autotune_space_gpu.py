@@ -14,7 +14,8 @@ import kiln
 from kiln import te, topi
 from kiln.autotune import SpaceGenerator
 
-from gpu_helpers import first_candidates, nvrtc_missing, opencl_missing, skip_unless
+from gpu_helpers import (first_candidates, nvrtc_missing, opencl_missing, skip_unless,
+                         with_sampled_annotation)
 
 
 def add_then_sine(m=24, n=10):
@@ -244,14 +245,13 @@ def test_tiled_candidates_compile_with_nvrtc_for_sm_80(name):
     assert redrawn_only(space.rejections)
 
 
-def padded(space, candidate, reads):
+def padded(space, func, candidate, reads):
     """The candidate with every shared copy sampled to be padded (pad_shared_tiles) for vector
     reads (1) or scalar reads (2)."""
-    decisions = candidate.decisions
-    for i, inst in enumerate(decisions.as_json()["instructions"]):
-        if inst["kind"] == "sample_categorical" and inst["attrs"]["candidates"] == [0, 1, 2]:
-            decisions = decisions.with_decision(i, reads)
-    return space.replay(candidate.sketch, decisions)
+    json_obj = with_sampled_annotation(candidate.decisions.as_json(), "kiln.pad_shared", reads)
+    sch = kiln.tir.Schedule(func)
+    kiln.tir.Trace.apply_json_to_schedule(json_obj, sch)
+    return space.replay(candidate.sketch, sch.trace)
 
 
 @pytest.mark.parametrize("name", ["gemm_128", "conv2d"])
@@ -265,7 +265,7 @@ def test_padded_shared_tiles_compute_the_product(name):
     aligned = {1: 0, 2: 0}
     for seed, candidate in enumerate(first_candidates(space, 8)):
         for reads in (1, 2):
-            variant = padded(space, candidate, reads)
+            variant = padded(space, func, candidate, reads)
             assert variant is not None, space.rejections
             if "sch.storage_align(" not in str(variant.trace) or aligned[reads] == 2:
                 continue
@@ -296,7 +296,7 @@ def test_a_padding_for_vector_reads_keeps_nvrtcs_vector_loads():
         candidate = space.sample(0, seed=seed)
         if candidate is None:
             continue
-        variants = [padded(space, candidate, r) for r in (0, 1, 2)]
+        variants = [padded(space, func, candidate, r) for r in (0, 1, 2)]
         aligns = [re.findall(r"storage_align\(.*\)", str(v.trace)) for v in variants]
         if not aligns[1] or aligns[1] == aligns[2]:
             continue

@@ -18,7 +18,8 @@ from kiln import autotune, te, tir
 from kiln.autotune import SpaceGenerator
 from kiln.tir.tensor_intrin import cuda as mma
 
-from gpu_helpers import first_candidates, nvrtc_missing, opencl_missing, skip_unless
+from gpu_helpers import (first_candidates, nvrtc_missing, opencl_missing, skip_unless,
+                         with_sampled_annotation)
 import mma_helpers
 from mma_helpers import gemm_args, gemm_expected, gemm_fp16, run_on_opencl
 
@@ -194,11 +195,8 @@ def test_the_cost_model_counts_the_tensor_cores_operations():
 
 
 def compact_twin(space, candidate, func):
-    """The candidate with its shared copies' padding decisions (the draws among 0, 1, 2) at 0."""
-    json_obj = candidate.decisions.as_json()
-    for inst in json_obj["instructions"]:
-        if inst.get("kind") == "sample_categorical" and inst["attrs"]["candidates"] == [0, 1]:
-            inst["decision"] = 0
+    """The candidate with its shared copies' padding decisions at 0."""
+    json_obj = with_sampled_annotation(candidate.decisions.as_json(), "kiln.pad_shared", 0)
     sch = tir.Schedule(func)
     tir.Trace.apply_json_to_schedule(json_obj, sch)
     return space.replay(TENSOR_CORE, sch.trace)

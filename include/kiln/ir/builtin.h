@@ -79,6 +79,15 @@ namespace kiln::ir {
   /* lane / 4, columns 2 (lane % 4) + {0, 1} of the matrix (of its transpose with trans). */      \
   /* Only CUDA code has it (schedule/intrin/cuda_mma.cc). */                                      \
   X(PtxLdmatrix, "ptx_ldmatrix", 2, false)                                                        \
+  /* ptx_cp_async(G[i]): the value of a load from global memory, as the value of a store */       \
+  /* into a "shared" buffer that copies it asynchronously (CUDA's cp.async of 4, 8 or 16 */       \
+  /* bytes, sm_80; a plain copy where there is none): the store is complete once a later */       \
+  /* ptx_cp_async_wait_group lets its group go. As a value, the load's. */                        \
+  X(PtxCpAsync, "ptx_cp_async", 1, true)                                                          \
+  /* ptx_cp_async_commit_group(): the thread's asynchronous copies since the last commit */       \
+  /* form a group; ptx_cp_async_wait_group(n): waits until at most n of them are in flight. */    \
+  X(PtxCpAsyncCommitGroup, "ptx_cp_async_commit_group", 0, false)                                 \
+  X(PtxCpAsyncWaitGroup, "ptx_cp_async_wait_group", 1, false)                                     \
   /* Access to the packed arguments of a compiled function (see make_packed_api): the data */     \
   /* pointer of DLTensor argument i (byte_offset applied), extent k of its shape (int64), */      \
   /* and scalar argument i as int64 / float64. Only the packed entry point uses them. */          \

@@ -1,5 +1,6 @@
 // Lowering pass prefetch_shared: in a GPU kernel, the copies into shared memory of the next
-// step of a loop are loaded into registers while the threads compute on the current one.
+// step of a loop are loaded into registers, or copied asynchronously into a second set of the
+// shared tiles, while the threads compute on the current one.
 #pragma once
 
 #include "kiln/ir/function.h"
@@ -8,7 +9,10 @@ namespace kiln::tir {
 
 // The loop annotation that asks for it (a nonzero integer), as a schedule writes it:
 //   sch.annotate(k0, "kiln.prefetch_shared", 1)
+// 1 asks for the registers, kDoubleBuffered (2) for two stages of the tiles where the target
+// copies asynchronously (else the registers).
 constexpr const char* kPrefetchSharedAnnotation = "kiln.prefetch_shared";
+constexpr int64_t kDoubleBuffered = 2;
 
 // Runs on the flat program (after flatten_buffers). A serial loop annotated
 // kPrefetchSharedAnnotation whose body (inside its Allocates) is a sequence of copies into
@@ -31,6 +35,26 @@ constexpr const char* kPrefetchSharedAnnotation = "kiln.prefetch_shared";
 // threads) and conditions, that reads no shared buffer; the buffers it reads must not be written in
 // the loop. A loop whose body has another form is left as it is: the annotation asks, the pass
 // decides.
-ir::Ref<ir::PrimFunc> prefetch_shared(const ir::Ref<ir::PrimFunc>& func);
+//
+// With kDoubleBuffered and `async_copy` (CUDA sm_80: cp.async), each shared tile a copy fills
+// (allocated in the loop, one-dimensional, constant size S) is allocated twice over (2 S), and
+//
+//   for k in range(n):                         A_shared[f(i)] = ptx_cp_async(A[g(0, i)])
+//     A_shared[f(i)] = A[g(k, i)]      =>      ptx_cp_async_commit_group()
+//     C = C + A_shared[h] * ..                 for k in range(n):
+//                                                if k + 1 < n:
+//                                                  A_shared[(k + 1) % 2 * S + f(i)] =
+//                                                      ptx_cp_async(A[g(k + 1, i)])
+//                                                ptx_cp_async_commit_group()
+//                                                ptx_cp_async_wait_group(1)
+//                                                storage_sync("shared")
+//                                                C = C + A_shared[k % 2 * S + h] * ..
+//
+// the copies of step k + 1 in flight while the threads compute on step k, whose group the
+// wait lets go (the barrier after it makes every thread's copies visible to all; insert_barriers
+// puts one at the end of the body, before a step's copies overwrite the tiles the last step
+// read). Where a copy's tile is not allocated in the loop or the rest of the body writes one,
+// the registers are used instead.
+ir::Ref<ir::PrimFunc> prefetch_shared(const ir::Ref<ir::PrimFunc>& func, bool async_copy = false);
 
 }  // namespace kiln::tir

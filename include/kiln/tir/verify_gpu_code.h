@@ -24,6 +24,9 @@ struct GpuLimits {
   // The lane counts of the language's vector types (CUDA: 2 and 4; OpenCL: 2, 4, 8 and 16): a
   // vectorized loop of another extent stays a loop (vectorize_loops).
   std::vector<int> vector_lanes = {2, 4};
+  // Whether copies into shared memory may be asynchronous (CUDA's cp.async, sm_80 and newer):
+  // prefetch_shared double-buffers the tiles where a schedule asks for it.
+  bool async_copy = false;
 };
 
 // What the GPU verifier refuses (see verify_gpu_code), as a kind that callers can count.
