@@ -1,18 +1,19 @@
 // The rule multi_level_tiling_tensor_core (CUDA targets with tensor cores): a float16 or bfloat16
-// matrix product accumulated in float32 gets a sketch computed by the warps' tensor cores with the
-// cuda.mma_* intrinsics, beside the block as it is (which multi_level_tiling_gpu then tiles
-// for the CUDA cores). Each thread block computes a tile of the output, each warp a tile of
-// 16x16 fragments of it held in the warp's registers; the operands' tiles of one outer
-// reduction step are staged in shared memory (copied by all the block's threads), then
-// loaded into fragments 16 columns of the reduction at a time. An element-wise epilogue (bias,
-// activation) is fused into the write-back: the fragments go to a shared tile of the block's
-// outputs, which the block's threads copy to the output through the epilogue.
+// matrix product accumulated in float32 (or int8, uint8 x int8 in int32) gets a sketch computed by
+// the warps' tensor cores with the cuda.mma_* intrinsics, beside the block as it is (which
+// multi_level_tiling_gpu then tiles for the CUDA cores). Each thread block computes a tile of the
+// output, each warp a tile of 16x16 fragments of it held in the warp's registers; the operands'
+// tiles of one outer reduction step are staged in shared memory (copied by all the block's
+// threads), then loaded into fragments 16 columns of the reduction at a time. An element-wise
+// epilogue (bias, activation) is fused into the write-back: the fragments go to a shared tile of
+// the block's outputs, which the block's threads copy to the output through the epilogue.
 //
-// What it supports: blocks C[.., i, j] (float32) += A[.., i, k] * B[.., j, k] or B[.., k, j], A
-// and B both float16 or both bfloat16, read at plain iterators, the leading ones (a batch) the
-// same in all three, and the extents of i, j and k multiples of 16; the body must be what
-// cuda.mma_f16f16f32 (cuda.mma_bf16bf16f32) computes (tensorize checks it). Others get no
-// sketch.
+// What it supports: blocks C[.., i, j] += A[.., i, k] * B[.., j, k] or B[.., k, j] of a family's
+// types (A, B, C: float16, float16, float32; bfloat16, bfloat16, float32; int8, int8, int32;
+// uint8, int8, int32), read at plain iterators, the leading ones (a batch) the same in all
+// three, and the extents of i and j multiples of 16, of k of the family's tile (16; 32 for 8
+// bits); the body must be what the family's cuda.mma_* computes (tensorize checks it). Others
+// get no sketch.
 #include <algorithm>
 #include <optional>
 
@@ -38,24 +39,34 @@ namespace {
 
 using schedule::RV;
 
-// The intrinsics of one element type of the operands.
+// The intrinsics of one family: A x B into an accumulator of `acc`.
 struct MmaIntrinsics {
-  ir::DataType dtype;
+  ir::DataType a, b, acc;
+  int64_t k_tile;  // the columns of a tile of A along the reduction (16, or 32 for 8 bits)
   const char* mma;
-  // The fragments' loads: one ldmatrix.x4 per lane and 16x16 tile (sm_75 and newer, which every
-  // target of mma.sync is).
+  // The fragments' loads: one ldmatrix.x4 per lane and tile (sm_75 and newer, which every
+  // target of mma.sync is), but for an 8-bit B as [K, N] (no .trans for 8 bits).
   const char* load_a;
   const char* load_b_trans;  // B as [N, K]
   const char* load_b;        // B as [K, N]
+  const char* fill;
+  const char* store;
 };
 const MmaIntrinsics kMmaFamilies[] = {
-    {ir::DataType::float_(16), "cuda.mma_f16f16f32", "cuda.mma_ldmatrix_16x16_f16_a",
-     "cuda.mma_ldmatrix_16x16_f16_b_trans", "cuda.mma_ldmatrix_16x16_f16_b"},
-    {ir::DataType::bfloat16(), "cuda.mma_bf16bf16f32", "cuda.mma_ldmatrix_16x16_bf16_a",
-     "cuda.mma_ldmatrix_16x16_bf16_b_trans", "cuda.mma_ldmatrix_16x16_bf16_b"},
+    {ir::DataType::float_(16), ir::DataType::float_(16), ir::DataType::float32(), 16,
+     "cuda.mma_f16f16f32", "cuda.mma_ldmatrix_16x16_f16_a", "cuda.mma_ldmatrix_16x16_f16_b_trans",
+     "cuda.mma_ldmatrix_16x16_f16_b", "cuda.mma_fill_16x16_f32", "cuda.mma_store_16x16_f32"},
+    {ir::DataType::bfloat16(), ir::DataType::bfloat16(), ir::DataType::float32(), 16,
+     "cuda.mma_bf16bf16f32", "cuda.mma_ldmatrix_16x16_bf16_a",
+     "cuda.mma_ldmatrix_16x16_bf16_b_trans", "cuda.mma_ldmatrix_16x16_bf16_b",
+     "cuda.mma_fill_16x16_f32", "cuda.mma_store_16x16_f32"},
+    {ir::DataType::int_(8), ir::DataType::int_(8), ir::DataType::int32(), 32, "cuda.mma_s8s8s32",
+     "cuda.mma_ldmatrix_16x32_s8_a", "cuda.mma_ldmatrix_16x32_s8_b_trans",
+     "cuda.mma_load_32x16_s8_b", "cuda.mma_fill_16x16_s32", "cuda.mma_store_16x16_s32"},
+    {ir::DataType::uint(8), ir::DataType::int_(8), ir::DataType::int32(), 32, "cuda.mma_u8s8s32",
+     "cuda.mma_ldmatrix_16x32_u8_a", "cuda.mma_ldmatrix_16x32_s8_b_trans",
+     "cuda.mma_load_32x16_s8_b", "cuda.mma_fill_16x16_s32", "cuda.mma_store_16x16_s32"},
 };
-constexpr const char* kFill = "cuda.mma_fill_16x16_f32";
-constexpr const char* kStore = "cuda.mma_store_16x16_f32";
 constexpr int64_t kTile = 16;
 constexpr int64_t kWarpLanes = 32;
 // The most fragments along one side of a warp's tile, and the most 16x16 steps of the
@@ -70,7 +81,7 @@ struct MmaMatch {
   int i_loop = -1, j_loop = -1, k_loop = -1;
   int a_read = -1, b_read = -1;
   bool trans_b = true;
-  const MmaIntrinsics* intrinsics = nullptr;  // of the operands' element type
+  const MmaIntrinsics* intrinsics = nullptr;  // of the operands' and accumulator's types
 };
 
 // The iterator `e` is exactly, or -1.
@@ -89,10 +100,7 @@ std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const Bl
   if (block.writes.size() != 1) return std::nullopt;
   const ir::BufferRegion& write = block.writes[0];
   size_t rank = write.region.size();
-  if (write.buffer->dtype != ir::DataType::float32() || rank < 2 ||
-      block.iter_vars.size() != rank + 1) {
-    return std::nullopt;
-  }
+  if (rank < 2 || block.iter_vars.size() != rank + 1) return std::nullopt;
   // The output's indices: the batch's iterators, then i and j; k is the one left.
   std::vector<int> indices;
   std::vector<bool> used(block.iter_vars.size(), false);
@@ -105,23 +113,11 @@ std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const Bl
   int vi = indices[rank - 2], vj = indices[rank - 1];
   int vk = static_cast<int>(std::find(used.begin(), used.end(), false) - used.begin());
   if (!a.is_reduce[vk]) return std::nullopt;
-  for (int iter : {vi, vj, vk}) {
-    const int64_t* extent = ir::as_const_int(block.iter_vars[iter].dom.extent);
-    if (extent == nullptr || *extent % kTile != 0) return std::nullopt;
-  }
   MmaMatch m;
   for (size_t r = 0; r < block.reads.size(); ++r) {
     const ir::BufferRegion& read = block.reads[r];
     if (read.buffer.same_as(write.buffer)) continue;
-    if (m.intrinsics == nullptr) {
-      for (const MmaIntrinsics* family : families) {
-        if (family->dtype == read.buffer->dtype) m.intrinsics = family;
-      }
-    }
-    if (m.intrinsics == nullptr || read.buffer->dtype != m.intrinsics->dtype ||
-        read.region.size() != rank) {
-      return std::nullopt;
-    }
+    if (read.region.size() != rank) return std::nullopt;
     for (size_t d = 0; d + 2 < rank; ++d) {
       if (iterator_index(read.region[d].min, block) != indices[d]) return std::nullopt;
     }
@@ -138,6 +134,19 @@ std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const Bl
     }
   }
   if (m.a_read < 0 || m.b_read < 0) return std::nullopt;
+  // The family of the operands' and the accumulator's types, and whole tiles of it.
+  for (const MmaIntrinsics* family : families) {
+    if (family->a == block.reads[m.a_read].buffer->dtype &&
+        family->b == block.reads[m.b_read].buffer->dtype && family->acc == write.buffer->dtype) {
+      m.intrinsics = family;
+    }
+  }
+  if (m.intrinsics == nullptr) return std::nullopt;
+  for (const auto& [iter, tile] : {std::make_pair(vi, kTile), std::make_pair(vj, kTile),
+                                   std::make_pair(vk, m.intrinsics->k_tile)}) {
+    const int64_t* extent = ir::as_const_int(block.iter_vars[iter].dom.extent);
+    if (extent == nullptr || *extent % tile != 0) return std::nullopt;
+  }
   for (size_t d = 0; d + 2 < rank; ++d) m.batch_loops.push_back(a.iter_loop[indices[d]]);
   m.i_loop = a.iter_loop[vi];
   m.j_loop = a.iter_loop[vj];
@@ -196,16 +205,17 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     RV block = schedule::get_block(sch, block_name);
     std::vector<RV> loops = schedule::get_loops(sch, block);
     // Step 2. Split i and j into [thread blocks, warps, fragments per warp, 16] and k into
-    // [stages, steps per stage, 16]; the 16s are the intrinsics' tiles.
-    auto tiles = [&sch](const RV& loop, int levels, int max_inner) {
-      std::vector<RV> halves = schedule::split(sch, loop, {std::monostate{}, kTile});
+    // [stages, steps per stage, 16 (32 for 8 bits)]; the last are the intrinsics' tiles.
+    const MmaIntrinsics& family = *m.intrinsics;
+    auto tiles = [&sch](const RV& loop, int levels, int max_inner, int64_t tile = kTile) {
+      std::vector<RV> halves = schedule::split(sch, loop, {std::monostate{}, tile});
       std::vector<RV> parts = split_perfect(sch, halves[0], levels, max_inner);
       parts.push_back(halves[1]);
       return parts;
     };
     std::vector<RV> i = tiles(loops[m.i_loop], 3, kMaxFragmentsPerSide);
     std::vector<RV> j = tiles(loops[m.j_loop], 3, kMaxFragmentsPerSide);
-    std::vector<RV> k = tiles(loops[m.k_loop], 2, kMaxStepsPerStage);
+    std::vector<RV> k = tiles(loops[m.k_loop], 2, kMaxStepsPerStage, family.k_tile);
     // The batch's loops stay whole, outermost, and share blockIdx.x with the tiles of i and j.
     std::vector<RV> blocks;
     for (int l : m.batch_loops) blocks.push_back(loops[l]);
@@ -266,10 +276,12 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     const auto write = std::make_pair(schedule::BufferIndexType::kWrite, int64_t{0});
     const auto read = std::make_pair(schedule::BufferIndexType::kRead, int64_t{0});
     int batch = static_cast<int>(m.batch_loops.size());
-    schedule::transform_layout(sch, a_frag, write, schedule::cuda_mma_fragment_map(false, batch));
+    schedule::transform_layout(sch, a_frag, write,
+                               schedule::cuda_mma_fragment_map(false, batch, family.a));
     schedule::transform_layout(sch, b_frag, write,
-                               schedule::cuda_mma_fragment_map(!m.trans_b, batch));
-    schedule::transform_layout(sch, acc, read, schedule::cuda_mma_fragment_map(false, batch));
+                               schedule::cuda_mma_fragment_map(!m.trans_b, batch, family.b));
+    schedule::transform_layout(sch, acc, read,
+                               schedule::cuda_mma_fragment_map(false, batch, family.acc));
     RV init = schedule::decompose_reduction(sch, block, k[0]);
     // Step 6. The 16x16 tiles that the intrinsics replace.
     std::vector<RV> a_loops = schedule::get_loops(sch, a_frag);
@@ -289,13 +301,12 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     schedule::reorder(sch, {rows[0], columns, rows[1]});
     std::vector<RV> init_loops = schedule::get_loops(sch, init);
     RV init_tile = init_loops[init_loops.size() - 2];
-    const MmaIntrinsics& family = *m.intrinsics;
     schedule::tensorize(sch, a_tile, family.load_a, &intrin_target_);
     schedule::tensorize(sch, b_tile, m.trans_b ? family.load_b_trans : family.load_b,
                         &intrin_target_);
     schedule::tensorize(sch, i[3], family.mma, &intrin_target_);
-    schedule::tensorize(sch, init_tile, kFill, &intrin_target_);
-    schedule::tensorize(sch, rows[1], kStore, &intrin_target_);
+    schedule::tensorize(sch, init_tile, family.fill, &intrin_target_);
+    schedule::tensorize(sch, rows[1], family.store, &intrin_target_);
     // Step 7. Whether the next stage's tiles are loaded into registers (or, sm_80, copied
     // asynchronously into a second set of tiles) while the warps compute on this one (sampled;
     // tir::prefetch_shared), and a sampled unroll depth for the warp's nest

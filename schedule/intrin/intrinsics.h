@@ -22,45 +22,55 @@ void register_x86_avx512_vnni_intrinsics(const IntrinRegistrar& add);
 void register_x86_avxvnni_intrinsics(const IntrinRegistrar& add);
 // x86.avx512.bf16.*: bfloat16 dot products accumulated in float32 (vdpbf16ps).
 void register_x86_avx512_bf16_intrinsics(const IntrinRegistrar& add);
-// cuda.mma_*: warp-level float16 and bfloat16 matrix multiply-accumulate on tensor cores
+// cuda.mma_*: warp-level float16, bfloat16 and int8 matrix multiply-accumulate on tensor cores
 // (mma.sync), with the loads, fill and store of its fragments.
 void register_cuda_mma_intrinsics(const IntrinRegistrar& add);
-// cuda.mma_f16f16f32_reference, cuda.mma_bf16bf16f32_reference: the multiply-accumulates of
-// cuda.mma_f16f16f32 and cuda.mma_bf16bf16f32 in plain code, each lane computing the
-// accumulator elements it owns.
+// cuda.mma_f16f16f32_reference, ...: the multiply-accumulates of cuda.mma_* in plain code,
+// each lane computing the accumulator elements it owns.
 void register_cuda_mma_reference_intrinsics(const IntrinRegistrar& add);
 
 // A function with `params` as its buffer parameters and a root block around `body`.
 ir::Ref<ir::PrimFunc> intrin_function(const std::vector<ir::Ref<ir::Buffer>>& params,
                                       ir::Stmt body);
 
-// The fragments of the cuda.mma_* intrinsics. A 16x16 tile (of A, of B as [N, K], or of the
-// float32 accumulator) lives in the registers of one warp as a "warp" buffer of shape [32, 8]:
-// lane l holds 8 elements of the tile, the ones the PTX ISA gives thread l in the operands of
-// two mma.m16n8k16 (the same for float16 and bfloat16: two .f16x2 or .bf16x2 registers of A or
-// B per m16n8k16 half, or two float32 of C):
-//   lane    = (row % 8) * 4 + (col % 8) // 2
-//   element = (col // 8) * 4 + (row // 8) * 2 + col % 2
-// so that elements 0-1, 2-3, 4-5, 6-7 of A are its registers a0..a3 and, for B as [N, K],
-// elements 0-1 and 4-5 are b0, b1 of the columns 0-7 of N, 2-3 and 6-7 those of columns 8-15;
-// elements 0-3 of C are c0..c3 of columns 0-7, 4-7 those of columns 8-15.
+// The fragments of the cuda.mma_* intrinsics. A lane holds the elements of a row in groups of
+// g neighbours (mma_group): 2 for float16/bfloat16 operands (a .f16x2 register) and for the
+// 32-bit accumulators (c0, c1), 4 for int8/uint8 operands (an .s8x4 register). A tile of 16 rows
+// and 8 g columns (16x16 of A, of B as [N, K] or of the accumulator; 16x32 of an int8 A or B)
+// lives in the registers of one warp as a "warp" buffer of shape [32, 4 g]: lane l holds the
+// elements the PTX ISA gives thread l in the operands of two mma.m16n8k(8 g) (one per 8
+// columns of the accumulator):
+//   lane    = (row % 8) * 4 + (col % (4 g)) // g
+//   element = (col // (4 g)) * 2 g + (row // 8) * g + col % g
+// so that the registers a0..a3 of A are its element groups 0..3 and, for B as [N, K], groups 0
+// and 2 are b0, b1 of the columns 0-7 of N, groups 1 and 3 those of columns 8-15; elements 0-3
+// of the accumulator are c0..c3 of its columns 0-7, 4-7 those of columns 8-15.
 constexpr int kMmaLanes = 32;
-constexpr int kMmaTile = 16;
-constexpr int kMmaFragmentElements = 8;
-ir::Expr mma_fragment_lane(const ir::Expr& row, const ir::Expr& col);
-ir::Expr mma_fragment_element(const ir::Expr& row, const ir::Expr& col);
+constexpr int kMmaTile = 16;  // the rows of every tile, the columns of the accumulator's
+// g for an operand or accumulator of `dtype`.
+int mma_group(ir::DataType dtype);
+ir::Expr mma_fragment_lane(const ir::Expr& row, const ir::Expr& col, int group = 2);
+ir::Expr mma_fragment_element(const ir::Expr& row, const ir::Expr& col, int group = 2);
 // The inverse: the row and column of the tile that element `element` of lane `lane` holds.
-ir::Expr mma_fragment_row(const ir::Expr& lane, const ir::Expr& element);
-ir::Expr mma_fragment_col(const ir::Expr& lane, const ir::Expr& element);
-// A [32, 8] fragment buffer of `dtype` in the "warp" scope.
+ir::Expr mma_fragment_row(const ir::Expr& lane, const ir::Expr& element, int group = 2);
+ir::Expr mma_fragment_col(const ir::Expr& lane, const ir::Expr& element, int group = 2);
+// A [32, 4 g] fragment buffer of `dtype` in the "warp" scope.
 ir::Ref<ir::Buffer> mma_fragment_buffer(ir::DataType dtype, const std::string& name);
-// The description shared by cuda.mma_f16f16f32 (cuda.mma_bf16bf16f32) and its reference over
-// the fragments A, B (of B as [N, K]) and C:
-//   for i, j, k in T.grid(16, 16, 16):
+// The multiply-accumulates: "cuda.mma_" + name (and + "_reference"), A x B into acc.
+struct MmaFamily {
+  std::string name;  // "f16f16f32", "bf16bf16f32", "s8s8s32", "u8s8s32"
+  ir::DataType a, b, acc;
+};
+const std::vector<MmaFamily>& mma_families();
+// "f16", "bf16", "s8", "u8", "f32", "s32": the element in the intrinsics' names.
+std::string mma_element_name(ir::DataType dtype);
+// The description shared by a multiply-accumulate (cuda.mma_f16f16f32, ..., cuda.mma_s8s8s32)
+// and its reference over the fragments A, B (of B as [N, K]) and C, K = 8 g of A:
+//   for i, j, k in T.grid(16, 16, K):
 //     with T.block("mma"):
 //       vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-//       C[lane(vi, vj), element(vi, vj)] += T.Cast("float32", A[lane(vi, vk), element(vi, vk)])
-//                                         * T.Cast("float32", B[lane(vj, vk), element(vj, vk)])
+//       C[lane(vi, vj), element(vi, vj)] += T.Cast(C.dtype, A[lane(vi, vk), element(vi, vk)])
+//                                         * T.Cast(C.dtype, B[lane(vj, vk), element(vj, vk)])
 ir::Ref<ir::PrimFunc> mma_sync_desc(const ir::Ref<ir::Buffer>& a, const ir::Ref<ir::Buffer>& b,
                                     const ir::Ref<ir::Buffer>& c);
 // A loop over the 32 lanes of a warp (bound to threadIdx.x) around `body(lane)`.

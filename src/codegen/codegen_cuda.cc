@@ -185,89 +185,117 @@ class CodeGenCUDA : public CodeGenC {
            "[];";
   }
 
-  // Tensor cores: C[i:i+4] = ptx_mma("m16n8k16.row.col.f32.f16.f16.f32", a0, a1, a2, a3, b0, b1,
-  // C[i:i+4]) becomes one mma.sync in inline PTX (".bf16.bf16" with bfloat16x2 operands). Each
-  // operand pair is one .b32 register, its first half in the low 16 bits (float16 and bfloat16
-  // values are stored as their bits); the four float32 of the accumulator are read as inputs
-  // and written as outputs.
+  // Tensor cores: C[i:i+4] = ptx_mma(shape, a0, a1, a2, a3, b0, b1, C[i:i+4]) becomes one
+  // mma.sync in inline PTX: "m16n8k16.row.col.f32.f16.f16.f32" (".bf16.bf16") on float16x2
+  // (bfloat16x2) operands into float32x4, "m16n8k32.row.col.s32.s8.s8.s32" (".u8.s8") on
+  // int8x4 (uint8x4) operands into int32x4. Each operand is one .b32 register, its first element
+  // in the low bits (16-bit floats are stored as their bits); the four accumulators are read as
+  // inputs and written as outputs.
   void emit_mma_store(const BufferStore* op, const Call* mma) override {
-    static const char* kF16 = "m16n8k16.row.col.f32.f16.f16.f32";
-    static const char* kBf16 = "m16n8k16.row.col.f32.bf16.bf16.f32";
-    const auto* shape = mma->args.empty() ? nullptr : mma->args[0].as<StringImm>();
-    if (shape == nullptr || (shape->value != kF16 && shape->value != kBf16) ||
-        mma->args.size() != 8 || op->indices.size() != 1 ||
-        op->buffer->dtype != DataType::float32()) {
-      unsupported(std::string("ptx_mma expects (\"") + kF16 + "\" or \"" + kBf16 +
-                  "\", a0, a1, a2, a3, b0, b1, c) stored into four float32 elements of a "
-                  "flattened buffer, found " +
+    struct Shape {
+      const char* name;
+      DataType a, b, acc;
+    };
+    static const Shape kShapes[] = {
+        {"m16n8k16.row.col.f32.f16.f16.f32", DataType::float_(16, 2), DataType::float_(16, 2),
+         DataType::float32()},
+        {"m16n8k16.row.col.f32.bf16.bf16.f32", DataType::bfloat16(2), DataType::bfloat16(2),
+         DataType::float32()},
+        {"m16n8k32.row.col.s32.s8.s8.s32", DataType::int_(8, 4), DataType::int_(8, 4),
+         DataType::int32()},
+        {"m16n8k32.row.col.s32.u8.s8.s32", DataType::uint(8, 4), DataType::int_(8, 4),
+         DataType::int32()},
+    };
+    const auto* name = mma->args.empty() ? nullptr : mma->args[0].as<StringImm>();
+    const Shape* shape = nullptr;
+    for (const Shape& s : kShapes) {
+      if (name != nullptr && name->value == s.name) shape = &s;
+    }
+    if (shape == nullptr || mma->args.size() != 8 || op->indices.size() != 1 ||
+        op->buffer->dtype != shape->acc) {
+      std::string names;
+      for (const Shape& s : kShapes) names += std::string(names.empty() ? "" : ", ") + s.name;
+      unsupported("ptx_mma expects (one of " + names +
+                  ", a0, a1, a2, a3, b0, b1, c) stored into four elements of the shape's "
+                  "accumulator type of a flattened buffer, found " +
                   to_script(Stmt(op)));
     }
-    bool bf16 = shape->value == kBf16;
     if (compute_capability_ < 80) {
-      unsupported(std::string("mma.sync.aligned.m16n8k16 with ") + (bf16 ? "bfloat16" : "float16") +
-                  " operands needs sm_80 or newer; the " + "target is sm_" +
-                  std::to_string(compute_capability_));
+      unsupported(std::string("mma.sync.aligned.") + shape->name + " needs sm_80 or newer; the " +
+                  "target is sm_" + std::to_string(compute_capability_));
     }
-    DataType pair_type = bf16 ? DataType::bfloat16(2) : DataType::float_(16, 2);
     std::vector<std::string> registers;
     for (size_t k = 1; k <= 6; ++k) {
-      const Expr& pair = mma->args[k];
-      if (pair->dtype != pair_type) {
-        unsupported("operand " + std::to_string(k) + " of ptx_mma (" + shape->value + ") must be " +
-                    pair_type.str() + ", found " + pair->dtype.str());
+      const Expr& pack = mma->args[k];
+      DataType expected = k <= 4 ? shape->a : shape->b;
+      if (pack->dtype != expected) {
+        unsupported("operand " + std::to_string(k) + " of ptx_mma (" + shape->name + ") must be " +
+                    expected.str() + ", found " + pack->dtype.str());
       }
-      registers.push_back("((unsigned int)" + bits_16(lane_of(pair, 0)) + " | ((unsigned int)" +
-                          bits_16(lane_of(pair, 1)) + " << 16))");
+      std::string text;
+      int bits = expected.bits();
+      for (int l = 0; l < expected.lanes(); ++l) {
+        std::string element = bits == 16 ? bits_16(lane_of(pack, l))
+                                         : "(unsigned char)(" + dispatch(lane_of(pack, l)) + ")";
+        text += std::string(l == 0 ? "" : " | ") + "((unsigned int)" + element +
+                (l == 0 ? "" : " << " + std::to_string(bits * l)) + ")";
+      }
+      registers.push_back("(" + text + ")");
     }
     const Expr& acc = mma->args[7];
-    if (acc->dtype != DataType::float_(32, 4)) {
-      unsupported("the accumulator of ptx_mma must be float32x4, found " + acc->dtype.str());
+    if (acc->dtype != shape->acc.with_lanes(4)) {
+      unsupported("the accumulator of ptx_mma must be " + shape->acc.with_lanes(4).str() +
+                  ", found " + acc->dtype.str());
     }
+    const char* c = shape->acc.is_float() ? "f" : "r";
     std::vector<std::string> outputs, inputs;
     for (int l = 0; l < 4; ++l) {
       outputs.push_back(data_of(*op->buffer) + "[" + dispatch(lane_of(op->indices[0], l)) + "]");
       inputs.push_back(dispatch(lane_of(acc, l)));
     }
-    line() << "asm volatile(\"mma.sync.aligned." << shape->value
+    line() << "asm volatile(\"mma.sync.aligned." << shape->name
            << " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\"\n";
     ++indent_;
-    line() << ": \"=f\"(" << outputs[0] << "), \"=f\"(" << outputs[1] << "), \"=f\"(" << outputs[2]
-           << "), \"=f\"(" << outputs[3] << ")\n";
+    line() << ": \"=" << c << "\"(" << outputs[0] << "), \"=" << c << "\"(" << outputs[1]
+           << "), \"=" << c << "\"(" << outputs[2] << "), \"=" << c << "\"(" << outputs[3] << ")\n";
     line() << ": \"r\"(" << registers[0] << "), \"r\"(" << registers[1] << "),\n";
     line() << "  \"r\"(" << registers[2] << "), \"r\"(" << registers[3] << "),\n";
     line() << "  \"r\"(" << registers[4] << "), \"r\"(" << registers[5] << "),\n";
-    line() << "  \"f\"(" << inputs[0] << "), \"f\"(" << inputs[1] << "), \"f\"(" << inputs[2]
-           << "), \"f\"(" << inputs[3] << "));\n";
+    line() << "  \"" << c << "\"(" << inputs[0] << "), \"" << c << "\"(" << inputs[1] << "), \""
+           << c << "\"(" << inputs[2] << "), \"" << c << "\"(" << inputs[3] << "));\n";
     --indent_;
   }
 
-  // Fragments from shared memory: W[i:i+8] = ptx_ldmatrix(trans, S[j:j+8]) becomes one
+  // Fragments from shared memory: W[i:i+n] = ptx_ldmatrix(trans, S[j:j+n]) becomes one
   // ldmatrix.sync.aligned.m8n8.x4 in inline PTX, at the shared-memory address of S[j] (a
-  // 16-byte row of one of the four matrices), into four .b32 registers whose halves are the
-  // eight float16 (or bfloat16) elements (stored as their bits), low half first.
+  // 16-byte row of one of the four matrices), into four .b32 registers whose parts are the n
+  // elements: 8 float16 (or bfloat16, stored as their bits) or 16 int8 (uint8), lowest bits
+  // first.
   void emit_ldmatrix_store(const BufferStore* op, const Call* ldmatrix) override {
     const int64_t* trans = ldmatrix->args.size() == 2 ? as_const_int(ldmatrix->args[0]) : nullptr;
     const auto* row = ldmatrix->args.size() == 2 ? ldmatrix->args[1].as<BufferLoad>() : nullptr;
     const auto* ramp =
         row != nullptr && row->indices.size() == 1 ? row->indices[0].as<Ramp>() : nullptr;
     const int64_t* stride = ramp != nullptr ? as_const_int(ramp->stride) : nullptr;
-    auto is_16_bit_float = [](DataType t) { return t.is_float16() || t.is_bfloat16(); };
-    if (trans == nullptr || (*trans != 0 && *trans != 1) || ramp == nullptr || stride == nullptr ||
-        *stride != 1 || ramp->lanes != 8 || !is_16_bit_float(row->buffer->dtype) ||
+    DataType element = row != nullptr ? row->buffer->dtype : DataType();
+    bool eight_bit = element == DataType::int_(8) || element == DataType::uint(8);
+    bool known = element.is_float16() || element.is_bfloat16() || eight_bit;
+    int lanes = eight_bit ? 16 : 8;
+    if (trans == nullptr || (*trans != 0 && *trans != 1) || (eight_bit && *trans != 0) ||
+        ramp == nullptr || stride == nullptr || *stride != 1 || !known || ramp->lanes != lanes ||
         !is_shared_scope(row->buffer->scope) || op->indices.size() != 1 ||
-        op->value->dtype != row->buffer->dtype.with_lanes(8) ||
-        op->buffer->dtype != row->buffer->dtype) {
+        op->value->dtype != element.with_lanes(lanes) || op->buffer->dtype != element) {
       unsupported(
-          "ptx_ldmatrix expects (0 or 1, a float16x8 or bfloat16x8 load of contiguous elements "
-          "of a shared buffer) stored into eight elements of the same type of a flattened "
-          "buffer, found " +
+          "ptx_ldmatrix expects (0 or 1, a load of 16 contiguous bytes of a shared buffer: "
+          "float16x8, bfloat16x8, or with 0 int8x16 or uint8x16) stored into as many elements "
+          "of the same type of a flattened buffer, found " +
           to_script(Stmt(op)));
     }
     if (compute_capability_ < 75) {
       unsupported("ldmatrix needs sm_75 or newer; the target is sm_" +
                   std::to_string(compute_capability_));
     }
-    uses_half_ = true;
+    uses_half_ = uses_half_ || !eight_bit;
     std::string address = "(unsigned int)__cvta_generic_to_shared(&" + data_of(*row->buffer) + "[" +
                           dispatch(ramp->base) + "])";
     std::string name = "kiln_ldmatrix" + std::to_string(ldmatrix_count_++);
@@ -281,10 +309,14 @@ class CodeGenCUDA : public CodeGenC {
            << "[2]), \"=r\"(" << name << "[3])\n";
     line() << ": \"r\"(" << address << "));\n";
     --indent_;
-    for (int l = 0; l < 8; ++l) {
-      line() << data_of(*op->buffer) << "[" << dispatch(lane_of(op->indices[0], l))
-             << "] = (unsigned short)(" << name << "[" << l / 2 << "]"
-             << (l % 2 != 0 ? " >> 16" : " & 0xffffu") << ");\n";
+    int per_register = lanes / 4, bits = 32 / per_register;
+    std::string type = type_name(element);
+    for (int l = 0; l < lanes; ++l) {
+      int shift = bits * (l % per_register);
+      line() << data_of(*op->buffer) << "[" << dispatch(lane_of(op->indices[0], l)) << "] = ("
+             << (eight_bit ? type : "unsigned short") << ")((" << name << "[" << l / per_register
+             << "]" << (shift != 0 ? " >> " + std::to_string(shift) : "") << ") & "
+             << (eight_bit ? "0xffu" : "0xffffu") << ");\n";
     }
     --indent_;
     line() << "}\n";

@@ -264,12 +264,12 @@ const char* unsupported_reason(Builtin op) {
       return "the interpreter does not model pointers";
     case Builtin::PtxMma:
       return "it is a tensor-core instruction of a whole warp, which only CUDA code runs; check "
-             "the schedule with the plain-code intrinsic cuda.mma_f16f16f32_reference "
-             "(cuda.mma_bf16bf16f32_reference) instead";
+             "the schedule with its plain-code reference (cuda.mma_f16f16f32_reference, ...) "
+             "instead";
     case Builtin::PtxLdmatrix:
       return "it is a load of a whole warp, each lane receiving what others address, which only "
              "CUDA code runs; check the schedule with the plain-code loads "
-             "cuda.mma_load_16x16_f16_* (cuda.mma_load_16x16_bf16_*) instead";
+             "cuda.mma_load_* instead";
     case Builtin::StorageSync:
       return "a barrier between GPU threads has a meaning only with GPU semantics (interpret "
              "with gpu=True, the default for a function that contains storage_sync), and only "

@@ -1,6 +1,7 @@
-"""Tensor-core GEMMs: float16 (or bfloat16) workloads accumulated in float32 and their warp-tiled
-schedule tensorized with the cuda.mma_* intrinsics (kiln.tir.tensor_intrin.cuda), with the real
-mma.sync or with its plain-code reference."""
+"""Tensor-core GEMMs: float16 (or bfloat16) workloads accumulated in float32, int8 (or uint8 x
+int8) ones accumulated in int32, and their warp-tiled schedule tensorized with the cuda.mma_*
+intrinsics (kiln.tir.tensor_intrin.cuda), with the real mma.sync or with its plain-code
+reference."""
 import json
 import re
 
@@ -11,11 +12,11 @@ from kiln import te, tir
 from kiln.tir.tensor_intrin import cuda as mma
 
 
-def gemm_fp16(m, n, k, trans_b=True, dtype="float16", acc_dtype="float32"):
-    """C (acc_dtype, m x n) = A (m x k) times B, B stored as [n, k] (C = A B^T, as
-    topi.nn.dense) when trans_b, else as [k, n]."""
+def gemm_fp16(m, n, k, trans_b=True, dtype="float16", acc_dtype="float32", b_dtype=None):
+    """C (acc_dtype, m x n) = A (m x k, dtype) times B (b_dtype, else dtype), B stored as [n, k]
+    (C = A B^T, as topi.nn.dense) when trans_b, else as [k, n]."""
     A = te.placeholder((m, k), dtype, name="A")
-    B = te.placeholder((n, k) if trans_b else (k, n), dtype, name="B")
+    B = te.placeholder((n, k) if trans_b else (k, n), b_dtype or dtype, name="B")
     r = te.reduce_axis((0, k), name="k")
     if trans_b:
         def product(i, j):
@@ -39,18 +40,23 @@ def schedule_mma_gemm(func, trans_b=True, reference=False, block=(64, 64), warps
     loop of the shared steps with kiln.prefetch_shared = prefetch (1: through registers, 2: two
     stages of the tiles, copied asynchronously on sm_80); each thread copies copy_lanes
     neighbouring elements of A and B into shared memory at a time (vectorized). The intrinsics
-    are those of the
-    operands' element type: bfloat16's for bfloat16, else float16's (which refuse others)."""
-    bf16 = func.buffer_map[func.params[0]].dtype == "bfloat16"
+    are those of the operands' element type: those of bfloat16, int8 or uint8 (x int8) for
+    them, else float16's (which refuse others); 8-bit tiles are 32 columns of k wide."""
+    a_dtype = func.buffer_map[func.params[0]].dtype
+    b_dtype = func.buffer_map[func.params[1]].dtype
+    acc_dtype = func.buffer_map[func.params[2]].dtype
+    group = a_dtype if a_dtype in ("bfloat16", "int8", "uint8") else "float16"
     intrins = mma.get_mma_intrin_group(trans_b=trans_b, reference=reference, ldmatrix=ldmatrix,
-                                       dtype="bfloat16" if bf16 else "float16")
+                                       dtype=group)
+    kt = 32 if a_dtype in ("int8", "uint8") else 16  # the tiles' columns along k
+    eight_bit = ("int8", "uint8")
     sch = tir.Schedule(func)
     C = sch.get_block("C")
     i, j, k = sch.get_loops(C)
     warp_m, warp_n = block[0] // warps[0], block[1] // warps[1]
     i0, i1, i2, i3 = sch.split(i, factors=[None, warps[0], warp_m // 16, 16])
     j0, j1, j2, j3 = sch.split(j, factors=[None, warps[1], warp_n // 16, 16])
-    k0, k1, k2 = sch.split(k, factors=[None, k_step // 16, 16])
+    k0, k1, k2 = sch.split(k, factors=[None, max(1, k_step // kt), kt])
     sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2, i3, j3, k2)
     sch.bind(sch.fuse(i0, j0), "blockIdx.x")
     warp = sch.fuse(i1, j1)
@@ -76,9 +82,13 @@ def schedule_mma_gemm(func, trans_b=True, reference=False, block=(64, 64), warps
     B_warp = sch.cache_read(C, 1, "warp")
     sch.compute_at(A_warp, k1)
     sch.compute_at(B_warp, k1)
-    sch.transform_layout(A_warp, ("write", 0), mma.fragment_index_map)
-    sch.transform_layout(B_warp, ("write", 0),
-                         mma.fragment_index_map if trans_b else mma.fragment_index_map_trans)
+    sch.transform_layout(A_warp, ("write", 0), mma.fragment_index_map_8bit
+                         if a_dtype in eight_bit else mma.fragment_index_map)
+    if b_dtype in eight_bit:
+        b_map = mma.fragment_index_map_8bit if trans_b else mma.fragment_index_map_trans_8bit
+    else:
+        b_map = mma.fragment_index_map if trans_b else mma.fragment_index_map_trans
+    sch.transform_layout(B_warp, ("write", 0), b_map)
     sch.transform_layout(C_warp, ("read", 0), mma.fragment_index_map)
     init = sch.decompose_reduction(C, k0)
     # The loops of 16x16 tiles that the intrinsics replace.
@@ -114,8 +124,8 @@ def numpy_dtype(dtype):
 
 
 def gemm_args(func, seed=0):
-    """Random float16 (bfloat16: ml_dtypes) inputs in [-1, 1) and a C full of garbage, as NumPy
-    arrays."""
+    """Random inputs (16-bit floats in [-1, 1), bfloat16 as ml_dtypes; 8-bit integers over their
+    whole range) and a C full of garbage, as NumPy arrays."""
     rng = np.random.default_rng(seed)
     args = []
     for param in func.params:
@@ -123,6 +133,12 @@ def gemm_args(func, seed=0):
         shape = [int(d) for d in buffer.shape]
         if buffer.dtype == "float32":
             args.append(np.full(shape, np.nan, "float32"))
+        elif buffer.dtype == "int32":
+            args.append(np.full(shape, -123456789, "int32"))
+        elif buffer.dtype in ("int8", "uint8"):
+            info = np.iinfo(buffer.dtype)
+            args.append(rng.integers(info.min, info.max, size=shape, endpoint=True,
+                                     dtype=buffer.dtype))
         else:
             args.append(rng.uniform(-1, 1, size=shape).astype(numpy_dtype(buffer.dtype)))
     return args
@@ -140,7 +156,11 @@ def run_on_opencl(mod, func, trans_b=True):
 
 
 def gemm_expected(a, b, trans_b=True):
-    """The product in float64 of the 16-bit float inputs, as float32."""
+    """The product in float64 of 16-bit float inputs, as float32; of 8-bit integers, exact, as
+    int32."""
+    if a.dtype.kind in "iu":
+        b = b.astype("int64")
+        return (a.astype("int64") @ (b.T if trans_b else b)).astype("int32")
     b = b.astype("float64")
     return (a.astype("float64") @ (b.T if trans_b else b)).astype("float32")
 
@@ -148,12 +168,43 @@ def gemm_expected(a, b, trans_b=True):
 def reference_twin(trace, func):
     """The module of `trace` (a tir.Trace) applied to func with every mma.sync update replaced by
     its plain-code reference (cuda.mma_f16f16f32 -> cuda.mma_f16f16f32_reference, the same for
-    bfloat16) and every ldmatrix load by the element-wise one (the same descriptions), which the
-    interpreter and any GPU target run."""
+    the other families) and every ldmatrix load by the element-wise one (the same descriptions),
+    which the interpreter and any GPU target run."""
     text = json.dumps(trace.as_json())
-    assert re.search(r'"cuda\.mma_(f16f16|bf16bf16)f32"', text), "no mma.sync update to replace"
-    text = re.sub(r'"cuda\.mma_(f16f16|bf16bf16)f32"', r'"cuda.mma_\1f32_reference"', text)
+    update = r'"cuda\.mma_(f16f16f32|bf16bf16f32|s8s8s32|u8s8s32)"'
+    assert re.search(update, text), "no mma.sync update to replace"
+    text = re.sub(update, r'"cuda.mma_\1_reference"', text)
     text = text.replace('"cuda.mma_ldmatrix_', '"cuda.mma_load_')
     sch = tir.Schedule(func)
     tir.Trace.apply_json_to_schedule(json.loads(text), sch)
     return sch.mod
+
+
+def ptx_fragment(operand, lane, register):
+    """(row, col) of element `register` of lane `lane` in the m16n8k16 float16 operand A (16x16),
+    B (16x8, K x N) or C (16x8, float32), as the PTX ISA's "Matrix Fragments for mma.m16n8k16
+    with floating point type" gives them."""
+    group, thread = lane >> 2, lane % 4
+    i = register
+    if operand == "A":
+        row = group if (i < 2 or 4 <= i < 6) else group + 8
+        col = thread * 2 + (i & 1) + (8 if i >= 4 else 0)
+        return row, col
+    if operand == "B":
+        return thread * 2 + (i & 1) + (8 if i >= 2 else 0), group
+    return (group if i < 2 else group + 8), thread * 2 + (i & 1)
+
+
+def ldmatrix_addresses(name):
+    """(trans, [(row, col)] of each lane): the ptx_ldmatrix call of an ldmatrix intrinsic's
+    implementation, its address evaluated at each lane."""
+    lane_loop = tir.TensorIntrin.get(name).impl.body.block.body
+    store = lane_loop.body
+    trans, row_load = store.value.args
+    row, ramp = row_load.indices
+    addresses = []
+    for lane in range(32):
+        analyzer = kiln.arith.Analyzer()
+        analyzer.bind(lane_loop.loop_var, lane)
+        addresses.append((int(analyzer.simplify(row)), int(analyzer.simplify(ramp.base))))
+    return int(trans), addresses

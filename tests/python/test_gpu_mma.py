@@ -16,8 +16,8 @@ from kiln import tir
 from kiln.tir.tensor_intrin import cuda as mma
 
 from gpu_helpers import nvrtc_missing, opencl_missing, skip_unless
-from mma_helpers import (gemm_args, gemm_expected, gemm_fp16, reference_twin, run_on_opencl,
-                         schedule_mma_gemm)
+from mma_helpers import (gemm_args, gemm_expected, gemm_fp16, ldmatrix_addresses, ptx_fragment,
+                         reference_twin, run_on_opencl, schedule_mma_gemm)
 from schedule_helpers import assert_trace_roundtrip
 
 MMA_PTX = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
@@ -32,21 +32,6 @@ SHAPES = [(128, 128, 128, True, {}), (128, 128, 128, False, {}), (64, 192, 96, T
           (64, 192, 96, False, {}),
           (80, 48, 112, True, dict(block=(16, 48), warps=(1, 3), k_step=16)),
           (80, 48, 112, False, dict(block=(16, 48), warps=(1, 3), k_step=16))]
-
-
-def ptx_fragment(operand, lane, register):
-    """(row, col) of element `register` of lane `lane` in the m16n8k16 float16 operand A (16x16),
-    B (16x8, K x N) or C (16x8, float32), as the PTX ISA's "Matrix Fragments for mma.m16n8k16
-    with floating point type" gives them."""
-    group, thread = lane >> 2, lane % 4
-    i = register
-    if operand == "A":
-        row = group if (i < 2 or 4 <= i < 6) else group + 8
-        col = thread * 2 + (i & 1) + (8 if i >= 4 else 0)
-        return row, col
-    if operand == "B":
-        return thread * 2 + (i & 1) + (8 if i >= 2 else 0), group
-    return (group if i < 2 else group + 8), thread * 2 + (i & 1)
 
 
 def tile_of_fragment(fragment, operand):
@@ -115,21 +100,6 @@ def ldmatrix_ptx(trans, addresses, memory):
                 r0, c0 = addresses[8 * m + row]
                 out[t, 2 * m + half] = memory[r0, c0 + col]
     return out
-
-
-def ldmatrix_addresses(name):
-    """(trans, [(row, col)] of each lane): the ptx_ldmatrix call of an ldmatrix intrinsic's
-    implementation, its address evaluated at each lane."""
-    lane_loop = tir.TensorIntrin.get(name).impl.body.block.body
-    store = lane_loop.body
-    trans, row_load = store.value.args
-    row, ramp = row_load.indices
-    addresses = []
-    for lane in range(32):
-        analyzer = kiln.arith.Analyzer()
-        analyzer.bind(lane_loop.loop_var, lane)
-        addresses.append((int(analyzer.simplify(row)), int(analyzer.simplify(ramp.base))))
-    return int(trans), addresses
 
 
 @pytest.mark.parametrize("name, operand, transposed", [

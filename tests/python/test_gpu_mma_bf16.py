@@ -73,8 +73,8 @@ def test_get_mma_intrin_group_names_the_bfloat16_family():
     assert mma.get_mma_intrin_group(reference=True, dtype="bfloat16")["compute"] == \
         mma.MMA_BF16BF16F32_REFERENCE
     assert mma.get_mma_intrin_group()["compute"] == mma.MMA_F16F16F32
-    with pytest.raises(kiln.KilnValueError, match=r'dtype must be "float16" or "bfloat16".*'
-                                                  r"found 'float32'"):
+    with pytest.raises(kiln.KilnValueError, match=r'dtype must be "float16", "bfloat16", '
+                                                  r'"int8" or "uint8".*found \'float32\''):
         mma.get_mma_intrin_group(dtype="float32")
     with pytest.raises(kiln.KilnTypeError, match="dtype must be a str"):
         mma.get_mma_intrin_group(dtype=16)

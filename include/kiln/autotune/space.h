@@ -47,11 +47,16 @@ struct SpaceConfig {
   bool pack_operands = true;
   // The tensor intrinsics the space tries on reduction blocks (schedule/intrin/), those whose
   // required_features the task's target has: the rule tensorize the dot products (of two forms
-  // of one dot product, the wider), multi_level_tiling_tensor_core "cuda.mma_f16f16f32" and
-  // "cuda.mma_bf16bf16f32" (each with the loads, fill and store of its family).
-  std::vector<std::string> tensor_intrinsics = {
-      "x86.avx512.vnni.dot_16x4_u8s8s32", "x86.avxvnni.dot_8x4_u8s8s32",
-      "x86.avx512.bf16.dot_16x2_bf16bf16f32", "cuda.mma_f16f16f32", "cuda.mma_bf16bf16f32"};
+  // of one dot product, the wider), multi_level_tiling_tensor_core the multiply-accumulates
+  // "cuda.mma_f16f16f32", "cuda.mma_bf16bf16f32", "cuda.mma_s8s8s32" and "cuda.mma_u8s8s32"
+  // (each with the loads, fill and store of its family).
+  std::vector<std::string> tensor_intrinsics = {"x86.avx512.vnni.dot_16x4_u8s8s32",
+                                                "x86.avxvnni.dot_8x4_u8s8s32",
+                                                "x86.avx512.bf16.dot_16x2_bf16bf16f32",
+                                                "cuda.mma_f16f16f32",
+                                                "cuda.mma_bf16bf16f32",
+                                                "cuda.mma_s8s8s32",
+                                                "cuda.mma_u8s8s32"};
 };
 
 // One point of the design space.

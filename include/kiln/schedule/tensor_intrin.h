@@ -38,8 +38,16 @@
 //   cuda.mma_ldmatrix_16x16_bf16_*)
 //   cuda.mma_fill_16x16_f32                zeros into an accumulator fragment
 //   cuda.mma_store_16x16_f32               an accumulator fragment into a 16x16 float32 tile
-// The cuda.mma_* fragments are [32, 8] "warp" buffers whose layout schedule/intrin/intrinsics.h
-// gives; their implementations loop over the warp's lanes bound to threadIdx.x (extent 32).
+//   cuda.mma_s8s8s32, cuda.mma_u8s8s32     C (int32) += A * B^T on 16x16x32 tiles, int8 (or
+//                                          uint8) A, int8 B: two mma.sync m16n8k32; sm_80
+//   cuda.mma_load_16x32_{s8,u8}_a,         16x32 tiles of A, of B as [N, K], and 32x16 of B
+//   cuda.mma_load_16x32_s8_b_trans,        as [K, N] (transposed) into fragments; the first
+//   cuda.mma_load_32x16_s8_b (ldmatrix     two also with ldmatrix (sm_75)
+//   for the first two)
+//   cuda.mma_fill_16x16_s32, _store_...    the int32 accumulator's fill and store
+// The cuda.mma_* fragments are [32, 8] "warp" buffers ([32, 16] for 8-bit operands) whose layout
+// schedule/intrin/intrinsics.h gives; their implementations loop over the warp's lanes bound to
+// threadIdx.x (extent 32).
 #pragma once
 
 #include <string>
@@ -95,11 +103,13 @@ TensorIntrin get_tensor_intrin(const std::string& name);
 std::vector<std::string> tensor_intrin_names();
 
 // The layout of the cuda.mma_* fragments, as a map for transform_layout of a "warp" buffer that
-// holds whole 16x16 tiles: element (i, j) of [M, N] (A as [M, K], B as [N, K], the accumulator)
-// goes to [i // 16, j // 16, lane, element] of the tile's fragment; with `transposed`, of B
-// stored as [K, N]: (k, n) goes to [k // 16, n // 16] and the lane and element of (n, k), as
-// cuda.mma_load_16x16_f16_b loads it. `batch_dims` leading indices (of a batch of products)
-// stay as they are.
-IndexMap cuda_mma_fragment_map(bool transposed, int batch_dims = 0);
+// holds whole tiles of `dtype` (16x16 of float16, bfloat16 and the accumulators, 16x32 of int8 and
+// uint8: 16 rows, 8 g columns, g = 4 for 8-bit elements, else 2): element (i, j) of [M, N] (A
+// as [M, K], B as [N, K], the accumulator) goes to [i // 16, j // (8 g), lane, element] of the
+// tile's fragment; with `transposed`, of B stored as [K, N]: (k, n) goes to [k // (8 g), n //
+// 16] and the lane and element of (n, k), as cuda.mma_load_16x16_f16_b loads it. `batch_dims`
+// leading indices (of a batch of products) stay as they are.
+IndexMap cuda_mma_fragment_map(bool transposed, int batch_dims = 0,
+                               ir::DataType dtype = ir::DataType::float_(16));
 
 }  // namespace kiln::schedule

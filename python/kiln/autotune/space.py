@@ -130,8 +130,9 @@ class SpaceGenerator(_SpaceGenerator):
         target (str): the target string.
         num_threads (int): the threads the kernels will run on (0: the runtime's).
         tensor_intrinsics (list of str): the tensor intrinsics the space tries (None: the
-            shipped x86 ones, cuda.mma_f16f16f32 and cuda.mma_bf16bf16f32, the tensor cores'
-            updates); it uses those whose required features the target has.
+            shipped x86 ones and the tensor cores' updates cuda.mma_f16f16f32,
+            cuda.mma_bf16bf16f32, cuda.mma_s8s8s32 and cuda.mma_u8s8s32); it uses those whose
+            required features the target has.
         space: "post-order-apply" (kiln's rules) or a schedule function (see the module's
             docstring).
 

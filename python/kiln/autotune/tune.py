@@ -83,8 +83,8 @@ class TuneConfig:
             count in effect, and the trials already in the database count only when they were
             measured with the same count.
         tensor_intrinsics: the tensor intrinsics the design space (and the default baseline)
-            may tensorize with; None: the shipped x86 ones, cuda.mma_f16f16f32 and
-            cuda.mma_bf16bf16f32.
+            may tensorize with; None: the shipped x86 ones and the tensor cores'
+            cuda.mma_f16f16f32, cuda.mma_bf16bf16f32, cuda.mma_s8s8s32 and cuda.mma_u8s8s32.
         baseline: a schedule measured as the first candidate of each task's first round, like
             any candidate (it counts as a trial), so that the best record is never slower than
             it: "default" (topi.default_schedule for the target and num_threads), None (none),
