@@ -1,6 +1,7 @@
 """How well the tuner's GPU prior ranks candidates, on a CUDA device: random candidates of the
-tuner's GPU space for GEMM 1024^3 (float32, and float16 accumulated in float32, whose space
-also holds the tensor-core sketch), the ResNet-50 3x3 conv2d and an attention batch matmul, each
+tuner's GPU space for GEMM 1024^3 (float32; float16 accumulated in float32 and int8 in int32,
+whose spaces also hold the tensor-core sketch), the ResNet-50 3x3 conv2d and an attention batch
+matmul, each
 checked against NumPy and timed in alternating rounds, and ranked before any measurement by
 the GPU prior (kiln.autotune.estimate_prior with the GPU target) and, for comparison, by the
 CPU model applied to the same lowered programs (what ranked GPU candidates before the GPU
@@ -25,6 +26,8 @@ import statistics
 import subprocess
 import sys
 
+import numpy as np
+
 import kiln
 from kiln import autotune as ms
 from kiln import te, tir, topi
@@ -48,8 +51,24 @@ def gemm_fp16(quick):
             lambda x, y: x.astype("float64") @ y.astype("float64").T, None, None)
 
 
+def gemm_int8(quick):
+    """A (n x n, int8) @ B^T (B as [n, n], int8) accumulated in int32: the tensor cores'
+    m16n8k32 kind of product (checked exactly: the sums fit in int32)."""
+    n = 128 if quick else 1024
+    a = te.placeholder((n, n), "int8", name="A")
+    b = te.placeholder((n, n), "int8", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(
+        a[i, k].astype("int32") * b[j, k].astype("int32"), axis=k), name="C")
+    rng = np.random.default_rng(0)
+    inputs = [rng.integers(-128, 127, (n, n), endpoint=True, dtype="int8") for _ in range(2)]
+    return ([a, b, c], inputs,
+            lambda x, y: (x.astype("int64") @ y.astype("int64").T).astype("int32"), None, None)
+
+
 WORKLOADS = {"gemm": (gemm, "GEMM 1024^3 fp32"),
              "gemm_fp16": (gemm_fp16, "GEMM 1024^3 fp16, fp32 accumulation"),
+             "gemm_int8": (gemm_int8, "GEMM 1024^3 int8, int32 accumulation"),
              "conv2d": (conv2d, "conv2d 3x3 56x56 64->64"),
              "batch_matmul": (batch_matmul, "batch matmul 16x128x128x64")}
 
