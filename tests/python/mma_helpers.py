@@ -6,10 +6,13 @@ import json
 import re
 
 import numpy as np
+import pytest
 
 import kiln
 from kiln import te, tir
 from kiln.tir.tensor_intrin import cuda as mma
+
+from gpu_helpers import nvrtc_missing, skip_unless
 
 
 def gemm_fp16(m, n, k, trans_b=True, dtype="float16", acc_dtype="float32", b_dtype=None):
@@ -144,15 +147,37 @@ def gemm_args(func, seed=0):
     return args
 
 
+def check_gemm_on(device, rt, func, trans_b=True, tolerance=1e-4):
+    """Runs rt on device on gemm_args of func and checks the product against NumPy: exactly for
+    integers, else within `tolerance`."""
+    a, b, c = gemm_args(func)
+    c_dev = kiln.nd.array(c, device=device)
+    rt["main"](kiln.nd.array(a, device=device), kiln.nd.array(b, device=device), c_dev)
+    expected = gemm_expected(a, b, trans_b)
+    if expected.dtype.kind == "i":
+        np.testing.assert_array_equal(c_dev.numpy(), expected)
+    else:
+        np.testing.assert_allclose(c_dev.numpy(), expected, rtol=tolerance, atol=tolerance)
+
+
 def run_on_opencl(mod, func, trans_b=True):
     """Builds mod for OpenCL, runs it on the first OpenCL device on gemm_args of func and checks
     the product against NumPy."""
-    rt = kiln.build(mod, target="opencl")
-    a, b, c = gemm_args(func)
-    dev = kiln.opencl(0)
-    c_dev = kiln.nd.array(c, device=dev)
-    rt["main"](kiln.nd.array(a, device=dev), kiln.nd.array(b, device=dev), c_dev)
-    np.testing.assert_allclose(c_dev.numpy(), gemm_expected(a, b, trans_b), rtol=1e-4, atol=1e-4)
+    check_gemm_on(kiln.opencl(0), kiln.build(mod, target="opencl"), func, trans_b)
+
+
+def sm80_device(operands):
+    """kiln.cuda(0) where NVRTC and a CUDA device of compute capability 8.0 or newer are; else
+    the test skips, saying why (`operands`: what the kernel's mma.sync multiplies, for the
+    message)."""
+    skip_unless(nvrtc_missing())
+    device = kiln.cuda(0)
+    if not device.exist:
+        pytest.skip("no CUDA device: the mma.sync kernel is compiled here but not run")
+    if int(device.compute_version.split(".")[0]) < 8:
+        pytest.skip(f"the CUDA device has compute capability {device.compute_version}; "
+                    f"mma.sync with {operands} operands needs 8.0 or newer")
+    return device
 
 
 def gemm_expected(a, b, trans_b=True):

@@ -17,8 +17,8 @@ from kiln import te, tir
 from kiln.autotune import SpaceGenerator
 
 from gpu_helpers import first_candidates, gpu_tiled_matmul, nvrtc_missing, skip_unless
-from mma_helpers import (gemm_args, gemm_expected, gemm_fp16, reference_twin,
-                         schedule_mma_gemm)
+from mma_helpers import (check_gemm_on, gemm_args, gemm_expected, gemm_fp16, reference_twin,
+                         schedule_mma_gemm, sm80_device)
 
 KEY = "kiln.prefetch_shared"
 SM80 = "cuda -arch=sm_80"
@@ -195,13 +195,7 @@ def test_a_tensor_core_candidate_in_two_stages_computes_the_product():
 
 
 def test_cuda_runs_like_numpy():
-    skip_unless(nvrtc_missing())
-    device = kiln.cuda(0)
-    if not device.exist:
-        pytest.skip("no CUDA device: the cp.async kernels are compiled here but not run")
-    if int(device.compute_version.split(".")[0]) < 8:
-        pytest.skip(f"the CUDA device has compute capability {device.compute_version}; "
-                    "cp.async needs 8.0 or newer")
+    device = sm80_device("float16")
     a, b = inputs(64, 48, 56)
     rt = kiln.build(tiled((64, 48, 56)).mod, target="cuda")
     c = kiln.nd.array(np.zeros((64, 48), "float32"), device=device)
@@ -210,7 +204,4 @@ def test_cuda_runs_like_numpy():
     func = gemm_fp16(128, 192, 96)
     rt = kiln.build(schedule_mma_gemm(func, prefetch=2, copy_lanes=4, ldmatrix=True).mod,
                     target="cuda")
-    a, b, c = gemm_args(func)
-    c_dev = kiln.nd.array(c, device=device)
-    rt["main"](kiln.nd.array(a, device=device), kiln.nd.array(b, device=device), c_dev)
-    np.testing.assert_allclose(c_dev.numpy(), gemm_expected(a, b), rtol=1e-3, atol=1e-3)
+    check_gemm_on(device, rt, func, tolerance=1e-3)

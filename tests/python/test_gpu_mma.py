@@ -16,8 +16,9 @@ from kiln import tir
 from kiln.tir.tensor_intrin import cuda as mma
 
 from gpu_helpers import nvrtc_missing, opencl_missing, skip_unless
-from mma_helpers import (gemm_args, gemm_expected, gemm_fp16, ldmatrix_addresses, ptx_fragment,
-                         reference_twin, run_on_opencl, schedule_mma_gemm)
+from mma_helpers import (check_gemm_on, gemm_args, gemm_expected, gemm_fp16, ldmatrix_addresses,
+                         ptx_fragment, reference_twin, run_on_opencl, schedule_mma_gemm,
+                         sm80_device)
 from schedule_helpers import assert_trace_roundtrip
 
 MMA_PTX = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
@@ -300,22 +301,11 @@ def test_cuda_fragments_are_registers():
 @pytest.mark.parametrize("ldmatrix", [False, True])
 @pytest.mark.parametrize("m, n, k, trans_b, options", SHAPES)
 def test_cuda_runs_like_numpy(m, n, k, trans_b, options, ldmatrix):
-    skip_unless(nvrtc_missing())
-    device = kiln.cuda(0)
-    if not device.exist:
-        pytest.skip("no CUDA device: the mma.sync kernel is compiled here but not run")
-    if int(device.compute_version.split(".")[0]) < 8:
-        pytest.skip(f"the CUDA device has compute capability {device.compute_version}; "
-                    "mma.sync m16n8k16 with float16 operands needs 8.0 or newer")
+    device = sm80_device("float16")
     func = gemm_fp16(m, n, k, trans_b)
     sch = schedule_mma_gemm(func, trans_b=trans_b, ldmatrix=ldmatrix, **options)
-    rt = kiln.build(sch.mod, target="cuda")
-    a, b, c = gemm_args(func)
-    c_dev = kiln.nd.array(c, device=device)
-    rt["main"](kiln.nd.array(a, device=device), kiln.nd.array(b, device=device), c_dev)
     # Tensor cores accumulate in float32 in their own order.
-    np.testing.assert_allclose(c_dev.numpy(), gemm_expected(a, b, trans_b), rtol=1e-3,
-                               atol=1e-3)
+    check_gemm_on(device, kiln.build(sch.mod, target="cuda"), func, trans_b, tolerance=1e-3)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from kiln.autotune import SpaceGenerator
 from kiln.tir.tensor_intrin import cuda as mma
 
 from gpu_helpers import first_candidates, nvrtc_missing, opencl_missing, skip_unless
-from mma_helpers import (gemm_args, gemm_expected, gemm_fp16, numpy_dtype, reference_twin,
-                         run_on_opencl, schedule_mma_gemm)
+from mma_helpers import (check_gemm_on, gemm_args, gemm_expected, gemm_fp16, numpy_dtype,
+                         reference_twin, run_on_opencl, schedule_mma_gemm, sm80_device)
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -145,22 +145,12 @@ def test_tensorize_refuses_float16_fragments_with_the_bfloat16_update():
 
 
 def test_cuda_runs_like_numpy():
-    skip_unless(nvrtc_missing())
-    device = kiln.cuda(0)
-    if not device.exist:
-        pytest.skip("no CUDA device: the mma.sync kernel is compiled here but not run")
-    if int(device.compute_version.split(".")[0]) < 8:
-        pytest.skip(f"the CUDA device has compute capability {device.compute_version}; "
-                    "mma.sync m16n8k16 with bfloat16 operands needs 8.0 or newer")
+    device = sm80_device("bfloat16")
     for trans_b in (True, False):
         func = gemm_bf16(128, 192, 96, trans_b)
         rt = kiln.build(schedule_mma_gemm(func, trans_b=trans_b, ldmatrix=True).mod,
                         target="cuda")
-        a, b, c = gemm_args(func)
-        c_dev = kiln.nd.array(c, device=device)
-        rt["main"](kiln.nd.array(a, device=device), kiln.nd.array(b, device=device), c_dev)
-        np.testing.assert_allclose(c_dev.numpy(), gemm_expected(a, b, trans_b), rtol=1e-3,
-                                   atol=1e-3)
+        check_gemm_on(device, rt, func, trans_b, tolerance=1e-3)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,8 +20,9 @@ from kiln.autotune import SpaceGenerator
 from kiln.tir.tensor_intrin import cuda as mma
 
 from gpu_helpers import first_candidates, nvrtc_missing, opencl_missing, skip_unless
-from mma_helpers import (gemm_args, gemm_expected, gemm_fp16, ldmatrix_addresses, ptx_fragment,
-                         reference_twin, schedule_mma_gemm)
+from mma_helpers import (check_gemm_on, gemm_args, gemm_expected, gemm_fp16, ldmatrix_addresses,
+                         ptx_fragment, reference_twin, run_on_opencl, schedule_mma_gemm,
+                         sm80_device)
 
 SM80 = "cuda -arch=sm_80"
 PTX = {"int8": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
@@ -201,12 +202,7 @@ def test_reference_schedule_runs_lowered_with_gpu_semantics():
 def test_reference_schedule_runs_on_opencl():
     skip_unless(opencl_missing())
     func = gemm_int8(64, 128, 64, trans_b=False)
-    rt = kiln.build(schedule_mma_gemm(func, trans_b=False, reference=True).mod, target="opencl")
-    a, b, c = gemm_args(func)
-    dev = kiln.opencl(0)
-    c_dev = kiln.nd.array(c, device=dev)
-    rt["main"](kiln.nd.array(a, device=dev), kiln.nd.array(b, device=dev), c_dev)
-    np.testing.assert_array_equal(c_dev.numpy(), gemm_expected(a, b, trans_b=False))
+    run_on_opencl(schedule_mma_gemm(func, trans_b=False, reference=True).mod, func, trans_b=False)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -235,21 +231,12 @@ def test_build_refuses_a_target_without_sm_80():
 
 
 def test_cuda_runs_like_numpy():
-    skip_unless(nvrtc_missing())
-    device = kiln.cuda(0)
-    if not device.exist:
-        pytest.skip("no CUDA device: the mma.sync kernel is compiled here but not run")
-    if int(device.compute_version.split(".")[0]) < 8:
-        pytest.skip(f"the CUDA device has compute capability {device.compute_version}; "
-                    "mma.sync m16n8k32 with 8-bit operands needs 8.0 or newer")
+    device = sm80_device("8-bit")
     for dtype, trans_b in (("int8", True), ("uint8", False)):
         func = gemm_int8(128, 192, 96, trans_b, dtype)
         rt = kiln.build(schedule_mma_gemm(func, trans_b=trans_b, ldmatrix=True).mod,
                         target="cuda")
-        a, b, c = gemm_args(func)
-        c_dev = kiln.nd.array(c, device=device)
-        rt["main"](kiln.nd.array(a, device=device), kiln.nd.array(b, device=device), c_dev)
-        np.testing.assert_array_equal(c_dev.numpy(), gemm_expected(a, b, trans_b))
+        check_gemm_on(device, rt, func, trans_b)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,12 +286,7 @@ def test_a_candidate_with_the_reference_update_runs_on_opencl():
     func = gemm_int8(64, 128, 64)
     (candidate,) = first_candidates(SpaceGenerator(func, SM80), 1, sketch=TENSOR_CORE,
                                     seeds=range(100))
-    rt = kiln.build(reference_twin(candidate.trace, func), target="opencl")
-    a, b, c = gemm_args(func)
-    dev = kiln.opencl(0)
-    c_dev = kiln.nd.array(c, device=dev)
-    rt["main"](kiln.nd.array(a, device=dev), kiln.nd.array(b, device=dev), c_dev)
-    np.testing.assert_array_equal(c_dev.numpy(), gemm_expected(a, b))
+    run_on_opencl(reference_twin(candidate.trace, func), func)
 
 
 def test_candidates_compile_with_the_int8_mma_sync():
