@@ -218,8 +218,8 @@ Stmt through_registers(const For& loop, const Stages& m) {
   return around(loop, {seq(std::move(prologue))}, std::move(steps), allocations);
 }
 
-// Accesses to the shared tiles moved to one of their two stages: each tile (by its data
-// variable) becomes its `to` buffer, twice its size, at element offset `stage` times its size;
+// Accesses to the shared tiles moved to one of their stages: each tile (by its data variable)
+// becomes its `to` buffer, a multiple of its size, at element offset `stage` times its size;
 // with `async`, a store into a tile copies its value asynchronously (ptx_cp_async).
 class ToStage : public IRMutator {
  public:
@@ -267,10 +267,10 @@ class ToStage : public IRMutator {
   bool async_;
 };
 
-// Mode 2: the shared tiles twice, the copies of the next step (asynchronous) into one while the
-// threads compute on the other; nothing when a copy's tile is not the loop's own or the rest
-// of the body writes one.
-std::optional<Stmt> double_buffered(const For& loop, const Stages& m) {
+// Mode n >= 2: the shared tiles n times over (n stages), the copies of step k + n - 1
+// (asynchronous) into one while the threads compute on step k's; nothing when a copy's tile is
+// not the loop's own or the rest of the body writes one.
+std::optional<Stmt> staged(const For& loop, const Stages& m, int64_t stages) {
   std::unordered_map<const Var*, ToStage::Tile> tiles;
   std::vector<Ref<Buffer>> allocations;
   for (const Allocate* a : m.allocations) {
@@ -283,11 +283,11 @@ std::optional<Stmt> double_buffered(const For& loop, const Stages& m) {
       allocations.push_back(a->buffer);
       continue;
     }
-    auto twice = copy(&b);
-    twice->data = make_var(b.data->name, b.data->dtype);
-    twice->shape = {make_const(b.shape[0]->dtype, 2 * *elements)};
-    tiles[b.data.get()] = ToStage::Tile{twice, *elements};
-    allocations.push_back(twice);
+    auto all = copy(&b);
+    all->data = make_var(b.data->name, b.data->dtype);
+    all->shape = {make_const(b.shape[0]->dtype, stages * *elements)};
+    tiles[b.data.get()] = ToStage::Tile{all, *elements};
+    allocations.push_back(all);
   }
   for (const Copy& c : m.copies) {
     if (tiles.count(c.store->buffer->data.get()) == 0) return std::nullopt;
@@ -299,28 +299,37 @@ std::optional<Stmt> double_buffered(const For& loop, const Stages& m) {
   }
   const Var* k = loop.loop_var.get();
   DataType t = k->dtype;
+  int64_t extent = *as_const_int(loop.extent);
   Expr step = Expr(loop.loop_var) - loop.min;  // of this iteration, from 0
   auto fence = [](Builtin op, std::vector<Expr> args) {
     return make<Evaluate>(call(DataType::int32(), op, std::move(args)));
   };
-  // Before the loop: the first step's copies into stage 0. In step s: the copies of step s + 1
-  // into stage (s + 1) % 2, a group of their own (empty in the last step); then, when at most
-  // that group is in flight and every thread got there, the rest of the body on stage s % 2.
-  std::vector<Stmt> prologue, next, steps;
-  // (The copies of the next step are those of this one with k + 1 for k, stage included.)
-  ToStage first(tiles, make_const(t, 0), true);
-  ToStage ahead(tiles, floormod(step, make_const(t, 2)), true);
-  ToStage current(tiles, floormod(step, make_const(t, 2)), false);
-  for (const Copy& c : m.copies) {
-    prologue.push_back(substitute(renew_definitions(first.mutate(c.nest)), VarMap{{k, loop.min}}));
-    next.push_back(substitute(renew_definitions(ahead.mutate(c.nest)),
-                              VarMap{{k, Expr(loop.loop_var) + make_const(t, 1)}}));
+  // Before the loop: the copies of steps 0 .. n - 2 into stages 0 .. n - 2, a group each. In
+  // step s: the copies of step s + n - 1 into stage (s + n - 1) % n, a group of their own (empty
+  // in the last n - 1 steps); then, when at most the n - 1 latest groups are in flight (step s's
+  // is done) and every thread got there, the rest of the body on stage s % n.
+  std::vector<Stmt> prologue, ahead, steps;
+  for (int64_t first = 0; first + 1 < stages; ++first) {
+    ToStage into(tiles, make_const(t, first), true);
+    for (const Copy& c : m.copies) {
+      if (first >= extent) break;  // a group without copies
+      prologue.push_back(substitute(renew_definitions(into.mutate(c.nest)),
+                                    VarMap{{k, loop.min + make_const(t, first)}}));
+    }
+    prologue.push_back(fence(Builtin::PtxCpAsyncCommitGroup, {}));
   }
-  prologue.push_back(fence(Builtin::PtxCpAsyncCommitGroup, {}));
-  Expr has_next = lt(Expr(loop.loop_var) + make_const(t, 1), loop.min + loop.extent);
-  steps.push_back(make<IfThenElse>(has_next, seq(std::move(next))));
+  // (The copies of step s + n - 1 are those of step s with k + n - 1 for k, stage included.)
+  ToStage later(tiles, floormod(step, make_const(t, stages)), true);
+  ToStage current(tiles, floormod(step, make_const(t, stages)), false);
+  Expr distance = make_const(t, stages - 1);
+  for (const Copy& c : m.copies) {
+    ahead.push_back(substitute(renew_definitions(later.mutate(c.nest)),
+                               VarMap{{k, Expr(loop.loop_var) + distance}}));
+  }
+  Expr has_ahead = lt(Expr(loop.loop_var) + distance, loop.min + loop.extent);
+  steps.push_back(make<IfThenElse>(has_ahead, seq(std::move(ahead))));
   steps.push_back(fence(Builtin::PtxCpAsyncCommitGroup, {}));
-  steps.push_back(fence(Builtin::PtxCpAsyncWaitGroup, {make_const(DataType::int32(), 1)}));
+  steps.push_back(fence(Builtin::PtxCpAsyncWaitGroup, {make_const(DataType::int32(), stages - 1)}));
   // Each thread's wait covers its own copies: the barrier after it, the others'. (insert_barriers
   // cannot place it: it takes a store as done where it stands, and after a split of the loop the
   // last step's copies may be behind another barrier already.)
@@ -331,7 +340,7 @@ std::optional<Stmt> double_buffered(const For& loop, const Stages& m) {
 
 class PrefetchShared : public IRMutator {
  public:
-  explicit PrefetchShared(bool double_buffered) : double_buffered_(double_buffered) {}
+  explicit PrefetchShared(bool async_copy) : async_copy_(async_copy) {}
 
  protected:
   using IRMutator::visit;
@@ -344,8 +353,8 @@ class PrefetchShared : public IRMutator {
     const int64_t* value = as_const_int(it->second);
     std::optional<Stages> stages;
     if (value != nullptr && *value != 0) stages = match_stages(*loop);
-    if (stages && *value == kDoubleBuffered && double_buffered_) {
-      if (std::optional<Stmt> result = double_buffered(*loop, *stages)) return *result;
+    if (stages && *value >= kMinAsyncStages && async_copy_) {
+      if (std::optional<Stmt> result = staged(*loop, *stages, *value)) return *result;
     }
     if (stages) return through_registers(*loop, *stages);
     auto unchanged = copy(loop);
@@ -354,7 +363,7 @@ class PrefetchShared : public IRMutator {
   }
 
  private:
-  bool double_buffered_;
+  bool async_copy_;
 };
 
 }  // namespace

@@ -184,9 +184,8 @@ void sample_prefetch(schedule::Schedule& sch, const schedule::RV& step,
                      const codegen::Target& target) {
   std::vector<ir::Ref<ir::PrimFunc>> kernels;
   bool async_copy = driver::lower_options_for(target, &kernels).gpu_limits.async_copy;
-  RV prefetch =
-      async_copy ? schedule::sample_categorical(sch, {0, 1, tir::kDoubleBuffered}, {1.0, 1.0, 1.0})
-                 : schedule::sample_categorical(sch, {0, 1}, {1.0, 1.0});
+  RV prefetch = async_copy ? schedule::sample_categorical(sch, {0, 1, 2, 3}, {1.0, 1.0, 1.0, 1.0})
+                           : schedule::sample_categorical(sch, {0, 1}, {1.0, 1.0});
   schedule::annotate(sch, step, tir::kPrefetchSharedAnnotation, prefetch);
 }
 
@@ -195,7 +194,7 @@ int64_t shared_stages(const schedule::BlockLocation& copy, const tir::GpuLimits&
   for (const ir::For* loop : copy.loops) {
     auto it = loop->annotations.find(tir::kPrefetchSharedAnnotation);
     const int64_t* value = it == loop->annotations.end() ? nullptr : ir::as_const_int(it->second);
-    if (value != nullptr && *value == tir::kDoubleBuffered) return 2;
+    if (value != nullptr && *value >= tir::kMinAsyncStages) return *value;
   }
   return 1;
 }

@@ -248,16 +248,16 @@ schedule::RV stage_in_shared(schedule::Schedule& sch, const schedule::RV& block,
 // The one consumer of `block` when it is a spatial block other than an extern call (an
 // epilogue candidate), else nothing.
 std::optional<schedule::RV> spatial_consumer(schedule::Schedule& sch, const schedule::RV& block);
-// Samples whether the copies into shared memory under `step` are prefetched a step ahead: 0
-// not, 1 into registers, 2 (where `target` copies asynchronously: CUDA sm_80) into a second set
-// of the tiles; and annotates the loop with the draw (tir::prefetch_shared):
-//   v30 = sch.sample_categorical(candidates=[0, 1, 2], probs=[1.0, 1.0, 1.0])
+// Samples whether the copies into shared memory under `step` are prefetched ahead: 0 not, 1 a
+// step ahead into registers, 2 or 3 (where `target` copies asynchronously: CUDA sm_80) into 2 or
+// 3 stages of the tiles; and annotates the loop with the draw (tir::prefetch_shared):
+//   v30 = sch.sample_categorical(candidates=[0, 1, 2, 3], probs=[1.0, 1.0, 1.0, 1.0])
 //   sch.annotate(block_or_loop=l12, ann_val=v30, ann_key="kiln.prefetch_shared")
-// check_gpu_tiles and pad_shared_tiles count the tiles of a draw of 2 twice (shared_stages).
+// check_gpu_tiles and pad_shared_tiles count the tiles of each stage (shared_stages).
 void sample_prefetch(schedule::Schedule& sch, const schedule::RV& step,
                      const codegen::Target& target);
-// The stages of the shared tile the copy at `copy` fills: 2 when a loop around it asks for
-// them (kiln.prefetch_shared = 2) and `limits` allow asynchronous copies, else 1.
+// The stages of the shared tile the copy at `copy` fills: n when a loop around it asks for n >= 2
+// (kiln.prefetch_shared) and `limits` allow asynchronous copies, else 1.
 int64_t shared_stages(const schedule::BlockLocation& copy, const tir::GpuLimits& limits);
 
 // The thread counts the GPU rules draw from: the powers of two from `smallest` up to `largest`

@@ -1,8 +1,8 @@
-"""Two stages of the shared tiles, copied asynchronously: a loop annotated
-"kiln.prefetch_shared" = 2 on a CUDA target of sm_80 or newer (cp.async) gets each shared tile
-its copies fill twice over; the copies of step k + 1 go into one stage (ptx_cp_async, a group
-of their own) while the threads compute on the other, after a wait for step k's group and a
-barrier. Other targets get the register prefetch of value 1.
+"""Stages of the shared tiles, copied asynchronously: a loop annotated "kiln.prefetch_shared" = n
+(2 or more) on a CUDA target of sm_80 or newer (cp.async) gets each shared tile its copies fill
+n times over; the copies of step k + n - 1 go into one stage (ptx_cp_async, a group of their
+own) while the threads compute on step k's, after a wait for step k's group and a barrier.
+Other targets get the register prefetch of value 1.
 
 Checked on the lowered IR (the stages, the order of copies, commit, wait, barrier and product),
 on the interpreter with GPU semantics (its copies complete at once) against NumPy, in NVRTC's PTX
@@ -68,12 +68,29 @@ def test_the_next_steps_copies_go_into_the_other_stage_before_this_steps_product
     assert last.index("T.ptx_cp_async_wait_group(1)") < last.index('T.storage_sync("shared")')
 
 
+def test_three_stages_keep_two_steps_of_copies_in_flight():
+    text = kernel_text(tiled((32, 24, 40), value=3))
+    assert text.count('T.allocate((192,), "float32", scope="shared")') == 2
+    loop_start = text.index("for k_0 in range(")
+    prologue, loop = text[:loop_start], text[loop_start:]
+    # Steps 0 and 1 before the loop, a group each; step k + 2 into stage (k + 2) % 3 in it.
+    assert prologue.count("T.ptx_cp_async(") == 4
+    assert prologue.count("T.ptx_cp_async_commit_group()") == 2
+    assert "k_0 * 8 + ax0_ax1_fused_1_4 + 16])" in loop and "(k_0 + 2) % 3 * 64]" in loop
+    # The loop of steps 0-2 reads stage k (k % 3 simplified), the last two steps after it
+    # stages 0 and 1 (k * 64 - 192).
+    assert "A_shared[i_1 * 8 + k_1 + k_0 * 64]" in loop and "k_0_1 * 64 - 192]" in loop
+    assert loop.count("T.ptx_cp_async_wait_group(2)") == 2
+
+
+@pytest.mark.parametrize("value", [2, 3, 4])
 @pytest.mark.parametrize("shape", [(32, 24, 40), (16, 16, 16), (24, 16, 64)])
-def test_two_stages_compute_the_product_with_gpu_semantics(shape):
+def test_stages_compute_the_product_with_gpu_semantics(shape, value):
+    # (16, 16, 16): two steps of k, fewer than 3 or 4 stages.
     m, n, k = shape
     a, b = inputs(m, n, k)
     c = np.zeros((m, n), "float32")
-    tir.interpret(tir.lower(tiled(shape).mod, target=SM80), a, b, c)
+    tir.interpret(tir.lower(tiled(shape, value=value).mod, target=SM80), a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
 
 
@@ -93,6 +110,8 @@ def test_cuda_copies_with_cp_async():
     assert 'asm volatile("cp.async.wait_group 1;" ::: "memory");' in source
     assert "cp.async.ca.shared.global" in ptx and "cp.async.commit_group" in ptx
     assert "cp.async.wait_group 1" in ptx and ".local" not in ptx
+    three = kiln.build(tiled((64, 64, 64), value=3).mod, target=SM80).get_source("ptx")
+    assert "cp.async.wait_group 2" in three and ".local" not in three
     # Before sm_80 the same schedule has no asynchronous copy.
     older = kiln.build(tiled((64, 64, 64)).mod, target="cuda -arch=sm_75").get_source("ptx")
     assert "cp.async" not in older
@@ -129,12 +148,12 @@ def test_the_tilings_sample_two_stages_where_the_target_copies_asynchronously():
         space = SpaceGenerator(func, target)
         values = set()
         for candidate in first_candidates(space, 12, sketch=sketch, seeds=range(400)):
-            for value in (0, 1, 2):
+            for value in (0, 1, 2, 3):
                 if f'"{KEY}": {value}' in candidate.mod.script():
                     values.add(value)
         return values
-    assert drawn(SM80, 1) == {0, 1, 2}  # the tensor-core sketch
-    assert drawn(SM80, 0) == {0, 1, 2}  # the CUDA-core one
+    assert drawn(SM80, 1) == {0, 1, 2, 3}  # the tensor-core sketch
+    assert drawn(SM80, 0) == {0, 1, 2, 3}  # the CUDA-core one
     assert drawn("cuda -arch=sm_75", 0) == {0, 1}
 
 

@@ -9,10 +9,10 @@ namespace kiln::tir {
 
 // The loop annotation that asks for it (a nonzero integer), as a schedule writes it:
 //   sch.annotate(k0, "kiln.prefetch_shared", 1)
-// 1 asks for the registers, kDoubleBuffered (2) for two stages of the tiles where the target
+// 1 asks for the registers, n >= kMinAsyncStages (2) for n stages of the tiles where the target
 // copies asynchronously (else the registers).
 constexpr const char* kPrefetchSharedAnnotation = "kiln.prefetch_shared";
-constexpr int64_t kDoubleBuffered = 2;
+constexpr int64_t kMinAsyncStages = 2;
 
 // Runs on the flat program (after flatten_buffers). A serial loop annotated
 // kPrefetchSharedAnnotation whose body (inside its Allocates) is a sequence of copies into
@@ -36,13 +36,14 @@ constexpr int64_t kDoubleBuffered = 2;
 // the loop. A loop whose body has another form is left as it is: the annotation asks, the pass
 // decides.
 //
-// With kDoubleBuffered and `async_copy` (CUDA sm_80: cp.async), each shared tile a copy fills
-// (allocated in the loop, one-dimensional, constant size S) is allocated twice over (2 S), and
+// With n >= 2 and `async_copy` (CUDA sm_80: cp.async), each shared tile a copy fills
+// (allocated in the loop, one-dimensional, constant size S) is allocated n times over (n S),
+// and, for n = 2:
 //
-//   for k in range(n):                         A_shared[f(i)] = ptx_cp_async(A[g(0, i)])
+//   for k in range(m):                         A_shared[f(i)] = ptx_cp_async(A[g(0, i)])
 //     A_shared[f(i)] = A[g(k, i)]      =>      ptx_cp_async_commit_group()
-//     C = C + A_shared[h] * ..                 for k in range(n):
-//                                                if k + 1 < n:
+//     C = C + A_shared[h] * ..                 for k in range(m):
+//                                                if k + 1 < m:
 //                                                  A_shared[(k + 1) % 2 * S + f(i)] =
 //                                                      ptx_cp_async(A[g(k + 1, i)])
 //                                                ptx_cp_async_commit_group()
@@ -53,7 +54,9 @@ constexpr int64_t kDoubleBuffered = 2;
 // the copies of step k + 1 in flight while the threads compute on step k, whose group the
 // wait lets go (the barrier after it makes every thread's copies visible to all; insert_barriers
 // puts one at the end of the body, before a step's copies overwrite the tiles the last step
-// read). Where a copy's tile is not allocated in the loop or the rest of the body writes one,
+// read). With n stages the first n - 1 steps' copies go before the loop (a group each), step k
+// copies step k + n - 1 and waits with ptx_cp_async_wait_group(n - 1): n - 1 steps of copies in
+// flight. Where a copy's tile is not allocated in the loop or the rest of the body writes one,
 // the registers are used instead.
 ir::Ref<ir::PrimFunc> prefetch_shared(const ir::Ref<ir::PrimFunc>& func, bool async_copy = false);
 
