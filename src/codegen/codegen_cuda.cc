@@ -324,11 +324,29 @@ class CodeGenCUDA : public CodeGenC {
 
   // Asynchronous copies (sm_80): S[i] = ptx_cp_async(G[j]) of 4, 8 or 16 contiguous bytes
   // becomes one cp.async (.cg, which leaves L1 alone, for 16 bytes; .ca otherwise) from the
-  // global address of G[j] to the shared address of S[i]; any other copy stays a plain one,
-  // complete at once (which every later wait allows).
+  // global address of G[j] to the shared address of S[i]; a guarded scalar copy
+  // ptx_cp_async(if_then_else(c, G[j], 0)) (a padded tile) one that reads c ? all : none of
+  // its bytes and fills the rest with zeros (its source-size operand). Any other copy stays a
+  // plain one, complete at once (which every later wait allows).
   void emit_async_copy_store(const BufferStore* op, const Call* async_copy) override {
-    const auto* load =
-        async_copy->args.size() == 1 ? async_copy->args[0].as<BufferLoad>() : nullptr;
+    const Expr* value = async_copy->args.size() == 1 ? &async_copy->args[0] : nullptr;
+    const Expr* guard = nullptr;
+    if (const auto* select = value != nullptr ? value->as<Call>() : nullptr) {
+      const auto* zero = select->op == Builtin::IfThenElse && select->args.size() == 3
+                             ? select->args[2].as<FloatImm>()
+                             : nullptr;
+      const auto* int_zero = select->op == Builtin::IfThenElse && select->args.size() == 3
+                                 ? select->args[2].as<IntImm>()
+                                 : nullptr;
+      if ((zero != nullptr && zero->value == 0.0 && !std::signbit(zero->value)) ||
+          (int_zero != nullptr && int_zero->value == 0)) {
+        if (select->dtype.is_scalar()) {
+          guard = &select->args[0];
+          value = &select->args[1];
+        }
+      }
+    }
+    const auto* load = value != nullptr ? value->as<BufferLoad>() : nullptr;
     int bytes = op->value->dtype.bytes();
     auto contiguous_base = [](const std::vector<Expr>& indices) -> const Expr* {
       if (indices.size() != 1) return nullptr;
@@ -340,17 +358,29 @@ class CodeGenCUDA : public CodeGenC {
     const Expr* to = contiguous_base(op->indices);
     const Expr* from = load != nullptr ? contiguous_base(load->indices) : nullptr;
     if (compute_capability_ < 80 || load == nullptr || to == nullptr || from == nullptr ||
-        !is_shared_scope(op->buffer->scope) || is_shared_scope(load->buffer->scope) ||
+        !is_shared_scope(op->buffer->scope) || load->buffer->scope != "global" ||
         load->dtype != op->value->dtype || (bytes != 4 && bytes != 8 && bytes != 16)) {
       CodeGenC::emit_async_copy_store(op, async_copy);
       return;
     }
-    line() << "asm volatile(\"cp.async." << (bytes == 16 ? "cg" : "ca")
-           << ".shared.global [%0], [%1], " << bytes << ";\"\n";
-    ++indent_;
-    line() << ":: \"r\"((unsigned int)__cvta_generic_to_shared(&" << data_of(*op->buffer) << "["
-           << dispatch(*to) << "])), \"l\"(&" << data_of(*load->buffer) << "[" << dispatch(*from)
-           << "])\n";
+    std::string source = dispatch(*from);
+    if (guard != nullptr) {
+      // The address of an element the guard keeps, or of the first: nothing is read from it.
+      std::string keep = "(" + dispatch(*guard) + ")";
+      source = keep + " ? (" + source + ") : 0";
+      line() << "asm volatile(\"cp.async.ca.shared.global [%0], [%1], " << bytes << ", %2;\"\n";
+      ++indent_;
+      line() << ":: \"r\"((unsigned int)__cvta_generic_to_shared(&" << data_of(*op->buffer) << "["
+             << dispatch(*to) << "])), \"l\"(&" << data_of(*load->buffer) << "[" << source
+             << "]), \"r\"(" << keep << " ? " << bytes << " : 0)\n";
+    } else {
+      line() << "asm volatile(\"cp.async." << (bytes == 16 ? "cg" : "ca")
+             << ".shared.global [%0], [%1], " << bytes << ";\"\n";
+      ++indent_;
+      line() << ":: \"r\"((unsigned int)__cvta_generic_to_shared(&" << data_of(*op->buffer) << "["
+             << dispatch(*to) << "])), \"l\"(&" << data_of(*load->buffer) << "[" << source
+             << "])\n";
+    }
     line() << ": \"memory\");\n";
     --indent_;
   }

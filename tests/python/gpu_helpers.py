@@ -494,3 +494,17 @@ def with_sampled_annotation(trace_json, key, value):
         if inst["kind"] == "sample_categorical" and inst["outputs"][0] in drawn:
             inst["decision"] = inst["attrs"]["candidates"].index(value)
     return trace_json
+
+
+def padded_conv2d(ci=8, hw=14, co=16):
+    """(func, expected): NCHW, a 3 x 3 window, stride 1, padding 1 (topi.nn.conv2d_nchw: a padding
+    stage), and its NumPy reference of (data, weight)."""
+    data = te.placeholder((1, ci, hw, hw), "float32", name="data")
+    weight = te.placeholder((co, ci, 3, 3), "float32", name="weight")
+    out = topi.nn.conv2d_nchw(data, weight, stride=1, padding=1, dilation=1)
+
+    def expected(x, w):
+        padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
+        return np.einsum("nchwyx,kcyx->nkhw", windows, w)
+    return te.create_prim_func([data, weight, out]), expected

@@ -14,8 +14,8 @@ import kiln
 from kiln import te, topi
 from kiln.autotune import SpaceGenerator
 
-from gpu_helpers import (first_candidates, nvrtc_missing, opencl_missing, skip_unless,
-                         with_sampled_annotation)
+from gpu_helpers import (first_candidates, nvrtc_missing, opencl_missing, padded_conv2d,
+                         skip_unless, with_sampled_annotation)
 
 
 def add_then_sine(m=24, n=10):
@@ -190,19 +190,6 @@ def batch_matmul(b=2, m=24, n=32, k=20):
     return te.create_prim_func([A, B, C]), lambda a, b: a @ b
 
 
-def conv2d(ci=8, hw=14, co=16):
-    """NCHW, a 3 x 3 window, stride 1, padding 1 (topi.nn.conv2d_nchw: a padding stage)."""
-    data = te.placeholder((1, ci, hw, hw), "float32", name="data")
-    weight = te.placeholder((co, ci, 3, 3), "float32", name="weight")
-    out = topi.nn.conv2d_nchw(data, weight, stride=1, padding=1, dilation=1)
-
-    def expected(x, w):
-        padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-        windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
-        return np.einsum("nchwyx,kcyx->nkhw", windows, w)
-    return te.create_prim_func([data, weight, out]), expected
-
-
 def gemm_bias_relu(m=48, n=40, k=24):
     """relu(A @ B + bias): the epilogue is inlined into the tiled product's write-back."""
     A = te.placeholder((m, k), "float32", name="A")
@@ -215,7 +202,7 @@ def gemm_bias_relu(m=48, n=40, k=24):
 
 
 TILED = {"gemm_128": lambda: matmul(128, 128, 128), "gemm_100x60x70": lambda: matmul(100, 60, 70),
-         "batch_matmul": batch_matmul, "conv2d": conv2d, "gemm_bias_relu": gemm_bias_relu}
+         "batch_matmul": batch_matmul, "conv2d": padded_conv2d, "gemm_bias_relu": gemm_bias_relu}
 
 
 @pytest.mark.parametrize("name", sorted(TILED))

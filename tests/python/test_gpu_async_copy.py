@@ -16,7 +16,8 @@ import kiln
 from kiln import te, tir
 from kiln.autotune import SpaceGenerator
 
-from gpu_helpers import first_candidates, gpu_tiled_matmul, nvrtc_missing, skip_unless
+from gpu_helpers import (first_candidates, gpu_tiled_matmul, nvrtc_missing, padded_conv2d,
+                         skip_unless)
 from mma_helpers import (check_gemm_on, gemm_args, gemm_expected, gemm_fp16, reference_twin,
                          schedule_mma_gemm, sm80_device)
 
@@ -139,6 +140,31 @@ def test_tensor_core_tiles_are_copied_by_the_width_of_the_copy(copy_lanes, instr
         assert instruction in source
     assert "cp.async.wait_group 1" in ptx and "ldmatrix" in ptx and ".local" not in ptx
     assert "__shared__ __align__(16) unsigned short A_shared[4096];" in source  # 2 x 64 x 32
+
+
+def test_padded_tiles_are_copied_with_zero_fill():
+    # A convolution's copies of its padded input: cp.async reads the element where the guard
+    # keeps it and zero-fills the shared element elsewhere (its source size 0); the lowered
+    # kernel computes the convolution with GPU semantics.
+    func, expected = padded_conv2d()
+    space = SpaceGenerator(func, SM80)
+    for candidate in first_candidates(space, 30, seeds=range(600)):
+        if not any(f'"{KEY}": {n}' in candidate.mod.script() for n in (2, 3)):
+            continue
+        lowered = tir.lower(candidate.mod, target=SM80)
+        if "T.ptx_cp_async(T.if_then_else(" not in lowered["main_kernel0"].script():
+            continue
+        shapes = [[int(d) for d in func.buffer_map[p].shape] for p in func.params]
+        rng = np.random.default_rng(0)
+        args = [rng.uniform(-1, 1, s).astype("float32") for s in shapes[:-1]]
+        out = np.zeros(shapes[-1], "float32")
+        tir.interpret(lowered, *args, out)
+        np.testing.assert_allclose(out, expected(*args), rtol=1e-4, atol=1e-4)
+        if not nvrtc_missing():
+            source = kiln.build(candidate.mod, target=SM80).get_source("cuda")
+            assert 'asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"' in source
+        return
+    pytest.fail("no candidate of the first 30 copies a padded tile in stages")
 
 
 def test_the_tilings_sample_two_stages_where_the_target_copies_asynchronously():
