@@ -1,6 +1,6 @@
 // prefetch_shared: the next step's copies into shared memory go through registers, loaded while
-// the threads compute on the current step, or (asynchronously) into a second copy of the shared
-// tiles (see the header for the forms it takes).
+// the threads compute on the current step, or copied asynchronously into further stages of the
+// shared tiles (see the header for the forms it takes).
 #include "kiln/tir/prefetch_shared.h"
 
 #include <algorithm>
@@ -138,17 +138,17 @@ Stmt store_from_registers(const Copy& c) {
 
 // A loop of the form the pass takes: its allocations, the copies that begin its body and the
 // statements after them.
-struct Stages {
+struct LoopParts {
   std::vector<const Allocate*> allocations;
   std::vector<Copy> copies;
   std::vector<Stmt> rest;
 };
 
-std::optional<Stages> match_stages(const For& loop) {
+std::optional<LoopParts> match_loop(const For& loop) {
   const int64_t* extent = as_const_int(loop.extent);
   if (loop.kind != ForKind::kSerial || extent == nullptr || *extent < 2) return std::nullopt;
   // Step 1. The body inside its allocations: copies, then what reads them.
-  Stages m;
+  LoopParts m;
   Stmt body = loop.body;
   while (const auto* allocate = body.as<Allocate>()) {
     for (const Expr& extent : allocate->buffer->shape) {
@@ -196,7 +196,7 @@ Stmt around(const For& loop, std::vector<Stmt> before, std::vector<Stmt> steps,
 }
 
 // Mode 1: the next step's copies through registers.
-Stmt through_registers(const For& loop, const Stages& m) {
+Stmt through_registers(const For& loop, const LoopParts& m) {
   // The loop: stores of this step from the registers, loads of the next step into them, then
   // the rest of the body; before it, the loads of the first step.
   const Var* k = loop.loop_var.get();
@@ -270,7 +270,9 @@ class ToStage : public IRMutator {
 // Mode n >= 2: the shared tiles n times over (n stages), the copies of step k + n - 1
 // (asynchronous) into one while the threads compute on step k's; nothing when a copy's tile is
 // not the loop's own or the rest of the body writes one.
-std::optional<Stmt> staged(const For& loop, const Stages& m, int64_t stages) {
+std::optional<Stmt> staged(const For& loop, const LoopParts& m, int64_t stages) {
+  int64_t extent = *as_const_int(loop.extent);
+  stages = std::min(stages, extent);  // more would hold no step
   std::unordered_map<const Var*, ToStage::Tile> tiles;
   std::vector<Ref<Buffer>> allocations;
   for (const Allocate* a : m.allocations) {
@@ -299,7 +301,6 @@ std::optional<Stmt> staged(const For& loop, const Stages& m, int64_t stages) {
   }
   const Var* k = loop.loop_var.get();
   DataType t = k->dtype;
-  int64_t extent = *as_const_int(loop.extent);
   Expr step = Expr(loop.loop_var) - loop.min;  // of this iteration, from 0
   auto fence = [](Builtin op, std::vector<Expr> args) {
     return make<Evaluate>(call(DataType::int32(), op, std::move(args)));
@@ -312,7 +313,6 @@ std::optional<Stmt> staged(const For& loop, const Stages& m, int64_t stages) {
   for (int64_t first = 0; first + 1 < stages; ++first) {
     ToStage into(tiles, make_const(t, first), true);
     for (const Copy& c : m.copies) {
-      if (first >= extent) break;  // a group without copies
       prologue.push_back(substitute(renew_definitions(into.mutate(c.nest)),
                                     VarMap{{k, loop.min + make_const(t, first)}}));
     }
@@ -351,12 +351,12 @@ class PrefetchShared : public IRMutator {
     auto it = loop->annotations.find(kPrefetchSharedAnnotation);
     if (it == loop->annotations.end()) return visited;
     const int64_t* value = as_const_int(it->second);
-    std::optional<Stages> stages;
-    if (value != nullptr && *value != 0) stages = match_stages(*loop);
-    if (stages && *value >= kMinAsyncStages && async_copy_) {
-      if (std::optional<Stmt> result = staged(*loop, *stages, *value)) return *result;
+    std::optional<LoopParts> parts;
+    if (value != nullptr && *value != 0) parts = match_loop(*loop);
+    if (parts && *value >= kMinAsyncStages && async_copy_) {
+      if (std::optional<Stmt> result = staged(*loop, *parts, *value)) return *result;
     }
-    if (stages) return through_registers(*loop, *stages);
+    if (parts) return through_registers(*loop, *parts);
     auto unchanged = copy(loop);
     unchanged->annotations.erase(kPrefetchSharedAnnotation);
     return unchanged;

@@ -82,6 +82,10 @@ def test_three_stages_keep_two_steps_of_copies_in_flight():
     # stages 0 and 1 (k * 64 - 192).
     assert "A_shared[i_1 * 8 + k_1 + k_0 * 64]" in loop and "k_0_1 * 64 - 192]" in loop
     assert loop.count("T.ptx_cp_async_wait_group(2)") == 2
+    # More stages than steps (2 steps of k) count as one per step.
+    text = kernel_text(tiled((16, 16, 16), value=8))
+    assert text.count('T.allocate((128,), "float32", scope="shared")') == 2
+    assert "T.ptx_cp_async_wait_group(1)" in text
 
 
 @pytest.mark.parametrize("value", [2, 3, 4])

@@ -56,8 +56,8 @@ constexpr int64_t kMinAsyncStages = 2;
 // puts one at the end of the body, before a step's copies overwrite the tiles the last step
 // read). With n stages the first n - 1 steps' copies go before the loop (a group each), step k
 // copies step k + n - 1 and waits with ptx_cp_async_wait_group(n - 1): n - 1 steps of copies in
-// flight. Where a copy's tile is not allocated in the loop or the rest of the body writes one,
-// the registers are used instead.
+// flight (n is at most the loop's extent: a larger one counts as that). Where a copy's tile is
+// not allocated in the loop or the rest of the body writes one, the registers are used instead.
 ir::Ref<ir::PrimFunc> prefetch_shared(const ir::Ref<ir::PrimFunc>& func, bool async_copy = false);
 
 }  // namespace kiln::tir
