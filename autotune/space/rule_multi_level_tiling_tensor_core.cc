@@ -4,9 +4,10 @@
 // multi_level_tiling_gpu then tiles for the CUDA cores). Each thread block computes a tile of the
 // output, each warp a tile of 16x16 fragments of it held in the warp's registers; the operands'
 // tiles of one outer reduction step are staged in shared memory (copied by all the block's
-// threads), then loaded into fragments 16 columns of the reduction at a time. An element-wise
-// epilogue (bias, activation) is fused into the write-back: the fragments go to a shared tile of
-// the block's outputs, which the block's threads copy to the output through the epilogue.
+// threads), then loaded into fragments one tile of the reduction (16 or 32 columns) at a time. An
+// element-wise epilogue (bias, activation) is fused into the write-back: the fragments go to a
+// shared tile of the block's outputs, which the block's threads copy to the output through the
+// epilogue.
 //
 // What it supports: blocks C[.., i, j] += A[.., i, k] * B[.., j, k] or B[.., k, j] of a family's
 // types (A, B, C: float16, float16, float32; bfloat16, bfloat16, float32; int8, int8, int32;
@@ -69,7 +70,7 @@ const MmaIntrinsics kMmaFamilies[] = {
 };
 constexpr int64_t kTile = 16;
 constexpr int64_t kWarpLanes = 32;
-// The most fragments along one side of a warp's tile, and the most 16x16 steps of the
+// The most fragments along one side of a warp's tile, and the most steps of the
 // reduction per shared-memory stage.
 constexpr int64_t kMaxFragmentsPerSide = 4;
 constexpr int64_t kMaxStepsPerStage = 4;
@@ -157,7 +158,7 @@ std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const Bl
 class MultiLevelTilingTensorCore : public ScheduleRule {
  public:
   explicit MultiLevelTilingTensorCore(const SpaceContext& context) : context_(context) {
-    // A family needs what its multiply-accumulate (cuda.mma_f16f16f32, cuda.mma_bf16bf16f32)
+    // A family needs what its multiply-accumulate (cuda.mma_f16f16f32, ..., cuda.mma_u8s8s32)
     // needs (its loads, fill and store any GPU runs); it is tried where the space's list names
     // it and the target has its features.
     const codegen::Target& target = context.task->target;
@@ -240,7 +241,7 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     // reduction; the operands' tiles of one stage in shared memory, copied by all the block's
     // threads (rewrite_cooperative_fetch, with a sampled vector width) and padded where
     // sampled (pad_shared_tiles: ldmatrix reads 16-byte rows of 8 rows at a time, which compact
-    // rows of 32 or 64 halves put in the same banks); their fragments loaded one step of 16 at
+    // rows of 64 or 128 bytes put in the same banks); their fragments loaded one k tile at
     // a time.
     // An element-wise epilogue of the product (bias, activation): the fragments are stored into
     // a shared tile of the block's outputs, which all the block's threads then copy to the
@@ -283,7 +284,7 @@ class MultiLevelTilingTensorCore : public ScheduleRule {
     schedule::transform_layout(sch, acc, read,
                                schedule::cuda_mma_fragment_map(false, batch, family.acc));
     RV init = schedule::decompose_reduction(sch, block, k[0]);
-    // Step 6. The 16x16 tiles that the intrinsics replace.
+    // Step 6. The tiles (16x16, 16x32 of 8-bit operands) that the intrinsics replace.
     std::vector<RV> a_loops = schedule::get_loops(sch, a_frag);
     RV a_tile = schedule::split(sch, a_loops[a_loops.size() - 2], {std::monostate{}, kTile})[1];
     std::vector<RV> b_loops = schedule::get_loops(sch, b_frag);
