@@ -180,11 +180,15 @@ struct SpaceGenerator::Impl {
     return true;
   }
 
-  // Whether the decisions of `trace` keep the limits of their tiles.
+  // Whether the decisions of `trace` keep the limits of their tiles. On a GPU the whole trace:
+  // its shared copies, and the stages of them that a later decision asks for
+  // (kiln.prefetch_shared), count against the shared memory.
   bool replays_within_tile_limits(const Trace& trace) {
     Json json = trace.as_json();
     size_t prefix = limits_prefix(json);
-    return prefix == 0 || draw_within_tile_limits(&json, prefix, 0, "mutate");
+    if (prefix == 0) return true;
+    if (!context.task->target.is_gpu()) return draw_within_tile_limits(&json, prefix, 0, "mutate");
+    return draw_within_tile_limits(&json, json.at("instructions").size(), 0, "mutate");
   }
 
   void reject(const std::string& where, const Error& e) {
