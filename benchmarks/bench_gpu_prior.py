@@ -38,37 +38,31 @@ from common import (chosen_workloads, gpu_candidates_parser,  # noqa: E402
                     gpu_target_and_device, load_average, print_table, spearman)
 
 
-def gemm_fp16(quick):
-    """A (n x n) @ B^T (B as [n, n]) in float16, accumulated in float32: the tensor cores' kind
-    of product."""
+def gemm_tensor_core(quick, dtype, acc_dtype):
+    """A (n x n) @ B^T (B as [n, n]) of dtype accumulated in acc_dtype: the tensor cores' kind
+    of product (float16 into float32: m16n8k16; int8 into int32: m16n8k32, checked exactly)."""
     n = 128 if quick else 1024
-    a = te.placeholder((n, n), "float16", name="A")
-    b = te.placeholder((n, n), "float16", name="B")
+    a = te.placeholder((n, n), dtype, name="A")
+    b = te.placeholder((n, n), dtype, name="B")
     k = te.reduce_axis((0, n), name="k")
     c = te.compute((n, n), lambda i, j: te.sum(
-        a[i, k].astype("float32") * b[j, k].astype("float32"), axis=k), name="C")
-    return ([a, b, c], [uniform(n, n).astype("float16"), uniform(n, n).astype("float16")],
-            lambda x, y: x.astype("float64") @ y.astype("float64").T, None, None)
-
-
-def gemm_int8(quick):
-    """A (n x n, int8) @ B^T (B as [n, n], int8) accumulated in int32: the tensor cores'
-    m16n8k32 kind of product (checked exactly: the sums fit in int32)."""
-    n = 128 if quick else 1024
-    a = te.placeholder((n, n), "int8", name="A")
-    b = te.placeholder((n, n), "int8", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(
-        a[i, k].astype("int32") * b[j, k].astype("int32"), axis=k), name="C")
-    rng = np.random.default_rng(0)
-    inputs = [rng.integers(-128, 127, (n, n), endpoint=True, dtype="int8") for _ in range(2)]
+        a[i, k].astype(acc_dtype) * b[j, k].astype(acc_dtype), axis=k), name="C")
+    if dtype == "int8":
+        rng = np.random.default_rng(0)
+        inputs = [rng.integers(-128, 127, (n, n), endpoint=True, dtype="int8") for _ in range(2)]
+        exact = np.int64
+    else:
+        inputs = [uniform(n, n).astype(dtype), uniform(n, n).astype(dtype)]
+        exact = np.float64
     return ([a, b, c], inputs,
-            lambda x, y: (x.astype("int64") @ y.astype("int64").T).astype("int32"), None, None)
+            lambda x, y: (x.astype(exact) @ y.astype(exact).T).astype(acc_dtype), None, None)
 
 
 WORKLOADS = {"gemm": (gemm, "GEMM 1024^3 fp32"),
-             "gemm_fp16": (gemm_fp16, "GEMM 1024^3 fp16, fp32 accumulation"),
-             "gemm_int8": (gemm_int8, "GEMM 1024^3 int8, int32 accumulation"),
+             "gemm_fp16": (lambda quick: gemm_tensor_core(quick, "float16", "float32"),
+                           "GEMM 1024^3 fp16, fp32 accumulation"),
+             "gemm_int8": (lambda quick: gemm_tensor_core(quick, "int8", "int32"),
+                           "GEMM 1024^3 int8, int32 accumulation"),
              "conv2d": (conv2d, "conv2d 3x3 56x56 64->64"),
              "batch_matmul": (batch_matmul, "batch matmul 16x128x128x64")}
 

@@ -32,14 +32,18 @@ bool is_iterator_plus_constant(const Expr& index, const Block& block) {
 // The iterator of `block` that the last index of `region` is exactly, or -1.
 int last_iter(const BufferRegion& region, const Block& block) {
   if (region.region.empty() || !is_const_int(region.region.back().extent, 1)) return -1;
-  const auto* v = region.region.back().min.as<Var>();
+  return iterator_index(region.region.back().min, block);
+}
+
+}  // namespace
+
+int iterator_index(const Expr& e, const Block& block) {
+  const auto* v = e.as<Var>();
   for (size_t k = 0; v != nullptr && k < block.iter_vars.size(); ++k) {
     if (block.iter_vars[k].var.get() == v) return static_cast<int>(k);
   }
   return -1;
 }
-
-}  // namespace
 
 int64_t annotation_or(const Block& block, const char* key, int64_t fallback) {
   auto it = block.annotations.find(key);

@@ -48,6 +48,9 @@ struct BlockAnalysis {
 // The analysis of the block `name` of function "main" of `sch`.
 BlockAnalysis analyze_block(schedule::Schedule& sch, const std::string& name);
 
+// The iterator of `block` that `e` is exactly (its position in iter_vars), or -1.
+int iterator_index(const ir::Expr& e, const ir::Block& block);
+
 // Whether an operand of the block's contraction (a read that uses a reduction iterator) leaves
 // out a spatial iterator, so that a tile of the output reuses it (A and B of a matmul; not a
 // per-row value such as a softmax's maximum, read by its sum, nor a read that leaves out only

@@ -85,15 +85,6 @@ struct MmaMatch {
   const MmaIntrinsics* intrinsics = nullptr;  // of the operands' and accumulator's types
 };
 
-// The iterator `e` is exactly, or -1.
-int iterator_index(const ir::Expr& e, const ir::Block& block) {
-  const auto* v = e.as<ir::Var>();
-  for (size_t k = 0; v != nullptr && k < block.iter_vars.size(); ++k) {
-    if (block.iter_vars[k].var.get() == v) return static_cast<int>(k);
-  }
-  return -1;
-}
-
 // `families`: the intrinsics the rule may use (kMmaFamilies the space and target allow).
 std::optional<MmaMatch> match_block(const schedule::BlockLocation& loc, const BlockAnalysis& a,
                                     const std::vector<const MmaIntrinsics*>& families) {

@@ -89,21 +89,12 @@ struct BlockMatch {
   int pack_depth_dim = -1;
 };
 
-// The iterator `e` is exactly, or -1.
-int iterator_of(const ir::Expr& e, const ir::Block& block) {
-  const auto* v = e.as<ir::Var>();
-  for (size_t k = 0; v != nullptr && k < block.iter_vars.size(); ++k) {
-    if (block.iter_vars[k].var.get() == v) return static_cast<int>(k);
-  }
-  return -1;
-}
-
 std::optional<BlockMatch> match_block(const schedule::BlockLocation& loc, const BlockAnalysis& a,
                                       const DotProduct& intrin) {
   const ir::Block& block = *loc.block;
   const ir::BufferRegion& write = block.writes.at(0);
   BlockMatch m;
-  m.lane_iter = write.region.empty() ? -1 : iterator_of(write.region.back().min, block);
+  m.lane_iter = write.region.empty() ? -1 : iterator_index(write.region.back().min, block);
   if (m.lane_iter < 0 || a.is_reduce[m.lane_iter]) return std::nullopt;
   auto extent = [&block](int iter) {
     const int64_t* e = ir::as_const_int(block.iter_vars[iter].dom.extent);
@@ -129,7 +120,7 @@ std::optional<BlockMatch> match_block(const schedule::BlockLocation& loc, const 
   const ir::BufferRegion& read = block.reads[operand];
   bool plain = true;
   for (size_t d = 0; d < read.region.size(); ++d) {
-    int iter = iterator_of(read.region[d].min, block);
+    int iter = iterator_index(read.region[d].min, block);
     plain = plain && iter >= 0;
     if (iter == m.lane_iter) m.pack_lane_dim = static_cast<int>(d);
     if (iter == m.depth_iter) m.pack_depth_dim = static_cast<int>(d);

@@ -9,6 +9,7 @@
 // that tensorizes with them launches threadIdx.x with extent 32 (one warp) and spreads warps
 // over threadIdx.y/z. The loads, fill and store are plain per-lane code that any GPU runs; the
 // multiply-accumulate is the ptx_mma builtin, which only CUDA code for sm_80 or newer has.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -225,11 +226,10 @@ std::string tile_name(int64_t rows, int64_t cols, const std::string& element) {
   return std::to_string(rows) + "x" + std::to_string(cols) + "_" + element;
 }
 
-// Registers the loads of operand tiles of `dtype` (named `element`: "f16", "s8", ...): of A
-// ("_a"), of B as [N, K] ("_b_trans") and, where `b_as_k_by_n`, of B as [K, N] ("_b"); each
-// element by element and (sm_75) with ldmatrix, which 8-bit tiles of B as [K, N] do not have.
-void register_loads(const IntrinRegistrar& add, DataType dtype, const std::string& element, bool a,
-                    bool b) {
+// Registers the loads of tiles of `dtype` for the operand A ("_a") or B: as [N, K] ("_b_trans")
+// and as [K, N] ("_b"); each element by element and (sm_75) with ldmatrix, which 8-bit tiles of
+// B as [K, N] do not have (ldmatrix has no .trans for 8 bits).
+void register_loads(const IntrinRegistrar& add, DataType dtype, bool operand_b) {
   int64_t k = 8 * mma_group(dtype);  // the tile's columns along the reduction
   struct Load {
     std::string suffix;
@@ -237,21 +237,27 @@ void register_loads(const IntrinRegistrar& add, DataType dtype, const std::strin
     bool transposed;
   };
   std::vector<Load> loads;
-  if (a) loads.push_back(Load{"a", kMmaTile, k, false});
-  if (b) {
+  if (operand_b) {
     loads.push_back(Load{"b_trans", kMmaTile, k, false});
     loads.push_back(Load{"b", k, kMmaTile, true});
+  } else {
+    loads.push_back(Load{"a", kMmaTile, k, false});
   }
   for (const Load& load : loads) {
     auto s = [&] { return tile(load.rows, load.cols, dtype, "S", "shared"); };
     auto w = [&] { return mma_fragment_buffer(dtype, "W"); };
-    std::string name = tile_name(load.rows, load.cols, element) + "_" + load.suffix;
+    std::string name = tile_name(load.rows, load.cols, mma_element_name(dtype)) + "_" + load.suffix;
     add("cuda.mma_load_" + name, load_desc(s(), w(), load.transposed),
         load_impl(s(), w(), load.transposed), {});
     if (load.transposed && dtype.bits() == 8) continue;
     add("cuda.mma_ldmatrix_" + name, load_desc(s(), w(), load.transposed),
         ldmatrix_impl(s(), w(), load.transposed), {"sm_75"});
   }
+}
+
+// Appends `t` to `types` unless it is there.
+void add_unique(std::vector<DataType>* types, DataType t) {
+  if (std::find(types->begin(), types->end(), t) == types->end()) types->push_back(t);
 }
 
 }  // namespace
@@ -355,12 +361,16 @@ std::string mma_element_name(DataType dtype) {
 }
 
 void register_cuda_mma_intrinsics(const IntrinRegistrar& add) {
-  // The loads of each operand type (A: float16, bfloat16, int8, uint8; B: the same but uint8),
-  // each family's multiply-accumulate (sm_80), the fill and store of each accumulator type.
-  register_loads(add, DataType::float_(16), "f16", true, true);
-  register_loads(add, DataType::bfloat16(), "bf16", true, true);
-  register_loads(add, DataType::int_(8), "s8", true, true);
-  register_loads(add, DataType::uint(8), "u8", true, false);
+  // For the families' types: the loads of each type of A and of B, each family's
+  // multiply-accumulate (sm_80), the fill and store of each accumulator type.
+  std::vector<DataType> a_types, b_types, acc_types;
+  for (const MmaFamily& family : mma_families()) {
+    add_unique(&a_types, family.a);
+    add_unique(&b_types, family.b);
+    add_unique(&acc_types, family.acc);
+  }
+  for (DataType t : a_types) register_loads(add, t, /*operand_b=*/false);
+  for (DataType t : b_types) register_loads(add, t, /*operand_b=*/true);
   for (const MmaFamily& family : mma_families()) {
     auto a = [&] { return mma_fragment_buffer(family.a, "A"); };
     auto b = [&] { return mma_fragment_buffer(family.b, "B"); };
@@ -368,7 +378,7 @@ void register_cuda_mma_intrinsics(const IntrinRegistrar& add) {
     add("cuda.mma_" + family.name, mma_sync_desc(a(), b(), c()), mma_sync_impl(a(), b(), c()),
         {"sm_80"});
   }
-  for (DataType acc : {DataType::float32(), DataType::int32()}) {
+  for (DataType acc : acc_types) {
     auto c = [&] { return mma_fragment_buffer(acc, "C"); };
     auto d = [&] { return tile(kMmaTile, kMmaTile, acc, "D", "global"); };
     std::string name = tile_name(kMmaTile, kMmaTile, mma_element_name(acc));

@@ -233,3 +233,9 @@ def ldmatrix_addresses(name):
         analyzer.bind(lane_loop.loop_var, lane)
         addresses.append((int(analyzer.simplify(row)), int(analyzer.simplify(ramp.base))))
     return int(trans), addresses
+
+
+def sketch_intrinsics(space, sketch=1):
+    """The tensor intrinsics a sketch of a SpaceGenerator tensorizes with (the tensor-core
+    sketch is the second), as a set."""
+    return set(re.findall(r'tensor_intrin="([^"]+)"', str(space.sketches[sketch])))

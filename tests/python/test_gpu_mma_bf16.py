@@ -19,7 +19,8 @@ from kiln.tir.tensor_intrin import cuda as mma
 
 from gpu_helpers import first_candidates, nvrtc_missing, opencl_missing, skip_unless
 from mma_helpers import (check_gemm_on, gemm_args, gemm_expected, gemm_fp16, numpy_dtype,
-                         reference_twin, run_on_opencl, schedule_mma_gemm, sm80_device)
+                         reference_twin, run_on_opencl, schedule_mma_gemm, sketch_intrinsics,
+                         sm80_device)
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -160,11 +161,11 @@ def test_a_bfloat16_product_gets_a_tensor_core_sketch_with_the_bfloat16_family()
     for trans_b in (True, False):
         space = SpaceGenerator(gemm_bf16(128, 128, 128, trans_b), SM80)
         assert len(space.sketches) == 2
-        text = str(space.sketches[TENSOR_CORE])
         load_b = mma.LDMATRIX_16x16_BF16_B_TRANS if trans_b else mma.LDMATRIX_16x16_BF16_B
-        for name in (mma.LDMATRIX_16x16_BF16_A, load_b, mma.MMA_BF16BF16F32):
-            assert f'tensor_intrin="{name}"' in text, name
-        assert "_f16_" not in text and mma.MMA_F16F16F32 not in text
+        # No float16 intrinsic among them.
+        assert sketch_intrinsics(space, TENSOR_CORE) == {
+            mma.LDMATRIX_16x16_BF16_A, load_b, mma.MMA_BF16BF16F32, mma.MMA_FILL_16x16_F32,
+            mma.MMA_STORE_16x16_F32}
 
 
 def test_the_space_list_decides_which_element_types_get_tensor_cores():

@@ -22,7 +22,7 @@ from kiln.tir.tensor_intrin import cuda as mma
 from gpu_helpers import first_candidates, nvrtc_missing, opencl_missing, skip_unless
 from mma_helpers import (check_gemm_on, gemm_args, gemm_expected, gemm_fp16, ldmatrix_addresses,
                          ptx_fragment, reference_twin, run_on_opencl, schedule_mma_gemm,
-                         sm80_device)
+                         sketch_intrinsics, sm80_device)
 
 SM80 = "cuda -arch=sm_80"
 PTX = {"int8": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
@@ -247,12 +247,10 @@ def test_an_int8_product_gets_a_tensor_core_sketch_with_its_family(dtype):
     for trans_b in (True, False):
         space = SpaceGenerator(gemm_int8(128, 128, 128, trans_b, dtype), SM80)
         assert len(space.sketches) == 2
-        text = str(space.sketches[TENSOR_CORE])
         load_a = mma.LDMATRIX_16x32_U8_A if dtype == "uint8" else mma.LDMATRIX_16x32_S8_A
         load_b = mma.LDMATRIX_16x32_S8_B_TRANS if trans_b else mma.LOAD_32x16_S8_B
-        for name in (load_a, load_b, MMA[dtype], mma.MMA_FILL_16x16_S32,
-                     mma.MMA_STORE_16x16_S32):
-            assert f'tensor_intrin="{name}"' in text, name
+        assert sketch_intrinsics(space, TENSOR_CORE) == {
+            load_a, load_b, MMA[dtype], mma.MMA_FILL_16x16_S32, mma.MMA_STORE_16x16_S32}
 
 
 @pytest.mark.parametrize("func, why", [
