@@ -105,8 +105,12 @@ bool is_elementwise(Builtin op) {
 class Vectorizer : public IRMutator {
  public:
   Vectorizer(const For* loop, int lanes, arith::Analyzer* ana,
-             const std::unordered_set<const Var*>& private_buffers)
-      : loop_(loop), lanes_(lanes), ana_(ana), private_(private_buffers) {
+             const std::unordered_set<const Var*>& private_buffers, bool masked_loads)
+      : loop_(loop),
+        lanes_(lanes),
+        ana_(ana),
+        private_(private_buffers),
+        masked_loads_(masked_loads) {
     DataType t = loop->loop_var->dtype;
     ramp_ = make<Ramp>(t.with_lanes(lanes), cast(t, loop->min), make_const(t, 1), lanes);
   }
@@ -447,13 +451,90 @@ class Vectorizer : public IRMutator {
                         std::vector<Expr>{c, t, f});
     }
     // Select evaluates both arms on every lane: only when that cannot fault.
-    for (int arm = 1; arm <= 2; ++arm) {
-      if (!loads_in_bounds(op->args[arm])) {
-        fail("if_then_else(", to_script(op->args[0]),
-             ", ...) varies across lanes and guards a load that may be out of bounds");
-      }
+    if (loads_in_bounds(t) && loads_in_bounds(f)) {
+      return make<Select>(op->dtype.with_lanes(lanes_), c, widen(t), widen(f));
     }
-    return make<Select>(op->dtype.with_lanes(lanes_), c, widen(t), widen(f));
+    if (!masked_loads_) fail_guard(op, "(the target has no masked loads)");
+    // Otherwise the loads that may fault load only on the lanes whose arm they are in: an arm
+    // that is such a load becomes the then-arm of a vector if_then_else (which loads it only
+    // where the condition holds), and the loads inside other arms are masked one by one.
+    Expr not_c = make<Not>(c->dtype, c);
+    if (is_unsafe_load(t)) {
+      return make<Call>(op->dtype.with_lanes(lanes_), Builtin::IfThenElse,
+                        std::vector<Expr>{c, vector_load(t, op), mask_loads(f, not_c, op)});
+    }
+    if (is_unsafe_load(f)) {
+      return make<Call>(op->dtype.with_lanes(lanes_), Builtin::IfThenElse,
+                        std::vector<Expr>{not_c, vector_load(f, op), mask_loads(t, c, op)});
+    }
+    return make<Select>(op->dtype.with_lanes(lanes_), c, mask_loads(t, c, op),
+                        mask_loads(f, not_c, op));
+  }
+
+  [[noreturn]] static void fail_guard(const Call* guard, const char* why) {
+    fail("if_then_else(", to_script(guard->args[0]), ", ...) varies across lanes and guards a ",
+         "load that may be out of bounds ", why);
+  }
+
+  // Whether e is a load that may be out of bounds on some lane.
+  bool is_unsafe_load(const Expr& e) { return e.is<BufferLoad>() && !loads_in_bounds(e); }
+
+  // A load that may be out of bounds as a load on every lane (one that does not vary across
+  // lanes reads its element on each), for a vector if_then_else to mask; its indices are
+  // evaluated on every lane.
+  Expr vector_load(const Expr& e, const Call* guard) {
+    const auto* load = e.as<BufferLoad>();
+    for (const Expr& index : load->indices) {
+      if (!loads_in_bounds(index)) fail_guard(guard, "with indices that load out of bounds too");
+    }
+    if (lanes_of(e) == lanes_) return e;
+    std::vector<Expr> indices = load->indices;
+    Expr& last = indices.back();
+    last = make<Broadcast>(last->dtype.with_lanes(lanes_), last, lanes_);
+    return make<BufferLoad>(e->dtype.with_lanes(lanes_), load->buffer, std::move(indices));
+  }
+
+  // e on every lane, with each load in it that may be out of bounds loaded only on the lanes
+  // where `mask` holds (`if_then_else(mask, load, 0)`); a load masked this way already is
+  // loaded only where both masks hold.
+  Expr mask_loads(const Expr& e, const Expr& mask, const Call* guard) {
+    if (is_unsafe_load(e)) {
+      Expr load = vector_load(e, guard);
+      return make<Call>(load->dtype, Builtin::IfThenElse,
+                        std::vector<Expr>{mask, load, make_zero(load->dtype)});
+    }
+    class Masker : public IRMutator {
+     public:
+      Masker(Vectorizer* v, Expr mask, const Call* guard)
+          : v_(v), mask_(std::move(mask)), guard_(guard) {}
+      using IRMutator::mutate;
+
+     protected:
+      using IRMutator::visit;
+      Expr visit(const BufferLoad* op) override {
+        if (!v_->is_unsafe_load(op)) return op;
+        if (lanes_of(op) == 1) fail_guard(guard_, "inside an arm, the same on every lane");
+        Expr load = v_->vector_load(op, guard_);
+        return make<Call>(load->dtype, Builtin::IfThenElse,
+                          std::vector<Expr>{mask_, load, make_zero(load->dtype)});
+      }
+      // A masked load (the then-arm of a vector if_then_else) is loaded where both masks hold.
+      Expr visit(const Call* op) override {
+        if (op->op != Builtin::IfThenElse || lanes_of(op->args[0]) == 1 ||
+            !op->args[1].is<BufferLoad>()) {
+          return IRMutator::visit(op);
+        }
+        Expr narrowed = make<And>(op->args[0]->dtype, mask_, mutate(op->args[0]));
+        return make<Call>(op->dtype, Builtin::IfThenElse,
+                          std::vector<Expr>{narrowed, op->args[1], mutate(op->args[2])});
+      }
+
+     private:
+      Vectorizer* v_;
+      Expr mask_;
+      const Call* guard_;
+    };
+    return Masker(this, mask, guard).mutate(widen(e));
   }
 
   // Lanes run each statement together, so a buffer that is stored must be accessed at one
@@ -482,6 +563,7 @@ class Vectorizer : public IRMutator {
   int lanes_;
   arith::Analyzer* ana_;
   const std::unordered_set<const Var*>& private_;  // data variables of thread-private buffers
+  bool masked_loads_;  // the code generator masks the loads of vector if_then_else arms
   Expr ramp_;
   std::unordered_map<const Var*, Ref<Var>> let_vars_;
   std::unordered_map<const Var*, Ref<Buffer>> per_lane_;
@@ -491,7 +573,8 @@ class Vectorizer : public IRMutator {
 
 class LoopVectorizer : public IRMutator {
  public:
-  explicit LoopVectorizer(const std::vector<int>& lanes) : lanes_(lanes) {}
+  LoopVectorizer(const std::vector<int>& lanes, bool masked_loads)
+      : lanes_(lanes), masked_loads_(masked_loads) {}
   using IRMutator::mutate;
 
  protected:
@@ -531,7 +614,8 @@ class LoopVectorizer : public IRMutator {
       fail("its extent ", *extent, " is not a lane count of the target's vector types (", counts,
            "); split the loop so that the vectorized part has one of them");
     }
-    return Vectorizer(loop, static_cast<int>(*extent), &ana_, frames_.back().buffers)
+    return Vectorizer(loop, static_cast<int>(*extent), &ana_, frames_.back().buffers,
+                      masked_loads_)
         .run(loop->body);
   }
 
@@ -564,6 +648,7 @@ class LoopVectorizer : public IRMutator {
   };
 
   std::vector<int> lanes_;  // the lane counts allowed; empty for any
+  bool masked_loads_;
   arith::Analyzer ana_;
   std::vector<Frame> frames_{Frame{{}, true}};
   nlohmann::ordered_json fallbacks_ = nlohmann::ordered_json::array();
@@ -572,11 +657,12 @@ class LoopVectorizer : public IRMutator {
 }  // namespace
 
 Ref<PrimFunc> vectorize_loops(const Ref<PrimFunc>& func) {
-  return vectorize_loops(func, {});
+  return vectorize_loops(func, {}, /*masked_loads=*/true);
 }
 
-Ref<PrimFunc> vectorize_loops(const Ref<PrimFunc>& func, const std::vector<int>& lanes) {
-  LoopVectorizer vectorizer(lanes);
+Ref<PrimFunc> vectorize_loops(const Ref<PrimFunc>& func, const std::vector<int>& lanes,
+                              bool masked_loads) {
+  LoopVectorizer vectorizer(lanes, masked_loads);
   Ref<PrimFunc> result = with_body(func, vectorizer.mutate(func->body));
   if (vectorizer.fallbacks().empty()) return result;
   // The function keeps the list, since later passes may unroll or drop the serial loops that

@@ -1,8 +1,8 @@
 // The rule auto_inline: injective spatial blocks that are not outputs are computed where they
 // are used (compute_inline), so that no intermediate buffer is written and read back. A padding
 // block (a read guarded by if_then_else) also keeps a sketch where it stays a stage of its own:
-// inlined, the guard on the read keeps the consumer's innermost loop from being vectorized
-// (a convolution then runs serially), while a padded copy costs one pass over the input. So
+// inlined, the guard is tested in the consumer's innermost loop (a masked load where that loop
+// is vectorized), while a padded copy costs one pass over the input. So
 // does a block that calls an expensive math function (exp, tanh, ...) and has two or more
 // consumers (the exp of a softmax, read by the sum and by the division): inlined, it is
 // computed once per consumer; kept, random_compute_location can put it by its consumers, in a

@@ -148,6 +148,7 @@ llvm::Value* CodeGenLLVM::emit_float_math(const Call* op) {
 
 llvm::Value* CodeGenLLVM::emit_if_then_else(const Call* op) {
   llvm::Value* condition = emit(op->args[0]);
+  if (op->args[0]->dtype.lanes() > 1) return emit_lanewise_if_then_else(op, condition);
   if (is_cheap_and_safe(op->args[1]) && is_cheap_and_safe(op->args[2])) {
     llvm::Value* t = emit(op->args[1]);
     llvm::Value* f = emit(op->args[2]);
@@ -172,6 +173,32 @@ llvm::Value* CodeGenLLVM::emit_if_then_else(const Call* op) {
   phi->addIncoming(t, then_exit);
   phi->addIncoming(f, else_exit);
   return phi;
+}
+
+llvm::Value* CodeGenLLVM::emit_lanewise_if_then_else(const Call* op, llvm::Value* condition) {
+  int lanes = op->args[0]->dtype.lanes();
+  auto vector_load = [&](const Expr& arm) {
+    const auto* load = arm.as<BufferLoad>();
+    return load != nullptr && load->dtype.lanes() == lanes ? load : nullptr;
+  };
+  auto on_every_lane = [&](const Expr& arm) {
+    llvm::Value* value = emit(arm);
+    return arm->dtype.lanes() == 1 ? builder_.CreateVectorSplat(lanes, value) : value;
+  };
+  const BufferLoad* t_load = vector_load(op->args[1]);
+  const BufferLoad* f_load = vector_load(op->args[2]);
+  llvm::Value* negated = f_load != nullptr ? builder_.CreateNot(condition) : nullptr;
+  if (t_load != nullptr && f_load == nullptr) {
+    return emit_load(t_load, condition, on_every_lane(op->args[2]));
+  }
+  if (f_load != nullptr && t_load == nullptr) {
+    return emit_load(f_load, negated, on_every_lane(op->args[1]));
+  }
+  llvm::Value* t = t_load != nullptr ? emit_load(t_load, condition, nullptr)
+                                     : on_every_lane(op->args[1]);
+  llvm::Value* f = f_load != nullptr ? emit_load(f_load, negated, nullptr)
+                                     : on_every_lane(op->args[2]);
+  return builder_.CreateSelect(condition, t, f);
 }
 
 llvm::Value* CodeGenLLVM::emit_extern_call(const Call* op) {

@@ -153,6 +153,9 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   llvm::Value* visit(const ir::Broadcast* op) override;
   llvm::Value* visit(const ir::Let* op) override;
   llvm::Value* visit(const ir::BufferLoad* op) override;  // in codegen_llvm_stmt.cc
+  // The load `op`; with a `mask` (a vector of i1), only its lanes where the mask is set are
+  // loaded (a masked load or gather), the others taken from `passthru` (undefined when null).
+  llvm::Value* emit_load(const ir::BufferLoad* op, llvm::Value* mask, llvm::Value* passthru);
   llvm::Value* visit(const ir::Reduce* op) override;
 
   // ---- Builtins (codegen_llvm_builtin.cc) ----
@@ -161,6 +164,9 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
   // Calls libm's `name` (with the "f" suffix for float32) on each lane of `x`.
   llvm::Value* emit_libm_call(const char* name, llvm::Value* x, ir::DataType dtype);
   llvm::Value* emit_if_then_else(const ir::Call* op);
+  // if_then_else with a condition that varies across lanes: each arm on every lane, but an arm
+  // that is a load loads only on the lanes that pick it.
+  llvm::Value* emit_lanewise_if_then_else(const ir::Call* op, llvm::Value* condition);
   llvm::Value* emit_extern_call(const ir::Call* op);
   llvm::Value* emit_packed_arg(const ir::Call* op);
 

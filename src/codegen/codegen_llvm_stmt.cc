@@ -104,10 +104,19 @@ void CodeGenLLVM::add_alias_info(llvm::Instruction* inst, const Buffer& buffer) 
 }
 
 llvm::Value* CodeGenLLVM::visit(const BufferLoad* op) {
+  return emit_load(op, nullptr, nullptr);
+}
+
+llvm::Value* CodeGenLLVM::emit_load(const BufferLoad* op, llvm::Value* mask,
+                                    llvm::Value* passthru) {
   const Buffer& buffer = *single_index_buffer("BufferLoad", op->buffer, op->indices, symbol_);
   const Expr& index = op->indices[0];
   llvm::Type* element = storage_type(buffer.dtype);
   int lanes = op->dtype.lanes();
+  auto* type = llvm::FixedVectorType::get(element, lanes);
+  // A passthru of another type than the memory's (a boolean) is selected after the load.
+  llvm::Value* select_after = nullptr;
+  if (passthru != nullptr && passthru->getType() != type) std::swap(select_after, passthru);
   const auto* ramp = index.as<Ramp>();
   llvm::Instruction* load;
   if (lanes == 1) {
@@ -115,17 +124,25 @@ llvm::Value* CodeGenLLVM::visit(const BufferLoad* op) {
     load = builder_.CreateAlignedLoad(element, address, access_alignment(buffer, index));
   } else if (ramp != nullptr && is_const_int(ramp->stride, 1)) {
     llvm::Value* address = element_address(buffer, emit_index(ramp->base), ramp->base->dtype);
-    load = builder_.CreateAlignedLoad(llvm::FixedVectorType::get(element, lanes), address,
-                                      access_alignment(buffer, index));
+    llvm::Align align = access_alignment(buffer, index);
+    if (mask == nullptr) {
+      load = builder_.CreateAlignedLoad(type, address, align);
+    } else {
+      load = builder_.CreateMaskedLoad(type, address, align, mask, passthru);
+    }
   } else {
     llvm::Value* addresses = element_address(buffer, emit_index(index), index->dtype);
-    load = builder_.CreateMaskedGather(llvm::FixedVectorType::get(element, lanes), addresses,
-                                       llvm::Align(buffer.dtype.bytes()));
+    load = builder_.CreateMaskedGather(type, addresses, llvm::Align(buffer.dtype.bytes()), mask,
+                                       passthru);
   }
   note_vector(op->dtype);
   add_alias_info(load, buffer);
-  if (!buffer.dtype.is_bool()) return load;
-  return builder_.CreateICmpNE(load, llvm::Constant::getNullValue(load->getType()));
+  llvm::Value* value = load;
+  if (buffer.dtype.is_bool()) {
+    value = builder_.CreateICmpNE(load, llvm::Constant::getNullValue(load->getType()));
+  }
+  if (select_after != nullptr) value = builder_.CreateSelect(mask, value, select_after);
+  return value;
 }
 
 void CodeGenLLVM::emit_store(const BufferStore* op) {

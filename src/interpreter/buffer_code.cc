@@ -83,8 +83,9 @@ class BufferAccess {
     }
   }
 
-  // The storage's memory, with the checked element offset of each lane in `offsets()`.
-  uint8_t* locate(Frame& frame) {
+  // The storage's memory, with the checked element offset of each lane in `offsets()`; with a
+  // `mask` (a boolean per lane), only the lanes where it holds are checked and recorded.
+  uint8_t* locate(Frame& frame, const Lane* mask = nullptr) {
     int64_t base = elem_offset_.eval(frame);
     if (lanes_ == 1) {
       int64_t offset = base;
@@ -106,10 +107,11 @@ class BufferAccess {
     const Storage& storage = frame.storages[storage_];
     uint64_t extent = static_cast<uint64_t>(storage.bytes >> shift_);
     for (int i = 0; i < lanes_; ++i) {
+      if (mask != nullptr && mask[i].i == 0) continue;
       if (static_cast<uint64_t>(offsets_[i]) >= extent) raise_out_of_bounds(frame, i, extent);
     }
     if (storage.shadow != nullptr && frame.thread != nullptr) {
-      record_shared_access(frame, *storage.shadow);
+      record_shared_access(frame, *storage.shadow, mask);
     }
     return storage.data;
   }
@@ -123,11 +125,12 @@ class BufferAccess {
   // that wrote or read the same units since the block's last barrier, then records it. Another
   // thread's write before a read or a write, and another thread's read before a write, need a
   // barrier between them.
-  void record_shared_access(Frame& frame, SharedShadow& shadow) {
+  void record_shared_access(Frame& frame, SharedShadow& shadow, const Lane* mask) {
     const GpuThread& thread = *frame.thread;
     int64_t me = thread.linear;
     int64_t epoch = thread.block->epoch;
     for (int i = 0; i < lanes_; ++i) {
+      if (mask != nullptr && mask[i].i == 0) continue;
       int64_t first = (offsets_[i] << shift_) >> shadow.unit_shift;
       int64_t last = (((offsets_[i] + 1) << shift_) - 1) >> shadow.unit_shift;
       for (int64_t u = first; u <= last; ++u) {
@@ -223,6 +226,29 @@ class LoadCode final : public ResultCode {
   BufferAccess access_;
 };
 
+// A load of the lanes where a mask holds (the then-arm of an if_then_else whose condition varies
+// across lanes); the other lanes are 0.
+class MaskedLoadCode final : public ResultCode {
+ public:
+  MaskedLoadCode(DataType dtype, BufferAccess access, const std::vector<Lane>* mask)
+      : ResultCode(dtype), access_(std::move(access)), mask_(mask) {}
+  const Lane* eval(Frame& frame) override {
+    const Lane* mask = mask_->data();
+    uint8_t* data = access_.locate(frame, mask);
+    const int64_t* offsets = access_.offsets();
+    Lane* out = this->out();
+    for (int i = 0; i < lanes(); ++i) {
+      out[i] = mask[i].i == 0 ? Lane{0}
+                              : read_element(access_.kind(), data + (offsets[i] << access_.shift()));
+    }
+    return out;
+  }
+
+ private:
+  BufferAccess access_;
+  const std::vector<Lane>* mask_;
+};
+
 class StoreCode final : public StmtCode {
  public:
   StoreCode(ExprCodePtr value, BufferAccess access)
@@ -255,6 +281,17 @@ ExprCodePtr compile_load(Compiler& compiler, const BufferLoad& load) {
       << ", but buffer " << load.buffer->name << " holds " << load.buffer->dtype;
   BufferAccess access(compiler, load.buffer, load.indices, load.dtype.lanes(), false);
   return std::make_unique<LoadCode>(load.dtype, std::move(access));
+}
+
+ExprCodePtr compile_masked_load(Compiler& compiler, const BufferLoad& load,
+                                const std::vector<Lane>* mask) {
+  type_check(load.dtype.element_of() == load.buffer->dtype &&
+             load.dtype.lanes() == static_cast<int>(mask->size()))
+      << "tir.interpret: the masked load " << to_script(Expr(&load)) << " has dtype "
+      << load.dtype << "; expected " << load.buffer->dtype.with_lanes(static_cast<int>(mask->size()))
+      << " (buffer " << load.buffer->name << "'s dtype with the lanes of the condition)";
+  BufferAccess access(compiler, load.buffer, load.indices, load.dtype.lanes(), false);
+  return std::make_unique<MaskedLoadCode>(load.dtype, std::move(access), mask);
 }
 
 StmtCodePtr compile_store(Compiler& compiler, const BufferStore& store) {

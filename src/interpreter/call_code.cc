@@ -229,6 +229,47 @@ class IfThenElseCode final : public ExprCode {
   ExprCodePtr c_, t_, f_;
 };
 
+// if_then_else with a condition that varies across lanes: each arm on every lane, but an arm
+// that is a load of the condition's lanes loads only on the lanes that pick it.
+class LanewiseIfThenElseCode final : public ResultCode {
+ public:
+  LanewiseIfThenElseCode(Compiler& compiler, const Call& call) : ResultCode(call.dtype) {
+    int lanes = call.args[0]->dtype.lanes();
+    type_check(call.dtype.lanes() == lanes)
+        << "tir.interpret: " << to_script(Expr(&call)) << " has dtype " << call.dtype
+        << ", but its condition has " << lanes << " lanes";
+    c_ = compiler.expr(call.args[0]);
+    masks_[0].resize(lanes);
+    masks_[1].resize(lanes);
+    for (int arm = 0; arm < 2; ++arm) {
+      const auto* load = call.args[arm + 1].as<BufferLoad>();
+      arms_[arm] = load != nullptr && load->dtype.lanes() == lanes
+                       ? compile_masked_load(compiler, *load, &masks_[arm])
+                       : compiler.expr(call.args[arm + 1]);
+    }
+  }
+  const Lane* eval(Frame& frame) override {
+    const Lane* c = c_->eval(frame);
+    for (int i = 0; i < lanes(); ++i) {
+      masks_[0][i].i = c[i].i != 0;
+      masks_[1][i].i = c[i].i == 0;
+    }
+    const Lane* t = arms_[0]->eval(frame);
+    const Lane* f = arms_[1]->eval(frame);
+    bool t_vector = arms_[0]->lanes() > 1, f_vector = arms_[1]->lanes() > 1;
+    Lane* out = this->out();
+    for (int i = 0; i < lanes(); ++i) {
+      out[i] = masks_[0][i].i != 0 ? t[t_vector ? i : 0] : f[f_vector ? i : 0];
+    }
+    return out;
+  }
+
+ private:
+  ExprCodePtr c_;
+  std::vector<Lane> masks_[2];  // where the then-arm and where the else-arm is picked
+  ExprCodePtr arms_[2];
+};
+
 // The bits of the argument, written lane by lane in the memory encoding of its dtype, read back
 // lane by lane as the call's dtype.
 class ReinterpretCode final : public ResultCode {
@@ -330,6 +371,9 @@ ExprCodePtr compile_call(Compiler& compiler, const Call& call) {
       return std::make_unique<BitCode>(t, call.op, std::move(args), to_script(Expr(&call)));
     }
     case Builtin::IfThenElse:
+      if (call.args.size() == 3 && call.args[0]->dtype.lanes() > 1) {
+        return std::make_unique<LanewiseIfThenElseCode>(compiler, call);
+      }
       return std::make_unique<IfThenElseCode>(t, arg(0), arg(1), arg(2));
     case Builtin::Likely:
     case Builtin::PtxCpAsync:  // the copy completes at once: every wait finds it done

@@ -109,6 +109,10 @@ ExprCodePtr compile_extern_call(Compiler& compiler, const ir::Call& call);
 
 // Buffer loads and stores, with their bounds checks (buffer_code.cc).
 ExprCodePtr compile_load(Compiler& compiler, const ir::BufferLoad& load);
+// The load `load` on the lanes where `*mask` (a boolean per lane, set before each evaluation)
+// holds, 0 on the others, which are neither checked nor read.
+ExprCodePtr compile_masked_load(Compiler& compiler, const ir::BufferLoad& load,
+                                const std::vector<Lane>* mask);
 StmtCodePtr compile_store(Compiler& compiler, const ir::BufferStore& store);
 
 // The storage of one allocated buffer (an Allocate, or an alloc_buffer of a block). The

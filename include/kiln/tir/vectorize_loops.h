@@ -13,7 +13,12 @@ namespace kiln::tir {
 // widened lane-wise (loop-invariant operands are broadcast; `ramp + x` and `ramp * c` stay
 // ramps); loads and stores get vector indices; if_then_else with a condition that varies across
 // lanes becomes a Select when both arms are safe to evaluate on every lane (no load, or loads
-// provably in bounds). An if statement without else whose condition varies across lanes and
+// provably in bounds), and otherwise keeps the loads that may be out of bounds to the lanes
+// that pick their arm: an arm that is such a load stays the then-arm of a vector if_then_else
+// (its condition negated for the else-arm), which the code generator loads only on the lanes
+// where the condition holds (a masked load or gather), and a load inside an arm becomes such
+// an if_then_else of the arm's condition and 0 (nested ones of both conditions), e.g. a
+// padded convolution's row `if_then_else(1 <= x and x < 57, data[x - 1], 0)`. An if statement without else whose condition varies across lanes and
 // whose branch is one store to a buffer private to this thread (allocated inside the innermost
 // parallel loop around it, or in the function when there is none; on a GPU, "local" memory)
 // becomes a store on every lane of select(condition, value, the old value), when every lane's
@@ -33,7 +38,9 @@ namespace kiln::tir {
 // accessed at different indices in the body (lanes could depend on each other); an if statement
 // (but the private store above) or assert whose condition varies across lanes; an inner loop whose
 // range varies across lanes, or of kind parallel, vectorized or thread-bound; if_then_else whose
-// arms are not safe; calls with side effects (call_extern, storage_sync) or extern calls with
+// arms may load out of bounds and cannot be masked (a load inside an arm that does not vary
+// across lanes, indices that load out of bounds themselves, or no masked loads on the target);
+// calls with side effects (call_extern, storage_sync) or extern calls with
 // arguments that vary across lanes; vector expressions already in the body; blocks.
 //
 // The pass trusts the schedule that the loop is data parallel, as the `vectorize` primitive
@@ -49,8 +56,10 @@ ir::Ref<ir::PrimFunc> vectorize_loops(const ir::Ref<ir::PrimFunc>& func);
 // The same for a code generator whose vectors have only the lane counts in `lanes` (a GPU
 // language's vector types: CUDA's float2/float4, OpenCL's 2, 4, 8 and 16): a vectorized loop of
 // another extent stays serial, its reason naming the lane counts. An empty list allows any.
-// Tested by tests/cpp/tir/vectorize_loops_test.cc.
+// Without `masked_loads` (C's ?: on vectors evaluates both arms on every lane), a vector
+// if_then_else guarding a load that may be out of bounds keeps its loop serial. Tested by
+// tests/cpp/tir/vectorize_loops_test.cc.
 ir::Ref<ir::PrimFunc> vectorize_loops(const ir::Ref<ir::PrimFunc>& func,
-                                      const std::vector<int>& lanes);
+                                      const std::vector<int>& lanes, bool masked_loads = false);
 
 }  // namespace kiln::tir

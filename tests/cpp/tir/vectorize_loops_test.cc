@@ -284,18 +284,133 @@ TEST(VectorizeLoopsFallback, IfWithAVectorCondition) {
             "have side effects");
 }
 
-TEST(VectorizeLoopsFallback, IfThenElseGuardingAnOutOfBoundsLoad) {
-  // B[i] = if_then_else(i >= 1, A[i - 1], 0): lane 0 would load A[-1].
+// Vector if_then_else calls in `s` whose condition varies across lanes and whose then-arm is a
+// vector load (the masked loads).
+int count_masked_loads(const Stmt& s) {
+  return count_nodes(s, [](const Node* node) {
+    const auto* call = node->kind() == NodeKind::Call ? static_cast<const Call*>(node) : nullptr;
+    return call != nullptr && call->op == Builtin::IfThenElse &&
+           call->args[0]->dtype.lanes() > 1 && call->args[1].is<BufferLoad>() &&
+           call->args[1]->dtype.lanes() > 1;
+  });
+}
+
+// The function vectorized, checked to have no fallback and `masked` masked loads, and to compute
+// what `func` computes on the interpreter (whose bounds checks would catch a lane loaded out of
+// bounds). A has 8 elements, B 8.
+void expect_masked(const Ref<PrimFunc>& func, int masked) {
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "");
+  EXPECT_EQ(count_masked_loads(result->body), masked) << to_script(result->body);
+  verify_ir(result, "vectorize_loops");
+  std::vector<float> in = random_floats(8);
+  EXPECT_EQ(run(result, {in, std::vector<float>(8)})[1], run(func, {in, std::vector<float>(8)})[1]);
+}
+
+TEST(VectorizeLoops, GuardedLoadThatMayBeOutOfBoundsBecomesAMaskedLoad) {
+  // B[i] = if_then_else(i >= 1, A[i - 1], 0): lane 0 would load A[-1], so only the lanes where
+  // the condition holds load.
   Ref<Var> i = make_var("i");
   Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
   Expr value = if_then_else(ge(i, i32(1)), buffer_load(a, {i - 1}), f32(0));
   Ref<PrimFunc> func = make_func({a, b}, vectorized(i, 8, buffer_store(b, value, {i})));
+  EXPECT_EQ(to_script(vectorize_loops(func)->body),
+            "B[T.Ramp(0, 1, 8)] = T.if_then_else(T.Ramp(0, 1, 8) >= T.Broadcast(1, 8), "
+            "A[T.Ramp(-1, 1, 8)], T.Broadcast(T.float32(0), 8))");
+  expect_masked(func, 1);
+}
+
+TEST(VectorizeLoops, GuardedLoadInTheElseArmIsMaskedByTheNegatedCondition) {
+  // B[i] = if_then_else(i < 1, 0, A[i - 1]).
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr value = if_then_else(lt(i, i32(1)), f32(0), buffer_load(a, {i - 1}));
+  expect_masked(make_func({a, b}, vectorized(i, 8, buffer_store(b, value, {i}))), 1);
+}
+
+TEST(VectorizeLoops, LoadsInsideAnArmAreMaskedOneByOne) {
+  // B[i] = if_then_else(i >= 1, A[i - 1] * 2 + A[i], A[i] - A[i + 1] * 3)... the else-arm's
+  // A[i + 1] is out of bounds on lane 7, where the condition holds.
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr then_arm = add(mul(buffer_load(a, {i - 1}), f32(2)), buffer_load(a, {i}));
+  Expr else_arm = sub(buffer_load(a, {i}), mul(buffer_load(a, {i + 1}), f32(3)));
+  Expr value = if_then_else(ge(i, i32(1)), then_arm, else_arm);
+  expect_masked(make_func({a, b}, vectorized(i, 8, buffer_store(b, value, {i}))), 2);
+}
+
+TEST(VectorizeLoops, NestedGuardsMaskALoadWithBothConditions) {
+  // B[i] = if_then_else(i >= 1, A[i - 1] + if_then_else(i < 7, A[i + 1], 0), 0): A[i + 1] loads
+  // where both hold (lane 7 is out of bounds; lane 0 is kept out by the outer guard only when
+  // the inner load's own mask is narrowed: A[i + 1] is in bounds there, the test of the
+  // narrowing is A[i - 2] below).
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr inner = if_then_else(lt(i, i32(7)), buffer_load(a, {i + 1}), f32(0));
+  Expr value = if_then_else(ge(i, i32(1)), add(buffer_load(a, {i - 1}), inner), f32(0));
+  expect_masked(make_func({a, b}, vectorized(i, 8, buffer_store(b, value, {i}))), 2);
+  // B[i] = if_then_else(i >= 2, if_then_else(i < 7, A[i - 2], 0), 0): the inner guard alone
+  // would let lanes 0 and 1 load A[-2] and A[-1].
+  Expr narrowed = if_then_else(
+      ge(i, i32(2)), if_then_else(lt(i, i32(7)), buffer_load(a, {i - 2}), f32(0)), f32(0));
+  expect_masked(make_func({a, b}, vectorized(i, 8, buffer_store(b, narrowed, {i}))), 1);
+}
+
+TEST(VectorizeLoops, GuardedLoadThatDoesNotVaryLoadsOnTheLanesThatPickIt) {
+  // B[i] = if_then_else(i >= n, A[n], 0) with n in [0, 8]: A[8] is out of bounds, and no lane
+  // picks it then.
+  Ref<Var> i = make_var("i"), n = make_var("n");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr value = if_then_else(ge(i, n), buffer_load(a, {n}), f32(0));
+  Ref<PrimFunc> func = make_func({a, b, n}, vectorized(i, 8, buffer_store(b, value, {i})));
   Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "");
+  EXPECT_EQ(count_masked_loads(result->body), 1);
+  std::vector<float> in = random_floats(8);
+  for (int64_t bound : {0, 3, 8}) {
+    EXPECT_EQ(run(result, {in, std::vector<float>(8)}, {bound})[1],
+              run(func, {in, std::vector<float>(8)}, {bound})[1]);
+  }
+}
+
+TEST(VectorizeLoopsFallback, IfThenElseGuardingAnOutOfBoundsLoadWithoutMaskedLoads) {
+  // A C vector language (OpenCL, CUDA) evaluates both arms of ?: on every lane.
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr value = if_then_else(ge(i, i32(1)), buffer_load(a, {i - 1}), f32(0));
+  Ref<PrimFunc> func = make_func({a, b}, vectorized(i, 8, buffer_store(b, value, {i})));
+  Ref<PrimFunc> result = vectorize_loops(func, {2, 4, 8});
   EXPECT_EQ(fallback_reason(result),
             "if_then_else(i >= 1, ...) varies across lanes and guards a load that may be out of "
-            "bounds");
+            "bounds (the target has no masked loads)");
   std::vector<float> in = random_floats(8);
   EXPECT_EQ(run(result, {in, std::vector<float>(8)})[1], run(func, {in, std::vector<float>(8)})[1]);
+}
+
+TEST(VectorizeLoopsFallback, GuardedLoadWhoseIndicesLoadOutOfBounds) {
+  // B[i] = if_then_else(i >= 1, A[int(A[i - 1])], 0): the index's own load is out of bounds on
+  // lane 0, and a masked load evaluates its indices on every lane.
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr index = cast(DataType::int32(), buffer_load(a, {i - 1}));
+  Expr value = if_then_else(ge(i, i32(1)), buffer_load(a, {index}), f32(0));
+  Ref<PrimFunc> result =
+      vectorize_loops(make_func({a, b}, vectorized(i, 8, buffer_store(b, value, {i}))));
+  EXPECT_EQ(fallback_reason(result),
+            "if_then_else(i >= 1, ...) varies across lanes and guards a load that may be out of "
+            "bounds with indices that load out of bounds too");
+}
+
+TEST(VectorizeLoopsFallback, GuardedLoadInsideAnArmThatDoesNotVary) {
+  // B[i] = if_then_else(i >= n, A[i] * A[n], 0): A[n] is the same on every lane, inside an arm.
+  Ref<Var> i = make_var("i"), n = make_var("n");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Expr value = if_then_else(ge(i, n), mul(buffer_load(a, {i}), buffer_load(a, {n})), f32(0));
+  Ref<PrimFunc> result =
+      vectorize_loops(make_func({a, b, n}, vectorized(i, 8, buffer_store(b, value, {i}))));
+  EXPECT_EQ(fallback_reason(result),
+            "if_then_else(i >= n, ...) varies across lanes and guards a load that may be out of "
+            "bounds inside an arm, the same on every lane");
 }
 
 TEST(VectorizeLoopsFallback, InnerLoopWithAVaryingExtent) {
