@@ -614,8 +614,7 @@ class LoopVectorizer : public IRMutator {
       fail("its extent ", *extent, " is not a lane count of the target's vector types (", counts,
            "); split the loop so that the vectorized part has one of them");
     }
-    return Vectorizer(loop, static_cast<int>(*extent), &ana_, frames_.back().buffers,
-                      masked_loads_)
+    return Vectorizer(loop, static_cast<int>(*extent), &ana_, frames_.back().buffers, masked_loads_)
         .run(loop->body);
   }
 

@@ -194,10 +194,10 @@ llvm::Value* CodeGenLLVM::emit_lanewise_if_then_else(const Call* op, llvm::Value
   if (f_load != nullptr && t_load == nullptr) {
     return emit_load(f_load, negated, on_every_lane(op->args[1]));
   }
-  llvm::Value* t = t_load != nullptr ? emit_load(t_load, condition, nullptr)
-                                     : on_every_lane(op->args[1]);
-  llvm::Value* f = f_load != nullptr ? emit_load(f_load, negated, nullptr)
-                                     : on_every_lane(op->args[2]);
+  llvm::Value* t =
+      t_load != nullptr ? emit_load(t_load, condition, nullptr) : on_every_lane(op->args[1]);
+  llvm::Value* f =
+      f_load != nullptr ? emit_load(f_load, negated, nullptr) : on_every_lane(op->args[2]);
   return builder_.CreateSelect(condition, t, f);
 }
 

@@ -238,8 +238,9 @@ class MaskedLoadCode final : public ResultCode {
     const int64_t* offsets = access_.offsets();
     Lane* out = this->out();
     for (int i = 0; i < lanes(); ++i) {
-      out[i] = mask[i].i == 0 ? Lane{0}
-                              : read_element(access_.kind(), data + (offsets[i] << access_.shift()));
+      out[i] = mask[i].i == 0
+                   ? Lane{0}
+                   : read_element(access_.kind(), data + (offsets[i] << access_.shift()));
     }
     return out;
   }
@@ -287,8 +288,8 @@ ExprCodePtr compile_masked_load(Compiler& compiler, const BufferLoad& load,
                                 const std::vector<Lane>* mask) {
   type_check(load.dtype.element_of() == load.buffer->dtype &&
              load.dtype.lanes() == static_cast<int>(mask->size()))
-      << "tir.interpret: the masked load " << to_script(Expr(&load)) << " has dtype "
-      << load.dtype << "; expected " << load.buffer->dtype.with_lanes(static_cast<int>(mask->size()))
+      << "tir.interpret: the masked load " << to_script(Expr(&load)) << " has dtype " << load.dtype
+      << "; expected " << load.buffer->dtype.with_lanes(static_cast<int>(mask->size()))
       << " (buffer " << load.buffer->name << "'s dtype with the lanes of the condition)";
   BufferAccess access(compiler, load.buffer, load.indices, load.dtype.lanes(), false);
   return std::make_unique<MaskedLoadCode>(load.dtype, std::move(access), mask);

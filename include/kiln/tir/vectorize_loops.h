@@ -18,14 +18,15 @@ namespace kiln::tir {
 // (its condition negated for the else-arm), which the code generator loads only on the lanes
 // where the condition holds (a masked load or gather), and a load inside an arm becomes such
 // an if_then_else of the arm's condition and 0 (nested ones of both conditions), e.g. a
-// padded convolution's row `if_then_else(1 <= x and x < 57, data[x - 1], 0)`. An if statement without else whose condition varies across lanes and
-// whose branch is one store to a buffer private to this thread (allocated inside the innermost
-// parallel loop around it, or in the function when there is none; on a GPU, "local" memory)
-// becomes a store on every lane of select(condition, value, the old value), when every lane's
-// index is in bounds and the value is safe to evaluate on every lane (the partial tile of a
-// masked register tile). Serial and unrolled loops inside are vectorized through when their range
-// does not vary across lanes; a buffer allocated inside gets one copy per lane (its accesses
-// must not vary across lanes). A loop of extent 1 becomes its body at the loop's min.
+// padded convolution's row `if_then_else(1 <= x and x < 57, data[x - 1], 0)`. An if statement
+// without else whose condition varies across lanes and whose branch is one store to a buffer
+// private to this thread (allocated inside the innermost parallel loop around it, or in the
+// function when there is none; on a GPU, "local" memory) becomes a store on every lane of
+// select(condition, value, the old value), when every lane's index is in bounds and the value is
+// safe to evaluate on every lane (the partial tile of a masked register tile). Serial and unrolled
+// loops inside are vectorized through when their range does not vary across lanes; a buffer
+// allocated inside gets one copy per lane (its accesses must not vary across lanes). A loop of
+// extent 1 becomes its body at the loop's min.
 //
 // When the body cannot be vectorized the loop becomes kSerial with the annotation
 // "kiln.vectorize_fallback" holding the reason, and the function's attribute

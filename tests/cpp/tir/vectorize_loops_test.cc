@@ -289,9 +289,8 @@ TEST(VectorizeLoopsFallback, IfWithAVectorCondition) {
 int count_masked_loads(const Stmt& s) {
   return count_nodes(s, [](const Node* node) {
     const auto* call = node->kind() == NodeKind::Call ? static_cast<const Call*>(node) : nullptr;
-    return call != nullptr && call->op == Builtin::IfThenElse &&
-           call->args[0]->dtype.lanes() > 1 && call->args[1].is<BufferLoad>() &&
-           call->args[1]->dtype.lanes() > 1;
+    return call != nullptr && call->op == Builtin::IfThenElse && call->args[0]->dtype.lanes() > 1 &&
+           call->args[1].is<BufferLoad>() && call->args[1]->dtype.lanes() > 1;
   });
 }
 
