@@ -231,9 +231,11 @@ void CodeGenLLVM::emit_allocate(const Allocate* op) {
   llvm::Value* data;
   bool on_stack = is_constant && constant_count * element_bytes <= kMaxStackAllocBytes;
   if (on_stack) {
-    data = entry_alloca(
-        element, builder_.getInt32(static_cast<uint32_t>(std::max<int64_t>(constant_count, 1))),
-        align, buffer.name);
+    // An array type rather than a count: SROA splits only the former (a register tile then
+    // becomes SSA values before LICM, which would otherwise promote each of its vectors).
+    auto* array =
+        llvm::ArrayType::get(element, static_cast<uint64_t>(std::max<int64_t>(constant_count, 1)));
+    data = entry_alloca(array, nullptr, align, buffer.name);
   } else {
     user_check(buffer.data_alignment <= kWorkspaceAlignment)
         << "codegen: buffer " << buffer.name << " of function " << symbol_ << " asks for "
