@@ -20,6 +20,7 @@
 #include "kiln/tir/merge_dynamic_shared_memory.h"
 #include "kiln/tir/plan_buffer_allocation.h"
 #include "kiln/tir/prefetch_shared.h"
+#include "kiln/tir/promote_to_registers.h"
 #include "kiln/tir/simplify.h"
 #include "kiln/tir/split_host_device.h"
 #include "kiln/tir/storage_rewrite.h"
@@ -73,6 +74,9 @@ Ref<PrimFunc> lower(Ref<PrimFunc> f, const LowerOptions& options) {
   }
   f = unroll_loops(f);              log.step("unroll_loops", f);
   f = simplify(f);                  log.step("simplify", f);
+  // CPU: a loop that reaches a register tile only at constant offsets works on a copy of it
+  // that LLVM's SROA splits into registers at once.
+  if (!gpu) { f = promote_to_registers(f); log.step("promote_to_registers", f); }
   // Allocations: hoisted out of loops, storage shared between buffers that do not overlap.
   f = storage_rewrite(f);           log.step("storage_rewrite", f);
   // GPU: barriers where threads pass values through shared memory, the dynamic shared buffers

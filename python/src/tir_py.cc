@@ -19,6 +19,7 @@
 #include "kiln/tir/make_packed_api.h"
 #include "kiln/tir/pipeline.h"
 #include "kiln/tir/plan_buffer_allocation.h"
+#include "kiln/tir/promote_to_registers.h"
 #include "kiln/tir/simplify.h"
 #include "kiln/tir/storage_rewrite.h"
 #include "kiln/tir/unroll_loops.h"
@@ -161,6 +162,13 @@ A loop whose body cannot be vectorized becomes serial, with the reason in its an
 unrolls what the loop annotation "pragma_auto_unroll_max_step" asks for.
 
 Returns the very same function when nothing is unrolled.)doc");
+  def_pass(transform, "promote_to_registers", &tir::promote_to_registers,
+           R"doc(Moves the outermost serial loops that access a "local" buffer only at constant
+offsets (and store to it) onto a copy of it, copied in before the loop and out after it, which
+LLVM keeps in registers.
+
+Runs on the flat program after unroll_loops. Returns the very same function when nothing is
+promoted.)doc");
   def_pass(transform, "lower_intrinsics", &tir::lower_intrinsics,
            R"doc(Replaces float32 math calls (exp, log, tanh, sigmoid, erf, sin, cos, …) by
 arithmetic that vectorizes, instead of scalar libm calls; float16 and bfloat16 go through

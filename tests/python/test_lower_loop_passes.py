@@ -215,3 +215,41 @@ def test_masked_register_tile_blends_its_boundary_vectors():
     s = np.full((n, n), 7.0, "float32")
     tir.interpret(lowered, q, key, s)
     np.testing.assert_allclose(s, np.tril(q @ key.T), rtol=1e-5, atol=1e-5)
+
+
+def test_register_tile_written_back_by_a_loop_is_promoted_around_its_reduction():
+    # C[i, j] = sum_k A[i, k] * B[k, j] in a "local" tile of 4 unrolled rows x 8 vector columns
+    # whose write-back loops over the rows: the reduction loop works on C_local_reg (copied in
+    # after the zeros, out before the write-back), the write-back reads C_local.
+    n = 16
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    sch = tir.Schedule(te.create_prim_func([A, B, C]))
+    local = sch.cache_write("C", 0, "local")
+    rows, columns = sch.get_loops(local)
+    row_block, row = sch.split(rows, factors=[None, 4])
+    column_block, column = sch.split(columns, factors=[None, 8])
+    sch.reorder(row_block, column_block, row, column)
+    sch.compute_at("C", column_block)
+    tile_row, tile_column, reduction = sch.get_loops("C")[-3:]
+    sch.reorder(reduction, tile_row, tile_column)
+    sch.unroll(tile_row)
+    sch.vectorize(tile_column)
+    sch.decompose_reduction("C", reduction)
+    lowered = tir.lower(sch.mod)
+    text = lowered.script()
+    assert "as C_local_reg:" in text, text
+    update = [line for line in text.splitlines() if "T.Broadcast(A" in line]
+    assert len(update) == 4 and all("C_local_reg[" in line and "C_local[" not in line
+                          for line in update), text
+    rng = np.random.default_rng(4)
+    a, b = (rng.standard_normal((n, n)).astype("float32") for _ in range(2))
+    expected = a @ b
+    c = np.zeros((n, n), "float32")
+    tir.interpret(lowered, a, b, c)
+    np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-5)
+    c = np.zeros((n, n), "float32")
+    kiln.build(sch.mod)(a, b, c)
+    np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-5)

@@ -19,6 +19,7 @@ storage_rewrite = _passes.storage_rewrite
 loop_partition = _passes.loop_partition
 vectorize_loops = _passes.vectorize_loops
 unroll_loops = _passes.unroll_loops
+promote_to_registers = _passes.promote_to_registers
 lower_intrinsics = _passes.lower_intrinsics
 make_packed_api = _passes.make_packed_api
 verify_ir = _passes.verify_ir
@@ -26,4 +27,5 @@ verify_ir = _passes.verify_ir
 __all__ = ["lower_init_block", "lower_warp_memory", "plan_buffer_allocation",
            "compact_buffer_allocation", "lower_opaque_block", "flatten_buffers", "simplify",
            "inject_virtual_threads", "storage_rewrite", "verify_ir",
-           "loop_partition", "vectorize_loops", "unroll_loops", "lower_intrinsics", "make_packed_api"]
+           "loop_partition", "vectorize_loops", "unroll_loops", "promote_to_registers",
+           "lower_intrinsics", "make_packed_api"]
