@@ -41,7 +41,9 @@ namespace kiln::ir {
   X(BitwiseXor, "bitwise_xor", 2, true)                                                           \
   X(BitwiseNot, "bitwise_not", 1, true)                                                           \
   X(Popcount, "popcount", 1, true)                                                                \
-  /* if_then_else(cond, a, b): evaluates only the arm it picks (guards padded loads). */          \
+  /* if_then_else(cond, a, b): evaluates only the arm it picks (guards padded loads); with a      \
+     vector cond, both arms on every lane, but an arm that is a load loads only on the lanes      \
+     that pick it (a masked load). */                                                             \
   X(IfThenElse, "if_then_else", 3, true)                                                          \
   /* likely(cond): cond, with a hint that it is usually true (loop partition uses it). */         \
   X(Likely, "likely", 1, true)                                                                    \
