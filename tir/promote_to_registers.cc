@@ -100,27 +100,16 @@ Uses uses_in(const For& loop, const Var* data) {
   return uses;
 }
 
-// Loads and stores of buffers by data variable moved to other buffers.
+// The accesses of buffers, by data variable, moved to other buffers.
 class BufferSwap : public IRMutator {
  public:
   explicit BufferSwap(std::unordered_map<const Var*, Ref<Buffer>> to) : to_(std::move(to)) {}
   using IRMutator::mutate;
 
  protected:
-  using IRMutator::visit;
-  Expr visit(const BufferLoad* op) override {
-    Expr e = IRMutator::visit(op);
-    const auto* load = e.as<BufferLoad>();
-    auto it = to_.find(load->buffer->data.get());
-    if (it == to_.end()) return e;
-    return make<BufferLoad>(load->dtype, it->second, load->indices);
-  }
-  Stmt visit(const BufferStore* op) override {
-    Stmt s = IRMutator::visit(op);
-    const auto* store = s.as<BufferStore>();
-    auto it = to_.find(store->buffer->data.get());
-    if (it == to_.end()) return s;
-    return make<BufferStore>(it->second, store->value, store->indices);
+  Ref<Buffer> mutate_buffer(const Ref<Buffer>& buffer) override {
+    auto it = to_.find(buffer->data.get());
+    return it == to_.end() ? buffer : it->second;
   }
 
  private:
