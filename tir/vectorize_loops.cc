@@ -105,12 +105,12 @@ bool is_elementwise(Builtin op) {
 class Vectorizer : public IRMutator {
  public:
   Vectorizer(const For* loop, int lanes, arith::Analyzer* ana,
-             const std::unordered_set<const Var*>& private_buffers, bool masked_loads)
+             const std::unordered_set<const Var*>& private_buffers, bool masked_memory)
       : loop_(loop),
         lanes_(lanes),
         ana_(ana),
         private_(private_buffers),
-        masked_loads_(masked_loads) {
+        masked_memory_(masked_memory) {
     DataType t = loop->loop_var->dtype;
     ramp_ = make<Ramp>(t.with_lanes(lanes), cast(t, loop->min), make_const(t, 1), lanes);
   }
@@ -323,6 +323,7 @@ class Vectorizer : public IRMutator {
     Expr c = mutate(op->condition);
     if (lanes_of(c) > 1) {
       if (Stmt blended = blend_guarded_store(op); blended.defined()) return blended;
+      if (Stmt masked = masked_store(op, c); masked.defined()) return masked;
       fail("an if statement's condition ", to_script(op->condition),
            " varies across lanes and its branches have side effects");
     }
@@ -420,6 +421,27 @@ class Vectorizer : public IRMutator {
     return safe;
   }
 
+  // `if c: B[i] = v` with c varying across lanes, kept as an if statement whose vector condition
+  // the code generator turns into a store of only the lanes where it holds (a masked store or
+  // scatter), with the loads of v that may be out of bounds masked by c too; null without
+  // masked memory access, when the branch is not one store or when the store's indices load
+  // out of bounds (they are evaluated on every lane).
+  Stmt masked_store(const IfThenElse* op, const Expr& c) {
+    if (!masked_memory_ || op->else_case.defined() || !op->then_case.is<BufferStore>()) {
+      return Stmt();
+    }
+    Stmt vector = mutate(op->then_case);
+    const auto* store = vector.as<BufferStore>();
+    for (const Expr& index : store->indices) {
+      if (!loads_in_bounds(index)) return Stmt();
+    }
+    Expr value = store->value;
+    if (!loads_in_bounds(value)) {
+      value = mask_loads(value, c, "an if statement's condition " + to_script(op->condition));
+    }
+    return make<IfThenElse>(c, make<BufferStore>(store->buffer, value, store->indices));
+  }
+
   // `if c: B[i] = v` with c varying across lanes, as `B[i] = select(c, v, B[i])`: every lane
   // stores, the old value where c fails. Only for a buffer that no other thread can access
   // meanwhile (private_), with every lane's index in bounds and v safe to evaluate on every
@@ -454,26 +476,27 @@ class Vectorizer : public IRMutator {
     if (loads_in_bounds(t) && loads_in_bounds(f)) {
       return make<Select>(op->dtype.with_lanes(lanes_), c, widen(t), widen(f));
     }
-    if (!masked_loads_) fail_guard(op, "(the target has no masked loads)");
+    std::string guard = "if_then_else(" + to_script(op->args[0]) + ", ...)";
+    if (!masked_memory_) fail_guard(guard, "(the target has no masked loads)");
     // Otherwise the loads that may fault load only on the lanes whose arm they are in: an arm
     // that is such a load becomes the then-arm of a vector if_then_else (which loads it only
     // where the condition holds), and the loads inside other arms are masked one by one.
     Expr not_c = make<Not>(c->dtype, c);
     if (is_unsafe_load(t)) {
       return make<Call>(op->dtype.with_lanes(lanes_), Builtin::IfThenElse,
-                        std::vector<Expr>{c, vector_load(t, op), mask_loads(f, not_c, op)});
+                        std::vector<Expr>{c, vector_load(t, guard), mask_loads(f, not_c, guard)});
     }
     if (is_unsafe_load(f)) {
       return make<Call>(op->dtype.with_lanes(lanes_), Builtin::IfThenElse,
-                        std::vector<Expr>{not_c, vector_load(f, op), mask_loads(t, c, op)});
+                        std::vector<Expr>{not_c, vector_load(f, guard), mask_loads(t, c, guard)});
     }
-    return make<Select>(op->dtype.with_lanes(lanes_), c, mask_loads(t, c, op),
-                        mask_loads(f, not_c, op));
+    return make<Select>(op->dtype.with_lanes(lanes_), c, mask_loads(t, c, guard),
+                        mask_loads(f, not_c, guard));
   }
 
-  [[noreturn]] static void fail_guard(const Call* guard, const char* why) {
-    fail("if_then_else(", to_script(guard->args[0]), ", ...) varies across lanes and guards a ",
-         "load that may be out of bounds ", why);
+  // `guard` names the condition: "if_then_else(c, ...)" or "an if statement's condition c".
+  [[noreturn]] static void fail_guard(const std::string& guard, const char* why) {
+    fail(guard, " varies across lanes and guards a load that may be out of bounds ", why);
   }
 
   // Whether e is a load that may be out of bounds on some lane.
@@ -482,7 +505,7 @@ class Vectorizer : public IRMutator {
   // A load that may be out of bounds as a load on every lane (one that does not vary across
   // lanes reads its element on each), for a vector if_then_else to mask; its indices are
   // evaluated on every lane.
-  Expr vector_load(const Expr& e, const Call* guard) {
+  Expr vector_load(const Expr& e, const std::string& guard) {
     const auto* load = e.as<BufferLoad>();
     for (const Expr& index : load->indices) {
       if (!loads_in_bounds(index)) fail_guard(guard, "with indices that load out of bounds too");
@@ -497,7 +520,7 @@ class Vectorizer : public IRMutator {
   // e on every lane, with each load in it that may be out of bounds loaded only on the lanes
   // where `mask` holds (`if_then_else(mask, load, 0)`); a load masked this way already is
   // loaded only where both masks hold.
-  Expr mask_loads(const Expr& e, const Expr& mask, const Call* guard) {
+  Expr mask_loads(const Expr& e, const Expr& mask, const std::string& guard) {
     if (is_unsafe_load(e)) {
       Expr load = vector_load(e, guard);
       return make<Call>(load->dtype, Builtin::IfThenElse,
@@ -505,7 +528,7 @@ class Vectorizer : public IRMutator {
     }
     class Masker : public IRMutator {
      public:
-      Masker(Vectorizer* v, Expr mask, const Call* guard)
+      Masker(Vectorizer* v, Expr mask, const std::string& guard)
           : v_(v), mask_(std::move(mask)), guard_(guard) {}
       using IRMutator::mutate;
 
@@ -532,7 +555,7 @@ class Vectorizer : public IRMutator {
      private:
       Vectorizer* v_;
       Expr mask_;
-      const Call* guard_;
+      const std::string& guard_;
     };
     return Masker(this, mask, guard).mutate(widen(e));
   }
@@ -563,7 +586,7 @@ class Vectorizer : public IRMutator {
   int lanes_;
   arith::Analyzer* ana_;
   const std::unordered_set<const Var*>& private_;  // data variables of thread-private buffers
-  bool masked_loads_;  // the code generator masks the loads of vector if_then_else arms
+  bool masked_memory_;                             // the code generator has masked loads and stores
   Expr ramp_;
   std::unordered_map<const Var*, Ref<Var>> let_vars_;
   std::unordered_map<const Var*, Ref<Buffer>> per_lane_;
@@ -573,8 +596,8 @@ class Vectorizer : public IRMutator {
 
 class LoopVectorizer : public IRMutator {
  public:
-  LoopVectorizer(const std::vector<int>& lanes, bool masked_loads)
-      : lanes_(lanes), masked_loads_(masked_loads) {}
+  LoopVectorizer(const std::vector<int>& lanes, bool masked_memory)
+      : lanes_(lanes), masked_memory_(masked_memory) {}
   using IRMutator::mutate;
 
  protected:
@@ -614,7 +637,8 @@ class LoopVectorizer : public IRMutator {
       fail("its extent ", *extent, " is not a lane count of the target's vector types (", counts,
            "); split the loop so that the vectorized part has one of them");
     }
-    return Vectorizer(loop, static_cast<int>(*extent), &ana_, frames_.back().buffers, masked_loads_)
+    return Vectorizer(loop, static_cast<int>(*extent), &ana_, frames_.back().buffers,
+                      masked_memory_)
         .run(loop->body);
   }
 
@@ -647,7 +671,7 @@ class LoopVectorizer : public IRMutator {
   };
 
   std::vector<int> lanes_;  // the lane counts allowed; empty for any
-  bool masked_loads_;
+  bool masked_memory_;
   arith::Analyzer ana_;
   std::vector<Frame> frames_{Frame{{}, true}};
   nlohmann::ordered_json fallbacks_ = nlohmann::ordered_json::array();
@@ -656,12 +680,12 @@ class LoopVectorizer : public IRMutator {
 }  // namespace
 
 Ref<PrimFunc> vectorize_loops(const Ref<PrimFunc>& func) {
-  return vectorize_loops(func, {}, /*masked_loads=*/true);
+  return vectorize_loops(func, {}, /*masked_memory=*/true);
 }
 
 Ref<PrimFunc> vectorize_loops(const Ref<PrimFunc>& func, const std::vector<int>& lanes,
-                              bool masked_loads) {
-  LoopVectorizer vectorizer(lanes, masked_loads);
+                              bool masked_memory) {
+  LoopVectorizer vectorizer(lanes, masked_memory);
   Ref<PrimFunc> result = with_body(func, vectorizer.mutate(func->body));
   if (vectorizer.fallbacks().empty()) return result;
   // The function keeps the list, since later passes may unroll or drop the serial loops that

@@ -177,7 +177,8 @@ class CodeGenLLVM : public ir::ExprFunctor<llvm::Value*> {
 
   // ---- Statements and memory (codegen_llvm_stmt.cc) ----
   void emit_stmt(const ir::Stmt& s);
-  void emit_store(const ir::BufferStore* op);
+  // The store `op`; with a `mask` (a vector of i1), only its lanes where the mask is set.
+  void emit_store(const ir::BufferStore* op, llvm::Value* mask = nullptr);
   void emit_allocate(const ir::Allocate* op);
   void emit_for(const ir::For* op);
   // A loop as it is: parallel (a task function) or serial.

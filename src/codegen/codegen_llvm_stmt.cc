@@ -11,6 +11,7 @@
 #include "kiln/codegen/codegen_llvm.h"
 #include "kiln/ir/buffer.h"
 #include "kiln/ir/op.h"
+#include "kiln/ir/printer.h"
 #include "kiln/support/error.h"
 #include "kiln/tir/nontemporal.h"
 #include "kiln/tir/unroll_loops.h"
@@ -145,7 +146,7 @@ llvm::Value* CodeGenLLVM::emit_load(const BufferLoad* op, llvm::Value* mask,
   return value;
 }
 
-void CodeGenLLVM::emit_store(const BufferStore* op) {
+void CodeGenLLVM::emit_store(const BufferStore* op, llvm::Value* mask) {
   const Buffer& buffer = *single_index_buffer("BufferStore", op->buffer, op->indices, symbol_);
   const Expr& index = op->indices[0];
   llvm::Value* value = emit(op->value);
@@ -158,13 +159,18 @@ void CodeGenLLVM::emit_store(const BufferStore* op) {
     store = builder_.CreateAlignedStore(value, address, access_alignment(buffer, index));
   } else if (ramp != nullptr && is_const_int(ramp->stride, 1)) {
     llvm::Value* address = element_address(buffer, emit_index(ramp->base), ramp->base->dtype);
-    store = builder_.CreateAlignedStore(value, address, access_alignment(buffer, index));
+    llvm::Align align = access_alignment(buffer, index);
+    if (mask == nullptr) {
+      store = builder_.CreateAlignedStore(value, address, align);
+    } else {
+      store = builder_.CreateMaskedStore(value, address, align, mask);
+    }
   } else {
     llvm::Value* addresses = element_address(buffer, emit_index(index), index->dtype);
-    store = builder_.CreateMaskedScatter(value, addresses, llvm::Align(buffer.dtype.bytes()));
+    store = builder_.CreateMaskedScatter(value, addresses, llvm::Align(buffer.dtype.bytes()), mask);
   }
   add_alias_info(store, buffer);
-  if (!streamed_.empty() && tir::is_streaming_store(*op, streamed_)) {
+  if (mask == nullptr && !streamed_.empty() && tir::is_streaming_store(*op, streamed_)) {
     store->setMetadata(
         llvm::LLVMContext::MD_nontemporal,
         llvm::MDNode::get(context_, {llvm::ConstantAsMetadata::get(builder_.getInt32(1))}));
@@ -442,6 +448,17 @@ void CodeGenLLVM::emit_stmt(const Stmt& s) {
     case NodeKind::IfThenElse: {
       const auto* op = static_cast<const IfThenElse*>(s.get());
       llvm::Value* condition = emit(op->condition);
+      if (op->condition->dtype.lanes() > 1) {
+        // A store of only the lanes where the condition holds (vectorize_loops).
+        const auto* store = op->then_case.as<BufferStore>();
+        user_check(store != nullptr && !op->else_case.defined() &&
+                   store->value->dtype.lanes() == op->condition->dtype.lanes())
+            << "codegen: an if statement of function " << symbol_ << " has the vector condition "
+            << to_script(op->condition)
+            << "; expected one store of as many lanes as its branch, found " << to_script(s);
+        emit_store(store, condition);
+        return;
+      }
       auto* then_block = llvm::BasicBlock::Create(context_, "if_then", fn_.function);
       auto* end_block = llvm::BasicBlock::Create(context_, "if_end", fn_.function);
       llvm::BasicBlock* else_block = end_block;

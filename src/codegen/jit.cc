@@ -157,6 +157,15 @@ class JitEngine {
     internal_check(static_cast<bool>(process))
         << "compile_jit: " << llvm_message(process.takeError());
     runtime_->addGenerator(std::move(*process));
+    // The compiler-rt helpers of libgcc (GCC 12 has the float16 conversions a CPU without F16C
+    // calls): the extension loaded it, but privately, where the process search does not look.
+    auto libgcc = llvm::orc::DynamicLibrarySearchGenerator::Load(
+        "libgcc_s.so.1", jit_->getDataLayout().getGlobalPrefix());
+    if (libgcc) {
+      runtime_->addGenerator(std::move(*libgcc));
+    } else {
+      llvm::consumeError(libgcc.takeError());  // elsewhere: such calls fail to link, with a message
+    }
   }
 
   std::unique_ptr<llvm::orc::LLJIT> jit_;

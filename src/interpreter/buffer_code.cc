@@ -268,6 +268,29 @@ class StoreCode final : public StmtCode {
   BufferAccess access_;
 };
 
+class MaskedStoreCode final : public StmtCode {
+ public:
+  MaskedStoreCode(ExprCodePtr mask, ExprCodePtr value, BufferAccess access)
+      : mask_(std::move(mask)), value_(std::move(value)), access_(std::move(access)) {}
+  void exec(Frame& frame) override {
+    const Lane* mask = mask_->eval(frame);
+    int lanes = value_->lanes();
+    held_.assign(mask, mask + lanes);  // the value's evaluation may reuse the mask's storage
+    const Lane* value = value_->eval(frame);
+    uint8_t* data = access_.locate(frame, held_.data());
+    const int64_t* offsets = access_.offsets();
+    for (int i = 0; i < lanes; ++i) {
+      if (held_[i].i == 0) continue;
+      write_element(access_.kind(), value[i], data + (offsets[i] << access_.shift()));
+    }
+  }
+
+ private:
+  ExprCodePtr mask_, value_;
+  BufferAccess access_;
+  std::vector<Lane> held_;
+};
+
 int index_lanes(const std::vector<Expr>& indices) {
   int lanes = 1;
   for (const Expr& index : indices) lanes = std::max(lanes, index->dtype.lanes());
@@ -306,6 +329,23 @@ StmtCodePtr compile_store(Compiler& compiler, const BufferStore& store) {
   BufferAccess access(compiler, store.buffer, store.indices, t.lanes(), true);
   compiler.mark_written(compiler.storage_of(*store.buffer));
   return std::make_unique<StoreCode>(std::move(value), std::move(access));
+}
+
+StmtCodePtr compile_masked_store(Compiler& compiler, const BufferStore& store, const Expr& mask) {
+  DataType t = store.value->dtype;
+  type_check(t.element_of() == store.buffer->dtype && t.lanes() == index_lanes(store.indices) &&
+             mask->dtype.lanes() == t.lanes() && (mask->dtype.is_bool() || mask->dtype.is_int()))
+      << "tir.interpret: a store to buffer " << store.buffer->name << " under the condition "
+      << to_script(mask) << " expects a value of dtype "
+      << store.buffer->dtype.with_lanes(index_lanes(store.indices))
+      << " and a boolean condition of as many lanes, found " << to_script(store.value)
+      << " of dtype " << t << " and a condition of dtype " << mask->dtype;
+  ExprCodePtr mask_code = compiler.expr(mask);
+  ExprCodePtr value = compiler.expr(store.value);
+  BufferAccess access(compiler, store.buffer, store.indices, t.lanes(), true);
+  compiler.mark_written(compiler.storage_of(*store.buffer));
+  return std::make_unique<MaskedStoreCode>(std::move(mask_code), std::move(value),
+                                           std::move(access));
 }
 
 // ---------------------------------------------------------------------------------------------

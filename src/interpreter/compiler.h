@@ -114,6 +114,10 @@ ExprCodePtr compile_load(Compiler& compiler, const ir::BufferLoad& load);
 ExprCodePtr compile_masked_load(Compiler& compiler, const ir::BufferLoad& load,
                                 const std::vector<Lane>* mask);
 StmtCodePtr compile_store(Compiler& compiler, const ir::BufferStore& store);
+// The store `store` of only the lanes where `mask` (a boolean vector of as many lanes) holds;
+// the other lanes are neither checked nor written.
+StmtCodePtr compile_masked_store(Compiler& compiler, const ir::BufferStore& store,
+                                 const ir::Expr& mask);
 
 // The storage of one allocated buffer (an Allocate, or an alloc_buffer of a block). The
 // constructor binds the buffer's data variable in the compiler; call `end_scope` after the body

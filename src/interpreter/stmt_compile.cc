@@ -452,6 +452,15 @@ StmtCodePtr Compiler::stmt(const Stmt& s) {
     }
     case NodeKind::IfThenElse: {
       const auto* op = static_cast<const IfThenElse*>(s.get());
+      if (op->condition->dtype.lanes() > 1) {
+        // A store of only the lanes where the condition holds (vectorize_loops).
+        const auto* store = op->then_case.as<BufferStore>();
+        type_check(store != nullptr && !op->else_case.defined())
+            << "tir.interpret: an if statement with the vector condition "
+            << to_script(op->condition) << " must hold one store and no else, found "
+            << to_script(s);
+        return compile_masked_store(*this, *store, op->condition);
+      }
       check_scalar_condition(op->condition, "an IfThenElse");
       ExprCodePtr condition = expr(op->condition);
       // A barrier under the condition is named with it.

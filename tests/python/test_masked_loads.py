@@ -169,3 +169,45 @@ def test_fuzzed_guards_agree_with_numpy():
         np.testing.assert_array_equal(y, expected, err_msg=context)
         np.testing.assert_array_equal(run_lowered(sch, [a, np.zeros(n, dtype)])[1], expected,
                                       err_msg=context)
+
+
+def plus_one(shape, dtype):
+    A = te.placeholder(shape, dtype, name="A")
+    B = te.compute(shape, lambda *i: A[i] + te.const(1, dtype), name="B")
+    return te.create_prim_func([A, B])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "float16"])
+def test_split_tail_stores_only_its_lanes(target, dtype):
+    # n = 8 q + r: the tail's lanes past n are neither loaded nor stored (a masked store); the
+    # output is a view into a larger array whose elements past it must stay untouched.
+    for n in (5, 13, 100):
+        rt = build_quietly(vectorize_inner(plus_one((n,), dtype), "B").mod, target)
+        a = (np.arange(n) % 50).astype(dtype)
+        backing = np.full(n + 16, 77, dtype)
+        rt(a, backing[:n])
+        np.testing.assert_array_equal(backing[:n], a + np.array(1, dtype), err_msg=f"n={n}")
+        np.testing.assert_array_equal(backing[n:], np.full(16, 77, dtype), err_msg=f"n={n}")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_split_tail_along_rows_is_a_masked_scatter(target):
+    # The vectorized loop runs over the rows of a 13 x 3 array (lanes 3 elements apart): the
+    # tail of 5 rows stores with a masked scatter.
+    sch = tir.Schedule(plus_one((13, 3), "float32"))
+    i, j = sch.get_loops(sch.get_block("B"))
+    sch.reorder(j, i)
+    _, inner = sch.split(i, factors=[None, 8])
+    sch.vectorize(inner)
+    rt = build_quietly(sch.mod, target)
+    if target == "llvm":
+        assert "@llvm.masked.scatter.v8f32" in rt.get_source("ll")
+    a = np.random.default_rng(5).standard_normal((13, 3)).astype("float32")
+    backing = np.full(13 * 3 + 8, 7.0, "float32")
+    b = backing[:39].reshape(13, 3)
+    rt(a, b)
+    np.testing.assert_array_equal(b, a + np.float32(1))
+    np.testing.assert_array_equal(backing[39:], np.full(8, 7.0, "float32"))
+    np.testing.assert_array_equal(run_lowered(sch, [a, np.zeros((13, 3), "float32")])[1],
+                                  a + np.float32(1))

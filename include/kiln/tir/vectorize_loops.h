@@ -23,7 +23,12 @@ namespace kiln::tir {
 // private to this thread (allocated inside the innermost parallel loop around it, or in the
 // function when there is none; on a GPU, "local" memory) becomes a store on every lane of
 // select(condition, value, the old value), when every lane's index is in bounds and the value is
-// safe to evaluate on every lane (the partial tile of a masked register tile). Serial and unrolled
+// safe to evaluate on every lane (the partial tile of a masked register tile); to any other
+// buffer, it stays an if statement, whose vector condition the code generator turns into a store
+// of only the lanes where it holds (a masked store or scatter), the loads of the value that may
+// be out of bounds masked by the condition too (the tail of a loop split by a factor that does
+// not divide it: `if i < 100: B[i] = A[i]`), when the store's indices are safe to evaluate on
+// every lane. Serial and unrolled
 // loops inside are vectorized through when their range does not vary across lanes; a buffer
 // allocated inside gets one copy per lane (its accesses must not vary across lanes). A loop of
 // extent 1 becomes its body at the loop's min.
@@ -37,7 +42,7 @@ namespace kiln::tir {
 // whose index does not vary across lanes (e.g. the reduction `C[0] = C[0] + A[i]`) or whose
 // vector index is not a ramp with a nonzero stride (distinct addresses); a buffer both stored and
 // accessed at different indices in the body (lanes could depend on each other); an if statement
-// (but the private store above) or assert whose condition varies across lanes; an inner loop whose
+// (but the stores above) or assert whose condition varies across lanes; an inner loop whose
 // range varies across lanes, or of kind parallel, vectorized or thread-bound; if_then_else whose
 // arms may load out of bounds and cannot be masked (a load inside an arm that does not vary
 // across lanes, indices that load out of bounds themselves, or no masked loads on the target);
@@ -57,10 +62,12 @@ ir::Ref<ir::PrimFunc> vectorize_loops(const ir::Ref<ir::PrimFunc>& func);
 // The same for a code generator whose vectors have only the lane counts in `lanes` (a GPU
 // language's vector types: CUDA's float2/float4, OpenCL's 2, 4, 8 and 16): a vectorized loop of
 // another extent stays serial, its reason naming the lane counts. An empty list allows any.
-// Without `masked_loads` (C's ?: on vectors evaluates both arms on every lane), a vector
-// if_then_else guarding a load that may be out of bounds keeps its loop serial. Tested by
+// Without `masked_memory` (C's ?: on vectors evaluates both arms on every lane, and C has no
+// masked stores), a vector if_then_else guarding a load that may be out of bounds, and an if
+// statement whose condition varies across lanes (but the private store), keep their loop
+// serial. Tested by
 // tests/cpp/tir/vectorize_loops_test.cc.
 ir::Ref<ir::PrimFunc> vectorize_loops(const ir::Ref<ir::PrimFunc>& func,
-                                      const std::vector<int>& lanes, bool masked_loads = false);
+                                      const std::vector<int>& lanes, bool masked_memory = false);
 
 }  // namespace kiln::tir

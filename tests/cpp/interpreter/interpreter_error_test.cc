@@ -381,9 +381,10 @@ TEST(InterpretRefuses, VectorCondition) {
   Stmt nop = make<Evaluate>(int32_const(0));
   auto func = make_func({}, make<IfThenElse>(broadcast(bool_const(true), 4), nop));
   std::string msg = error_of([&] { interpret(*func, {}); });
-  EXPECT_MESSAGE(msg,
-                 "tir.interpret: the condition of an IfThenElse must be a scalar bool, found "
-                 "T.Broadcast(T.bool(True), 4) of dtype boolx4");
+  EXPECT_MESSAGE(
+      msg,
+      "tir.interpret: an if statement with the vector condition T.Broadcast(T.bool(True), "
+      "4) must hold one store and no else, found ");
 }
 
 TEST(InterpretRefuses, FloatLoopVariable) {

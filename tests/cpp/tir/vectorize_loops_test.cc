@@ -36,6 +36,28 @@ std::string fallback_reason(const Ref<PrimFunc>& func) {
   return "";
 }
 
+// Vector if_then_else calls in `s` whose condition varies across lanes and whose then-arm is a
+// vector load (the masked loads).
+int count_masked_loads(const Stmt& s) {
+  return count_nodes(s, [](const Node* node) {
+    const auto* call = node->kind() == NodeKind::Call ? static_cast<const Call*>(node) : nullptr;
+    return call != nullptr && call->op == Builtin::IfThenElse && call->args[0]->dtype.lanes() > 1 &&
+           call->args[1].is<BufferLoad>() && call->args[1]->dtype.lanes() > 1;
+  });
+}
+
+// The function vectorized, checked to have no fallback and `masked` masked loads, and to compute
+// what `func` computes on the interpreter (whose bounds checks would catch a lane loaded out of
+// bounds). A has 8 elements, B 8.
+void expect_masked(const Ref<PrimFunc>& func, int masked) {
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "");
+  EXPECT_EQ(count_masked_loads(result->body), masked) << to_script(result->body);
+  verify_ir(result, "vectorize_loops");
+  std::vector<float> in = random_floats(8);
+  EXPECT_EQ(run(result, {in, std::vector<float>(8)})[1], run(func, {in, std::vector<float>(8)})[1]);
+}
+
 TEST(VectorizeLoops, ElementwiseBodyBecomesRampsAndBroadcasts) {
   Ref<Var> i = make_var("i");
   Ref<Var> c = make_var("c", DataType::float32());
@@ -163,20 +185,38 @@ TEST(VectorizeLoops, GuardedStoreToAPrivateBufferBlendsTheOldValue) {
       fallback_reason(vectorize_loops(guarded_update("local", ForKind::kThreadBinding, true))), "");
 }
 
-TEST(VectorizeLoopsFallback, GuardedStoreToABufferThatOtherThreadsShare) {
-  // t allocated outside the parallel loop: a lane whose condition fails must not store.
+// If statements in `s` whose condition varies across lanes (the masked stores).
+int count_masked_stores(const Stmt& s) {
+  return count_nodes(s, [](const Node* node) {
+    return node->kind() == NodeKind::IfThenElse &&
+           static_cast<const IfThenElse*>(node)->condition->dtype.lanes() > 1;
+  });
+}
+
+TEST(VectorizeLoops, GuardedStoreToABufferThatOtherThreadsShareIsMasked) {
+  // t allocated outside the parallel loop: a lane whose condition fails must not store, and
+  // does not: the store is masked.
+  Ref<PrimFunc> func = guarded_update("global", ForKind::kParallel, false);
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "");
+  EXPECT_EQ(count_masked_stores(result->body), 1);
+  verify_ir(result, "vectorize_loops");
+  std::vector<float> in = random_floats(16);
+  EXPECT_EQ(run(result, {in, std::vector<float>(16)})[1],
+            run(func, {in, std::vector<float>(16)})[1]);
+}
+
+TEST(VectorizeLoopsFallback, GuardedStoreToABufferThatOtherThreadsShareWithoutMaskedMemory) {
+  // A GPU language (no masked stores): the loop stays serial.
   std::string reason =
       "an if statement's condition j <= 2 varies across lanes and its branches "
       "have side effects";
-  EXPECT_EQ(fallback_reason(vectorize_loops(guarded_update("global", ForKind::kParallel, false))),
-            reason);
+  auto gpu = [](const Ref<PrimFunc>& func) { return vectorize_loops(func, {2, 4, 8}); };
+  EXPECT_EQ(fallback_reason(gpu(guarded_update("global", ForKind::kParallel, false))), reason);
   // GPU shared memory belongs to the whole thread block, and so may memory other than "local"
   // allocated under a GPU thread loop.
-  EXPECT_EQ(fallback_reason(vectorize_loops(guarded_update("shared", ForKind::kSerial, false))),
-            reason);
-  EXPECT_EQ(
-      fallback_reason(vectorize_loops(guarded_update("global", ForKind::kThreadBinding, true))),
-      reason);
+  EXPECT_EQ(fallback_reason(gpu(guarded_update("shared", ForKind::kSerial, false))), reason);
+  EXPECT_EQ(fallback_reason(gpu(guarded_update("global", ForKind::kThreadBinding, true))), reason);
 }
 
 TEST(VectorizeLoops, LoopOfExtentOneBecomesItsBody) {
@@ -272,38 +312,48 @@ TEST(VectorizeLoopsFallback, LanesThatDependOnEachOther) {
   EXPECT_EQ(run(result, {in})[0], run(func, {in})[0]);
 }
 
-TEST(VectorizeLoopsFallback, IfWithAVectorCondition) {
+TEST(VectorizeLoops, IfWithAVectorConditionStoresTheLanesWhereItHolds) {
   // if A[i] > 0: B[i] = A[i]
   Ref<Var> i = make_var("i");
   Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
   Stmt body =
       make<IfThenElse>(gt(buffer_load(a, {i}), f32(0)), buffer_store(b, buffer_load(a, {i}), {i}));
-  Ref<PrimFunc> result = vectorize_loops(make_func({a, b}, vectorized(i, 8, body)));
+  Ref<PrimFunc> func = make_func({a, b}, vectorized(i, 8, body));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(to_script(result->body),
+            "if A[T.Ramp(0, 1, 8)] > T.Broadcast(T.float32(0), 8):\n"
+            "    B[T.Ramp(0, 1, 8)] = A[T.Ramp(0, 1, 8)]");
+  std::vector<float> in = random_floats(8);
+  EXPECT_EQ(run(result, {in, std::vector<float>(8, 3.0f)})[1],
+            run(func, {in, std::vector<float>(8, 3.0f)})[1]);
+}
+
+TEST(VectorizeLoops, MaskedStoreMasksTheLoadsOfItsValue) {
+  // for i in vectorized(8): if i < n: B[i] = A[i + 1]   (n <= 7: A[8] is never loaded)
+  Ref<Var> i = make_var("i"), n = make_var("n");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Stmt body = make<IfThenElse>(lt(Expr(i), Expr(n)), buffer_store(b, buffer_load(a, {i + 1}), {i}));
+  Ref<PrimFunc> func = make_func({a, b, n}, vectorized(i, 8, body));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "");
+  EXPECT_EQ(count_masked_stores(result->body), 1);
+  EXPECT_EQ(count_masked_loads(result->body), 1);
+  std::vector<float> in = random_floats(8);
+  for (int64_t bound : {0, 3, 7}) {
+    EXPECT_EQ(run(result, {in, std::vector<float>(8)}, {bound})[1],
+              run(func, {in, std::vector<float>(8)}, {bound})[1]);
+  }
+}
+
+TEST(VectorizeLoopsFallback, IfWithAVectorConditionWithoutMaskedMemory) {
+  Ref<Var> i = make_var("i");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Stmt body =
+      make<IfThenElse>(gt(buffer_load(a, {i}), f32(0)), buffer_store(b, buffer_load(a, {i}), {i}));
+  Ref<PrimFunc> result = vectorize_loops(make_func({a, b}, vectorized(i, 8, body)), {8});
   EXPECT_EQ(fallback_reason(result),
             "an if statement's condition A[i] > T.float32(0) varies across lanes and its branches "
             "have side effects");
-}
-
-// Vector if_then_else calls in `s` whose condition varies across lanes and whose then-arm is a
-// vector load (the masked loads).
-int count_masked_loads(const Stmt& s) {
-  return count_nodes(s, [](const Node* node) {
-    const auto* call = node->kind() == NodeKind::Call ? static_cast<const Call*>(node) : nullptr;
-    return call != nullptr && call->op == Builtin::IfThenElse && call->args[0]->dtype.lanes() > 1 &&
-           call->args[1].is<BufferLoad>() && call->args[1]->dtype.lanes() > 1;
-  });
-}
-
-// The function vectorized, checked to have no fallback and `masked` masked loads, and to compute
-// what `func` computes on the interpreter (whose bounds checks would catch a lane loaded out of
-// bounds). A has 8 elements, B 8.
-void expect_masked(const Ref<PrimFunc>& func, int masked) {
-  Ref<PrimFunc> result = vectorize_loops(func);
-  EXPECT_EQ(fallback_reason(result), "");
-  EXPECT_EQ(count_masked_loads(result->body), masked) << to_script(result->body);
-  verify_ir(result, "vectorize_loops");
-  std::vector<float> in = random_floats(8);
-  EXPECT_EQ(run(result, {in, std::vector<float>(8)})[1], run(func, {in, std::vector<float>(8)})[1]);
 }
 
 TEST(VectorizeLoops, GuardedLoadThatMayBeOutOfBoundsBecomesAMaskedLoad) {
