@@ -2,7 +2,9 @@
 // the root block, once the loops are final. Per loop nest at the root: the outer loops that
 // every block under them binds only to spatial iterators are fused, up to the largest parallel
 // extent, and made parallel; each block's innermost loop, when spatial, is vectorized (a loop
-// longer than the largest vector is split first); the nest's outermost loop is marked for automatic
+// longer than the largest vector, or of no legal vector width, is split first: by the widest
+// legal vector that divides it, else by one register's lanes, the last step masked by
+// vectorize_loops); the nest's outermost loop is marked for automatic
 // unrolling and keeps LLVM from unrolling what stays a loop (a nest that only copies into an
 // intermediate buffer, a packed operand, unrolls at most kStagingCopyUnrollMaxStep steps); under
 // kiln.nontemporal = 1 the outermost loop of each other nest is annotated pragma_nontemporal.
@@ -153,8 +155,10 @@ class ParallelVectorizeUnrollPostproc : public Postproc {
       int64_t width = *extent;
       if (width > vectorize_max || !legal_vector_extent(width, lanes)) {
         // A longer loop (an element-wise block the tiling rules leave whole) is split: its
-        // inner part, the widest legal vector that divides it, is vectorized.
+        // inner part, the widest legal vector that divides it, is vectorized; with none, one
+        // register's lanes, the last step masked (a padded row of 58).
         width = widest_vector(*extent, vectorize_max, lanes);
+        if (width < 2 && lanes >= 2 && *extent > lanes && lanes <= vectorize_max) width = lanes;
         if (width < 2) continue;
       }
       RV block = schedule::get_block(sch, name);

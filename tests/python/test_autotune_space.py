@@ -1038,3 +1038,28 @@ def test_a_global_pooling_sums_whole_rows_of_height_times_width(pool):
         np.testing.assert_allclose(args[1], reduce(args[0], axis=(2, 3), keepdims=True),
                                    rtol=1e-5, atol=1e-5)
     assert accepted >= 3, space.rejections
+
+
+def test_a_row_no_legal_vector_divides_is_vectorized_with_a_masked_last_step():
+    # B = A * 2 over rows of 3 x lanes + 2 elements (no power-of-two vector of at least the
+    # target's lanes divides them): the innermost loop is split by one register's lanes and
+    # vectorized, and the last, partial step stores only its lanes (no serial fallback).
+    lanes = kiln.target.Target("llvm").vector_lanes("float32")
+    cols = 3 * lanes + 2
+    A = te.placeholder((16, cols), "float32", name="A")
+    B = te.compute((16, cols), lambda i, j: A[i, j] * 2.0, name="B")
+    func = te.create_prim_func([A, B])
+    space = SpaceGenerator(func, "llvm")
+    args = random_args(func)
+    expected = reference(func, args)
+    for sketch in range(len(space.sketches)):
+        candidate = space.sample(sketch, 0)
+        assert candidate is not None, space.rejections
+        assert f"T.vectorized({lanes})" in candidate.mod["main"].script()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", VectorizeFallbackWarning)
+            rt = kiln.build(candidate.mod)
+        assert "@llvm.masked.store" in rt.get_source("ll")
+        run_args = [a.copy() for a in args]
+        rt(*run_args)
+        np.testing.assert_array_equal(run_args[1], expected[1])
