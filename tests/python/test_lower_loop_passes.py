@@ -183,6 +183,22 @@ def test_likely_if_then_else_takes_each_value_where_the_condition_is_decided():
     np.testing.assert_array_equal(b, np.tril(a * np.float32(2)))
 
 
+def register_tile(func, name, rows, columns):
+    """The product `name` accumulated in a "local" tile of rows x columns per block of its
+    output, the reduction outside the tile's loops: (schedule, the tile's row loop, its column
+    loop, the write-back's column loop, the reduction loop)."""
+    sch = tir.Schedule(func)
+    local = sch.cache_write(name, 0, "local")
+    row_loop, column_loop = sch.get_loops(local)
+    row_block, row = sch.split(row_loop, factors=[None, rows])
+    column_block, column = sch.split(column_loop, factors=[None, columns])
+    sch.reorder(row_block, column_block, row, column)
+    sch.compute_at(name, column_block)
+    tile_row, tile_column, reduction = sch.get_loops(name)[-3:]
+    sch.reorder(reduction, tile_row, tile_column)
+    return sch, tile_row, tile_column, column, reduction
+
+
 def test_masked_register_tile_blends_its_boundary_vectors():
     # S[i, j] = sum_k Q[i, k] * K[j, k] for j <= i (a causal score product), accumulated in a
     # "local" tile of 4 rows x 4 vector columns per block of rows: tiles above the diagonal
@@ -194,15 +210,7 @@ def test_masked_register_tile_blends_its_boundary_vectors():
     k = te.reduce_axis((0, d), name="k")
     S = te.compute((n, n), lambda i, j: te.sum(Q[i, k] * K[j, k], axis=k, where=j <= i),
                    name="S")
-    sch = tir.Schedule(te.create_prim_func([Q, K, S]))
-    local = sch.cache_write("S", 0, "local")
-    rows, columns = sch.get_loops(local)
-    row_block, row = sch.split(rows, factors=[None, 4])
-    column_block, column = sch.split(columns, factors=[None, 4])
-    sch.reorder(row_block, column_block, row, column)
-    sch.compute_at("S", column_block)
-    tile_row, tile_column, reduction = sch.get_loops("S")[-3:]
-    sch.reorder(reduction, tile_row, tile_column)
+    sch, _, tile_column, column, _ = register_tile(te.create_prim_func([Q, K, S]), "S", 4, 4)
     sch.vectorize(tile_column)
     sch.vectorize(column)
     lowered = tir.lower(sch.mod)
@@ -229,15 +237,8 @@ def test_register_tile_written_back_by_a_loop_is_promoted_around_its_reduction()
     B = te.placeholder((n, n), "float32", name="B")
     k = te.reduce_axis((0, n), name="k")
     C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    sch = tir.Schedule(te.create_prim_func([A, B, C]))
-    local = sch.cache_write("C", 0, "local")
-    rows, columns = sch.get_loops(local)
-    row_block, row = sch.split(rows, factors=[None, 4])
-    column_block, column = sch.split(columns, factors=[None, 8])
-    sch.reorder(row_block, column_block, row, column)
-    sch.compute_at("C", column_block)
-    tile_row, tile_column, reduction = sch.get_loops("C")[-3:]
-    sch.reorder(reduction, tile_row, tile_column)
+    sch, tile_row, tile_column, _, reduction = register_tile(
+        te.create_prim_func([A, B, C]), "C", 4, 8)
     sch.unroll(tile_row)
     sch.vectorize(tile_column)
     sch.decompose_reduction("C", reduction)

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "flat_program.h"
@@ -56,6 +57,17 @@ void expect_masked(const Ref<PrimFunc>& func, int masked) {
   verify_ir(result, "vectorize_loops");
   std::vector<float> in = random_floats(8);
   EXPECT_EQ(run(result, {in, std::vector<float>(8)})[1], run(func, {in, std::vector<float>(8)})[1]);
+}
+
+// `result` and `func` (over A and B of 8 elements and a scalar n) leave the same B for each n.
+void expect_same_for_bounds(const Ref<PrimFunc>& result, const Ref<PrimFunc>& func,
+                            std::initializer_list<int64_t> bounds) {
+  std::vector<float> in = random_floats(8);
+  for (int64_t bound : bounds) {
+    EXPECT_EQ(run(result, {in, std::vector<float>(8)}, {bound})[1],
+              run(func, {in, std::vector<float>(8)}, {bound})[1])
+        << "n = " << bound;
+  }
 }
 
 TEST(VectorizeLoops, ElementwiseBodyBecomesRampsAndBroadcasts) {
@@ -338,11 +350,7 @@ TEST(VectorizeLoops, MaskedStoreMasksTheLoadsOfItsValue) {
   EXPECT_EQ(fallback_reason(result), "");
   EXPECT_EQ(count_masked_stores(result->body), 1);
   EXPECT_EQ(count_masked_loads(result->body), 1);
-  std::vector<float> in = random_floats(8);
-  for (int64_t bound : {0, 3, 7}) {
-    EXPECT_EQ(run(result, {in, std::vector<float>(8)}, {bound})[1],
-              run(func, {in, std::vector<float>(8)}, {bound})[1]);
-  }
+  expect_same_for_bounds(result, func, {0, 3, 7});
 }
 
 TEST(VectorizeLoopsFallback, IfWithAVectorConditionWithoutMaskedMemory) {
@@ -415,11 +423,7 @@ TEST(VectorizeLoops, GuardedLoadThatDoesNotVaryLoadsOnTheLanesThatPickIt) {
   Ref<PrimFunc> result = vectorize_loops(func);
   EXPECT_EQ(fallback_reason(result), "");
   EXPECT_EQ(count_masked_loads(result->body), 1);
-  std::vector<float> in = random_floats(8);
-  for (int64_t bound : {0, 3, 8}) {
-    EXPECT_EQ(run(result, {in, std::vector<float>(8)}, {bound})[1],
-              run(func, {in, std::vector<float>(8)}, {bound})[1]);
-  }
+  expect_same_for_bounds(result, func, {0, 3, 8});
 }
 
 TEST(VectorizeLoopsFallback, IfThenElseGuardingAnOutOfBoundsLoadWithoutMaskedLoads) {
