@@ -473,34 +473,34 @@ class Vectorizer : public IRMutator {
                         std::vector<Expr>{c, t, f});
     }
     // Select evaluates both arms on every lane: only when that cannot fault.
-    if (loads_in_bounds(t) && loads_in_bounds(f)) {
-      return make<Select>(op->dtype.with_lanes(lanes_), c, widen(t), widen(f));
-    }
+    bool t_safe = loads_in_bounds(t), f_safe = loads_in_bounds(f);
+    if (t_safe && f_safe) return make<Select>(op->dtype.with_lanes(lanes_), c, widen(t), widen(f));
     std::string guard = "if_then_else(" + to_script(op->args[0]) + ", ...)";
     if (!masked_memory_) fail_guard(guard, "(the target has no masked loads)");
     // Otherwise the loads that may fault load only on the lanes whose arm they are in: an arm
     // that is such a load becomes the then-arm of a vector if_then_else (which loads it only
     // where the condition holds), and the loads inside other arms are masked one by one.
     Expr not_c = make<Not>(c->dtype, c);
-    if (is_unsafe_load(t)) {
+    Expr t_lanes = t_safe ? widen(t) : Expr(), f_lanes = f_safe ? widen(f) : Expr();
+    if (!t_safe && t.is<BufferLoad>()) {
+      if (!f_safe) f_lanes = mask_loads(f, not_c, guard);
       return make<Call>(op->dtype.with_lanes(lanes_), Builtin::IfThenElse,
-                        std::vector<Expr>{c, vector_load(t, guard), mask_loads(f, not_c, guard)});
+                        std::vector<Expr>{c, vector_load(t, guard), f_lanes});
     }
-    if (is_unsafe_load(f)) {
+    if (!f_safe && f.is<BufferLoad>()) {
+      if (!t_safe) t_lanes = mask_loads(t, c, guard);
       return make<Call>(op->dtype.with_lanes(lanes_), Builtin::IfThenElse,
-                        std::vector<Expr>{not_c, vector_load(f, guard), mask_loads(t, c, guard)});
+                        std::vector<Expr>{not_c, vector_load(f, guard), t_lanes});
     }
-    return make<Select>(op->dtype.with_lanes(lanes_), c, mask_loads(t, c, guard),
-                        mask_loads(f, not_c, guard));
+    if (!t_safe) t_lanes = mask_loads(t, c, guard);
+    if (!f_safe) f_lanes = mask_loads(f, not_c, guard);
+    return make<Select>(op->dtype.with_lanes(lanes_), c, t_lanes, f_lanes);
   }
 
   // `guard` names the condition: "if_then_else(c, ...)" or "an if statement's condition c".
   [[noreturn]] static void fail_guard(const std::string& guard, const char* why) {
     fail(guard, " varies across lanes and guards a load that may be out of bounds ", why);
   }
-
-  // Whether e is a load that may be out of bounds on some lane.
-  bool is_unsafe_load(const Expr& e) { return e.is<BufferLoad>() && !loads_in_bounds(e); }
 
   // A load that may be out of bounds as a load on every lane (one that does not vary across
   // lanes reads its element on each), for a vector if_then_else to mask; its indices are
@@ -517,11 +517,11 @@ class Vectorizer : public IRMutator {
     return make<BufferLoad>(e->dtype.with_lanes(lanes_), load->buffer, std::move(indices));
   }
 
-  // e on every lane, with each load in it that may be out of bounds loaded only on the lanes
-  // where `mask` holds (`if_then_else(mask, load, 0)`); a load masked this way already is
-  // loaded only where both masks hold.
+  // e (whose loads are not all in bounds) on every lane, with each load in it that may be out
+  // of bounds loaded only on the lanes where `mask` holds (`if_then_else(mask, load, 0)`); a
+  // load masked this way already is loaded only where both masks hold.
   Expr mask_loads(const Expr& e, const Expr& mask, const std::string& guard) {
-    if (is_unsafe_load(e)) {
+    if (e.is<BufferLoad>()) {
       Expr load = vector_load(e, guard);
       return make<Call>(load->dtype, Builtin::IfThenElse,
                         std::vector<Expr>{mask, load, make_zero(load->dtype)});
@@ -535,7 +535,7 @@ class Vectorizer : public IRMutator {
      protected:
       using IRMutator::visit;
       Expr visit(const BufferLoad* op) override {
-        if (!v_->is_unsafe_load(op)) return op;
+        if (v_->loads_in_bounds(op)) return op;
         if (lanes_of(op) == 1) fail_guard(guard_, "inside an arm, the same on every lane");
         Expr load = v_->vector_load(op, guard_);
         return make<Call>(load->dtype, Builtin::IfThenElse,

@@ -220,6 +220,30 @@ def ptx_fragment(operand, lane, register):
     return (group if i < 2 else group + 8), thread * 2 + (i & 1)
 
 
+def fragments_of(tiles, columns):
+    """The warp fragments, [32 lanes, columns], that the load intrinsics of (tile, intrinsic
+    name) pairs fill from the tiles: 8 columns for 16x16 tiles of 16 bits, 16 for 16x32 tiles
+    of 8 bits."""
+    frags = []
+    for tile, name in tiles:
+        fragment = np.zeros((32, columns), tile.dtype)
+        tir.interpret(tir.TensorIntrin.get(name).impl, tile, fragment)
+        frags.append(fragment)
+    return frags
+
+
+def accumulator_fragment(c):
+    """The [32, 8] accumulator fragment of the 16x16 tile c (two m16n8 halves side by side),
+    element by element from the PTX ISA's C layout (ptx_fragment)."""
+    acc = np.zeros((32, 8), c.dtype)
+    for lane in range(32):
+        for e in range(8):
+            half, r = divmod(e, 4)
+            row, col = ptx_fragment("C", lane, r)
+            acc[lane, e] = c[row, col + 8 * half]
+    return acc
+
+
 def ldmatrix_addresses(name):
     """(trans, [(row, col)] of each lane): the ptx_ldmatrix call of an ldmatrix intrinsic's
     implementation, its address evaluated at each lane."""

@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln import te, tir
+from kiln import tir
 from kiln.autotune import SpaceGenerator
 
 from gpu_helpers import (first_candidates, gpu_tiled_matmul, nvrtc_missing, padded_conv2d,
                          skip_unless)
+from lower_helpers import matmul
 from mma_helpers import (check_gemm_on, gemm_args, gemm_expected, gemm_fp16, reference_twin,
                          schedule_mma_gemm, sm80_device)
 
@@ -198,11 +199,7 @@ def test_the_second_stage_counts_against_the_shared_memory():
 
 
 def test_sampled_float32_candidates_compute_the_product_in_two_stages():
-    A = te.placeholder((64, 96), "float32", name="A")
-    B = te.placeholder((96, 64), "float32", name="B")
-    r = te.reduce_axis((0, 96), name="k")
-    C = te.compute((64, 64), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
-    func = te.create_prim_func([A, B, C])
+    func, _ = matmul(64, 64, 96)
     space = SpaceGenerator(func, SM80)
     checked, widths = 0, set()
     for seed, candidate in enumerate(first_candidates(space, 16, seeds=range(400))):

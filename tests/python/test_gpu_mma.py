@@ -16,9 +16,9 @@ from kiln import tir
 from kiln.tir.tensor_intrin import cuda as mma
 
 from gpu_helpers import nvrtc_missing, opencl_missing, skip_unless
-from mma_helpers import (check_gemm_on, gemm_args, gemm_expected, gemm_fp16, ldmatrix_addresses,
-                         ptx_fragment, reference_twin, run_on_opencl, schedule_mma_gemm,
-                         sm80_device)
+from mma_helpers import (accumulator_fragment, check_gemm_on, fragments_of, gemm_args,
+                         gemm_expected, gemm_fp16, ldmatrix_addresses, ptx_fragment,
+                         reference_twin, run_on_opencl, schedule_mma_gemm, sm80_device)
 from schedule_helpers import assert_trace_roundtrip
 
 MMA_PTX = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
@@ -153,17 +153,8 @@ def test_reference_multiplies_the_tiles_the_fragments_hold():
     a = rng.uniform(-1, 1, (16, 16)).astype("float16")
     b = rng.uniform(-1, 1, (16, 16)).astype("float16")  # B as [N, K]
     c = rng.uniform(-1, 1, (16, 16)).astype("float32")
-    frags = []
-    for tile, name in ((a, mma.LOAD_16x16_F16_A), (b, mma.LOAD_16x16_F16_B_TRANS)):
-        fragment = np.zeros((32, 8), "float16")
-        tir.interpret(tir.TensorIntrin.get(name).impl, tile, fragment)
-        frags.append(fragment)
-    acc = np.zeros((32, 8), "float32")
-    for lane in range(32):
-        for e in range(8):
-            half, r = divmod(e, 4)
-            row, col = ptx_fragment("C", lane, r)
-            acc[lane, e] = c[row, col + 8 * half]
+    frags = fragments_of(((a, mma.LOAD_16x16_F16_A), (b, mma.LOAD_16x16_F16_B_TRANS)), 8)
+    acc = accumulator_fragment(c)
     tir.interpret(tir.TensorIntrin.get(mma.MMA_F16F16F32_REFERENCE).impl, *frags, acc)
     expected = c.astype("float64") + a.astype("float64") @ b.astype("float64").T
     np.testing.assert_allclose(tile_of_fragment(acc, "C"), expected, rtol=1e-5, atol=1e-5)

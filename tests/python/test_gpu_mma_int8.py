@@ -20,9 +20,9 @@ from kiln.autotune import SpaceGenerator
 from kiln.tir.tensor_intrin import cuda as mma
 
 from gpu_helpers import first_candidates, nvrtc_missing, opencl_missing, skip_unless
-from mma_helpers import (check_gemm_on, gemm_args, gemm_expected, gemm_fp16, ldmatrix_addresses,
-                         ptx_fragment, reference_twin, run_on_opencl, schedule_mma_gemm,
-                         sketch_intrinsics, sm80_device)
+from mma_helpers import (accumulator_fragment, check_gemm_on, fragments_of, gemm_args,
+                         gemm_expected, gemm_fp16, ldmatrix_addresses, reference_twin,
+                         run_on_opencl, schedule_mma_gemm, sketch_intrinsics, sm80_device)
 
 SM80 = "cuda -arch=sm_80"
 PTX = {"int8": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
@@ -141,18 +141,9 @@ def test_reference_multiplies_the_tiles_the_fragments_hold(dtype):
     a = rng.integers(info.min, info.max, (16, 32), endpoint=True, dtype=dtype)
     b = rng.integers(-128, 127, (16, 32), endpoint=True, dtype="int8")  # B as [N, K]
     c = rng.integers(-1000, 1000, (16, 16), dtype="int32")
-    frags = []
     load_a = mma.LOAD_16x32_U8_A if dtype == "uint8" else mma.LOAD_16x32_S8_A
-    for tile, name in ((a, load_a), (b, mma.LOAD_16x32_S8_B_TRANS)):
-        fragment = np.zeros((32, 16), tile.dtype)
-        tir.interpret(tir.TensorIntrin.get(name).impl, tile, fragment)
-        frags.append(fragment)
-    acc = np.zeros((32, 8), "int32")
-    for lane in range(32):
-        for e in range(8):
-            half, r = divmod(e, 4)
-            row, col = ptx_fragment("C", lane, r)
-            acc[lane, e] = c[row, col + 8 * half]
+    frags = fragments_of(((a, load_a), (b, mma.LOAD_16x32_S8_B_TRANS)), 16)
+    acc = accumulator_fragment(c)
     tir.interpret(tir.TensorIntrin.get(MMA[dtype] + "_reference").impl, *frags, acc)
     expected = c + a.astype("int64") @ b.astype("int64").T
     tile = np.zeros((16, 16), "int32")
