@@ -6,7 +6,8 @@ after the run, the higher counts). The table gives the tuning wall time, the tri
 wall time until the search had 90% of its final speed.
 
 Workloads: GEMM 1024^3 float32 (on one thread and on all threads: each thread count is tuned on
-its own, its records kept apart by their thread count), a ResNet-50 3x3 convolution (56x56,
+its own, its records kept apart by their thread count), GEMM 1001^3 (no vector divides its
+columns; on all threads, with the smaller budget), a ResNet-50 3x3 convolution (56x56,
 64 -> 64 channels, NCHW, batch 1), a batched matmul of attention shapes, softmax, RMSNorm and
 LayerNorm over the last dimension, a GELU (tanh form; an element-wise chain), and an int8
 (u8 x s8 -> s32) matmul.
@@ -188,6 +189,7 @@ def int8_matmul(n=1024):
 
 WORKLOADS = {
     "gemm": (gemm, "GEMM 1024^3 fp32"),
+    "gemm_odd": (lambda: gemm(1001), "GEMM 1001^3 fp32"),
     "conv2d": (conv2d, "conv2d 3x3 56x56 64->64"),
     "batch_matmul": (batch_matmul, "batch matmul 16x128x128x64"),
     "softmax": (softmax, "softmax 4096x4096"),

@@ -322,13 +322,22 @@ class Vectorizer : public IRMutator {
   Stmt visit(const IfThenElse* op) override {
     Expr c = mutate(op->condition);
     if (lanes_of(c) > 1) {
+      if (Stmt nested = nest_invariant_conjuncts(op); nested.defined()) return nested;
       if (Stmt blended = blend_guarded_store(op); blended.defined()) return blended;
       if (Stmt masked = masked_store(op, c); masked.defined()) return masked;
       fail("an if statement's condition ", to_script(op->condition),
            " varies across lanes and its branches have side effects");
     }
-    Stmt then_case = mutate(op->then_case);
-    Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
+    // The branches know the condition: a load it keeps in bounds needs no mask there.
+    Stmt then_case, else_case;
+    {
+      arith::ConstraintScope holds(ana_, op->condition);
+      then_case = mutate(op->then_case);
+    }
+    if (op->else_case.defined()) {
+      arith::ConstraintScope fails(ana_, make<Not>(op->condition->dtype, op->condition));
+      else_case = mutate(op->else_case);
+    }
     if (c.same_as(op->condition) && then_case.same_as(op->then_case) &&
         else_case.same_as(op->else_case)) {
       return op;
@@ -442,20 +451,77 @@ class Vectorizer : public IRMutator {
     return make<IfThenElse>(c, make<BufferStore>(store->buffer, value, store->indices));
   }
 
+  // `if a and c: S` without else, where a does not vary across lanes and c does, as
+  // `if a: (if c: S)`: the scalar test skips the whole vector where it fails, and S is
+  // vectorized knowing a (the last partial tile of a register tile in both dimensions: the
+  // broadcast A[i, k] of a row under `i < m` loads in bounds there, B[k, j] under `j < n` is
+  // masked). Null where the condition has no conjunct of each kind.
+  Stmt nest_invariant_conjuncts(const IfThenElse* op) {
+    if (op->else_case.defined()) return Stmt();
+    std::vector<Expr> conjuncts;
+    std::vector<Expr> pending{op->condition};
+    while (!pending.empty()) {
+      Expr e = pending.back();
+      pending.pop_back();
+      if (const auto* both = e.as<And>()) {
+        pending.push_back(both->b);
+        pending.push_back(both->a);
+      } else {
+        conjuncts.push_back(e);
+      }
+    }
+    Expr invariant, varying;
+    auto conjoin = [](const Expr& acc, const Expr& e) {
+      return acc.defined() ? make<And>(e->dtype, acc, e) : e;
+    };
+    for (const Expr& e : conjuncts) {
+      if (lanes_of(mutate(e)) == 1) {
+        invariant = conjoin(invariant, e);
+      } else {
+        varying = conjoin(varying, e);
+      }
+    }
+    if (!invariant.defined() || !varying.defined()) return Stmt();
+    return mutate(make<IfThenElse>(invariant, make<IfThenElse>(varying, op->then_case)));
+  }
+
   // `if c: B[i] = v` with c varying across lanes, as `B[i] = select(c, v, B[i])`: every lane
   // stores, the old value where c fails. Only for a buffer that no other thread can access
-  // meanwhile (private_), with every lane's index in bounds and v safe to evaluate on every
-  // lane; null otherwise.
+  // meanwhile (private_), with every lane's index in bounds, and v safe to evaluate on every
+  // lane or, with masked memory access, its loads that may be out of bounds masked by c (each
+  // varies across lanes); null otherwise.
   Stmt blend_guarded_store(const IfThenElse* op) {
     const auto* store = op->then_case.as<BufferStore>();
     if (op->else_case.defined() || store == nullptr) return Stmt();
     bool local = per_lane_.count(store->buffer->data.get()) > 0;
     if (!local && private_.count(store->buffer->data.get()) == 0) return Stmt();
     Expr old = make<BufferLoad>(store->buffer->dtype, store->buffer, store->indices);
-    if (!loads_in_bounds(old) || !loads_in_bounds(store->value)) return Stmt();
-    Stmt blended =
-        make<BufferStore>(store->buffer, select(op->condition, store->value, old), store->indices);
-    return mutate(blended);
+    if (!loads_in_bounds(old)) return Stmt();
+    if (loads_in_bounds(store->value)) {
+      return mutate(make<BufferStore>(store->buffer, select(op->condition, store->value, old),
+                                      store->indices));
+    }
+    if (!masked_memory_ || !invariant_loads_in_bounds(store->value)) return Stmt();
+    Stmt vector = mutate(make<BufferStore>(store->buffer, store->value, store->indices));
+    const auto* widened = vector.as<BufferStore>();
+    Expr c = widen(mutate(op->condition));
+    Expr value =
+        mask_loads(widened->value, c, "an if statement's condition " + to_script(op->condition));
+    return make<BufferStore>(widened->buffer,
+                             make<Select>(value->dtype, c, value, widen(mutate(old))),
+                             widened->indices);
+  }
+
+  // Whether each load in `e` that does not vary across lanes is in bounds (a mask can only
+  // keep the lanes that vary from loading out of bounds).
+  bool invariant_loads_in_bounds(const Expr& e) {
+    bool safe = true;
+    post_order_visit(e, [&](const Node* node) {
+      if (!safe || node->kind() != NodeKind::BufferLoad) return;
+      Expr load(static_cast<const BufferLoad*>(node));
+      safe = lanes_of(mutate(load)) > 1 || loads_in_bounds(load);
+    });
+    return safe;
   }
 
   Expr vectorize_if_then_else(const Call* op) {

@@ -110,7 +110,9 @@ class MultiLevelTiling : public ScheduleRule {
 
   // The candidates of the register tile of this target, for the block's accumulator dtype:
   // NR (columns, whole vectors: a power of two of them; vectors of half a register where whole
-  // registers do not divide the columns, see Target::vector_lanes_dividing) and MR (rows) such
+  // registers do not divide the columns, see Target::vector_lanes_dividing; whole registers with
+  // a partial last tile where no vector divides them, 1001 columns: the partial tile's columns
+  // past the end are masked, where scalar tiles ran at a third of the speed) and MR (rows) such
   // that the MR x NR accumulators, the vectors of one row of the operand and one broadcast fit
   // the vector registers (MR * V + V + 1 <= registers, V = NR / lanes). MR is a divisor of the
   // rows, or the most rows that fit with one of the NR (6 x 16 with AVX2's 16 registers): a BLAS's
@@ -127,11 +129,20 @@ class MultiLevelTiling : public ScheduleRule {
                     ? target.vector_lanes_dividing(dtype, column_extent)
                     : 1;
     int registers = target.num_vector_registers;
+    bool partial = false;  // no vector divides the columns
+    if (lanes == 1 && dtype.is_scalar() && target.vector_register_bits > 0 &&
+        target.vector_lanes(dtype) > 1 && column_extent > target.vector_lanes(dtype)) {
+      lanes = target.vector_lanes(dtype);
+      partial = true;
+    }
     int64_t max_rows = 1;
     std::vector<int64_t> fullest;  // per NR, the most rows that fit
     for (int64_t vectors = 1; vectors * 2 + 1 < registers; vectors *= 2) {
       int64_t rows = (registers - 1 - vectors) / vectors;
-      if (column_extent % (vectors * lanes) != 0 || rows < 1) continue;
+      if (partial ? vectors * lanes > column_extent : column_extent % (vectors * lanes) != 0) {
+        continue;
+      }
+      if (rows < 1) continue;
       tiles.columns.push_back(vectors * lanes);
       max_rows = std::max(max_rows, rows);
       fullest.push_back(rows);

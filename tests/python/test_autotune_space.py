@@ -147,6 +147,35 @@ def test_a_register_tile_that_does_not_divide_the_rows_packs_them_padded():
     assert padded > 0
 
 
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="runs code built for haswell, an x86-64 CPU model")
+def test_columns_that_no_vector_divides_get_whole_vectors_and_a_masked_last_tile():
+    # 37 columns: no vector of Haswell's divides them, so the register tile's columns are whole
+    # vectors of 8 lanes (not scalar columns) and its last tile is partial; 32 rows leave a
+    # partial last row tile where 6 or 14 rows are drawn. Every candidate computes the matmul with
+    # every loop vectorized (the partial tile tests its row once and masks its columns).
+    func = matmul(32, 37, 16)
+    space = SpaceGenerator(func, HASWELL)
+    for sketch in (0, 1):
+        rows, columns = register_tile_draws(space.sketches[sketch], drawn=False)
+        assert columns == [8, 16, 32] and 6 in rows, (rows, columns)
+    drawn = set()
+    for sketch in (0, 1):
+        for seed in range(10):
+            candidate = space.sample(sketch, seed)
+            assert candidate is not None, space.rejections
+            drawn.add(drawn_register_tile(candidate))
+            args = random_args(func, seed)
+            expected = reference(func, args)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", VectorizeFallbackWarning)
+                rt = kiln.build(candidate.mod, target=HASWELL)
+            rt(*args)
+            np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+    assert any(37 % columns for _, columns in drawn), drawn
+    assert any(32 % rows for rows, _ in drawn), drawn
+
+
 def matmul_nt(m, n, k, batch=None):
     """C = A B^T, B laid out [n, k] (a dense layer's weight; K of Q K^T with a batch)."""
     lead = (batch,) if batch else ()

@@ -23,8 +23,14 @@ namespace kiln::tir {
 // private to this thread (allocated inside the innermost parallel loop around it, or in the
 // function when there is none; on a GPU, "local" memory) becomes a store on every lane of
 // select(condition, value, the old value), when every lane's index is in bounds and the value is
-// safe to evaluate on every lane (the partial tile of a masked register tile); to any other
-// buffer, it stays an if statement, whose vector condition the code generator turns into a store
+// safe to evaluate on every lane (the partial tile of a masked register tile), or with masked
+// loads, when its loads that may be out of bounds vary across lanes (they are masked by the
+// condition: the partial last columns of a register tile). An if statement without else whose
+// condition is a conjunction of terms that vary across lanes and terms that do not becomes a
+// scalar if of the latter around the vector if of the former, and the branches of a scalar if
+// are vectorized knowing its condition (a broadcast load that the scalar test keeps in bounds
+// needs no mask: the partial last row of a register tile). A guarded store to any other
+// buffer stays an if statement, whose vector condition the code generator turns into a store
 // of only the lanes where it holds (a masked store or scatter), the loads of the value that may
 // be out of bounds masked by the condition too (the tail of a loop split by a factor that does
 // not divide it: `if i < 100: B[i] = A[i]`), when the store's indices are safe to evaluate on

@@ -197,6 +197,41 @@ TEST(VectorizeLoops, GuardedStoreToAPrivateBufferBlendsTheOldValue) {
       fallback_reason(vectorize_loops(guarded_update("local", ForKind::kThreadBinding, true))), "");
 }
 
+TEST(VectorizeLoops, PartialTileOfARegisterTileTestsItsRowOnceAndMasksItsColumns) {
+  // The last tile of a register tile partial in both dimensions (row n of at most 8 rows, m of
+  // 8 columns), accumulating into t of the thread:
+  //   for j in vectorized(8): if 0 <= n and n < 8 and j < m: t[j] = t[j] + A[n] * A[j + 8 - m]
+  // A[n] is the same on every lane and in bounds where 0 <= n < 8 holds; A[j + 8 - m] loads
+  // past the end on the lanes j >= m. The row's test becomes a scalar if around the vector, the
+  // column's a blend whose load is masked: vectorized, and the same as the loop everywhere.
+  Ref<Var> i = make_var("i"), j = make_var("j"), k = make_var("k"), r = make_var("r");
+  Ref<Var> n = make_var("n"), m = make_var("m");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Ref<Buffer> t = decl_buffer({i32(8)}, DataType::float32(), "t", "global");
+  Expr product = mul(buffer_load(a, {n}), buffer_load(a, {j + i32(8) - m}));
+  Expr row_in_bounds = logical_and(le(i32(0), Expr(n)), lt(Expr(n), i32(8)));
+  Stmt update = make<IfThenElse>(logical_and(row_in_bounds, lt(Expr(j), Expr(m))),
+                                 buffer_store(t, add(buffer_load(t, {j}), product), {j}));
+  Stmt body = seq({vectorized(i, 8, buffer_store(t, f32(1), {i})), vectorized(j, 8, update),
+                   vectorized(k, 8, buffer_store(b, buffer_load(t, {k}), {k}))});
+  Ref<PrimFunc> func =
+      make_func({a, b, n, m}, loop(r, 1, make<Allocate>(t, body), ForKind::kParallel));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "");
+  EXPECT_EQ(count_masked_loads(result->body), 1) << to_script(result->body);
+  EXPECT_NE(to_script(result->body).find("if 0 <= n and n < 8:"), std::string::npos)
+      << to_script(result->body);
+  verify_ir(result, "vectorize_loops");
+  std::vector<float> in = random_floats(8);
+  for (int64_t row : {-1, 0, 7, 8}) {
+    for (int64_t columns : {0, 3, 8}) {
+      EXPECT_EQ(run(result, {in, std::vector<float>(8)}, {row, columns})[1],
+                run(func, {in, std::vector<float>(8)}, {row, columns})[1])
+          << "n = " << row << ", m = " << columns;
+    }
+  }
+}
+
 // If statements in `s` whose condition varies across lanes (the masked stores).
 int count_masked_stores(const Stmt& s) {
   return count_nodes(s, [](const Node* node) {
