@@ -14,20 +14,6 @@ namespace kiln::schedule {
 
 using namespace kiln::ir;
 
-std::vector<Expr> conjuncts(const Expr& predicate) {
-  std::vector<Expr> out;
-  if (!predicate.defined() || is_const_int(predicate, 1)) return out;
-  if (const auto* a = predicate.as<And>()) {
-    for (const Expr& side : {a->a, a->b}) {
-      std::vector<Expr> inner = conjuncts(side);
-      out.insert(out.end(), inner.begin(), inner.end());
-    }
-    return out;
-  }
-  out.push_back(predicate);
-  return out;
-}
-
 Expr conjunction(const std::vector<Expr>& conditions) {
   Expr out;
   for (const Expr& c : conditions) out = out.defined() ? logical_and(out, c) : c;

@@ -12,9 +12,6 @@
 
 namespace kiln::schedule {
 
-// The conditions of a predicate: its operands of `&&`, recursively; none for `true`.
-std::vector<ir::Expr> conjuncts(const ir::Expr& predicate);
-
 // The conjunction of `conditions`, `true` for none.
 ir::Expr conjunction(const std::vector<ir::Expr>& conditions);
 

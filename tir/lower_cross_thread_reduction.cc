@@ -212,16 +212,9 @@ class CrossThreadReduction : public IRMutator {
     // The conditions of the block's predicate on loops outside the reduction: they guard the
     // store of the result.
     std::vector<Expr> outer_conditions;
-    std::vector<Expr> stack = {realize->predicate};
-    while (!stack.empty()) {
-      Expr c = stack.back();
-      stack.pop_back();
-      if (const auto* both = c.as<And>()) {
-        stack.push_back(both->a);
-        stack.push_back(both->b);
-      } else if (!is_const_int(c, 1) && !uses_any(c, chain_vars)) {
-        outer_conditions.push_back(c);
-      }
+    std::vector<Expr> terms = conjuncts(realize->predicate);
+    for (auto it = terms.rbegin(); it != terms.rend(); ++it) {  // the last term first
+      if (!uses_any(*it, chain_vars)) outer_conditions.push_back(*it);
     }
     bool power_of_two = (num_threads & (num_threads - 1)) == 0;
     bool shuffle = warp_size_ > 0 && loop->thread_tag == "threadIdx.x" && power_of_two &&

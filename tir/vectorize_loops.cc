@@ -458,23 +458,11 @@ class Vectorizer : public IRMutator {
   // masked). Null where the condition has no conjunct of each kind.
   Stmt nest_invariant_conjuncts(const IfThenElse* op) {
     if (op->else_case.defined()) return Stmt();
-    std::vector<Expr> conjuncts;
-    std::vector<Expr> pending{op->condition};
-    while (!pending.empty()) {
-      Expr e = pending.back();
-      pending.pop_back();
-      if (const auto* both = e.as<And>()) {
-        pending.push_back(both->b);
-        pending.push_back(both->a);
-      } else {
-        conjuncts.push_back(e);
-      }
-    }
     Expr invariant, varying;
     auto conjoin = [](const Expr& acc, const Expr& e) {
       return acc.defined() ? make<And>(e->dtype, acc, e) : e;
     };
-    for (const Expr& e : conjuncts) {
+    for (const Expr& e : conjuncts(op->condition)) {
       if (lanes_of(mutate(e)) == 1) {
         invariant = conjoin(invariant, e);
       } else {

@@ -16,18 +16,7 @@ using namespace ir;
 // Predicates
 
 bool IterMapRewriter::add_predicate(const Expr& predicate, std::string* error) {
-  std::vector<Expr> conditions;
-  std::vector<Expr> pending{predicate};
-  while (!pending.empty()) {
-    Expr c = pending.back();
-    pending.pop_back();
-    if (const auto* a = c.as<And>()) {
-      pending.push_back(a->b);
-      pending.push_back(a->a);
-    } else if (!is_const_int(c, 1)) {
-      conditions.push_back(c);
-    }
-  }
+  std::vector<Expr> conditions = conjuncts(predicate);
   // Conditions on fewer loops, then smaller ones, first: a shrunk loop or fusion is then used by
   // the conditions on larger fusions that contain it.
   auto loops_used = [this](const Expr& c) {

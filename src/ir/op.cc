@@ -458,6 +458,23 @@ Expr ge(Expr a, Expr b) {
   return make_compare<GE>(">=", a, b);
 }
 
+std::vector<Expr> conjuncts(const Expr& condition) {
+  std::vector<Expr> terms;
+  if (!condition.defined()) return terms;
+  std::vector<Expr> pending{condition};
+  while (!pending.empty()) {
+    Expr e = pending.back();
+    pending.pop_back();
+    if (const auto* both = e.as<And>()) {
+      pending.push_back(both->b);
+      pending.push_back(both->a);
+    } else if (!is_const_int(e, 1)) {
+      terms.push_back(e);
+    }
+  }
+  return terms;
+}
+
 Expr logical_and(Expr a, Expr b) {
   a = to_bool("logical_and", a);
   b = to_bool("logical_and", b);

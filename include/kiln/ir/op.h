@@ -88,6 +88,9 @@ Expr ge(Expr a, Expr b);
 Expr logical_and(Expr a, Expr b);
 Expr logical_or(Expr a, Expr b);
 Expr logical_not(Expr a);
+// The terms of a conjunction, left to right (`a and (b and c)`: a, b, c), without the terms that
+// are the constant true; none for an undefined condition.
+std::vector<Expr> conjuncts(const Expr& condition);
 Expr select(Expr condition, Expr true_value, Expr false_value);
 // Conversion; returns `value` itself when it already has `dtype`.
 Expr cast(DataType dtype, Expr value);
