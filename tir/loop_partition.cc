@@ -46,24 +46,6 @@ bool is_no_op(const Stmt& s) {
   return e != nullptr && e->value.is<IntImm>();
 }
 
-// `atom` as an expression g with atom <=> g >= 0, when it is a scalar integer comparison.
-Expr as_nonnegative(const Expr& atom) {
-  const auto* bin = atom.as<BinaryNode>();
-  if (bin == nullptr || !atom->dtype.is_scalar() || !bin->a->dtype.is_int()) return Expr();
-  switch (atom->kind()) {
-    case NodeKind::LT:
-      return bin->b - bin->a - 1;
-    case NodeKind::LE:
-      return sub(bin->b, bin->a);
-    case NodeKind::GT:
-      return bin->a - bin->b - 1;
-    case NodeKind::GE:
-      return sub(bin->a, bin->b);
-    default:
-      return Expr();
-  }
-}
-
 // The comparisons that `condition` is a conjunction of, looking through likely().
 void split_conjunction(const Expr& condition, std::vector<Expr>* atoms) {
   if (const auto* call = condition.as<Call>(); call != nullptr && call->op == Builtin::Likely) {
@@ -88,13 +70,6 @@ bool has_likely(const Expr& e) {
 
 bool uses(const Expr& e, const Var* var) {
   return uses_var(e, [var](const Var* v) { return v == var; });
-}
-
-// The constant d with f(var + 1) - f(var) == d, if there is one.
-const int64_t* constant_step(arith::Analyzer* ana, const Expr& f, const Ref<Var>& var,
-                             Expr* holder) {
-  *holder = ana->simplify(substitute(f, {{var.get(), Expr(var) + 1}}) - f);
-  return as_const_int(*holder);
 }
 
 // Finds the comparisons in the body of `loop` that can split it (see Candidate).

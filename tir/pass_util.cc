@@ -1,9 +1,35 @@
 // The helpers of pass_util.h that are more than a line.
 #include "tir/pass_util.h"
 
+#include "kiln/arith/analyzer.h"
+#include "kiln/ir/op.h"
+
 namespace kiln::tir {
 
 using namespace ir;
+
+Expr as_nonnegative(const Expr& atom) {
+  const auto* bin = atom.as<BinaryNode>();
+  if (bin == nullptr || !atom->dtype.is_scalar() || !bin->a->dtype.is_int()) return Expr();
+  switch (atom->kind()) {
+    case NodeKind::LT:
+      return bin->b - bin->a - 1;
+    case NodeKind::LE:
+      return sub(bin->b, bin->a);
+    case NodeKind::GT:
+      return bin->a - bin->b - 1;
+    case NodeKind::GE:
+      return sub(bin->a, bin->b);
+    default:
+      return Expr();
+  }
+}
+
+const int64_t* constant_step(arith::Analyzer* ana, const Expr& f, const Ref<Var>& var,
+                             Expr* holder) {
+  *holder = ana->simplify(substitute(f, {{var.get(), Expr(var) + 1}}) - f);
+  return as_const_int(*holder);
+}
 
 std::vector<const Var*> free_vars(const Stmt& body) {
   std::unordered_set<const Var*> defined;

@@ -1,13 +1,18 @@
 // Small helpers shared by the lowering passes in tir/: installing a new body in a PrimFunc while
-// keeping the very same function when nothing changed, the free variables of a statement, and
-// questions about variables and GPU thread loops.
+// keeping the very same function when nothing changed, the free variables of a statement,
+// comparisons as bounds on a loop variable, and questions about variables and GPU thread loops.
 #pragma once
 
+#include <cstdint>
 #include <unordered_set>
 #include <vector>
 
 #include "kiln/ir/function.h"
 #include "kiln/ir/functor.h"
+
+namespace kiln::arith {
+class Analyzer;
+}  // namespace kiln::arith
 
 namespace kiln::tir {
 
@@ -27,6 +32,15 @@ std::vector<const ir::Var*> free_vars(const ir::Stmt& body);
 inline bool uses_any(const ir::Expr& e, const std::unordered_set<const ir::Var*>& vars) {
   return ir::uses_var(e, [&vars](const ir::Var* v) { return vars.count(v) != 0; });
 }
+
+// `atom` as an expression g with atom <=> g >= 0, when it is a scalar integer comparison
+// (`a < b`: b - a - 1); undefined otherwise.
+ir::Expr as_nonnegative(const ir::Expr& atom);
+
+// The constant d with f(var + 1) - f(var) == d, if there is one (null otherwise); `holder` keeps
+// the simplified difference that the pointer points into.
+const int64_t* constant_step(arith::Analyzer* ana, const ir::Expr& f, const ir::Ref<ir::Var>& var,
+                             ir::Expr* holder);
 
 // Whether `loop` is bound to a GPU thread index (threadIdx.x/y/z), not a block index.
 inline bool is_thread_loop(const ir::For& loop) {

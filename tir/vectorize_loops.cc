@@ -323,8 +323,14 @@ class Vectorizer : public IRMutator {
     Expr c = mutate(op->condition);
     if (lanes_of(c) > 1) {
       if (Stmt nested = nest_invariant_conjuncts(op); nested.defined()) return nested;
-      if (Stmt blended = blend_guarded_store(op); blended.defined()) return blended;
-      if (Stmt masked = masked_store(op, c); masked.defined()) return masked;
+      if (op != lane_tested_) {
+        if (Stmt tested = test_extreme_lane(op); tested.defined()) return tested;
+      }
+      // Under the test of its extreme lane, that lane runs the store as the loop would: the
+      // loads it makes on every lane alike are in bounds.
+      bool lane_runs = op == lane_tested_;
+      if (Stmt blended = blend_guarded_store(op, lane_runs); blended.defined()) return blended;
+      if (Stmt masked = masked_store(op, c, lane_runs); masked.defined()) return masked;
       fail("an if statement's condition ", to_script(op->condition),
            " varies across lanes and its branches have side effects");
     }
@@ -434,8 +440,8 @@ class Vectorizer : public IRMutator {
   // the code generator turns into a store of only the lanes where it holds (a masked store or
   // scatter), with the loads of v that may be out of bounds masked by c too; null without
   // masked memory access, when the branch is not one store or when the store's indices load
-  // out of bounds (they are evaluated on every lane).
-  Stmt masked_store(const IfThenElse* op, const Expr& c) {
+  // out of bounds (they are evaluated on every lane). `lane_runs`: see test_extreme_lane.
+  Stmt masked_store(const IfThenElse* op, const Expr& c, bool lane_runs) {
     if (!masked_memory_ || op->else_case.defined() || !op->then_case.is<BufferStore>()) {
       return Stmt();
     }
@@ -446,7 +452,8 @@ class Vectorizer : public IRMutator {
     }
     Expr value = store->value;
     if (!loads_in_bounds(value)) {
-      value = mask_loads(value, c, "an if statement's condition " + to_script(op->condition));
+      value = mask_loads(value, c, "an if statement's condition " + to_script(op->condition),
+                         lane_runs);
     }
     return make<IfThenElse>(c, make<BufferStore>(store->buffer, value, store->indices));
   }
@@ -473,12 +480,45 @@ class Vectorizer : public IRMutator {
     return mutate(make<IfThenElse>(invariant, make<IfThenElse>(varying, op->then_case)));
   }
 
+  // `if c: B[i] = v` with c varying across lanes whose v loads, the same on every lane, what may
+  // be out of bounds (the row of a partial register tile that a fused loop keeps from being
+  // peeled: A[(f // 3 * 2 + i) * 39 + k] under `(f // 3 * 2 + i) * 2 < 7`, which the analyzer
+  // cannot relate to A's 273 elements), as `if c(l): (if c: B[i] = v)` where l is the lane
+  // that holds c whenever any lane does: every term of c a bound affine in the loop variable
+  // with a constant step, all satisfied by a first part of the lanes (l the first lane) or all
+  // by a last part (l the last). Where c(l) holds, lane l runs the store in the loop, loads
+  // included, so they are in bounds. Null where v has no such load or there is no such lane.
+  Stmt test_extreme_lane(const IfThenElse* op) {
+    const auto* store = op->then_case.as<BufferStore>();
+    if (op->else_case.defined() || store == nullptr ||
+        invariant_loads_in_bounds(store->value, false)) {
+      return Stmt();
+    }
+    int first = 0, last = 0;  // terms held by a first, a last part of the lanes
+    for (const Expr& term : conjuncts(op->condition)) {
+      Expr g = as_nonnegative(term), step;
+      const int64_t* k = g.defined() ? constant_step(ana_, g, loop_->loop_var, &step) : nullptr;
+      if (k == nullptr || *k == 0) return Stmt();
+      (*k < 0 ? first : last) += 1;  // g decreasing: it stays >= 0 up to a lane, then fails
+    }
+    if (first > 0 && last > 0) return Stmt();
+    DataType t = loop_->loop_var->dtype;
+    Expr lane = cast(t, loop_->min);
+    if (last > 0) lane = lane + make_const(t, lanes_ - 1);
+    Expr lane_holds = substitute(op->condition, {{loop_->loop_var.get(), lane}});
+    auto guarded = make<IfThenElse>(op->condition, op->then_case);
+    lane_tested_ = guarded.get();
+    Stmt result = mutate(make<IfThenElse>(lane_holds, guarded));
+    lane_tested_ = nullptr;
+    return result;
+  }
+
   // `if c: B[i] = v` with c varying across lanes, as `B[i] = select(c, v, B[i])`: every lane
   // stores, the old value where c fails. Only for a buffer that no other thread can access
   // meanwhile (private_), with every lane's index in bounds, and v safe to evaluate on every
   // lane or, with masked memory access, its loads that may be out of bounds masked by c (each
-  // varies across lanes); null otherwise.
-  Stmt blend_guarded_store(const IfThenElse* op) {
+  // varies across lanes, or `lane_runs`: see test_extreme_lane); null otherwise.
+  Stmt blend_guarded_store(const IfThenElse* op, bool lane_runs) {
     const auto* store = op->then_case.as<BufferStore>();
     if (op->else_case.defined() || store == nullptr) return Stmt();
     bool local = per_lane_.count(store->buffer->data.get()) > 0;
@@ -489,25 +529,35 @@ class Vectorizer : public IRMutator {
       return mutate(make<BufferStore>(store->buffer, select(op->condition, store->value, old),
                                       store->indices));
     }
-    if (!masked_memory_ || !invariant_loads_in_bounds(store->value)) return Stmt();
+    if (!masked_memory_ || !invariant_loads_in_bounds(store->value, lane_runs)) return Stmt();
     Stmt vector = mutate(make<BufferStore>(store->buffer, store->value, store->indices));
     const auto* widened = vector.as<BufferStore>();
     Expr c = widen(mutate(op->condition));
-    Expr value =
-        mask_loads(widened->value, c, "an if statement's condition " + to_script(op->condition));
+    Expr value = mask_loads(widened->value, c,
+                            "an if statement's condition " + to_script(op->condition), lane_runs);
     return make<BufferStore>(widened->buffer,
                              make<Select>(value->dtype, c, value, widen(mutate(old))),
                              widened->indices);
   }
 
   // Whether each load in `e` that does not vary across lanes is in bounds (a mask can only
-  // keep the lanes that vary from loading out of bounds).
-  bool invariant_loads_in_bounds(const Expr& e) {
+  // keep the lanes that vary from loading out of bounds), or, with `lane_runs`, one that `e`
+  // evaluates wherever it is evaluated (not in an arm of an if_then_else).
+  bool invariant_loads_in_bounds(const Expr& e, bool lane_runs) {
+    std::unordered_set<const Node*> in_arms;
+    post_order_visit(e, [&](const Node* node) {
+      const auto* call = node->kind() == NodeKind::Call ? static_cast<const Call*>(node) : nullptr;
+      if (call == nullptr || call->op != Builtin::IfThenElse) return;
+      for (size_t arm = 1; arm < call->args.size(); ++arm) {
+        post_order_visit(call->args[arm], [&](const Node* n) { in_arms.insert(n); });
+      }
+    });
     bool safe = true;
     post_order_visit(e, [&](const Node* node) {
       if (!safe || node->kind() != NodeKind::BufferLoad) return;
       Expr load(static_cast<const BufferLoad*>(node));
-      safe = lanes_of(mutate(load)) > 1 || loads_in_bounds(load);
+      safe = lanes_of(mutate(load)) > 1 || (lane_runs && in_arms.count(node) == 0) ||
+             loads_in_bounds(load);
     });
     return safe;
   }
@@ -573,8 +623,11 @@ class Vectorizer : public IRMutator {
 
   // e (whose loads are not all in bounds) on every lane, with each load in it that may be out
   // of bounds loaded only on the lanes where `mask` holds (`if_then_else(mask, load, 0)`); a
-  // load masked this way already is loaded only where both masks hold.
-  Expr mask_loads(const Expr& e, const Expr& mask, const std::string& guard) {
+  // load masked this way already is loaded only where both masks hold. A load that may be out of
+  // bounds and does not vary across lanes fails, unless `invariant_run` (it is in bounds where
+  // `e` is evaluated: see test_extreme_lane).
+  Expr mask_loads(const Expr& e, const Expr& mask, const std::string& guard,
+                  bool invariant_run = false) {
     if (e.is<BufferLoad>()) {
       Expr load = vector_load(e, guard);
       return make<Call>(load->dtype, Builtin::IfThenElse,
@@ -582,15 +635,18 @@ class Vectorizer : public IRMutator {
     }
     class Masker : public IRMutator {
      public:
-      Masker(Vectorizer* v, Expr mask, const std::string& guard)
-          : v_(v), mask_(std::move(mask)), guard_(guard) {}
+      Masker(Vectorizer* v, Expr mask, const std::string& guard, bool invariant_run)
+          : v_(v), mask_(std::move(mask)), guard_(guard), invariant_run_(invariant_run) {}
       using IRMutator::mutate;
 
      protected:
       using IRMutator::visit;
       Expr visit(const BufferLoad* op) override {
         if (v_->loads_in_bounds(op)) return op;
-        if (lanes_of(op) == 1) fail_guard(guard_, "inside an arm, the same on every lane");
+        if (lanes_of(op) == 1) {
+          if (invariant_run_) return op;
+          fail_guard(guard_, "inside an arm, the same on every lane");
+        }
         Expr load = v_->vector_load(op, guard_);
         return make<Call>(load->dtype, Builtin::IfThenElse,
                           std::vector<Expr>{mask_, load, make_zero(load->dtype)});
@@ -610,8 +666,9 @@ class Vectorizer : public IRMutator {
       Vectorizer* v_;
       Expr mask_;
       const std::string& guard_;
+      bool invariant_run_;
     };
-    return Masker(this, mask, guard).mutate(widen(e));
+    return Masker(this, mask, guard, invariant_run).mutate(widen(e));
   }
 
   // Lanes run each statement together, so a buffer that is stored must be accessed at one
@@ -641,6 +698,7 @@ class Vectorizer : public IRMutator {
   arith::Analyzer* ana_;
   const std::unordered_set<const Var*>& private_;  // data variables of thread-private buffers
   bool masked_memory_;                             // the code generator has masked loads and stores
+  const IfThenElse* lane_tested_ = nullptr;  // the if that test_extreme_lane put under its test
   Expr ramp_;
   std::unordered_map<const Var*, Ref<Var>> let_vars_;
   std::unordered_map<const Var*, Ref<Buffer>> per_lane_;

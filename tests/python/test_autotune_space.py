@@ -219,6 +219,33 @@ def test_an_operand_read_along_another_dimension_is_packed(batch):
             np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="runs code built for haswell, an x86-64 CPU model")
+def test_candidates_of_random_matmul_shapes_compute_it_with_every_loop_vectorized():
+    # Fuzz: products of random sizes (most of them divided by no vector: partial register tiles
+    # in both dimensions, fused parallel loops that keep a tile's row test inside the vector
+    # loop), A B and A B^T, a candidate of each sketch: each computes the product and vectorizes
+    # every loop it asks to.
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        m, n, k = (int(v) for v in rng.integers(1, 80, size=3))
+        func = matmul_nt(m, n, k) if rng.integers(0, 2) else matmul(m, n, k)
+        space = SpaceGenerator(func, HASWELL)
+        for sketch in range(len(space.sketches)):
+            seed = int(rng.integers(0, 1000))
+            candidate = space.sample(sketch, seed)
+            if candidate is None:
+                continue
+            args = random_args(func, seed)
+            expected = reference(func, args)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", VectorizeFallbackWarning)
+                rt = kiln.build(candidate.mod, target=HASWELL)
+            rt(*args)
+            np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4,
+                                       err_msg=f"{m} x {n} x {k}, sketch {sketch}, seed {seed}")
+
+
 def test_the_register_tile_rows_are_unrolled_and_llvm_unrolls_nothing_else():
     # The tiled sketches unroll the register tile's rows themselves; every nest of a candidate
     # tells LLVM not to unroll or vectorize what stays a loop (kiln decided).

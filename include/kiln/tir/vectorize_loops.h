@@ -29,7 +29,12 @@ namespace kiln::tir {
 // condition is a conjunction of terms that vary across lanes and terms that do not becomes a
 // scalar if of the latter around the vector if of the former, and the branches of a scalar if
 // are vectorized knowing its condition (a broadcast load that the scalar test keeps in bounds
-// needs no mask: the partial last row of a register tile). A guarded store to any other
+// needs no mask: the partial last row of a register tile). Where a load the same on every lane
+// may still be out of bounds and each term of the condition is a bound affine in the loop
+// variable, all held by a first part of the lanes (or all by a last part), the store goes under
+// a scalar test of the condition at the first (last) lane: where it holds, that lane runs the
+// store in the loop, so the load is in bounds (the row test of a partial tile that a fused loop
+// keeps inside the vector loop). A guarded store to any other
 // buffer stays an if statement, whose vector condition the code generator turns into a store
 // of only the lanes where it holds (a masked store or scatter), the loads of the value that may
 // be out of bounds masked by the condition too (the tail of a loop split by a factor that does

@@ -232,6 +232,67 @@ TEST(VectorizeLoops, PartialTileOfARegisterTileTestsItsRowOnceAndMasksItsColumns
   }
 }
 
+// for r in parallel(1): t = allocate(8) of ones; for j in vectorized(8): if `guard`:
+// t[j] = t[j] + A[`row`] * A[`column`]; then B = t. A[row] is the same on every lane and, as
+// far as the analyzer knows, may be out of bounds (a scalar n).
+Ref<PrimFunc> guarded_broadcast_update(const Ref<Var>& j, const Ref<Var>& n, const Ref<Var>& m,
+                                       const Expr& guard, const Expr& row, const Expr& column) {
+  Ref<Var> i = make_var("i"), k = make_var("k"), r = make_var("r");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Ref<Buffer> t = decl_buffer({i32(8)}, DataType::float32(), "t", "global");
+  Expr product = mul(buffer_load(a, {row}), buffer_load(a, {column}));
+  Stmt update = make<IfThenElse>(guard, buffer_store(t, add(buffer_load(t, {j}), product), {j}));
+  Stmt body = seq({vectorized(i, 8, buffer_store(t, f32(1), {i})), vectorized(j, 8, update),
+                   vectorized(k, 8, buffer_store(b, buffer_load(t, {k}), {k}))});
+  return make_func({a, b, n, m}, loop(r, 1, make<Allocate>(t, body), ForKind::kParallel));
+}
+
+// Scalar if statements in `s` (the tests of a lane).
+int count_scalar_ifs(const Stmt& s) {
+  return count_nodes(s, [](const Node* node) {
+    return node->kind() == NodeKind::IfThenElse &&
+           static_cast<const IfThenElse*>(node)->condition->dtype.lanes() == 1;
+  });
+}
+
+TEST(VectorizeLoops, GuardWithoutAScalarTermIsTestedAtTheLaneThatHoldsItFirst) {
+  // A partial tile whose row test a fused loop keeps inside the vector loop, reduced to
+  //   if j + n < 8: t[j] = t[j] + A[n] * A[j + n]
+  // The guard holds on a first part of the lanes, so wherever any lane holds it lane 0 does,
+  // and lane 0 loads A[n] in the loop: `if 0 + n < 8` around the vector if makes that load safe
+  // on every lane, A[j + n] is masked. Likewise `if j >= n: ... A[n - 1] * A[j]` holds on a last
+  // part of the lanes, tested at lane 7 (A[j] needs no mask).
+  Ref<Var> j = make_var("j"), n = make_var("n"), m = make_var("m");
+  std::vector<float> in = random_floats(8);
+  auto expect_same = [&](const Ref<PrimFunc>& func, int masked,
+                         std::initializer_list<int64_t> bounds) {
+    Ref<PrimFunc> result = vectorize_loops(func);
+    EXPECT_EQ(fallback_reason(result), "") << to_script(result->body);
+    EXPECT_EQ(count_scalar_ifs(result->body), 1) << to_script(result->body);
+    EXPECT_EQ(count_masked_loads(result->body), masked) << to_script(result->body);
+    verify_ir(result, "vectorize_loops");
+    for (int64_t bound : bounds) {  // the interpreter checks every load's bounds
+      EXPECT_EQ(run(result, {in, std::vector<float>(8)}, {bound, 0})[1],
+                run(func, {in, std::vector<float>(8)}, {bound, 0})[1])
+          << "n = " << bound;
+    }
+  };
+  expect_same(guarded_broadcast_update(j, n, m, lt(j + n, i32(8)), n, j + n), 1, {0, 3, 7, 8, 9});
+  expect_same(guarded_broadcast_update(j, n, m, ge(Expr(j), Expr(n)), n - 1, j), 0,
+              {1, 4, 7, 8, 9});
+}
+
+TEST(VectorizeLoopsFallback, GuardHeldByNoLaneWheneverAnyLaneHoldsIt) {
+  // if n <= j and j < m: the lanes that hold it are in the middle; no one lane tests them all,
+  // so A[n] stays a load that may be out of bounds.
+  Ref<Var> j = make_var("j"), n = make_var("n"), m = make_var("m");
+  Expr guard = logical_and(le(Expr(n), Expr(j)), lt(Expr(j), Expr(m)));
+  Ref<PrimFunc> result = vectorize_loops(guarded_broadcast_update(j, n, m, guard, n, j));
+  EXPECT_EQ(fallback_reason(result),
+            "an if statement's condition n <= j and j < m varies across lanes and guards a load "
+            "that may be out of bounds inside an arm, the same on every lane");
+}
+
 // If statements in `s` whose condition varies across lanes (the masked stores).
 int count_masked_stores(const Stmt& s) {
   return count_nodes(s, [](const Node* node) {
