@@ -147,6 +147,18 @@ def test_a_register_tile_that_does_not_divide_the_rows_packs_them_padded():
     assert padded > 0
 
 
+def check_vectorized(func, candidate, seed, what=""):
+    """Builds the candidate for Haswell with every loop it vectorizes vector code (a fallback is
+    an error) and checks that it computes `func` (a product: its result is the third array)."""
+    args = random_args(func, seed)
+    expected = reference(func, args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VectorizeFallbackWarning)
+        rt = kiln.build(candidate.mod, target=HASWELL)
+    rt(*args)
+    np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4, err_msg=what)
+
+
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
                     reason="runs code built for haswell, an x86-64 CPU model")
 def test_columns_that_no_vector_divides_get_whole_vectors_and_a_masked_last_tile():
@@ -165,13 +177,7 @@ def test_columns_that_no_vector_divides_get_whole_vectors_and_a_masked_last_tile
             candidate = space.sample(sketch, seed)
             assert candidate is not None, space.rejections
             drawn.add(drawn_register_tile(candidate))
-            args = random_args(func, seed)
-            expected = reference(func, args)
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", VectorizeFallbackWarning)
-                rt = kiln.build(candidate.mod, target=HASWELL)
-            rt(*args)
-            np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4)
+            check_vectorized(func, candidate, seed)
     assert any(37 % columns for _, columns in drawn), drawn
     assert any(32 % rows for rows, _ in drawn), drawn
 
@@ -234,16 +240,8 @@ def test_candidates_of_random_matmul_shapes_compute_it_with_every_loop_vectorize
         for sketch in range(len(space.sketches)):
             seed = int(rng.integers(0, 1000))
             candidate = space.sample(sketch, seed)
-            if candidate is None:
-                continue
-            args = random_args(func, seed)
-            expected = reference(func, args)
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", VectorizeFallbackWarning)
-                rt = kiln.build(candidate.mod, target=HASWELL)
-            rt(*args)
-            np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4,
-                                       err_msg=f"{m} x {n} x {k}, sketch {sketch}, seed {seed}")
+            if candidate is not None:
+                check_vectorized(func, candidate, seed, f"{m} x {n} x {k}, sketch {sketch}")
 
 
 def test_the_register_tile_rows_are_unrolled_and_llvm_unrolls_nothing_else():
