@@ -11,8 +11,13 @@ whatever operators built it:
    MR rows x NR vectorized columns accumulated in registers (cache_write to "local", the
    product computed per tile under the write-back's loops, so that a symbolic number of rows
    is tiled too), the rows unrolled, the init split off, and element-wise consumers folded
-   into the write-back of the tile (reverse_compute_inline). Where the column loads read packed
-   panels (dense_pack's weight), NR divides the panel width; elsewhere the argument they read
+   into the write-back of the tile (reverse_compute_inline). Where no vector divides the
+   columns (1001), NR is whole registers all the same and the last tile partial (lowering
+   peels it off and masks its columns past the end); one row of columns that lie far apart
+   in their operand (one token's x W^T) is scheduled as a reduction instead (vector partial
+   sums along the operand's rows, as in step 5). Where
+   the column loads read packed panels (dense_pack's weight), NR divides the panel width;
+   elsewhere the argument they read
    is packed into panels of NR columns under the outer loops that read it (the batch and
    column strip: inside the parallel loop, reused by every row tile). Where the target has
    the features of a tensor intrinsic whose dot product the block computes over contiguous
@@ -355,7 +360,7 @@ class _Scheduler:
         else:
             (jo, jn), jp = sch.split(loops[j], factors=[None, nr]), None
         outer = others + [jo]
-        outer_extents.append(info.extents[j] // (nr * panels))
+        outer_extents.append(-(-info.extents[j] // (nr * panels)))  # a last strip may be partial
         ii = None
         if i is not None and mr > 1:
             io, ii = sch.split(loops[i], factors=[None, mr])
@@ -388,6 +393,12 @@ class _Scheduler:
         outer loops allow it (pack_column_operand)."""
         info = self.info(name, sch)
         i, j, panel = self.product_axes(info)
+        if (i is None or info.extents[i] == 1) and panel is None and any(
+                j not in load.last_uses for load in info.loads if j in load.uses):
+            # One row of columns that lie far apart in their operand (x W^T, a GEMV): a register
+            # tile would gather them or copy the whole operand per call (1 x 768 x 50256 took
+            # 117 ms); schedule_reduction's vector partial sums read it in place (5.9 ms).
+            raise KilnValueError("a single row of columns read across their operand")
         columns = info.extents[j]
         depth = product_of([info.extents[p] for p in info.reduce])
         try:
@@ -398,9 +409,15 @@ class _Scheduler:
                 panels = 1
         except KilnError:
             lanes = self.lanes_dividing(info.dtype, math.gcd(columns, panel or columns))
-            if lanes < 2:
+            if lanes >= 2:
+                mr, nr, panels = 4, lanes, 1
+            elif panel is None and columns is not None and columns > self.lanes(info.dtype) > 1:
+                # No vector divides the columns (1001): whole registers all the same, the last
+                # tile partial (lowering peels it off; its columns past the end are masked).
+                mr, nr, panels = gemm_blocking(self.target, info.dtype, k=depth,
+                                               threads=self.threads)
+            else:
                 raise
-            mr, nr, panels = 4, lanes, 1
         if i is None:
             mr = 1
         elif info.extents[i] is not None:
@@ -413,6 +430,8 @@ class _Scheduler:
             # NR / lanes whole vectors: LLVM splits the wide vector into registers.
             self.vectorize_loop(sch, name, cols)
             self.vectorize_loop(sch, local_name, write_back)
+        if not reduce_loops:  # a reduction of one step (an outer product): a spatial block's step
+            raise KilnValueError("the product has no reduction loop to tile")
         if rows is not None:
             sch.unroll(rows)
         sch.decompose_reduction(name, reduce_loops[0])
