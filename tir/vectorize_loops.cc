@@ -323,14 +323,9 @@ class Vectorizer : public IRMutator {
     Expr c = mutate(op->condition);
     if (lanes_of(c) > 1) {
       if (Stmt nested = nest_invariant_conjuncts(op); nested.defined()) return nested;
-      if (op != lane_tested_) {
-        if (Stmt tested = test_extreme_lane(op); tested.defined()) return tested;
-      }
-      // Under the test of its extreme lane, that lane runs the store as the loop would: the
-      // loads it makes on every lane alike are in bounds.
-      bool lane_runs = op == lane_tested_;
-      if (Stmt blended = blend_guarded_store(op, lane_runs); blended.defined()) return blended;
-      if (Stmt masked = masked_store(op, c, lane_runs); masked.defined()) return masked;
+      if (Stmt tested = test_extreme_lane(op, c); tested.defined()) return tested;
+      if (Stmt blended = blend_guarded_store(op, c, false); blended.defined()) return blended;
+      if (Stmt masked = masked_store(op, c, false); masked.defined()) return masked;
       fail("an if statement's condition ", to_script(op->condition),
            " varies across lanes and its branches have side effects");
     }
@@ -466,15 +461,9 @@ class Vectorizer : public IRMutator {
   Stmt nest_invariant_conjuncts(const IfThenElse* op) {
     if (op->else_case.defined()) return Stmt();
     Expr invariant, varying;
-    auto conjoin = [](const Expr& acc, const Expr& e) {
-      return acc.defined() ? make<And>(e->dtype, acc, e) : e;
-    };
     for (const Expr& e : conjuncts(op->condition)) {
-      if (lanes_of(mutate(e)) == 1) {
-        invariant = conjoin(invariant, e);
-      } else {
-        varying = conjoin(varying, e);
-      }
+      Expr& side = lanes_of(mutate(e)) == 1 ? invariant : varying;
+      side = side.defined() ? logical_and(side, e) : e;
     }
     if (!invariant.defined() || !varying.defined()) return Stmt();
     return mutate(make<IfThenElse>(invariant, make<IfThenElse>(varying, op->then_case)));
@@ -487,8 +476,9 @@ class Vectorizer : public IRMutator {
   // that holds c whenever any lane does: every term of c a bound affine in the loop variable
   // with a constant step, all satisfied by a first part of the lanes (l the first lane) or all
   // by a last part (l the last). Where c(l) holds, lane l runs the store in the loop, loads
-  // included, so they are in bounds. Null where v has no such load or there is no such lane.
-  Stmt test_extreme_lane(const IfThenElse* op) {
+  // included, so they are in bounds. Null where v has no such load, there is no such lane or
+  // the store cannot be vectorized even so; `c` is the vector condition.
+  Stmt test_extreme_lane(const IfThenElse* op, const Expr& c) {
     const auto* store = op->then_case.as<BufferStore>();
     if (op->else_case.defined() || store == nullptr ||
         invariant_loads_in_bounds(store->value, false)) {
@@ -505,20 +495,21 @@ class Vectorizer : public IRMutator {
     DataType t = loop_->loop_var->dtype;
     Expr lane = cast(t, loop_->min);
     if (last > 0) lane = lane + make_const(t, lanes_ - 1);
-    Expr lane_holds = substitute(op->condition, {{loop_->loop_var.get(), lane}});
-    auto guarded = make<IfThenElse>(op->condition, op->then_case);
-    lane_tested_ = guarded.get();
-    Stmt result = mutate(make<IfThenElse>(lane_holds, guarded));
-    lane_tested_ = nullptr;
-    return result;
+    Expr lane_holds = mutate(substitute(op->condition, {{loop_->loop_var.get(), lane}}));
+    if (lanes_of(lane_holds) > 1) return Stmt();  // a let of the loop variable in it
+    arith::ConstraintScope holds(ana_, lane_holds);
+    Stmt vector = blend_guarded_store(op, c, true);
+    if (!vector.defined()) vector = masked_store(op, c, true);
+    return vector.defined() ? make<IfThenElse>(lane_holds, vector) : Stmt();
   }
 
   // `if c: B[i] = v` with c varying across lanes, as `B[i] = select(c, v, B[i])`: every lane
   // stores, the old value where c fails. Only for a buffer that no other thread can access
   // meanwhile (private_), with every lane's index in bounds, and v safe to evaluate on every
   // lane or, with masked memory access, its loads that may be out of bounds masked by c (each
-  // varies across lanes, or `lane_runs`: see test_extreme_lane); null otherwise.
-  Stmt blend_guarded_store(const IfThenElse* op, bool lane_runs) {
+  // varies across lanes, or `lane_runs`: see test_extreme_lane); null otherwise. `c` is the
+  // vector condition.
+  Stmt blend_guarded_store(const IfThenElse* op, const Expr& c, bool lane_runs) {
     const auto* store = op->then_case.as<BufferStore>();
     if (op->else_case.defined() || store == nullptr) return Stmt();
     bool local = per_lane_.count(store->buffer->data.get()) > 0;
@@ -532,7 +523,6 @@ class Vectorizer : public IRMutator {
     if (!masked_memory_ || !invariant_loads_in_bounds(store->value, lane_runs)) return Stmt();
     Stmt vector = mutate(make<BufferStore>(store->buffer, store->value, store->indices));
     const auto* widened = vector.as<BufferStore>();
-    Expr c = widen(mutate(op->condition));
     Expr value = mask_loads(widened->value, c,
                             "an if statement's condition " + to_script(op->condition), lane_runs);
     return make<BufferStore>(widened->buffer,
@@ -545,13 +535,16 @@ class Vectorizer : public IRMutator {
   // evaluates wherever it is evaluated (not in an arm of an if_then_else).
   bool invariant_loads_in_bounds(const Expr& e, bool lane_runs) {
     std::unordered_set<const Node*> in_arms;
-    post_order_visit(e, [&](const Node* node) {
-      const auto* call = node->kind() == NodeKind::Call ? static_cast<const Call*>(node) : nullptr;
-      if (call == nullptr || call->op != Builtin::IfThenElse) return;
-      for (size_t arm = 1; arm < call->args.size(); ++arm) {
-        post_order_visit(call->args[arm], [&](const Node* n) { in_arms.insert(n); });
-      }
-    });
+    if (lane_runs) {
+      post_order_visit(e, [&](const Node* node) {
+        const auto* call =
+            node->kind() == NodeKind::Call ? static_cast<const Call*>(node) : nullptr;
+        if (call == nullptr || call->op != Builtin::IfThenElse) return;
+        for (size_t arm = 1; arm < call->args.size(); ++arm) {
+          post_order_visit(call->args[arm], [&](const Node* n) { in_arms.insert(n); });
+        }
+      });
+    }
     bool safe = true;
     post_order_visit(e, [&](const Node* node) {
       if (!safe || node->kind() != NodeKind::BufferLoad) return;
@@ -698,7 +691,6 @@ class Vectorizer : public IRMutator {
   arith::Analyzer* ana_;
   const std::unordered_set<const Var*>& private_;  // data variables of thread-private buffers
   bool masked_memory_;                             // the code generator has masked loads and stores
-  const IfThenElse* lane_tested_ = nullptr;  // the if that test_extreme_lane put under its test
   Expr ramp_;
   std::unordered_map<const Var*, Ref<Var>> let_vars_;
   std::unordered_map<const Var*, Ref<Buffer>> per_lane_;

@@ -125,16 +125,12 @@ class MultiLevelTiling : public ScheduleRule {
                                int64_t row_extent) const {
     RegisterTiles tiles;
     const codegen::Target& target = context_.task->target;
-    int lanes = dtype.is_scalar() && target.vector_register_bits > 0
-                    ? target.vector_lanes_dividing(dtype, column_extent)
-                    : 1;
+    bool vectors_of_dtype = dtype.is_scalar() && target.vector_register_bits > 0;
+    int lanes = vectors_of_dtype ? target.vector_lanes_dividing(dtype, column_extent) : 1;
+    int register_lanes = vectors_of_dtype ? target.vector_lanes(dtype) : 1;
     int registers = target.num_vector_registers;
-    bool partial = false;  // no vector divides the columns
-    if (lanes == 1 && dtype.is_scalar() && target.vector_register_bits > 0 &&
-        target.vector_lanes(dtype) > 1 && column_extent > target.vector_lanes(dtype)) {
-      lanes = target.vector_lanes(dtype);
-      partial = true;
-    }
+    bool partial = lanes == 1 && register_lanes > 1 && column_extent > register_lanes;
+    if (partial) lanes = register_lanes;  // no vector divides the columns
     int64_t max_rows = 1;
     std::vector<int64_t> fullest;  // per NR, the most rows that fit
     for (int64_t vectors = 1; vectors * 2 + 1 < registers; vectors *= 2) {
