@@ -327,6 +327,39 @@ RV rfactor(Schedule& sch, const RV& loop_rv, int factor_axis) {
 // ---------------------------------------------------------------------------------------------
 // decompose_reduction
 
+namespace {
+
+// The loops of `loops` that no spatial iterator's binding uses, at the block's first reduction
+// step: each at its minimum, where that puts every reduce iterator at the minimum of its domain
+// (the step that runs the init); empty otherwise.
+VarMap first_step(const Block& block, const BlockRealize& realize,
+                  const std::vector<const For*>& loops) {
+  arith::Analyzer analyzer;
+  VarMap first;
+  for (const For* loop : loops) {
+    const Var* v = loop->loop_var.get();
+    bool spatial = false;
+    for (size_t k = 0; k < block.iter_vars.size(); ++k) {
+      spatial = spatial || (block.iter_vars[k].type == IterType::kDataPar &&
+                            uses_var(realize.iter_values[k], [v](const Var* x) { return x == v; }));
+    }
+    if (spatial) {
+      analyzer.bind(loop->loop_var, Range{loop->min, loop->extent});
+    } else {
+      first[v] = loop->min;
+    }
+  }
+  for (size_t k = 0; k < block.iter_vars.size(); ++k) {
+    const IterVar& iv = block.iter_vars[k];
+    if (iv.type == IterType::kDataPar) continue;
+    Expr at_first = substitute(realize.iter_values[k], first);
+    if (!analyzer.can_prove_equal(at_first, iv.dom.min)) return {};
+  }
+  return first;
+}
+
+}  // namespace
+
 RV decompose_reduction(Schedule& sch, const RV& block_rv, const RV& loop_rv) {
   const char* primitive = "decompose_reduction";
   // Step 1. Resolve the block and the loop; the block must have an init.
@@ -401,6 +434,7 @@ RV decompose_reduction(Schedule& sch, const RV& block_rv, const RV& loop_rv) {
   source.loops = below;
   source.init = block->init;
   source.writes = block->writes;
+  source.first_step = first_step(*block, *realize, below);
   std::string conflict;
   Stmt init_nest = make_init_nest(source, &conflict);
   if (!init_nest.defined()) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "kiln/arith/analyzer.h"
 #include "kiln/arith/iter_map.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/op.h"
@@ -33,6 +34,20 @@ std::vector<BufferRegion> load_regions(const Stmt& stmt) {
     regions.push_back(std::move(region));
   });
   return regions;
+}
+
+// `condition` (over copied and dropped loops) at the reduction's first step, over the copied
+// loops and simplified with their ranges; null where the first step leaves a dropped loop unknown.
+Expr first_step_condition(const Expr& condition, const InitSource& source,
+                          const std::vector<Ref<For>>& nest, const VarMap& loop_map,
+                          const std::unordered_set<const Var*>& dropped) {
+  for (const Var* v : dropped) {
+    bool used = uses_var(condition, [v](const Var* x) { return x == v; });
+    if (used && source.first_step.count(v) == 0) return Expr();
+  }
+  arith::Analyzer analyzer;
+  for (const Ref<For>& loop : nest) analyzer.bind(loop->loop_var, Range{loop->min, loop->extent});
+  return analyzer.simplify(substitute(substitute(condition, source.first_step), loop_map));
 }
 
 }  // namespace
@@ -96,10 +111,15 @@ Stmt make_init_nest(const InitSource& source, std::string* conflict) {
     bool uses_copied = uses_any(condition, copied);
     bool uses_dropped = uses_any(condition, dropped);
     if (uses_copied && uses_dropped) {
-      *conflict = to_script(condition);
-      return nullptr;
+      Expr first = first_step_condition(condition, source, nest, loop_map, dropped);
+      if (!first.defined()) {
+        *conflict = to_script(condition);
+        return nullptr;
+      }
+      if (!is_const_int(first, 1)) kept.push_back(first);
+    } else if (!uses_dropped) {
+      kept.push_back(substitute(condition, loop_map));
     }
-    if (!uses_dropped) kept.push_back(substitute(condition, loop_map));
   }
   // Step 3. The init block over copies of the iterators.
   Stmt body;

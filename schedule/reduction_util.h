@@ -40,15 +40,21 @@ struct InitSource {
   ir::Stmt init;                         // the init, over `iters`
   std::vector<ir::BufferRegion> writes;  // the block's writes, over `iters`
   bool always_block = true;              // false: with no iterators, the bare init
+  // The values of the loops the nest does not copy at the reduction's first step (where the
+  // block ran its init), where known: a condition over both kinds of loops is then taken there.
+  ir::VarMap first_step;
 };
 
 // The init of a reduction as a nest of its own: copies ("<loop>_init") of the loops of
 // `source.loops` that the bindings use, and a block `source.block_name` whose iterators are
 // copies ("<iter>_init") of `source.iters`, bound through the copied loops, that runs the init.
 // The conditions of the predicate over copied loops (and loops outside them) are kept; those
-// over loops that are not copied are dropped.
+// over loops that are not copied are dropped; one over both kinds is taken at the first step
+// (`source.first_step`: the tail of a reduction split by a factor that does not divide it,
+// `k_0 * 16 + k_1 < 197`, holds for every lane k_1 at k_0 = 0), and dropped where it holds for
+// every iteration of the copied loops.
 // Returns null and names the condition in `conflict` when one condition uses both kinds of
-// loops.
+// loops and the first step does not give every loop it uses that is not copied.
 ir::Stmt make_init_nest(const InitSource& source, std::string* conflict);
 
 }  // namespace kiln::schedule

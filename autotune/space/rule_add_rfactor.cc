@@ -5,8 +5,9 @@
 // half, whose partial sums are a vector. A reduction along the rows of its input that has
 // enough rows for the threads (a row sum, a softmax's maximum and sum, a norm's sum of squares,
 // a matrix-vector product) gets one more sketch: its innermost reduction loop split by a multiple
-// of the vector lanes, the inner half the vector of partial results, so that its loads and its
-// arithmetic are vectors (a reduction loop is never vectorized). The block as it is stays a sketch
+// of the vector lanes (of whole registers, the last vector partial, where no vector divides the
+// row), the inner half the vector of partial results, so that its loads and its arithmetic are
+// vectors (a reduction loop is never vectorized). The block as it is stays a sketch
 // too.
 #include <algorithm>
 
@@ -71,8 +72,7 @@ class AddRFactor : public ScheduleRule {
   // The sketch of a reduction along contiguous rows (see the top of the file), with `sch`, or
   // `sch` alone when the block is not one: its innermost loop is the last one bound to a
   // reduction iterator that the last index of a read is (with the loops outside it that run
-  // along the same contiguous row, fused: row_loops), their extent a multiple of the lanes and
-  // at least four vectors, and no read leaves out a spatial iterator (a block with reuse is
+  // along the same contiguous row, fused: row_loops), their extent at least four vectors, and no read leaves out a spatial iterator (a block with reuse is
   // multi_level_tiling's) unless the block streams an operand (streams_an_operand).
   std::vector<schedule::Schedule> along_rows(const schedule::Schedule& sch,
                                              const std::string& block_name,
@@ -93,11 +93,15 @@ class AddRFactor : public ScheduleRule {
       if (e == nullptr) return {sch};  // a symbolic extent: no lanes to divide it
       extent *= *e;
     }
+    // Where no vector divides the row (197 scores per row of a ViT's attention, a vocabulary
+    // of 50257 logits), whole registers with a masked last vector.
     int64_t lanes = target.vector_lanes_dividing(dtype, extent);
+    bool partial = lanes < 2;
+    if (partial) lanes = target.vector_lanes(dtype);
     if (lanes < 2 || extent < 4 * lanes) return {sch};
     std::vector<int64_t> widths;
     for (int64_t width = lanes; width <= 8 * lanes && width * 2 <= extent; width *= 2) {
-      if (extent % width == 0) widths.push_back(width);
+      if (partial || extent % width == 0) widths.push_back(width);
     }
     try {
       RV block = schedule::get_block(result, block_name);

@@ -66,7 +66,9 @@ Returns:
 Raises:
     NotReductionBlockError: the block has no init.
     LoopPositionError: the loop is not above the block.
-    LoopHeightError: a loop above ``loop`` binds a reduction iterator.
+    LoopHeightError: a loop above ``loop`` binds a reduction iterator, or a condition of
+        the block's predicate over loops the init keeps and reduction loops cannot be taken
+        at the reduction's first step.
     BlockNotFoundError, StaleHandleError, KilnTypeError: as get_loops.
 
 Example:

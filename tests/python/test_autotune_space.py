@@ -1069,6 +1069,34 @@ def test_a_matrix_vector_product_gets_vector_partial_results_along_its_rows(batc
         assert accepted >= 3, space.rejections
 
 
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="runs code built for haswell, an x86-64 CPU model")
+@pytest.mark.parametrize("op", ["sum", "max", "softmax"])
+def test_rows_that_no_vector_divides_get_vector_partial_results_with_a_partial_last_one(op):
+    # 197 columns (a ViT's attention scores): the partial results along each row are whole
+    # vectors, the last one partial; every candidate of those sketches computes the result with
+    # every loop it vectorizes vector code.
+    X = te.placeholder((256, 197), "float32", name="X")
+    out = {"sum": lambda: topi.sum(X, axis=1), "max": lambda: topi.max(X, axis=1),
+           "softmax": lambda: topi.nn.softmax(X)}[op]()
+    func = te.create_prim_func([X, out])
+    space = SpaceGenerator(func, HASWELL)
+    factored = [k for k, s in enumerate(space.sketches) if "sch.rfactor(" in s.as_python()]
+    assert len(factored) == (3 if op == "softmax" else 1)
+    for sketch in factored:
+        for seed in range(3):
+            candidate = space.sample(sketch, seed)
+            assert candidate is not None, space.rejections
+            assert "T.where(" in str(candidate.mod)  # the partial last vector
+            args = random_args(func, seed)
+            expected = reference(func, args)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", VectorizeFallbackWarning)
+                rt = kiln.build(candidate.mod, target=HASWELL)
+            rt(*args)
+            np.testing.assert_allclose(args[1], expected[1], rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("pool", ["avg", "max"])
 def test_a_global_pooling_sums_whole_rows_of_height_times_width(pool):
     # The pooled height and width, whole rows of X, fused into one loop whose partial results

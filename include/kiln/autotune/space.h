@@ -73,7 +73,7 @@ struct Candidate {
 class SpaceGenerator {
  public:
   // Raises a kValue error when a sketch of the task's user space does not replay on its
-  // function.
+  // function. Keeps a reference to `task`, which must outlive the generator.
   SpaceGenerator(const TuneTask& task, const SpaceConfig& config);
   ~SpaceGenerator();
   SpaceGenerator(const SpaceGenerator&) = delete;

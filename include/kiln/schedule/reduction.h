@@ -53,13 +53,18 @@ RV rfactor(Schedule& sch, const RV& loop, int factor_axis);
 //       with T.init(): B[vi] = 0.0        ==>       B[vi] = 0.0
 //       B[vi] = B[vi] + A[vi, vk]                 for k in range(8):
 //                                                   with T.block("B"): … B[vi] = B[vi] + …
-// (decompose_reduction(B, k)). Conditions of the block's predicate that involve loops the init
-// block does not copy (reduce loops) are dropped: the init runs for every output point.
+// (decompose_reduction(B, k)). Conditions of the block's predicate that involve only loops the
+// init block does not copy (reduce loops) are dropped: the init runs for every output point. A
+// condition over both kinds is taken at the reduction's first step, where the block ran its init
+// (the tail of a split that does not divide the reduction, `k_0 * 16 + k_1 < 197`, holds for
+// every k_1 at k_0 = 0: no condition).
 // Preconditions:
 //  1. The block has an init (NotReductionBlockError).
 //  2. `loop` is one of the block's loops (LoopPositionError).
-//  3. No loop above `loop` binds a reduce iterator of the block, and no condition of the
-//     predicate mixes copied loops with loops that are not copied (LoopHeightError).
+//  3. No loop above `loop` binds a reduce iterator of the block, and a condition of the
+//     predicate that mixes copied loops with loops that are not copied can be taken at the first
+//     step: the loops not copied at their minimum put every reduce iterator at the minimum of its
+//     domain (LoopHeightError).
 // Returns the init block.
 RV decompose_reduction(Schedule& sch, const RV& block, const RV& loop);
 

@@ -237,6 +237,26 @@ TEST(AddRFactor, AReductionAlongRowsWithEnoughRowsGetsVectorPartialResults) {
   EXPECT_EQ(count_sketches_with(SpaceGenerator(short_rows, four_threads()), "rfactor"), 0u);
 }
 
+TEST(AddRFactor, ARowNoVectorDividesGetsWholeVectorsWithAPartialLastOne) {
+  // 197 columns (a ViT's attention scores): vectors of the 8 lanes and their multiples, the last
+  // one partial; the init of the partial results runs on every lane (the tail's condition taken
+  // at the first step of the reduction), so no candidate is refused.
+  TuneTask task = make_task(sum_rows(64, 197), kHaswell);
+  SpaceGenerator space(task, four_threads());
+  ASSERT_EQ(space.sketches().size(), 2u);
+  const schedule::Trace& sketch = space.sketches()[1];
+  EXPECT_EQ(instructions_of(sketch, "sample_categorical")[0].attrs.at("candidates"),
+            Json::array({8, 16, 32, 64}));
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    std::optional<Candidate> candidate = space.sample(1, seed);
+    ASSERT_TRUE(candidate.has_value()) << seed;
+    std::string text = to_script(candidate->mod);
+    EXPECT_NE(text.find("B_rf_init"), std::string::npos);
+    EXPECT_NE(text.find("T.vectorized("), std::string::npos);
+  }
+  EXPECT_TRUE(space.rejections().empty());
+}
+
 TEST(AddRFactor, AMatmulGetsNone) {
   TuneTask matmul_task = make_task(matmul(256, 256, 256), "llvm");
   SpaceGenerator space(matmul_task, four_threads());

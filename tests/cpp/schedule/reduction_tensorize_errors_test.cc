@@ -1,13 +1,14 @@
 // Error cases of rfactor, decompose_reduction, blockize and the tensor intrinsic registry on
 // hand-built functions that te.create_prim_func cannot produce (a binding that is not affine, a
-// predicate over both kinds of loops, an update of another element, a description with two
-// blocks). Each schedule failure must leave the schedule unchanged.
+// predicate over both kinds of loops that the first step does not decide, an update of another
+// element, a description with two blocks). Each schedule failure must leave the schedule unchanged.
 #include <gtest/gtest.h>
 
 #include <functional>
 
 #include "kiln/ir/buffer.h"
 #include "kiln/ir/op.h"
+#include "kiln/ir/printer.h"
 #include "kiln/schedule/blockize_tensorize.h"
 #include "kiln/schedule/getters.h"
 #include "kiln/schedule/reduction.h"
@@ -114,8 +115,11 @@ TEST(ReductionErrors, UpdateOfAnotherBufferIsNotAReduction) {
       "block 'B' initializes B[vi] but updates C[vi]");
 }
 
-TEST(ReductionErrors, DecomposeRejectsAPredicateOverBothKindsOfLoops) {
+TEST(ReductionErrors, DecomposeRejectsAPredicateOverBothKindsOfLoopsUnknownAtTheFirstStep) {
+  // The reduce iterator runs backwards (vk = 7 - k): loop k at its minimum is not the step that
+  // runs the init, so the condition over i and k cannot be taken there.
   Reduction spec;
+  spec.binding = [](const Ref<Var>& k) { return int32_const(7) - k; };
   spec.predicate = [](const Ref<Var>& i, const Ref<Var>& k) { return lt(i + k, int32_const(12)); };
   Schedule sch = schedule_of(row_sum(spec));
   RV block = get_block(sch, "B");
@@ -127,6 +131,21 @@ TEST(ReductionErrors, DecomposeRejectsAPredicateOverBothKindsOfLoops) {
   // Below the spatial loop only the reduce loop is left, so the condition is dropped.
   RV init = decompose_reduction(sch, block, loops[1]);
   EXPECT_EQ(sch.block(init, "test").block->name, "B_init");
+}
+
+TEST(ReductionErrors, DecomposeTakesAPredicateOverBothKindsOfLoopsAtTheFirstStep) {
+  // At k = 0, the step that runs the init, i + k < 6 is i < 6; i + k < 12 holds for every i.
+  for (int64_t bound : {6, 12}) {
+    Reduction spec;
+    spec.predicate = [bound](const Ref<Var>& i, const Ref<Var>& k) {
+      return lt(i + k, int32_const(bound));
+    };
+    Schedule sch = schedule_of(row_sum(spec));
+    RV block = get_block(sch, "B");
+    RV init = decompose_reduction(sch, block, get_loops(sch, block)[0]);
+    const BlockRealize* realize = sch.block(init, "test").realize;
+    EXPECT_EQ(to_script(realize->predicate), bound == 6 ? "i_init < 6" : "T.bool(True)") << bound;
+  }
 }
 
 TEST(ReductionErrors, DecomposeKeepsConditionsOverCopiedLoops) {
