@@ -65,6 +65,10 @@ class AddRFactor : public ScheduleRule {
     } catch (const schedule::ScheduleError&) {
       return {sch};
     }
+    // Where no vector divides the reduction (a softmax over a vocabulary of 50257 logits), the
+    // halves of its perfect splits are no whole vectors: the sketch along the rows comes besides.
+    std::vector<schedule::Schedule> rows = along_rows(sch, block_name, a, /*only_partial=*/true);
+    if (rows.size() == 2) results.push_back(rows[1]);
     return results;
   }
 
@@ -72,11 +76,13 @@ class AddRFactor : public ScheduleRule {
   // The sketch of a reduction along contiguous rows (see the top of the file), with `sch`, or
   // `sch` alone when the block is not one: its innermost loop is the last one bound to a
   // reduction iterator that the last index of a read is (with the loops outside it that run
-  // along the same contiguous row, fused: row_loops), their extent at least four vectors, and no read leaves out a spatial iterator (a block with reuse is
-  // multi_level_tiling's) unless the block streams an operand (streams_an_operand).
+  // along the same contiguous row, fused: row_loops), their extent at least four vectors, and
+  // no read leaves out a spatial iterator (a block with reuse is multi_level_tiling's) unless the
+  // block streams an operand (streams_an_operand). With `only_partial`, only where no vector
+  // divides the row.
   std::vector<schedule::Schedule> along_rows(const schedule::Schedule& sch,
-                                             const std::string& block_name,
-                                             const BlockAnalysis& a) const {
+                                             const std::string& block_name, const BlockAnalysis& a,
+                                             bool only_partial = false) const {
     schedule::Schedule result = sch.copy();
     const schedule::BlockLocation* loc = result.index("main").find_block(block_name);
     const codegen::Target& target = context_.task->target;
@@ -97,6 +103,7 @@ class AddRFactor : public ScheduleRule {
     // of 50257 logits), whole registers with a masked last vector.
     int64_t lanes = target.vector_lanes_dividing(dtype, extent);
     bool partial = lanes < 2;
+    if (only_partial && !partial) return {sch};
     if (partial) lanes = target.vector_lanes(dtype);
     if (lanes < 2 || extent < 4 * lanes) return {sch};
     std::vector<int64_t> widths;

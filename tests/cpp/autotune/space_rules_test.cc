@@ -255,6 +255,16 @@ TEST(AddRFactor, ARowNoVectorDividesGetsWholeVectorsWithAPartialLastOne) {
     EXPECT_NE(text.find("T.vectorized("), std::string::npos);
   }
   EXPECT_TRUE(space.rejections().empty());
+  // Four rows of 50257 logits lack parallelism: both halves of a perfect split (1733 x 29) are
+  // factored, and the vectors along the rows come besides.
+  TuneTask few_rows = make_task(sum_rows(4, 50257), kHaswell);
+  SpaceGenerator few(few_rows, four_threads());
+  ASSERT_EQ(count_sketches_with(few, "rfactor"), 3u);
+  EXPECT_EQ(instructions_of(few.sketches().back(), "sample_categorical")[0].attrs.at("candidates"),
+            Json::array({8, 16, 32, 64}));
+  // Where a vector divides the reduction, one of the halves is vectors already: no third.
+  TuneTask dividing = make_task(sum_rows(4, 65536), kHaswell);
+  EXPECT_EQ(count_sketches_with(SpaceGenerator(dividing, four_threads()), "rfactor"), 2u);
 }
 
 TEST(AddRFactor, AMatmulGetsNone) {
