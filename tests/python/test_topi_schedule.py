@@ -114,6 +114,10 @@ def test_softmax_computes_its_row_statistics_under_the_parallel_row_loop():
     # loop: no intermediate row passes through memory whole.
     assert script.count("T.parallel") == 1
     assert norm_loop < script.index('T.block("T_softmax_maxelem_rf")')
+    # The exponentials are computed once each, in their own stage, which the sum and the
+    # division read.
+    assert script.count("T.exp(") == 1
+    assert script.index('T.block("T_softmax_exp")') < script.index('T.block("T_softmax_expsum_rf")')
     check_family([x, topi.nn.log_softmax(x)], [xv],
                  np.log(np_softmax(xv.astype("float64"))), rtol=1e-4, atol=1e-4)
 

@@ -29,13 +29,14 @@ def block_info(sch, name):
     return analyze_block(sch, sch.get_block(name), sch.mod["main"])
 
 
-def can_inline(sch, name, keeps_guard):
+def can_inline(sch, name, keeps_guard, recompute_per_consumer=False):
     """Whether the block is an element-wise producer worth inlining into its consumers.
 
     Not inlined: reductions, blocks that write an argument of the function, a transcendental
     function whose consumers would compute it again (several consumers, a reduction, or more
-    iterations than the producer), and a padding guard (a guarded load) into a consumer for
-    which keeps_guard(sch, consumer's BlockInfo) is true."""
+    iterations than the producer; with recompute_per_consumer, only the last: a softmax's exp,
+    read once by its sum and once by its division, is computed by each), and a padding guard (a
+    guarded load) into a consumer for which keeps_guard(sch, consumer's BlockInfo) is true."""
     info = block_info(sch, name)
     if info.has_init or info.reduce or info.writes_output:
         return False
@@ -46,14 +47,14 @@ def can_inline(sch, name, keeps_guard):
     if info.guarded_read and any(keeps_guard(sch, c) for c in consumers):
         return False
     if info.expensive:
-        if len(consumers) > 1 or consumers[0].reduce:
+        if not recompute_per_consumer and (len(consumers) > 1 or consumers[0].reduce):
             return False
-        if info.iterations is None or consumers[0].iterations != info.iterations:
+        if info.iterations is None or any(c.iterations != info.iterations for c in consumers):
             return False
     return True
 
 
-def inline_elementwise(sch, keeps_guard):
+def inline_elementwise(sch, keeps_guard, recompute_per_consumer=False):
     """Inlines the producers that can_inline accepts into their consumers until nothing
     changes; returns the schedule (sch itself or a copy). A producer whose inlining fails
     stays."""
@@ -61,7 +62,7 @@ def inline_elementwise(sch, keeps_guard):
     while changed:
         changed = False
         for name in block_names(sch):
-            if not can_inline(sch, name, keeps_guard):
+            if not can_inline(sch, name, keeps_guard, recompute_per_consumer):
                 continue
             trial = sch.copy()
             try:

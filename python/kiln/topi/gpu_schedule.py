@@ -6,8 +6,11 @@ whatever operators built it. A thread block has at most min(target.max_threads_p
 threads, and a product's shared tiles fit target.max_shared_memory_per_block.
 
 1. Element-wise producers are inlined into their consumers with the CPU's rules (a
-   transcendental function is not computed again per use), except that a padding guard goes
-   into a product's shared-memory fetch (step 2) rather than into the product itself.
+   transcendental function is not computed again for elements its consumer reuses), except
+   that a transcendental function read once by each of several consumers (a softmax's exp, by
+   its sum and its division) is computed by each, where the CPU keeps it as a stage (on a GPU,
+   a kernel of its own writing to global memory), and a padding guard goes into a product's
+   shared-memory fetch (step 2) rather than into the product itself.
 2. Products (a sum of products with reuse: matmul, dense, batch_matmul, conv2d, the two
    products of attention) with at least 4 rows are tiled. Their tile's columns j are the
    last spatial axis, its rows i the last one that an operand indexed by j does not use. Each
@@ -241,7 +244,8 @@ class _Scheduler:
 
     def run(self):
         self.sch = inline_elementwise(
-            self.sch, keeps_guard=lambda sch, consumer: _is_tiled_product(sch, consumer.name))
+            self.sch, keeps_guard=lambda sch, consumer: _is_tiled_product(sch, consumer.name),
+            recompute_per_consumer=True)
         names = block_names(self.sch)
         for name in names:
             if name in block_names(self.sch) and _is_tiled_product(self.sch, name):

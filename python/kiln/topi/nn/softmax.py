@@ -4,6 +4,15 @@ from ... import te
 from .._util import accumulation_dtype, check_float, check_tensor, normalize_axis, shape_of
 
 
+def _row_max(x, axis, shape, acc):
+    """The max of x over axis, in the accumulation dtype acc."""
+    k = te.reduce_axis((0, shape[axis]), name="k")
+    return te.compute(shape[:axis] + shape[axis + 1:],
+                      lambda *i: te.max(x[tuple(i[:axis]) + (k,) + tuple(i[axis:])].astype(acc),
+                                        axis=k),
+                      name="T_softmax_maxelem")
+
+
 def _row_statistics(x, axis, api):
     """(axis, shape, acc dtype, max over axis, sum of exp(x - max) over axis)."""
     check_tensor(x, api, "x")
@@ -11,23 +20,20 @@ def _row_statistics(x, axis, api):
     axis = normalize_axis(axis, x.ndim, api)
     shape = shape_of(x)
     acc = accumulation_dtype(x.dtype)
-    reduced_shape = shape[:axis] + shape[axis + 1:]
+    row_max = _row_max(x, axis, shape, acc)
+    k = te.reduce_axis((0, shape[axis]), name="k")
 
-    def element(indices, k):
-        return x[tuple(indices[:axis]) + (k,) + tuple(indices[axis:])].astype(acc)
+    def exp_sum(*i):
+        element = x[tuple(i[:axis]) + (k,) + tuple(i[axis:])].astype(acc)
+        return te.sum(te.exp(element - row_max[i]), axis=k)
 
-    k1 = te.reduce_axis((0, shape[axis]), name="k")
-    row_max = te.compute(reduced_shape, lambda *i: te.max(element(i, k1), axis=k1),
-                         name="T_softmax_maxelem")
-    k2 = te.reduce_axis((0, shape[axis]), name="k")
-    row_sum = te.compute(reduced_shape,
-                         lambda *i: te.sum(te.exp(element(i, k2) - row_max[i]), axis=k2),
-                         name="T_softmax_expsum")
+    row_sum = te.compute(shape[:axis] + shape[axis + 1:], exp_sum, name="T_softmax_expsum")
     return axis, shape, acc, row_max, row_sum
 
 
 def softmax(x, axis=-1):
-    """exp(x - max) / sum(exp(x - max)) along axis.
+    """exp(x - max) / sum(exp(x - max)) along axis. The exponentials are a stage of their own
+    (T_softmax_exp, read by the sum and by the division), so that a schedule computes each once.
 
     Args:
         x (te.Tensor): a float tensor (float16 and bfloat16 are reduced in float32).
@@ -40,13 +46,25 @@ def softmax(x, axis=-1):
         KilnTypeError: x is not a float tensor or axis is not an int.
         KilnIndexError: axis is out of range.
     """
-    axis, shape, acc, row_max, row_sum = _row_statistics(x, axis, "topi.nn.softmax")
+    api = "topi.nn.softmax"
+    check_tensor(x, api, "x")
+    check_float(x, api, "x")
+    axis = normalize_axis(axis, x.ndim, api)
+    shape = shape_of(x)
+    acc = accumulation_dtype(x.dtype)
+    row_max = _row_max(x, axis, shape, acc)
 
-    def fcompute(*i):
-        row = i[:axis] + i[axis + 1:]
-        return (te.exp(x[i].astype(acc) - row_max[row]) / row_sum[row]).astype(x.dtype)
+    def row(i):
+        return i[:axis] + i[axis + 1:]
 
-    return te.compute(shape, fcompute, name="T_softmax_norm")
+    exp = te.compute(shape, lambda *i: te.exp(x[i].astype(acc) - row_max[row(i)]),
+                     name="T_softmax_exp")
+    k = te.reduce_axis((0, shape[axis]), name="k")
+    row_sum = te.compute(shape[:axis] + shape[axis + 1:],
+                         lambda *r: te.sum(exp[tuple(r[:axis]) + (k,) + tuple(r[axis:])], axis=k),
+                         name="T_softmax_expsum")
+    return te.compute(shape, lambda *i: (exp[i] / row_sum[row(i)]).astype(x.dtype),
+                      name="T_softmax_norm")
 
 
 def log_softmax(x, axis=-1):
