@@ -9,7 +9,8 @@ Workloads: GEMM 1024^3 float32 (on one thread and on all threads: each thread co
 its own, its records kept apart by their thread count), GEMM 1001^3 (no vector divides its
 columns; on all threads, with the smaller budget), a ResNet-50 3x3 convolution (56x56,
 64 -> 64 channels, NCHW, batch 1), a batched matmul of attention shapes, softmax, RMSNorm and
-LayerNorm over the last dimension, a GELU (tanh form; an element-wise chain), and an int8
+LayerNorm over the last dimension, softmax over rows of 197 (the attention scores of a ViT-B,
+12 heads x 197 tokens; no vector divides them; with the smaller budget), a GELU (tanh form; an element-wise chain), and an int8
 (u8 x s8 -> s32) matmul.
 
 Run: python3 benchmarks/bench_tune.py [--trials 512] [--small-trials 256] [--only gemm,conv2d]
@@ -193,6 +194,7 @@ WORKLOADS = {
     "conv2d": (conv2d, "conv2d 3x3 56x56 64->64"),
     "batch_matmul": (batch_matmul, "batch matmul 16x128x128x64"),
     "softmax": (softmax, "softmax 4096x4096"),
+    "softmax_odd": (lambda: softmax(12 * 197, 197), "softmax 2364x197"),
     "rms_norm": (rms_norm, "RMSNorm 4096x4096"),
     "layer_norm": (layer_norm, "LayerNorm 4096x4096"),
     "gelu": (gelu, "GELU 4096x4096"),
