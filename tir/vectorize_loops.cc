@@ -326,6 +326,7 @@ class Vectorizer : public IRMutator {
       if (Stmt tested = test_extreme_lane(op, c); tested.defined()) return tested;
       if (Stmt blended = blend_guarded_store(op, c, false); blended.defined()) return blended;
       if (Stmt masked = masked_store(op, c, false); masked.defined()) return masked;
+      if (Stmt moved = move_into_body(op); moved.defined()) return moved;
       fail("an if statement's condition ", to_script(op->condition),
            " varies across lanes and its branches have side effects");
     }
@@ -451,6 +452,38 @@ class Vectorizer : public IRMutator {
                          lane_runs);
     }
     return make<IfThenElse>(c, make<BufferStore>(store->buffer, value, store->indices));
+  }
+
+  // `if c: S` without else, c varying across lanes and reading no memory, S no single store:
+  // the if moved into S, so that each store is guarded (masked) on its own. Over a sequence, each
+  // statement gets a copy of it; around an if without else that does not vary, it goes inside
+  // that if; around one that varies, the two conditions are joined. The tail of a loop split by
+  // a factor that does not divide it, around a reduction's init and update:
+  //   if j < 5: (if k == 0: C[j] = 0); C[j] = C[j] + A[k] * B[k, j]
+  // becomes `if k == 0: (if j < 5: C[j] = 0); if j < 5: C[j] = ...`. Null where S is none of
+  // these.
+  Stmt move_into_body(const IfThenElse* op) {
+    auto reads_memory = [](const Expr& e) {
+      bool reads = false;
+      post_order_visit(
+          e, [&reads](const Node* node) { reads = reads || node->kind() == NodeKind::BufferLoad; });
+      return reads;
+    };
+    if (op->else_case.defined() || reads_memory(op->condition)) return Stmt();
+    if (const auto* body = op->then_case.as<SeqStmt>()) {
+      std::vector<Stmt> guarded;
+      for (const Stmt& stmt : body->seq) guarded.push_back(make<IfThenElse>(op->condition, stmt));
+      return mutate(seq(std::move(guarded)));
+    }
+    const auto* inner = op->then_case.as<IfThenElse>();
+    if (inner == nullptr || inner->else_case.defined() || reads_memory(inner->condition)) {
+      return Stmt();
+    }
+    if (lanes_of(mutate(inner->condition)) == 1) {
+      return mutate(
+          make<IfThenElse>(inner->condition, make<IfThenElse>(op->condition, inner->then_case)));
+    }
+    return mutate(make<IfThenElse>(logical_and(op->condition, inner->condition), inner->then_case));
   }
 
   // `if a and c: S` without else, where a does not vary across lanes and c does, as

@@ -211,3 +211,28 @@ def test_split_tail_along_rows_is_a_masked_scatter(target):
     np.testing.assert_array_equal(backing[39:], np.full(8, 7.0, "float32"))
     np.testing.assert_array_equal(run_lowered(sch, [a, np.zeros((13, 3), "float32")])[1],
                                   a + np.float32(1))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_split_tail_of_a_reduction_that_keeps_its_init_masks_the_init_and_the_update(target):
+    # A matmul's columns split by 8 (37 = 4 x 8 + 5) and vectorized inside the reduction loop,
+    # its init not decomposed: the tail's init (under the scalar test of k == 0) and update are
+    # each a masked store, and nothing past the output is written.
+    a_t = te.placeholder((16, 32), "float32", name="A")
+    b_t = te.placeholder((32, 37), "float32", name="B")
+    k = te.reduce_axis((0, 32), name="k")
+    c_t = te.compute((16, 37), lambda i, j: te.sum(a_t[i, k] * b_t[k, j], axis=k), name="C")
+    sch = tir.Schedule(te.create_prim_func([a_t, b_t, c_t]))
+    i, j, kk = sch.get_loops(sch.get_block("C"))
+    j0, j1 = sch.split(j, factors=[None, 8])
+    sch.reorder(i, j0, kk, j1)
+    sch.vectorize(j1)
+    rt = build_quietly(sch.mod, target)
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((16, 32)).astype("float32")
+    b = rng.standard_normal((32, 37)).astype("float32")
+    backing = np.full(16 * 37 + 8, 7.0, "float32")
+    c = backing[:16 * 37].reshape(16, 37)
+    rt(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(backing[16 * 37:], np.full(8, 7.0, "float32"))

@@ -39,7 +39,10 @@ namespace kiln::tir {
 // of only the lanes where it holds (a masked store or scatter), the loads of the value that may
 // be out of bounds masked by the condition too (the tail of a loop split by a factor that does
 // not divide it: `if i < 100: B[i] = A[i]`), when the store's indices are safe to evaluate on
-// every lane. Serial and unrolled
+// every lane. Such an if around more than one store, its condition reading no memory, goes onto
+// each: into each statement of a sequence, inside an if without else that does not vary, and
+// joined to the condition of one that does (that tail around a reduction block's init and
+// update: `if i < 100: (if k == 0: C[i] = 0); C[i] = C[i] + A[i, k]`). Serial and unrolled
 // loops inside are vectorized through when their range does not vary across lanes; a buffer
 // allocated inside gets one copy per lane (its accesses must not vary across lanes). A loop of
 // extent 1 becomes its body at the loop's min.

@@ -449,6 +449,32 @@ TEST(VectorizeLoops, MaskedStoreMasksTheLoadsOfItsValue) {
   expect_same_for_bounds(result, func, {0, 3, 7});
 }
 
+TEST(VectorizeLoops, GuardAroundAReductionsInitAndUpdateGuardsEachStore) {
+  // for k in range(3): for i in vectorized(8):
+  //   if i < n: (if k == 0: B[i] = 0); B[i] = B[i] + A[i] * (i < m ? 1 : 2)
+  // (the tail of a loop split by a factor that does not divide it, around a reduction block
+  // that keeps its init): the guard goes inside the scalar test of k and onto each store, joined
+  // to the condition of the varying if inside it.
+  Ref<Var> k = make_var("k"), i = make_var("i"), n = make_var("n"), m = make_var("m");
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Stmt init = make<IfThenElse>(eq(Expr(k), i32(0)), buffer_store(b, f32(0), {i}));
+  Stmt update = buffer_store(b, buffer_load(b, {i}) + buffer_load(a, {i}), {i});
+  Stmt doubled =
+      make<IfThenElse>(gt(Expr(i), Expr(m)), buffer_store(b, buffer_load(b, {i}) * f32(2), {i}));
+  Stmt body = make<IfThenElse>(lt(Expr(i), Expr(n)), seq({init, update, doubled}));
+  Ref<PrimFunc> func = make_func({a, b, n, m}, loop(k, 3, vectorized(i, 8, body)));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "");
+  EXPECT_EQ(count_masked_stores(result->body), 3) << to_script(result->body);
+  verify_ir(result, "vectorize_loops");
+  std::vector<float> in = random_floats(8);
+  for (int64_t bound : {0, 3, 7, 8}) {
+    EXPECT_EQ(run(result, {in, std::vector<float>(8, 5.0f)}, {bound, 2})[1],
+              run(func, {in, std::vector<float>(8, 5.0f)}, {bound, 2})[1])
+        << "n = " << bound;
+  }
+}
+
 TEST(VectorizeLoopsFallback, IfWithAVectorConditionWithoutMaskedMemory) {
   Ref<Var> i = make_var("i");
   Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
