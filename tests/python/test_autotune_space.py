@@ -147,16 +147,17 @@ def test_a_register_tile_that_does_not_divide_the_rows_packs_them_padded():
     assert padded > 0
 
 
-def check_vectorized(func, candidate, seed, what=""):
+def check_vectorized(func, candidate, seed, what="", out=2):
     """Builds the candidate for Haswell with every loop it vectorizes vector code (a fallback is
-    an error) and checks that it computes `func` (a product: its result is the third array)."""
+    an error) and checks that it computes `func` (its result the array at `out`: the third of a
+    product)."""
     args = random_args(func, seed)
     expected = reference(func, args)
     with warnings.catch_warnings():
         warnings.simplefilter("error", VectorizeFallbackWarning)
         rt = kiln.build(candidate.mod, target=HASWELL)
     rt(*args)
-    np.testing.assert_allclose(args[2], expected[2], rtol=1e-4, atol=1e-4, err_msg=what)
+    np.testing.assert_allclose(args[out], expected[out], rtol=1e-4, atol=1e-4, err_msg=what)
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
@@ -1088,13 +1089,7 @@ def test_rows_that_no_vector_divides_get_vector_partial_results_with_a_partial_l
             candidate = space.sample(sketch, seed)
             assert candidate is not None, space.rejections
             assert "T.where(" in str(candidate.mod)  # the partial last vector
-            args = random_args(func, seed)
-            expected = reference(func, args)
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", VectorizeFallbackWarning)
-                rt = kiln.build(candidate.mod, target=HASWELL)
-            rt(*args)
-            np.testing.assert_allclose(args[1], expected[1], rtol=1e-4, atol=1e-4)
+            check_vectorized(func, candidate, seed, f"sketch {sketch}", out=1)
 
 
 @pytest.mark.parametrize("pool", ["avg", "max"])

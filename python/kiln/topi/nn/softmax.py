@@ -4,23 +4,24 @@ from ... import te
 from .._util import accumulation_dtype, check_float, check_tensor, normalize_axis, shape_of
 
 
-def _row_max(x, axis, shape, acc):
-    """The max of x over axis, in the accumulation dtype acc."""
-    k = te.reduce_axis((0, shape[axis]), name="k")
-    return te.compute(shape[:axis] + shape[axis + 1:],
-                      lambda *i: te.max(x[tuple(i[:axis]) + (k,) + tuple(i[axis:])].astype(acc),
-                                        axis=k),
-                      name="T_softmax_maxelem")
-
-
-def _row_statistics(x, axis, api):
-    """(axis, shape, acc dtype, max over axis, sum of exp(x - max) over axis)."""
+def _checked_row_max(x, axis, api):
+    """(axis, shape, acc dtype, max of x over axis in acc), x and axis checked for `api`."""
     check_tensor(x, api, "x")
     check_float(x, api, "x")
     axis = normalize_axis(axis, x.ndim, api)
     shape = shape_of(x)
     acc = accumulation_dtype(x.dtype)
-    row_max = _row_max(x, axis, shape, acc)
+    k = te.reduce_axis((0, shape[axis]), name="k")
+    row_max = te.compute(shape[:axis] + shape[axis + 1:],
+                         lambda *i: te.max(x[tuple(i[:axis]) + (k,) + tuple(i[axis:])].astype(acc),
+                                           axis=k),
+                         name="T_softmax_maxelem")
+    return axis, shape, acc, row_max
+
+
+def _row_statistics(x, axis, api):
+    """(axis, shape, acc dtype, max over axis, sum of exp(x - max) over axis)."""
+    axis, shape, acc, row_max = _checked_row_max(x, axis, api)
     k = te.reduce_axis((0, shape[axis]), name="k")
 
     def exp_sum(*i):
@@ -46,13 +47,7 @@ def softmax(x, axis=-1):
         KilnTypeError: x is not a float tensor or axis is not an int.
         KilnIndexError: axis is out of range.
     """
-    api = "topi.nn.softmax"
-    check_tensor(x, api, "x")
-    check_float(x, api, "x")
-    axis = normalize_axis(axis, x.ndim, api)
-    shape = shape_of(x)
-    acc = accumulation_dtype(x.dtype)
-    row_max = _row_max(x, axis, shape, acc)
+    axis, shape, acc, row_max = _checked_row_max(x, axis, "topi.nn.softmax")
 
     def row(i):
         return i[:axis] + i[axis + 1:]
