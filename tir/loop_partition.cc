@@ -201,7 +201,7 @@ class CandidateCollector : public IRVisitor {
 // loops, sequences and allocations around nothing).
 class AtomReplacer : public IRMutator {
  public:
-  AtomReplacer(Expr atom, bool value) : atom_(std::move(atom)), value_(value) {}
+  AtomReplacer(std::vector<Expr> atoms, bool value) : atoms_(std::move(atoms)), value_(value) {}
   using IRMutator::mutate;
 
  protected:
@@ -295,7 +295,9 @@ class AtomReplacer : public IRMutator {
  private:
   Expr replace(const ExprNode* op) {
     Expr e(op);
-    if (op->kind() == atom_->kind() && structural_equal(e, atom_)) return bool_const(value_);
+    for (const Expr& atom : atoms_) {
+      if (op->kind() == atom->kind() && structural_equal(e, atom)) return bool_const(value_);
+    }
     return e;
   }
 
@@ -309,7 +311,7 @@ class AtomReplacer : public IRMutator {
     return body.defined() && is_no_op(body) ? no_op() : s;
   }
 
-  Expr atom_;
+  std::vector<Expr> atoms_;
   bool value_;
 };
 
@@ -329,8 +331,9 @@ class LoopPartitioner : public IRMutator {
       for (const auto& [var, atom] : checked_) {
         if (var == op->loop_var.get()) excluded.push_back(atom);
       }
-      for (const Candidate& c : CandidateCollector(op, &ana_, excluded).collect()) {
-        if (Stmt s = partition(op, c); s.defined()) return s;
+      std::vector<Candidate> candidates = CandidateCollector(op, &ana_, excluded).collect();
+      for (const Candidate& c : candidates) {
+        if (Stmt s = partition(op, c, same_points(c, candidates)); s.defined()) return s;
       }
     }
     arith::ConstraintScope scope(&ana_, op->loop_var, Range{op->min, op->extent});
@@ -341,8 +344,24 @@ class LoopPartitioner : public IRMutator {
   }
 
  private:
-  // The loop split on `c`, or null when neither a steady nor a decided-false part would remain.
-  Stmt partition(const For* op, const Candidate& c) {
+  // The comparisons of `candidates` that split the loop where `c` does (the same step and the
+  // same least and greatest h: the bound checks of a tile's init, update and write-back, over
+  // inner loops of other names), `c`'s included: each is decided where `c` is.
+  static std::vector<Expr> same_points(const Candidate& c,
+                                       const std::vector<Candidate>& candidates) {
+    std::vector<Expr> atoms;
+    for (const Candidate& other : candidates) {
+      if (other.k == c.k && structural_equal(other.h_min, c.h_min) &&
+          structural_equal(other.h_max, c.h_max)) {
+        atoms.push_back(other.atom);
+      }
+    }
+    return atoms;
+  }
+
+  // The loop split on `c` (deciding each of `atoms`, c's among them, where it decides c's), or
+  // null when neither a steady nor a decided-false part would remain.
+  Stmt partition(const For* op, const Candidate& c, const std::vector<Expr>& atoms) {
     // ana_ knows the loops around op.
     // Step 1. The split points. With k < 0 the comparison holds for every inner iteration up
     // to floor(h_min / -k) and for none from floor(h_max / -k) + 1 on; with k > 0 it holds for
@@ -374,13 +393,13 @@ class LoopPartitioner : public IRMutator {
     // Step 2. The steady part without the comparison; it is searched again for other bounds.
     Stmt steady_part;
     if (!empty(steady)) {
-      steady_part = mutate(part(op, steady, AtomReplacer(c.atom, true).mutate(op->body)));
+      steady_part = mutate(part(op, steady, AtomReplacer(atoms, true).mutate(op->body)));
     }
 
     // Step 3. The part where the comparison fails everywhere: what the check leaves there, and
     // nothing when that has no effect.
     Stmt false_part;
-    Stmt false_body = AtomReplacer(c.atom, false).mutate(op->body);
+    Stmt false_body = AtomReplacer(atoms, false).mutate(op->body);
     if (!empty(decided_false) && !is_no_op(false_body)) {
       false_part = renew_definitions(mutate(part(op, decided_false, false_body)));
     }
@@ -391,16 +410,20 @@ class LoopPartitioner : public IRMutator {
     Stmt checked_part;
     if (!empty(middle)) {
       bool peeled = is_const_int(middle.extent, 1);
-      if (peeled) {
-        excluded_.push_back(c.atom);
-      } else {
-        checked_.emplace_back(op->loop_var.get(), c.atom);
+      for (const Expr& atom : atoms) {
+        if (peeled) {
+          excluded_.push_back(atom);
+        } else {
+          checked_.emplace_back(op->loop_var.get(), atom);
+        }
       }
       checked_part = mutate(part(op, middle, op->body));
-      if (peeled) {
-        excluded_.pop_back();
-      } else {
-        checked_.pop_back();
+      for (size_t i = 0; i < atoms.size(); ++i) {
+        if (peeled) {
+          excluded_.pop_back();
+        } else {
+          checked_.pop_back();
+        }
       }
       // A loop of extent 1 is never split, so it is still the loop of v here.
       const auto* single = checked_part.as<For>();

@@ -21,9 +21,11 @@ namespace kiln::tir {
 // appear anywhere. Writing the part as `k*v + h >= 0`, the least and the greatest value of h
 // over the inner loops give the split points, constants or expressions such as floordiv(n, 8)
 // or of an outer loop's variable: for k < 0 the check holds on the first part and fails on the
-// last, for k > 0 the other way round. The outermost loop whose variable a part depends on is
-// split first; the steady part is then searched again (for the other bound of a two-sided
-// check). The checked part is not split again on the same part, but the loops inside it are,
+// last, for k > 0 the other way round. Parts with the same k and the same least and greatest h
+// (one bound checked by a tile's init, update and write-back over inner loops of other names)
+// split the loop at the same points and are decided together. The outermost loop whose variable
+// a part depends on is split first; the steady part is then searched again (for the other bound
+// of a two-sided check). The checked part is not split again on the same part, but the loops inside it are,
 // unless it is one iteration: that is peeled (its loop variable replaced by the value) and
 // keeps the check in its loops. A part that is provably empty is not emitted; nothing is split
 // when neither a steady part nor a failing part would remain. Vectorized, unrolled and GPU

@@ -351,6 +351,48 @@ TEST(LoopPartition, BoundsOfABlockOfRowsDependOnAnOuterVariable) {
   }
 }
 
+// for io in range(3): for ii in range(8): if r * 24 + io * 8 + ii < n: B[..] = A[..] * 2, and,
+// when `twice`, the same again over a loop jj of its own (a tile's init, update and write-back
+// check the same bound over inner loops of other names), r and n scalars.
+Ref<PrimFunc> checked_rows(bool twice) {
+  Ref<Var> r = make_var("r"), n = make_var("n"), io = make_var("io");
+  Ref<Buffer> a = buffer_1d("A", i32(96)), b = buffer_1d("B", i32(96));
+  auto tile = [&](const char* name) {
+    Ref<Var> ii = make_var(name);
+    Expr index = r * 24 + io * 8 + ii;
+    Stmt store = buffer_store(b, mul(buffer_load(a, {index}), make_const(DataType::float32(), 2.0)),
+                              {index});
+    return loop(ii, 8, make<IfThenElse>(lt(index, Expr(n)), store));
+  };
+  Stmt body = twice ? seq({tile("ii"), tile("jj")}) : tile("ii");
+  return make_func({a, b, r, n}, loop(io, 3, body));
+}
+
+TEST(LoopPartition, ChecksWithTheSameSplitPointsSplitTheLoopOnce) {
+  // The two checks split io at the same points: io is split as often as for one of them, each
+  // part deciding both, not once more for the second inside each part of the first.
+  auto io_parts = [](const Ref<PrimFunc>& func) {
+    int parts = 0;
+    for (const For* f : loops_of(func->body)) parts += f->loop_var->name.rfind("io", 0) == 0;
+    return parts;
+  };
+  Ref<PrimFunc> once = loop_partition(checked_rows(false));
+  Ref<PrimFunc> twice = loop_partition(checked_rows(true));
+  EXPECT_EQ(io_parts(twice), io_parts(once)) << to_script(twice->body);
+  verify_ir(twice, "loop_partition");
+  std::vector<float> in = random_floats(96);
+  for (int64_t row : {0, 1, 3}) {
+    for (int64_t bound : {0, 5, 24, 30, 52, 96}) {
+      std::vector<float> expected(96, -1.0f);
+      for (int64_t x = row * 24; x < std::min<int64_t>(row * 24 + 24, bound); ++x) {
+        if (x >= 0 && x < 96) expected[x] = in[x] * 2.0f;
+      }
+      EXPECT_EQ(run(twice, {in, std::vector<float>(96, -1.0f)}, {row, bound})[1], expected)
+          << "r = " << row << ", n = " << bound;
+    }
+  }
+}
+
 // for tx in threadIdx.x(4): for v in range(3): if likely(tx * 3 + v < 10): body(v), where the
 // body stores into a "shared" buffer when `shared` (the threads then synchronize in the loop).
 Ref<PrimFunc> guarded_under_a_thread(bool shared) {
