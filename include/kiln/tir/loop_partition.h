@@ -25,8 +25,8 @@ namespace kiln::tir {
 // (one bound checked by a tile's init, update and write-back over inner loops of other names)
 // split the loop at the same points and are decided together. The outermost loop whose variable
 // a part depends on is split first; the steady part is then searched again (for the other bound
-// of a two-sided check). The checked part is not split again on the same part, but the loops inside it are,
-// unless it is one iteration: that is peeled (its loop variable replaced by the value) and
+// of a two-sided check). The checked part is not split again on the same part, but the loops inside
+// it are, unless it is one iteration: that is peeled (its loop variable replaced by the value) and
 // keeps the check in its loops. A part that is provably empty is not emitted; nothing is split
 // when neither a steady part nor a failing part would remain. Vectorized, unrolled and GPU
 // thread loops are not split (their bodies are searched): their extents stay constants. Nor is
