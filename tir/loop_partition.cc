@@ -410,6 +410,7 @@ class LoopPartitioner : public IRMutator {
     Stmt checked_part;
     if (!empty(middle)) {
       bool peeled = is_const_int(middle.extent, 1);
+      size_t excluded_before = excluded_.size(), checked_before = checked_.size();
       for (const Expr& atom : atoms) {
         if (peeled) {
           excluded_.push_back(atom);
@@ -418,13 +419,8 @@ class LoopPartitioner : public IRMutator {
         }
       }
       checked_part = mutate(part(op, middle, op->body));
-      for (size_t i = 0; i < atoms.size(); ++i) {
-        if (peeled) {
-          excluded_.pop_back();
-        } else {
-          checked_.pop_back();
-        }
-      }
+      excluded_.resize(excluded_before);
+      checked_.resize(checked_before);
       // A loop of extent 1 is never split, so it is still the loop of v here.
       const auto* single = checked_part.as<For>();
       if (peeled && single != nullptr && single->loop_var.same_as(op->loop_var)) {

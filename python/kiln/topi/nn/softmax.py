@@ -4,6 +4,11 @@ from ... import te
 from .._util import accumulation_dtype, check_float, check_tensor, normalize_axis, shape_of
 
 
+def _along(t, row, axis, k):
+    """t at the index of a row (the indices but `axis`) and k along axis."""
+    return t[tuple(row[:axis]) + (k,) + tuple(row[axis:])]
+
+
 def _checked_row_max(x, axis, api):
     """(axis, shape, acc dtype, max of x over axis in acc), x and axis checked for `api`."""
     check_tensor(x, api, "x")
@@ -13,8 +18,7 @@ def _checked_row_max(x, axis, api):
     acc = accumulation_dtype(x.dtype)
     k = te.reduce_axis((0, shape[axis]), name="k")
     row_max = te.compute(shape[:axis] + shape[axis + 1:],
-                         lambda *i: te.max(x[tuple(i[:axis]) + (k,) + tuple(i[axis:])].astype(acc),
-                                           axis=k),
+                         lambda *i: te.max(_along(x, i, axis, k).astype(acc), axis=k),
                          name="T_softmax_maxelem")
     return axis, shape, acc, row_max
 
@@ -24,11 +28,10 @@ def _row_statistics(x, axis, api):
     axis, shape, acc, row_max = _checked_row_max(x, axis, api)
     k = te.reduce_axis((0, shape[axis]), name="k")
 
-    def exp_sum(*i):
-        element = x[tuple(i[:axis]) + (k,) + tuple(i[axis:])].astype(acc)
-        return te.sum(te.exp(element - row_max[i]), axis=k)
-
-    row_sum = te.compute(shape[:axis] + shape[axis + 1:], exp_sum, name="T_softmax_expsum")
+    row_sum = te.compute(
+        shape[:axis] + shape[axis + 1:],
+        lambda *i: te.sum(te.exp(_along(x, i, axis, k).astype(acc) - row_max[i]), axis=k),
+        name="T_softmax_expsum")
     return axis, shape, acc, row_max, row_sum
 
 
@@ -56,7 +59,7 @@ def softmax(x, axis=-1):
                      name="T_softmax_exp")
     k = te.reduce_axis((0, shape[axis]), name="k")
     row_sum = te.compute(shape[:axis] + shape[axis + 1:],
-                         lambda *r: te.sum(exp[tuple(r[:axis]) + (k,) + tuple(r[axis:])], axis=k),
+                         lambda *r: te.sum(_along(exp, r, axis, k), axis=k),
                          name="T_softmax_expsum")
     return te.compute(shape, lambda *i: (exp[i] / row_sum[row(i)]).astype(x.dtype),
                       name="T_softmax_norm")
