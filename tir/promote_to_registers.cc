@@ -2,6 +2,7 @@
 // a copy of it (see the header).
 #include "kiln/tir/promote_to_registers.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -37,6 +38,11 @@ std::optional<Slot> constant_slot(const std::vector<Expr>& indices) {
   return std::nullopt;
 }
 
+// The number of elements of a tile (a one-dimensional buffer of constant size).
+int64_t extent_of(const Buffer& tile) {
+  return *as_const_int(tile.shape[0]);
+}
+
 // What a loop does with one buffer: the slots (offset -> lanes) it accesses and those it
 // stores. Every slot is copied in (a store under a condition may not run, and the copy out
 // must then write back the old value).
@@ -49,7 +55,7 @@ Uses uses_in(const For& loop, const Var* data) {
   Uses uses;
   auto add = [&](const std::vector<Expr>& indices, bool is_store) {
     std::optional<Slot> slot = constant_slot(indices);
-    if (!slot) {
+    if (!slot || slot->offset < 0) {
       uses.promotable = false;
       return;
     }
@@ -116,11 +122,15 @@ class BufferSwap : public IRMutator {
   std::unordered_map<const Var*, Ref<Buffer>> to_;
 };
 
-// `to[slot] = from[slot]` for each slot.
+// `to[slot] = from[slot]` for the elements of each slot below `extent`, the tile's size: the
+// lanes past its end of a vector access under a mask (the partial last vector of a row that no
+// vector divides) are no elements of the tile, and copying them would read and write past it.
 std::vector<Stmt> copies(const Ref<Buffer>& from, const Ref<Buffer>& to,
-                         const std::map<int64_t, int>& slots) {
+                         const std::map<int64_t, int>& slots, int64_t extent) {
   std::vector<Stmt> result;
-  for (const auto& [offset, lanes] : slots) {
+  for (const auto& [offset, slot_lanes] : slots) {
+    int lanes = static_cast<int>(std::min<int64_t>(slot_lanes, extent - offset));
+    if (lanes <= 0) continue;
     DataType index_type = from->shape[0]->dtype;
     Expr index = make_const(index_type, offset);
     if (lanes > 1) {
@@ -165,6 +175,11 @@ class Promoter : public IRMutator {
       auto copy = ir::copy(tile.get());
       copy->name = tile->name + "_reg";
       copy->data = make<Var>(copy->name, tile->data->dtype);
+      // The copy holds every lane the loop reaches, those past the tile's end included.
+      const auto& [last_offset, last_lanes] = *uses.accessed.rbegin();
+      if (last_offset + last_lanes > extent_of(*tile)) {
+        copy->shape = {make_const(tile->shape[0]->dtype, last_offset + last_lanes)};
+      }
       here.push_back({tile, copy, std::move(uses)});
     }
     for (const Promotion& p : here) promoted_.insert(p.tile->data.get());
@@ -175,9 +190,12 @@ class Promoter : public IRMutator {
     for (const Promotion& p : here) to[p.tile->data.get()] = p.copy;
     Stmt result = BufferSwap(std::move(to)).mutate(loop);
     for (auto it = here.rbegin(); it != here.rend(); ++it) {
-      std::vector<Stmt> body = copies(it->tile, it->copy, it->uses.accessed);
+      int64_t extent = extent_of(*it->tile);
+      std::vector<Stmt> body = copies(it->tile, it->copy, it->uses.accessed, extent);
       body.push_back(result);
-      for (Stmt& s : copies(it->copy, it->tile, it->uses.stored)) body.push_back(std::move(s));
+      for (Stmt& s : copies(it->copy, it->tile, it->uses.stored, extent)) {
+        body.push_back(std::move(s));
+      }
       result = make<Allocate>(it->copy, seq(std::move(body)));
     }
     return result;

@@ -150,14 +150,19 @@ def test_a_register_tile_that_does_not_divide_the_rows_packs_them_padded():
 def check_vectorized(func, candidate, seed, what="", out=2):
     """Builds the candidate for Haswell with every loop it vectorizes vector code (a fallback is
     an error) and checks that it computes `func` (its result the array at `out`: the third of a
-    product)."""
+    product). The lowered candidate runs on the interpreter too, which checks every access
+    against its buffer's bounds (a local tile's included, where compiled code would only go
+    wrong when LLVM exploits the overrun)."""
     args = random_args(func, seed)
     expected = reference(func, args)
+    lowered = [a.copy() for a in args]
     with warnings.catch_warnings():
         warnings.simplefilter("error", VectorizeFallbackWarning)
         rt = kiln.build(candidate.mod, target=HASWELL)
+        tir.interpret(tir.lower(candidate.mod)["main"], *lowered)
     rt(*args)
     np.testing.assert_allclose(args[out], expected[out], rtol=1e-4, atol=1e-4, err_msg=what)
+    np.testing.assert_allclose(lowered[out], expected[out], rtol=1e-4, atol=1e-4, err_msg=what)
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),

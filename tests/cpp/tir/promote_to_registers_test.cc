@@ -132,6 +132,46 @@ TEST(PromoteToRegisters, StoreUnderAConditionKeepsTheOldValueWhereItDoesNotRun) 
   }
 }
 
+TEST(PromoteToRegisters, APartialLastVectorIsCopiedOnlyWithinTheTile) {
+  // A row of 6 that no vector of 4 divides: C(6) "local"; its last vector C[4:8] is masked to
+  // lanes 4 and 5. The copy holds all 8 lanes the loop reaches; the copies in and out move the
+  // tile's 6 elements only (copying C[4:8] whole read and wrote two elements past C's end).
+  Ref<Var> k = make_var("k");
+  Ref<Buffer> a = buffer_1d("A", i32(4)), b = buffer_1d("B", i32(32)), d = buffer_1d("D", i32(6));
+  Ref<Buffer> c = decl_buffer({i32(6)}, DataType::float32(), "C", "local");
+  auto product = [&](int64_t column) {
+    return mul(splat(buffer_load(a, {k}), 4),
+               make<BufferLoad>(DataType::float32().with_lanes(4), b,
+                                std::vector<Expr>{make<Ramp>(DataType::int32().with_lanes(4),
+                                                             k * 8 + i32(column), i32(1), 4)}));
+  };
+  Expr mask = lt(ramp(4, 4), splat(i32(6), 4));
+  Stmt masked_update = make<IfThenElse>(
+      mask, vstore(c,
+                   add(make<Call>(DataType::float32().with_lanes(4), Builtin::IfThenElse,
+                                  std::vector<Expr>{mask, vload(c, 4, 4), splat(f32(0), 4)}),
+                       product(4)),
+                   4, 4));
+  Ref<Var> j = make_var("j");
+  Stmt body =
+      seq({vstore(c, splat(f32(0), 4), 0, 4), vstore(c, splat(f32(0), 2), 4, 2),
+           loop(k, 4, seq({vstore(c, add(vload(c, 0, 4), product(0)), 0, 4), masked_update})),
+           loop(j, 6, buffer_store(d, buffer_load(c, {j}), {j}))});
+  Ref<PrimFunc> func = make_func({a, b, d}, make<Allocate>(c, body));
+  Ref<PrimFunc> result = promote_to_registers(func);
+  std::string text = to_script(result->body);
+  EXPECT_NE(text.find("with T.allocate((8,), \"float32\", scope=\"local\") as C_reg:"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("C_reg[T.Ramp(4, 1, 2)] = C[T.Ramp(4, 1, 2)]"), std::string::npos) << text;
+  EXPECT_NE(text.find("C[T.Ramp(4, 1, 2)] = C_reg[T.Ramp(4, 1, 2)]"), std::string::npos) << text;
+  EXPECT_EQ(text.find("C[T.Ramp(4, 1, 4)]"), std::string::npos) << text;
+  verify_ir(result, "promote_to_registers");
+  std::vector<std::vector<float>> in = {random_floats(4, 1), random_floats(32, 2),
+                                        std::vector<float>(6)};
+  EXPECT_EQ(run(result, in)[2], run(func, in)[2]);
+}
+
 TEST(PromoteToRegisters, LoopsThatKeepTheBuffer) {
   Tile t;
   // An index that varies in the loop.
