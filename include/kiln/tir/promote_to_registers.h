@@ -11,7 +11,10 @@ namespace kiln::tir {
 // 1 from a constant) and store to it, where no two of those accesses overlap unless they are
 // the same (an offset and a lane count), and that use its data variable nowhere else: the loop
 // moves into an allocation of a second buffer of the same size, loads and stores it instead,
-// with the elements it loads copied in before it and those it stores copied out after it.
+// with the elements it loads copied in before it and those it stores copied out after it. A
+// vector that reaches past the buffer's end (the masked last vector of a row no vector divides)
+// makes the second buffer that much longer and is copied only up to the end; an access before
+// the buffer's start keeps the loop on the buffer.
 //
 // A register tile (cache_write "local") whose write-back indexes it by a loop variable (an
 // output whose layout is not the tile's, a loop of rows the schedule did not unroll) stays in
