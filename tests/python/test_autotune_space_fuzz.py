@@ -1,0 +1,208 @@
+"""Design-space fuzzer: random odd-shaped workloads of the operator kinds the tuner meets
+(products, convolutions, normalizations, softmax, pooling, reductions, int8 products,
+element-wise chains) and random candidates of every sketch of their design space for this
+machine's target. Each candidate must compute what the unscheduled function computes twice:
+lowered, on the reference interpreter, which checks every access against its buffer's bounds
+(a register tile's included, where compiled code only goes wrong when LLVM exploits an
+overrun), and built with LLVM, on this machine.
+
+KILN_SPACE_FUZZ=N draws N workloads (default 40); KILN_SPACE_FUZZ_SEED picks the seed.
+"""
+import os
+import random
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import te, tir, topi
+from kiln.autotune import SpaceGenerator
+
+WORKLOADS = int(os.environ.get("KILN_SPACE_FUZZ", "40"))
+SEED = int(os.environ.get("KILN_SPACE_FUZZ_SEED", "20261202"))
+CANDIDATES_PER_SKETCH = 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Workload makers: each draws its shape from `rnd` and returns (description, tensors), the
+# last tensor the output.
+
+def matmul(rnd):
+    m, n, k = rnd.randint(1, 40), rnd.randint(1, 60), rnd.randint(1, 40)
+    a = te.placeholder((m, k), "float32", name="A")
+    b = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), name="r")
+    c = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    return f"matmul {m}x{n}x{k}", [a, b, c]
+
+
+def matmul_chain(rnd):
+    m, n, k = rnd.randint(1, 40), rnd.randint(1, 40), rnd.randint(1, 40)
+    a = te.placeholder((m, k), "float32", name="A")
+    b = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), name="r")
+    c = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    d = te.compute((m, n), lambda i, j: te.max(c[i, j] * 0.5 + 1.0, 0.0), name="D")
+    return f"matmul + scale + relu {m}x{n}x{k}", [a, b, d]
+
+
+def dense_bias_relu(rnd):
+    m, n, k = rnd.randint(1, 30), rnd.randint(1, 60), rnd.randint(1, 40)
+    x = te.placeholder((m, k), "float32", name="x")
+    w = te.placeholder((n, k), "float32", name="w")
+    b = te.placeholder((n,), "float32", name="b")
+    return f"dense + bias + relu {m}x{n}x{k}", [x, w, b, topi.nn.relu(topi.nn.dense(x, w, b))]
+
+
+def batch_matmul_nt(rnd):
+    z, m, n, k = rnd.randint(1, 3), rnd.randint(1, 24), rnd.randint(1, 24), rnd.randint(1, 24)
+    x = te.placeholder((z, m, k), "float32", name="x")
+    y = te.placeholder((z, n, k), "float32", name="y")
+    return f"batch matmul (B transposed) {z}x{m}x{n}x{k}", [x, y, topi.nn.batch_matmul(x, y)]
+
+
+def int8_matmul(rnd):
+    m, n, k = rnd.randint(1, 30), rnd.randint(1, 60), rnd.randint(1, 64)
+    a = te.placeholder((m, k), "uint8", name="A")
+    b = te.placeholder((n, k), "int8", name="B")
+    r = te.reduce_axis((0, k), name="r")
+    c = te.compute((m, n), lambda i, j: te.sum(
+        a[i, r].astype("int32") * b[j, r].astype("int32"), axis=r), name="C")
+    return f"u8 x s8 -> s32 matmul {m}x{n}x{k}", [a, b, c]
+
+
+def conv2d(rnd):
+    c, f = rnd.randint(1, 6), rnd.randint(1, 12)
+    h, w, k = rnd.randint(3, 11), rnd.randint(3, 11), rnd.choice([1, 3])
+    stride, pad = rnd.choice([1, 2]), (rnd.choice([0, 1]) if k == 3 else 0)
+    if rnd.random() < 0.5:
+        x = te.placeholder((1, c, h, w), "float32", name="x")
+        wt = te.placeholder((f, c, k, k), "float32", name="w")
+        y, layout = topi.nn.conv2d_nchw(x, wt, stride, pad, 1), "NCHW"
+    else:
+        x = te.placeholder((1, h, w, c), "float32", name="x")
+        wt = te.placeholder((k, k, c, f), "float32", name="w")
+        y, layout = topi.nn.conv2d_nhwc(x, wt, stride, pad, 1), "NHWC"
+    return f"conv2d {layout} {c}->{f} {h}x{w} kernel {k} stride {stride} pad {pad}", [x, wt, y]
+
+
+def depthwise(rnd):
+    c, h, w, stride = rnd.randint(1, 12), rnd.randint(3, 14), rnd.randint(3, 14), rnd.choice([1, 2])
+    x = te.placeholder((1, c, h, w), "float32", name="x")
+    wt = te.placeholder((c, 1, 3, 3), "float32", name="w")
+    return (f"depthwise conv2d {c} {h}x{w} stride {stride}",
+            [x, wt, topi.nn.depthwise_conv2d_nchw(x, wt, stride, 1, 1)])
+
+
+def pool(rnd):
+    c, h, w, kind = rnd.randint(1, 12), rnd.randint(3, 20), rnd.randint(3, 20), rnd.choice(
+        ["max", "avg"])
+    x = te.placeholder((1, c, h, w), "float32", name="x")
+    return (f"{kind} pool 3x3/2 {c} {h}x{w}",
+            [x, topi.nn.pool2d(x, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), kind)])
+
+
+def softmax(rnd):
+    rows, cols = rnd.randint(1, 16), rnd.randint(1, 200)
+    x = te.placeholder((rows, cols), "float32", name="x")
+    return f"softmax {rows}x{cols}", [x, topi.nn.softmax(x, axis=-1)]
+
+
+def layer_norm(rnd):
+    rows, cols = rnd.randint(1, 16), rnd.randint(1, 200)
+    x = te.placeholder((rows, cols), "float32", name="x")
+    g = te.placeholder((cols,), "float32", name="g")
+    b = te.placeholder((cols,), "float32", name="b")
+    return f"layer norm {rows}x{cols}", [x, g, b, topi.nn.layer_norm(x, g, b, axis=[1])]
+
+
+def rms_norm(rnd):
+    rows, cols = rnd.randint(1, 16), rnd.randint(1, 200)
+    x = te.placeholder((rows, cols), "float32", name="x")
+    g = te.placeholder((cols,), "float32", name="g")
+    return f"RMSNorm {rows}x{cols}", [x, g, topi.nn.rms_norm(x, g, axis=[1])]
+
+
+def row_sum(rnd):
+    rows, cols = rnd.randint(1, 30), rnd.randint(1, 400)
+    x = te.placeholder((rows, cols), "float32", name="x")
+    k = te.reduce_axis((0, cols), name="k")
+    return f"row sum {rows}x{cols}", [x, te.compute((rows,), lambda i: te.sum(x[i, k], axis=k),
+                                                    name="s")]
+
+
+def column_mean(rnd):
+    rows, cols = rnd.randint(1, 200), rnd.randint(1, 30)
+    x = te.placeholder((rows, cols), "float32", name="x")
+    k = te.reduce_axis((0, rows), name="k")
+    total = te.compute((cols,), lambda j: te.sum(x[k, j], axis=k), name="total")
+    return f"column mean {rows}x{cols}", [x, te.compute((cols,), lambda j: total[j] / rows,
+                                                        name="mean")]
+
+
+def bias_gelu(rnd):
+    rows, cols = rnd.randint(1, 30), rnd.randint(1, 200)
+    x = te.placeholder((rows, cols), "float32", name="x")
+    b = te.placeholder((cols,), "float32", name="b")
+    y = te.compute((rows, cols), lambda i, j: x[i, j] + b[j], name="y")
+    return f"bias + GELU {rows}x{cols}", [x, b, topi.nn.gelu(y)]
+
+
+MAKERS = [matmul, matmul_chain, dense_bias_relu, batch_matmul_nt, int8_matmul, conv2d, depthwise,
+          pool, softmax, layer_norm, rms_norm, row_sum, column_mean, bias_gelu]
+
+
+def random_inputs(tensors, rng):
+    arrays = []
+    for t in tensors:
+        shape = [int(d) for d in t.shape]
+        if t.dtype == "uint8":
+            arrays.append(rng.integers(0, 256, shape).astype(np.uint8))
+        elif t.dtype == "int8":
+            arrays.append(rng.integers(-128, 128, shape).astype(np.int8))
+        else:
+            arrays.append(rng.uniform(-1, 1, shape).astype(t.dtype))
+    return arrays
+
+
+def assert_computes(actual, expected, what):
+    if np.issubdtype(expected.dtype, np.integer):
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+    else:
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4, err_msg=what)
+
+
+@pytest.mark.parametrize("index", range(WORKLOADS))
+def test_random_candidates_of_random_workloads_compute_them(index):
+    rnd = random.Random(SEED * 1000 + index)
+    what, tensors = rnd.choice(MAKERS)(rnd)
+    func = te.create_prim_func(tensors)
+    rng = np.random.default_rng(index)
+    inputs = random_inputs(tensors[:-1], rng)
+    out = tensors[-1]
+    out_shape = [int(d) for d in out.shape]
+    expected = [a.copy() for a in inputs] + [np.zeros(out_shape, out.dtype)]
+    tir.interpret(func, *expected)
+    expected = expected[-1]
+
+    space = SpaceGenerator(func, "llvm")
+    checked = 0
+    for sketch in range(len(space.sketches)):
+        drawn = 0
+        for _ in range(4 * CANDIDATES_PER_SKETCH):  # a postprocessor may refuse a draw
+            if drawn == CANDIDATES_PER_SKETCH:
+                break
+            seed = rnd.randrange(1 << 30)
+            candidate = space.sample(sketch, seed=seed)
+            if candidate is None:
+                continue
+            drawn += 1
+            label = f"{what}, sketch {sketch}, seed {seed}"
+            lowered = [a.copy() for a in inputs] + [np.zeros(out_shape, out.dtype)]
+            tir.interpret(tir.lower(candidate.mod)["main"], *lowered)
+            assert_computes(lowered[-1], expected, label + " (lowered, interpreted)")
+            built = [a.copy() for a in inputs] + [np.zeros(out_shape, out.dtype)]
+            kiln.build(candidate.mod, target="llvm")(*built)
+            assert_computes(built[-1], expected, label + " (built)")
+            checked += 1
+    assert checked > 0, f"{what}: no candidate drawn ({space.rejections})"
