@@ -274,6 +274,9 @@ class AtomReplacer : public IRMutator {
         else_case.same_as(op->else_case)) {
       return op;
     }
+    // A check whose branches became no-ops is one too (a vector loop would otherwise keep a
+    // condition that varies across its lanes over nothing, and run serially).
+    if (is_no_op(then_case) && (!else_case.defined() || is_no_op(else_case))) return no_op();
     return make<IfThenElse>(condition, then_case, else_case);
   }
 

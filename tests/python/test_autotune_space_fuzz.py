@@ -1,10 +1,10 @@
 """Design-space fuzzer: random odd-shaped workloads of the operator kinds the tuner meets
-(products, convolutions, normalizations, softmax, pooling, reductions, int8 products,
-element-wise chains) and random candidates of every sketch of their design space for this
-machine's target. Each candidate must compute what the unscheduled function computes twice:
-lowered, on the reference interpreter, which checks every access against its buffer's bounds
-(a register tile's included, where compiled code only goes wrong when LLVM exploits an
-overrun), and built with LLVM, on this machine.
+(products, convolutions, normalizations, softmax, attention, pooling, reductions, argmax, int8
+products, transposes, RoPE, element-wise chains) and random candidates of every sketch of their
+design space for this machine's target. Each candidate must compute what the unscheduled
+function computes twice: lowered, on the reference interpreter, which checks every access
+against its buffer's bounds (a register tile's included, where compiled code only goes wrong
+when LLVM exploits an overrun), and built with LLVM, on this machine.
 
 KILN_SPACE_FUZZ=N draws N workloads (default 40); KILN_SPACE_FUZZ_SEED picks the seed.
 """
@@ -148,8 +148,46 @@ def bias_gelu(rnd):
     return f"bias + GELU {rows}x{cols}", [x, b, topi.nn.gelu(y)]
 
 
+def attention(rnd):
+    b, h, q, kv, d = 1, rnd.randint(1, 3), rnd.randint(1, 12), rnd.randint(1, 20), rnd.randint(
+        1, 20)
+    causal = rnd.random() < 0.5 and q <= kv
+    query = te.placeholder((b, h, q, d), "float32", name="q")
+    key = te.placeholder((b, h, kv, d), "float32", name="k")
+    value = te.placeholder((b, h, kv, d), "float32", name="v")
+    out = topi.nn.scaled_dot_product_attention(query, key, value, is_causal=causal)
+    return f"attention {h} heads {q}x{kv}x{d} causal {causal}", [query, key, value, out]
+
+
+def argmax(rnd):
+    rows, cols = rnd.randint(1, 20), rnd.randint(1, 300)
+    x = te.placeholder((rows, cols), "float32", name="x")
+    return f"argmax {rows}x{cols}", [x, topi.argmax(x, axis=1)]
+
+
+def sum_outer_axes(rnd):
+    a, b, c = rnd.randint(1, 12), rnd.randint(1, 20), rnd.randint(1, 40)
+    x = te.placeholder((a, b, c), "float32", name="x")
+    return f"sum over axes 0 and 2 of {a}x{b}x{c}", [x, topi.sum(x, axis=(0, 2))]
+
+
+def transpose_scale(rnd):
+    rows, cols = rnd.randint(1, 70), rnd.randint(1, 70)
+    x = te.placeholder((rows, cols), "float32", name="x")
+    t = topi.transpose(x)
+    return f"transpose {rows}x{cols}", [x, te.compute(t.shape, lambda i, j: t[i, j] * 2.0,
+                                                      name="y")]
+
+
+def rope(rnd):
+    seq, dim = rnd.randint(1, 20), 2 * rnd.randint(1, 16)
+    x = te.placeholder((1, 2, seq, dim), "float32", name="x")
+    return f"RoPE {seq}x{dim}", [x, topi.nn.rope(x, interleaved=rnd.random() < 0.5)]
+
+
 MAKERS = [matmul, matmul_chain, dense_bias_relu, batch_matmul_nt, int8_matmul, conv2d, depthwise,
-          pool, softmax, layer_norm, rms_norm, row_sum, column_mean, bias_gelu]
+          pool, softmax, layer_norm, rms_norm, row_sum, column_mean, bias_gelu, attention, argmax,
+          sum_outer_axes, transpose_scale, rope]
 
 
 def random_inputs(tensors, rng):

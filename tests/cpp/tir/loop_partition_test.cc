@@ -261,6 +261,34 @@ TEST(LoopPartition, CheckedPartSplitsItsInnerLoopAndDropsWhatFails) {
   EXPECT_EQ(run(result, {in, std::vector<float>(64, -5.0f)})[1], Triangle::expected(in, -5.0f));
 }
 
+TEST(LoopPartition, ACheckLeftOverNothingGoesWithWhatItChecked) {
+  // for i, j: for d in vectorized(4): if d < 3: if j <= i: B[...] = A[...]
+  // Past the diagonal the inner check fails: the lanes' check is left over nothing and goes
+  // too (kept, a vector loop would run serially on a condition that varies across its lanes),
+  // and with it the loop of columns past the diagonal.
+  Ref<Var> i = make_var("i"), j = make_var("j"), d = make_var("d");
+  Ref<Buffer> a = buffer_1d("A", i32(256)), b = buffer_1d("B", i32(256));
+  Expr index = (i * 8 + j) * 4 + d;
+  Stmt store = buffer_store(b, buffer_load(a, {index}), {index});
+  Stmt lanes = make<IfThenElse>(lt(Expr(d), i32(3)), make<IfThenElse>(le(Expr(j), Expr(i)), store));
+  Ref<PrimFunc> func =
+      make_func({a, b}, loop(i, 8, loop(j, 8, loop(d, 4, lanes, ForKind::kVectorized))));
+  Ref<PrimFunc> result = loop_partition(func);
+  std::string text = to_script(result->body);
+  EXPECT_EQ(text.find("T.evaluate"), std::string::npos) << text;
+  EXPECT_EQ(count_kind(result->body, NodeKind::IfThenElse), 2) << text;
+  verify_ir(result, "loop_partition");
+  std::vector<float> in = random_floats(256);
+  std::vector<float> expected(256, -5.0f);
+  for (int r = 0; r < 8; ++r) {
+    for (int c = 0; c <= r; ++c) {
+      for (int lane = 0; lane < 3; ++lane)
+        expected[(r * 8 + c) * 4 + lane] = in[(r * 8 + c) * 4 + lane];
+    }
+  }
+  EXPECT_EQ(run(result, {in, std::vector<float>(256, -5.0f)})[1], expected);
+}
+
 TEST(LoopPartition, PartThatFailsTheCheckKeepsTheElseBranch) {
   Triangle t;
   Ref<PrimFunc> func =
