@@ -27,8 +27,8 @@ CANDIDATES_PER_SKETCH = 2
 # Workload makers: each draws its shape from `rnd` and returns (description, tensors), the
 # last tensor the output.
 
-def matmul(rnd):
-    m, n, k = rnd.randint(1, 40), rnd.randint(1, 60), rnd.randint(1, 40)
+def matmul(rnd, max_columns=60):
+    m, n, k = rnd.randint(1, 40), rnd.randint(1, max_columns), rnd.randint(1, 40)
     a = te.placeholder((m, k), "float32", name="A")
     b = te.placeholder((k, n), "float32", name="B")
     r = te.reduce_axis((0, k), name="r")
@@ -37,13 +37,9 @@ def matmul(rnd):
 
 
 def matmul_chain(rnd):
-    m, n, k = rnd.randint(1, 40), rnd.randint(1, 40), rnd.randint(1, 40)
-    a = te.placeholder((m, k), "float32", name="A")
-    b = te.placeholder((k, n), "float32", name="B")
-    r = te.reduce_axis((0, k), name="r")
-    c = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
-    d = te.compute((m, n), lambda i, j: te.max(c[i, j] * 0.5 + 1.0, 0.0), name="D")
-    return f"matmul + scale + relu {m}x{n}x{k}", [a, b, d]
+    what, (a, b, c) = matmul(rnd, max_columns=40)
+    d = te.compute(c.shape, lambda i, j: te.max(c[i, j] * 0.5 + 1.0, 0.0), name="D")
+    return what + " + scale + relu", [a, b, d]
 
 
 def dense_bias_relu(rnd):
