@@ -187,6 +187,8 @@ MAKERS = [matmul, matmul_chain, dense_bias_relu, batch_matmul_nt, int8_matmul, c
 
 
 def random_inputs(tensors, rng):
+    """Random arrays for `tensors`; 8-bit integers over their whole range (a dot product's
+    16-bit intermediate sums saturate only there)."""
     arrays = []
     for t in tensors:
         shape = [int(d) for d in t.shape]
@@ -215,7 +217,11 @@ def test_random_candidates_of_random_workloads_compute_them(index):
     inputs = random_inputs(tensors[:-1], rng)
     out = tensors[-1]
     out_shape = [int(d) for d in out.shape]
-    expected = [a.copy() for a in inputs] + [np.zeros(out_shape, out.dtype)]
+
+    def fresh_args():
+        return [a.copy() for a in inputs] + [np.zeros(out_shape, out.dtype)]
+
+    expected = fresh_args()
     tir.interpret(func, *expected)
     expected = expected[-1]
 
@@ -232,10 +238,10 @@ def test_random_candidates_of_random_workloads_compute_them(index):
                 continue
             drawn += 1
             label = f"{what}, sketch {sketch}, seed {seed}"
-            lowered = [a.copy() for a in inputs] + [np.zeros(out_shape, out.dtype)]
+            lowered = fresh_args()
             tir.interpret(tir.lower(candidate.mod)["main"], *lowered)
             assert_computes(lowered[-1], expected, label + " (lowered, interpreted)")
-            built = [a.copy() for a in inputs] + [np.zeros(out_shape, out.dtype)]
+            built = fresh_args()
             kiln.build(candidate.mod, target="llvm")(*built)
             assert_computes(built[-1], expected, label + " (built)")
             checked += 1
