@@ -326,7 +326,7 @@ class Vectorizer : public IRMutator {
       if (Stmt tested = test_extreme_lane(op, c); tested.defined()) return tested;
       if (Stmt blended = blend_guarded_store(op, c, false); blended.defined()) return blended;
       if (Stmt masked = masked_store(op, c, false); masked.defined()) return masked;
-      if (Stmt moved = move_into_body(op); moved.defined()) return moved;
+      if (Stmt moved = move_into_body(op, c); moved.defined()) return moved;
       fail("an if statement's condition ", to_script(op->condition),
            " varies across lanes and its branches have side effects");
     }
@@ -460,9 +460,12 @@ class Vectorizer : public IRMutator {
   // that if; around one that varies, the two conditions are joined. The tail of a loop split by
   // a factor that does not divide it, around a reduction's init and update:
   //   if j < 5: (if k == 0: C[j] = 0); C[j] = C[j] + A[k] * B[k, j]
-  // becomes `if k == 0: (if j < 5: C[j] = 0); if j < 5: C[j] = ...`. Null where S is none of
-  // these.
-  Stmt move_into_body(const IfThenElse* op) {
+  // becomes `if k == 0: (if j < 5: C[j] = 0); if j < 5: C[j] = ...`. Around a let, the let
+  // goes out: `if c: (let v = e: S)` becomes `let v = e: (if c: S)`, e evaluated on every lane
+  // with its loads that may be out of bounds masked by c (the guarded tail of an argmax's
+  // rfactor, whose update binds the new index and value before storing them). Null where S is
+  // none of these. `c` is the vector condition.
+  Stmt move_into_body(const IfThenElse* op, const Expr& c) {
     auto reads_memory = [](const Expr& e) {
       bool reads = false;
       post_order_visit(
@@ -470,6 +473,19 @@ class Vectorizer : public IRMutator {
       return reads;
     };
     if (op->else_case.defined() || reads_memory(op->condition)) return Stmt();
+    if (const auto* let = op->then_case.as<LetStmt>()) {
+      Expr value = mutate(let->value);
+      if (!loads_in_bounds(let->value)) {
+        if (!masked_memory_ || !invariant_loads_in_bounds(let->value, false)) return Stmt();
+        value = mask_loads(value, c, "an if statement's condition " + to_script(op->condition));
+      }
+      Ref<Var> var = let->var;
+      if (lanes_of(value) > 1) {
+        var = make<Var>(let->var->name, let->var->dtype.with_lanes(lanes_));
+        let_vars_[let->var.get()] = var;
+      }
+      return make<LetStmt>(var, value, mutate(make<IfThenElse>(op->condition, let->body)));
+    }
     if (const auto* body = op->then_case.as<SeqStmt>()) {
       std::vector<Stmt> guarded;
       for (const Stmt& stmt : body->seq) guarded.push_back(make<IfThenElse>(op->condition, stmt));

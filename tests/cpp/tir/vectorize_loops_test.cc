@@ -475,6 +475,28 @@ TEST(VectorizeLoops, GuardAroundAReductionsInitAndUpdateGuardsEachStore) {
   }
 }
 
+TEST(VectorizeLoops, GuardAroundLetsGoesInsideThemAndMasksTheirLoads) {
+  // for i in vectorized(8):
+  //   if i < n: (let v = A[i + 1]: let w = B[i] + v: B[i] = w; B[i] = B[i] * v)
+  // (n <= 7: A[8] is never loaded; an argmax's guarded rfactor tail binds its new index and
+  // value before it stores them): the lets go out, evaluated on every lane with the load the
+  // guard keeps in bounds masked, and each store is guarded.
+  Ref<Var> i = make_var("i"), n = make_var("n");
+  Ref<Var> v = make<Var>("v", DataType::float32()), w = make<Var>("w", DataType::float32());
+  Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
+  Stmt stores = seq({buffer_store(b, Expr(w), {i}), buffer_store(b, buffer_load(b, {i}) * v, {i})});
+  Stmt lets =
+      make<LetStmt>(v, buffer_load(a, {i + 1}), make<LetStmt>(w, buffer_load(b, {i}) + v, stores));
+  Ref<PrimFunc> func =
+      make_func({a, b, n}, vectorized(i, 8, make<IfThenElse>(lt(Expr(i), Expr(n)), lets)));
+  Ref<PrimFunc> result = vectorize_loops(func);
+  EXPECT_EQ(fallback_reason(result), "");
+  EXPECT_EQ(count_masked_loads(result->body), 1) << to_script(result->body);
+  EXPECT_EQ(count_masked_stores(result->body), 2) << to_script(result->body);
+  verify_ir(result, "vectorize_loops");
+  expect_same_for_bounds(result, func, {0, 3, 7});
+}
+
 TEST(VectorizeLoopsFallback, IfWithAVectorConditionWithoutMaskedMemory) {
   Ref<Var> i = make_var("i");
   Ref<Buffer> a = buffer_1d("A", i32(8)), b = buffer_1d("B", i32(8));
