@@ -80,6 +80,30 @@ void check_no_opaque_access(const Ref<PrimFunc>& func, const Buffer* buffer,
   }
 }
 
+// The block's expression is scalar: put at the indices of a vector load (a tensorized block's
+// operand, `B[v, T.Ramp(k * 4, 1, 4)]`), its iterators would become vectors inside scalar
+// operations (a scalar condition over a ramp, a scalar load at vector indices), which no later
+// pass retypes.
+void check_no_vector_load(const Ref<PrimFunc>& func, const Buffer* buffer, const char* primitive) {
+  const Node* found = nullptr;
+  post_order_visit(func->body, [&](const Node* node) {
+    if (found != nullptr || node->kind() != NodeKind::BufferLoad) return;
+    const auto* load = static_cast<const BufferLoad*>(node);
+    if (load->buffer.get() != buffer) return;
+    for (const Expr& i : load->indices) {
+      if (i->dtype.lanes() > 1) found = node;
+    }
+  });
+  if (found != nullptr) {
+    schedule_error("VectorAccessError", primitive,
+                   "buffer '" + buffer->name + "' is loaded with vector indices (" +
+                       to_script(Expr(static_cast<const BufferLoad*>(found))) +
+                       ", a tensorized block's operand); only scalar loads can take the "
+                       "block's expression",
+                   func, found);
+  }
+}
+
 // `regions` plus `extra`: a region of a buffer already listed is merged into its entry (the
 // hull of both per dimension), an equal one is dropped.
 void add_region(std::vector<BufferRegion>* regions, const BufferRegion& extra,
@@ -279,6 +303,7 @@ BlockRewrite plan_compute_inline(Schedule& sch, const RV& block_rv, const char* 
                    func, block->body.defined() ? block->body.get() : block);
   }
   check_no_opaque_access(func, store->buffer.get(), primitive);
+  check_no_vector_load(func, store->buffer.get(), primitive);
   // Step 3. Remove the block, then substitute its expression for the loads of its buffer.
   BlockRemoval removal = plan_block_removal(loc);
   Stmt body = replace_stmt(func->body, removal.target, Stmt());

@@ -296,6 +296,29 @@ def main(A: T.Buffer((32, 64), "uint8"), B: T.Buffer((4, 16, 16, 4), "int8"), C:
     assert_trace_roundtrip(sch, func)
 
 
+def test_compute_inline_refuses_a_producer_that_a_tensorized_block_loads_as_a_vector():
+    # A's 62 columns padded to 64 (a stage, as topi.nn.dense_int8 pads its data to whole groups
+    # of 4): once the product is tensorized it loads the padded rows 4 at a time, and the pad's
+    # scalar expression cannot take a vector of indices.
+    A = te.placeholder((32, 62), "uint8", name="A")
+    padded = te.compute((32, 64), lambda i, k: te.if_then_else(k < 62, A[i, k],
+                                                                te.const(0, "uint8")), name="A_pad")
+    B = te.placeholder((4, 16, 16, 4), "int8", name="B")
+    r = te.reduce_axis((0, 64), name="k")
+    C = te.compute((32, 64), lambda i, j: te.sum(
+        padded[i, r].astype("int32") * B[j // 16, r // 4, j % 16, r % 4].astype("int32"), axis=r),
+        name="C")
+    func = te.create_prim_func([A, B, C])
+    sch, j1 = tiled(func, 16, 4)
+    sch.tensorize(j1, VNNI)
+    pad = sch.get_block("A_pad")
+    assert_fails_unchanged(
+        sch, tir.schedule.ScheduleError,
+        r"buffer 'A_pad' is loaded with vector indices "
+        r"\(A_pad\[v_i, T.Ramp\(v_k_o \* 4, 1, 4\)\]",
+        lambda: sch.compute_inline(pad))
+
+
 def test_tensorize_bf16_structure():
     func = matmul_bf16()
     sch, j1 = tiled(func, 16, 2)

@@ -23,6 +23,8 @@ namespace kiln::schedule {
 //     the block, all of them, and it has no init (BodyAnalysisError).
 //  5. The buffer is accessed only by loads and stores, never through its data pointer
 //     (OpaqueAccessError).
+//  6. Every load of the buffer has scalar indices (not the vector operand of a tensorized
+//     block) (VectorAccessError).
 void compute_inline(Schedule& sch, const RV& block);
 
 // Folds `block`, a consumer `C[g(v)] = h(B[f(v)], …)` of its single producer `B[w] = e(w)`, into

@@ -50,6 +50,8 @@ _ERROR_DOCS = {
     "BodyAnalysisError": "The block's body is not of the form the primitive needs (one store "
                          "indexed by its iterators).",
     "OpaqueAccessError": "The buffer is accessed other than by loads and stores.",
+    "VectorAccessError": "A load of the buffer has vector indices (a tensorized block's "
+                         "operand).",
     "NonSingleProducerError": "The block does not have exactly one producer, used only by it.",
     "NotBijectiveAffineIndexError": "The indices of a load are not a bijective affine map of "
                                     "the block's iterators.",
