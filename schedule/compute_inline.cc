@@ -495,6 +495,12 @@ BlockRewrite plan_reverse_compute_inline(Schedule& sch, const RV& block_rv, cons
     add_condition(ge(v, iv.dom.min));
     add_condition(lt(v, domain.simplify(iv.dom.min + iv.dom.extent)));
   }
+  // ... and where the element it computes is not the one the block reads there: an iterator of
+  // extent 1, which the inverse fixes to its minimum, reads one element of a dimension the
+  // producer may compute more of (the first column of a product padded to whole panels).
+  for (size_t d = 0; d < load->indices.size(); ++d) {
+    add_condition(eq(substitute(load->indices[d], inverse), outputs[d]));
+  }
   Stmt realize = make<BlockRealize>(producer.realize->iter_values, predicate, new_block);
   // Step 4. Replace the producer, remove the block, and drop the buffer's allocation.
   BlockRemoval removal = plan_block_removal(loc);

@@ -287,6 +287,23 @@ def test_reverse_compute_inline_consumer_with_unit_iterator():
     assert_trace_roundtrip(sch, func)
 
 
+def test_reverse_compute_inline_consumer_of_one_column_of_a_wider_producer():
+    # The consumer keeps column 0 of B's 4 (topi.nn.dense_pack with units=1 keeps the first
+    # column of a product padded to whole panels): its column iterator has extent 1, which the
+    # inverse fixes to 0, so the producer's iterations of the other columns must skip the store
+    # (they would overwrite C[i, 0] with B's later columns).
+    A = te.placeholder((3, 4), "float32", name="A")
+    B = te.compute((3, 4), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((3, 1), lambda i, j: B[i, j] + 1.0, name="C")
+    func = te.create_prim_func([A, C])
+    sch = tir.Schedule(func)
+    sch.reverse_compute_inline(sch.get_block("C"))
+    text = sch.mod["main"].script()
+    assert "T.where(j == 0)" in text, text
+    assert_same_results(func, sch.mod)
+    assert_trace_roundtrip(sch, func)
+
+
 def test_reverse_compute_inline_error_consumer_reads_past_the_producer():
     # The padding reads X at y - 1 for y in [0, 10) (guarded): inlined into the cache copy of X,
     # which runs over [0, 8) only, the border of the padding would never be written.
