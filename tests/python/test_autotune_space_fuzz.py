@@ -1,14 +1,15 @@
 """Design-space fuzzer: random odd-shaped workloads of the operator kinds the tuner meets
-(products, packed and VNNI dense layers, convolutions (grouped, dilated, depthwise),
-normalizations, softmax, attention, pooling, reductions, argmax and argmin, int8 products,
-quantization, transposes, RoPE, element-wise chains) and random candidates of every sketch of their
+(products, packed and VNNI dense layers, SwiGLU, convolutions (int8, grouped, dilated,
+depthwise), normalizations, softmax and log_softmax, attention, pooling, reductions, argmax and
+argmin, int8 products, quantization, transposes, concatenation and slicing, RoPE, element-wise
+chains) and random candidates of every sketch of their
 design space for this machine's target. Each candidate must compute what the unscheduled
 function computes twice: lowered, on the reference interpreter, which checks every access
 against its buffer's bounds (a register tile's included, where compiled code only goes wrong
 when LLVM exploits an overrun; not a tensorized candidate, whose LLVM intrinsic the interpreter
 cannot run), and built with LLVM, on this machine.
 
-KILN_SPACE_FUZZ=N draws N workloads (default 48); KILN_SPACE_FUZZ_SEED picks the seed.
+KILN_SPACE_FUZZ=N draws N workloads (default 56); KILN_SPACE_FUZZ_SEED picks the seed.
 """
 import os
 import random
@@ -20,7 +21,7 @@ import kiln
 from kiln import te, tir, topi
 from kiln.autotune import SpaceGenerator
 
-WORKLOADS = int(os.environ.get("KILN_SPACE_FUZZ", "48"))
+WORKLOADS = int(os.environ.get("KILN_SPACE_FUZZ", "56"))
 SEED = int(os.environ.get("KILN_SPACE_FUZZ_SEED", "20261202"))
 CANDIDATES_PER_SKETCH = 2
 
@@ -57,6 +58,22 @@ def batch_matmul_nt(rnd):
     x = te.placeholder((z, m, k), "float32", name="x")
     y = te.placeholder((z, n, k), "float32", name="y")
     return f"batch matmul (B transposed) {z}x{m}x{n}x{k}", [x, y, topi.nn.batch_matmul(x, y)]
+
+
+def matmul_a_transposed(rnd):
+    m, n, k = rnd.randint(1, 40), rnd.randint(1, 50), rnd.randint(1, 40)
+    a = te.placeholder((k, m), "float32", name="A")
+    b = te.placeholder((k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), name="r")
+    c = te.compute((m, n), lambda i, j: te.sum(a[r, i] * b[r, j], axis=r), name="C")
+    return f"A.T @ B {m}x{n}x{k}", [a, b, c]
+
+
+def dense_swiglu(rnd):
+    m, n, k = rnd.randint(1, 20), rnd.randint(1, 30), rnd.randint(1, 40)
+    x = te.placeholder((m, k), "float32", name="x")
+    w = te.placeholder((2 * n, k), "float32", name="w")
+    return f"dense + SwiGLU {m}x{n}x{k}", [x, w, topi.nn.swiglu(topi.nn.dense(x, w))]
 
 
 def int8_matmul(rnd):
@@ -105,6 +122,21 @@ def conv2d(rnd):
         wt = te.placeholder((k, k, c, f), "float32", name="w")
         y, layout = topi.nn.conv2d_nhwc(x, wt, stride, pad, 1), "NHWC"
     return f"conv2d {layout} {c}->{f} {h}x{w} kernel {k} stride {stride} pad {pad}", [x, wt, y]
+
+
+def int8_conv2d(rnd):
+    c, f = rnd.randint(1, 8), rnd.randint(1, 20)
+    h, w = rnd.randint(3, 10), rnd.randint(3, 10)
+    stride, pad = rnd.choice([1, 2]), rnd.choice([0, 1])
+    if rnd.random() < 0.5:
+        x = te.placeholder((1, c, h, w), "int8", name="x")
+        k = te.placeholder((f, c, 3, 3), "int8", name="w")
+        y, layout = topi.nn.conv2d_nchw(x, k, stride, pad, 1, out_dtype="int32"), "NCHW"
+    else:
+        x = te.placeholder((1, h, w, c), "int8", name="x")
+        k = te.placeholder((3, 3, c, f), "int8", name="w")
+        y, layout = topi.nn.conv2d_nhwc(x, k, stride, pad, 1, out_dtype="int32"), "NHWC"
+    return f"int8 conv2d {layout} {c}->{f} {h}x{w} stride {stride} pad {pad}", [x, k, y]
 
 
 def group_conv(rnd):
@@ -156,6 +188,22 @@ def softmax(rnd):
     rows, cols = rnd.randint(1, 16), rnd.randint(1, 200)
     x = te.placeholder((rows, cols), "float32", name="x")
     return f"softmax {rows}x{cols}", [x, topi.nn.softmax(x, axis=-1)]
+
+
+def log_softmax_columns(rnd):
+    rows, cols = rnd.randint(1, 60), rnd.randint(1, 40)
+    x = te.placeholder((rows, cols), "float32", name="x")
+    return f"log_softmax over rows {rows}x{cols}", [x, topi.nn.log_softmax(x, axis=0)]
+
+
+def residual_layer_norm(rnd):
+    rows, cols = rnd.randint(1, 30), rnd.randint(1, 150)
+    x = te.placeholder((rows, cols), "float32", name="x")
+    r = te.placeholder((rows, cols), "float32", name="r")
+    g = te.placeholder((cols,), "float32", name="g")
+    b = te.placeholder((cols,), "float32", name="b")
+    return (f"residual + layer norm {rows}x{cols}",
+            [x, r, g, b, topi.nn.layer_norm(topi.add(x, r), g, b, axis=[1])])
 
 
 def layer_norm(rnd):
@@ -241,16 +289,26 @@ def transpose_scale(rnd):
                                                       name="y")]
 
 
+def concat_slice(rnd):
+    rows, c1, c2 = rnd.randint(1, 30), rnd.randint(1, 40), rnd.randint(1, 40)
+    a = te.placeholder((rows, c1), "float32", name="a")
+    b = te.placeholder((rows, c2), "float32", name="b")
+    odd = topi.strided_slice(topi.concatenate([a, b], axis=1), [0, 1], [rows, c1 + c2], [1, 2])
+    return f"concatenate + strided slice {rows}x({c1}+{c2})", [a, b, topi.multiply(odd, 2.0)]
+
+
 def rope(rnd):
     seq, dim = rnd.randint(1, 20), 2 * rnd.randint(1, 16)
     x = te.placeholder((1, 2, seq, dim), "float32", name="x")
     return f"RoPE {seq}x{dim}", [x, topi.nn.rope(x, interleaved=rnd.random() < 0.5)]
 
 
-MAKERS = [matmul, matmul_chain, dense_bias_relu, batch_matmul_nt, int8_matmul, int8_dense_vnni,
-          dense_packed, conv2d, group_conv, depthwise, pool, pool_nhwc_ceil, adaptive_pool,
-          softmax, layer_norm, rms_norm, row_sum, column_mean, bias_gelu, attention, argmax,
-          argmin_columns, sum_outer_axes, transpose_scale, rope, quantize_rows]
+MAKERS = [matmul, matmul_chain, matmul_a_transposed, dense_bias_relu, dense_swiglu,
+          batch_matmul_nt, int8_matmul, int8_dense_vnni, dense_packed, conv2d, int8_conv2d,
+          group_conv, depthwise, pool, pool_nhwc_ceil, adaptive_pool, softmax,
+          log_softmax_columns, layer_norm, residual_layer_norm, rms_norm, row_sum, column_mean,
+          bias_gelu, attention, argmax, argmin_columns, sum_outer_axes, transpose_scale,
+          concat_slice, rope, quantize_rows]
 
 
 def random_inputs(tensors, rng):
