@@ -41,23 +41,33 @@ std::vector<size_t> store_permutation(const Block* block, const BufferStore* sto
   return perm;
 }
 
-// The first use of `buffer` other than a load or a store of one of its elements: its data
-// pointer as a value, or the address of one of its elements.
-class OpaqueAccessFinder : public IRVisitor {
+// The first use of `buffer` other than a load or a store of one of its elements (its data
+// pointer as a value, or the address of one of its elements), and its first load at vector
+// indices (a tensorized block's operand, `B[v, T.Ramp(k * 4, 1, 4)]`).
+class AccessFinder : public IRVisitor {
  public:
-  explicit OpaqueAccessFinder(const Buffer* buffer) : buffer_(buffer) {}
-  const Node* found = nullptr;
+  explicit AccessFinder(const Buffer* buffer) : buffer_(buffer) {}
+  const Node* opaque = nullptr;
+  const BufferLoad* vector_load = nullptr;
 
  protected:
   using IRVisitor::visit;
   void visit(const Var* op) override {
-    if (op == buffer_->data.get() && found == nullptr) found = op;
+    if (op == buffer_->data.get() && opaque == nullptr) opaque = op;
   }
   void visit(const Call* op) override {
-    if (op->op == Builtin::AddressOf && found == nullptr) {
+    if (op->op == Builtin::AddressOf && opaque == nullptr) {
       for (const Expr& arg : op->args) {
         const BufferLoad* load = arg.as<BufferLoad>();
-        if (load != nullptr && load->buffer.get() == buffer_) found = op;
+        if (load != nullptr && load->buffer.get() == buffer_) opaque = op;
+      }
+    }
+    IRVisitor::visit(op);
+  }
+  void visit(const BufferLoad* op) override {
+    if (op->buffer.get() == buffer_ && vector_load == nullptr) {
+      for (const Expr& i : op->indices) {
+        if (i->dtype.lanes() > 1) vector_load = op;
       }
     }
     IRVisitor::visit(op);
@@ -67,40 +77,28 @@ class OpaqueAccessFinder : public IRVisitor {
   const Buffer* buffer_;
 };
 
-void check_no_opaque_access(const Ref<PrimFunc>& func, const Buffer* buffer,
-                            const char* primitive) {
-  OpaqueAccessFinder finder(buffer);
+// Checks that `buffer` is accessed only by loads and stores and, with `scalar_loads`, only
+// loaded at scalar indices: compute_inline's expression is scalar, and put at vector indices
+// its iterators would become vectors inside scalar operations (a scalar condition over a ramp,
+// a scalar load at vector indices), which no later pass retypes.
+void check_accesses(const Ref<PrimFunc>& func, const Buffer* buffer, const char* primitive,
+                    bool scalar_loads) {
+  AccessFinder finder(buffer);
   finder.visit_stmt(func->body);
-  if (finder.found != nullptr) {
+  if (finder.opaque != nullptr) {
     schedule_error("OpaqueAccessError", primitive,
                    "buffer '" + buffer->name +
                        "' is accessed opaquely (through its data pointer or the address of an "
                        "element), not only by loads and stores",
-                   func, finder.found);
+                   func, finder.opaque);
   }
-}
-
-// The block's expression is scalar: put at the indices of a vector load (a tensorized block's
-// operand, `B[v, T.Ramp(k * 4, 1, 4)]`), its iterators would become vectors inside scalar
-// operations (a scalar condition over a ramp, a scalar load at vector indices), which no later
-// pass retypes.
-void check_no_vector_load(const Ref<PrimFunc>& func, const Buffer* buffer, const char* primitive) {
-  const Node* found = nullptr;
-  post_order_visit(func->body, [&](const Node* node) {
-    if (found != nullptr || node->kind() != NodeKind::BufferLoad) return;
-    const auto* load = static_cast<const BufferLoad*>(node);
-    if (load->buffer.get() != buffer) return;
-    for (const Expr& i : load->indices) {
-      if (i->dtype.lanes() > 1) found = node;
-    }
-  });
-  if (found != nullptr) {
+  if (scalar_loads && finder.vector_load != nullptr) {
     schedule_error("VectorAccessError", primitive,
                    "buffer '" + buffer->name + "' is loaded with vector indices (" +
-                       to_script(Expr(static_cast<const BufferLoad*>(found))) +
+                       to_script(Expr(finder.vector_load)) +
                        ", a tensorized block's operand); only scalar loads can take the "
                        "block's expression",
-                   func, found);
+                   func, finder.vector_load);
   }
 }
 
@@ -302,8 +300,7 @@ BlockRewrite plan_compute_inline(Schedule& sch, const RV& block_rv, const char* 
                        "iterators (each once, all of them), with no init",
                    func, block->body.defined() ? block->body.get() : block);
   }
-  check_no_opaque_access(func, store->buffer.get(), primitive);
-  check_no_vector_load(func, store->buffer.get(), primitive);
+  check_accesses(func, store->buffer.get(), primitive, /*scalar_loads=*/true);
   // Step 3. Remove the block, then substitute its expression for the loads of its buffer.
   BlockRemoval removal = plan_block_removal(loc);
   Stmt body = replace_stmt(func->body, removal.target, Stmt());
@@ -394,7 +391,7 @@ BlockRewrite plan_reverse_compute_inline(Schedule& sch, const RV& block_rv, cons
                        " loads that do not all read the same element",
                    func, store);
   }
-  check_no_opaque_access(func, buffer, primitive);
+  check_accesses(func, buffer, primitive, /*scalar_loads=*/false);
   const BufferLoad* load = loads[0];
   arith::Analyzer analyzer;
   arith::IterRanges iters;

@@ -30,13 +30,15 @@ CANDIDATES_PER_SKETCH = 2
 # Workload makers: each draws its shape from `rnd` and returns (description, tensors), the
 # last tensor the output.
 
-def matmul(rnd, max_columns=60):
+def matmul(rnd, max_columns=60, a_transposed=False):
+    """A @ B, or A.T @ B with A stored (k, m)."""
     m, n, k = rnd.randint(1, 40), rnd.randint(1, max_columns), rnd.randint(1, 40)
-    a = te.placeholder((m, k), "float32", name="A")
+    a = te.placeholder((k, m) if a_transposed else (m, k), "float32", name="A")
     b = te.placeholder((k, n), "float32", name="B")
     r = te.reduce_axis((0, k), name="r")
-    c = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
-    return f"matmul {m}x{n}x{k}", [a, b, c]
+    c = te.compute((m, n), lambda i, j: te.sum((a[r, i] if a_transposed else a[i, r]) * b[r, j],
+                                               axis=r), name="C")
+    return f"{'A.T @ B' if a_transposed else 'matmul'} {m}x{n}x{k}", [a, b, c]
 
 
 def matmul_chain(rnd):
@@ -61,12 +63,7 @@ def batch_matmul_nt(rnd):
 
 
 def matmul_a_transposed(rnd):
-    m, n, k = rnd.randint(1, 40), rnd.randint(1, 50), rnd.randint(1, 40)
-    a = te.placeholder((k, m), "float32", name="A")
-    b = te.placeholder((k, n), "float32", name="B")
-    r = te.reduce_axis((0, k), name="r")
-    c = te.compute((m, n), lambda i, j: te.sum(a[r, i] * b[r, j], axis=r), name="C")
-    return f"A.T @ B {m}x{n}x{k}", [a, b, c]
+    return matmul(rnd, max_columns=50, a_transposed=True)
 
 
 def dense_swiglu(rnd):
